@@ -1,0 +1,36 @@
+// Linear: y = x W^T + b over the last dimension (torch.nn.Linear).
+// weight [out_features, in_features], bias [out_features]; both U(-1/sqrt(in), 1/sqrt(in)).
+#ifndef GPIPE_LAYERS_LINEAR_H_
+#define GPIPE_LAYERS_LINEAR_H_
+
+#include <memory>
+
+#include "layers/layer.h"
+#include "proto/plan.pb.h"
+
+namespace gpipe {
+
+class Linear final : public Layer {
+ public:
+  static absl::StatusOr<std::unique_ptr<Layer>> Create(const pb::Layer& spec,
+                                                       const Shape& input_shape);
+
+  std::string_view type() const override { return "linear"; }
+  std::vector<ParamSpec> parameter_specs() const override;
+  double ForwardFlopsPerSample() const override;
+  absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
+                                 const Tensor& x, SavedTensors& saved) const override;
+  absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
+                                  std::span<Tensor> grads, const SavedTensors& saved,
+                                  const Tensor& dy) const override;
+
+ private:
+  Linear(std::string name, Shape input_shape, int64_t out_features, bool bias);
+  int64_t in_features_;
+  int64_t out_features_;
+  bool bias_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_LAYERS_LINEAR_H_

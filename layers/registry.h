@@ -1,0 +1,48 @@
+// LayerRegistry: builds Layer objects from plan entries, by the name of the plan's layer kind
+// ("linear", "relu", ...). An ordinary object, not a global: WithBuiltins() returns one that
+// knows every layer in this directory; embedders may Register their own kinds.
+#ifndef GPIPE_LAYERS_REGISTRY_H_
+#define GPIPE_LAYERS_REGISTRY_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "layers/layer.h"
+#include "layers/loss.h"
+#include "proto/plan.pb.h"
+
+namespace gpipe {
+
+// Builds a layer from its plan entry and per-sample input shape; rejects bad configuration or
+// an input shape the layer cannot take with INVALID_ARGUMENT naming the problem (the caller
+// adds the layer name and plan location).
+using LayerFactory = std::function<absl::StatusOr<std::unique_ptr<Layer>>(
+    const pb::Layer& spec, const Shape& input_shape)>;
+
+class LayerRegistry {
+ public:
+  static LayerRegistry WithBuiltins();
+
+  // Fails with ALREADY_EXISTS if `kind` is taken.
+  absl::Status Register(std::string kind, LayerFactory factory);
+  bool Contains(const std::string& kind) const { return factories_.contains(kind); }
+
+  // The plan entry's kind name ("" when none is set).
+  static std::string KindOf(const pb::Layer& spec);
+  absl::StatusOr<std::unique_ptr<Layer>> Create(const pb::Layer& spec,
+                                                const Shape& input_shape) const;
+
+ private:
+  absl::flat_hash_map<std::string, LayerFactory> factories_;
+};
+
+// Builds the plan's loss.
+absl::StatusOr<std::unique_ptr<Loss>> CreateLoss(const pb::Loss& spec);
+
+}  // namespace gpipe
+
+#endif  // GPIPE_LAYERS_REGISTRY_H_

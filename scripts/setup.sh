@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs the Debian packages gpipe needs to build, test and run (idempotent).
+# Usage: scripts/setup.sh        (as root, or with sudo available)
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libopenmpi-dev openmpi-bin
+  libprotobuf-dev protobuf-compiler
+  libabsl-dev
+  libgtest-dev libgmock-dev libbenchmark-dev
+  libopenblas-dev
+  zlib1g-dev
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all packages present"
+  exit 0
+fi
+echo "setup: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,65 @@
+// DataChannel: moves boundary tensors (activations forward, gradients backward) between stage
+// ranks, and sums gradients across data-parallel replicas. Implementations: MPI (here), NCCL
+// (later). Transfers are asynchronous: Send/Recv return a handle that completes later; every
+// wait has a deadline and gives up early when the job is aborting.
+//
+// Each transfer carries a header (step, micro-batch, kind, chunk, dtype, shape) that the
+// receiver checks against what it expected; a mismatch is an error naming both sides.
+// Thread-compatible: one thread drives a channel.
+#ifndef GPIPE_RUNTIME_COMM_DATA_CHANNEL_H_
+#define GPIPE_RUNTIME_COMM_DATA_CHANNEL_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "runtime/core/tensor.h"
+
+namespace gpipe {
+
+enum class TransferKind : int32_t { kActivation = 1, kGradient = 2 };
+
+// Identifies one boundary transfer; sender and receiver must agree on all of it.
+struct TransferKey {
+  int64_t step = 0;
+  int32_t micro_batch = 0;
+  int32_t chunk = 0;
+  TransferKind kind = TransferKind::kActivation;
+};
+
+std::string ToString(const TransferKey& key);  // "activation step=3 mb=5"
+
+class TransferHandle {
+ public:
+  virtual ~TransferHandle() = default;
+  // Non-blocking: whether the transfer finished (or failed; Wait then returns why).
+  virtual bool Done() = 0;
+  // Blocks until done or `deadline`. DEADLINE_EXCEEDED names the peer and key; ABORTED when
+  // another rank aborted the job; INVALID_ARGUMENT on a header mismatch.
+  virtual absl::Status Wait(absl::Time deadline) = 0;
+};
+
+class DataChannel {
+ public:
+  virtual ~DataChannel() = default;
+  // Sends `tensor` to `peer_rank`. The tensor must stay alive and unmodified until the handle
+  // is done (the handle keeps a reference to it).
+  virtual absl::StatusOr<std::unique_ptr<TransferHandle>> Send(const Tensor& tensor,
+                                                               int peer_rank,
+                                                               const TransferKey& key) = 0;
+  // Receives into `tensor` (already allocated with the expected shape and dtype) from
+  // `peer_rank`; the header must match `key`, the shape and the dtype.
+  virtual absl::StatusOr<std::unique_ptr<TransferHandle>> Recv(Tensor& tensor, int peer_rank,
+                                                               const TransferKey& key) = 0;
+  // In place: each tensor becomes the elementwise sum of that tensor over `group_ranks`
+  // (this rank included). Blocks until done or `deadline`. A group of one is a no-op.
+  virtual absl::Status AllReduceSum(std::span<Tensor> tensors, std::span<const int> group_ranks,
+                                    absl::Time deadline) = 0;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_COMM_DATA_CHANNEL_H_

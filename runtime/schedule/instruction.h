@@ -1,0 +1,74 @@
+// The pipeline instruction set: what one stage does, in order, during one training step.
+//
+// Instructions are small values with no tensors or devices in them (DeepSpeed's schedule
+// style). A stage's executor dispatches them with std::visit, so adding a kind without a
+// handler is a compile error. Each comment says what the instruction roughly does and what it
+// pairs with on the neighbouring stage.
+#ifndef GPIPE_RUNTIME_SCHEDULE_INSTRUCTION_H_
+#define GPIPE_RUNTIME_SCHEDULE_INSTRUCTION_H_
+
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace gpipe::schedule {
+
+// First stage: fetch micro-batch m's inputs. Last stage: fetch its targets. No pairing.
+struct LoadMicroBatch {
+  int micro_batch = 0;
+  int chunk = 0;
+};
+// Receive micro-batch m's input activation from stage s-1. Pairs with its SendActivation(m).
+struct RecvActivation {
+  int micro_batch = 0;
+  int chunk = 0;
+};
+// Run the stage's layers forward on micro-batch m (the last stage also computes the loss and
+// its gradient). Needs m's input: LoadMicroBatch or RecvActivation before it.
+struct Forward {
+  int micro_batch = 0;
+  int chunk = 0;
+};
+// Send micro-batch m's output activation to stage s+1. Pairs with its RecvActivation(m).
+struct SendActivation {
+  int micro_batch = 0;
+  int chunk = 0;
+};
+// Receive dL/d(output) of micro-batch m from stage s+1. Pairs with its SendGrad(m).
+struct RecvGrad {
+  int micro_batch = 0;
+  int chunk = 0;
+};
+// Backpropagate micro-batch m through the stage (recomputing its forward first under
+// re-materialization), accumulating parameter gradients. Needs Forward(m) and, except on the
+// last stage, RecvGrad(m).
+struct Backward {
+  int micro_batch = 0;
+  int chunk = 0;
+};
+// Send dL/d(input) of micro-batch m to stage s-1. Pairs with its RecvGrad(m).
+struct SendGrad {
+  int micro_batch = 0;
+  int chunk = 0;
+};
+// Sum this stage's gradients across data-parallel replicas (no-op with one replica).
+struct AllReduceGrads {};
+// Gradient-sync barrier with rank 0 (report, then rank 0's apply/skip decision), then the
+// optimizer update and zeroed gradients. Last instruction of every stage's step.
+struct OptimizerStep {};
+
+using Instruction = std::variant<LoadMicroBatch, RecvActivation, Forward, SendActivation,
+                                 RecvGrad, Backward, SendGrad, AllReduceGrads, OptimizerStep>;
+
+// "Forward(mb=3)", "OptimizerStep"; chunk shown only when non-zero: "Forward(mb=3, chunk=1)".
+std::string ToString(const Instruction& instruction);
+
+// Instructions of one stage for one step, in execution order.
+struct StageProgram {
+  int stage = 0;
+  std::vector<Instruction> instructions;
+};
+
+}  // namespace gpipe::schedule
+
+#endif  // GPIPE_RUNTIME_SCHEDULE_INSTRUCTION_H_

@@ -1,0 +1,68 @@
+// Dataset: indexed samples (inputs and targets) for training; BatchSampler: which samples
+// each step uses. Both are deterministic functions of the plan and seed, so every rank that
+// needs data (the first stage: inputs; the last stage: targets) computes the same thing.
+#ifndef GPIPE_RUNTIME_TRAIN_DATASET_H_
+#define GPIPE_RUNTIME_TRAIN_DATASET_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/plan.pb.h"
+#include "runtime/core/dtype.h"
+#include "runtime/core/shape.h"
+#include "runtime/core/tensor.h"
+
+namespace gpipe {
+
+class Dataset {
+ public:
+  virtual ~Dataset() = default;
+  virtual int64_t size() const = 0;
+  // Per-sample shapes and dtypes.
+  virtual const Shape& input_shape() const = 0;
+  virtual DType input_dtype() const = 0;
+  virtual const Shape& target_shape() const = 0;
+  virtual DType target_dtype() const = 0;
+  // Fills out[i] with sample indices[i]. `out` is [indices.size(), shape...] of the right dtype
+  // (host-accessible). OUT_OF_RANGE for an index outside [0, size()).
+  virtual absl::Status GatherInputs(std::span<const int64_t> indices, Tensor& out) const = 0;
+  virtual absl::Status GatherTargets(std::span<const int64_t> indices, Tensor& out) const = 0;
+};
+
+// What the model expects of its data (from shape inference).
+struct DataRequirements {
+  Shape input_shape;         // per-sample model input
+  Shape target_shape;        // per-sample target (from the loss)
+  DType target_dtype = DType::kF32;
+  int64_t num_classes = 0;   // > 0 for classification losses
+  uint64_t seed = 0;         // training.seed
+};
+
+// Opens the plan's data source. Paths in `data` must already be resolved (absolute or relative
+// to the working directory). Errors name the file and what is wrong (missing, bad header,
+// dtype or shape not matching `requirements`).
+absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(const pb::Data& data,
+                                                     const DataRequirements& requirements);
+
+// Step s's sample indices: without shuffle, [s*B, (s+1)*B) modulo N in order; with shuffle,
+// epoch e = floor(s*B / N) visits a permutation drawn from (seed, e), continuing across
+// epoch boundaries.
+class BatchSampler {
+ public:
+  BatchSampler(int64_t dataset_size, int64_t global_batch, bool shuffle, uint64_t seed);
+  std::vector<int64_t> IndicesForStep(int64_t step) const;
+
+ private:
+  int64_t dataset_size_;
+  int64_t global_batch_;
+  bool shuffle_;
+  uint64_t seed_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_TRAIN_DATASET_H_

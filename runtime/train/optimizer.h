@@ -1,0 +1,37 @@
+// Optimizer: applies one update to a stage's parameters from their accumulated gradients,
+// following PyTorch's update rules exactly (torch.optim.SGD, Adam, AdamW), so hyperparameters
+// carry over unchanged. State (momentum, moments) is allocated on the first Step, per parameter
+// index, on the parameter's allocator, counted as MemoryKind::kOptimizerState.
+#ifndef GPIPE_RUNTIME_TRAIN_OPTIMIZER_H_
+#define GPIPE_RUNTIME_TRAIN_OPTIMIZER_H_
+
+#include <memory>
+#include <span>
+#include <string_view>
+
+#include "absl/status/statusor.h"
+#include "proto/plan.pb.h"
+#include "runtime/core/tensor.h"
+
+namespace gpipe {
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+  // values[i] -= update(grads[i]) with learning rate `lr`. The spans are the same length and
+  // order on every call (the stage's parameters). Gradients are not modified.
+  virtual absl::Status Step(double lr, std::span<Tensor> values,
+                            std::span<const Tensor> grads) = 0;
+  // The plan's learning rate (the coordinator sends it in each StepCommand).
+  virtual double base_lr() const = 0;
+  // Number of Step calls so far.
+  virtual int64_t steps() const = 0;
+};
+
+// Builds the plan's optimizer; INVALID_ARGUMENT on bad hyperparameters (e.g. lr <= 0, nesterov
+// without momentum), naming the field.
+absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(const pb::Optimizer& spec);
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_TRAIN_OPTIMIZER_H_

@@ -41,6 +41,10 @@ struct LayerContext {
   uint64_t seed = 0;
   int64_t step = 0;
   int micro_batch = 0;
+  // Index of the micro-batch's first sample within the mini-batch. Randomness that should not
+  // depend on how the mini-batch is split (dropout) is keyed by step and layer and positioned by
+  // sample_offset, so M micro-batches draw exactly what one whole batch would.
+  int64_t sample_offset = 0;
   int layer_index = 0;           // index in model.layers (global, not per stage)
   bool need_input_grad = true;   // false for the model's first layer: Backward may skip dx
 };

@@ -53,6 +53,13 @@ uint32_t RandomStream::NextU32() {
   return buffer_[used_++];
 }
 
+void RandomStream::Seek(uint64_t word) {
+  block_ = word / 4;
+  used_ = 4;
+  const int skip = static_cast<int>(word % 4);
+  for (int i = 0; i < skip; ++i) NextU32();
+}
+
 float RandomStream::NextUniform() {
   return static_cast<float>(NextU32() >> 8) * (1.0f / 16777216.0f);
 }

@@ -25,6 +25,9 @@ class RandomStream {
   RandomStream(uint64_t seed, std::initializer_list<uint64_t> key);
 
   uint32_t NextU32();
+  // Moves to the `word`-th 32-bit word of the stream (0 = its start), so a consumer can draw
+  // element i's numbers without drawing elements 0..i-1.
+  void Seek(uint64_t word);
   // Uniform in [0, 1) with 24 random bits (exactly representable as float).
   float NextUniform();
   // Standard normal (Box-Muller on two uniforms), in double precision.

@@ -1,0 +1,63 @@
+// gpipe-plan: inspect a plan without running it.
+//   gpipe-plan check PLAN [--override TEXT]... [-n N]   validate; print the stage table
+//   gpipe-plan show  PLAN [--override TEXT]...          also the schedule grid, bubble, memory
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "launcher/flags.h"
+#include "layers/registry.h"
+#include "runtime/coord/plan_report.h"
+#include "runtime/plan/plan_analysis.h"
+#include "runtime/plan/plan_loader.h"
+
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gpipe-plan check PLAN [--override TEXT]... [-n N]\n"
+    "       gpipe-plan show  PLAN [--override TEXT]...\n"
+    "  check   validate the plan (errors as file:line:col) and print its stages\n"
+    "  show    also draw the schedule as a stage x time grid with the predicted bubble\n"
+    "          and per-stage memory\n"
+    "  -n N    (check) also verify that a job of N processes fits the plan\n";
+
+int Fail(const std::string& message) {
+  std::fprintf(stderr, "%s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  auto flags = gpipe::ParseFlags({{"override", true, true}, {"n"}, {"help", false}}, args);
+  if (!flags.ok()) {
+    std::fprintf(stderr, "gpipe-plan: %s\n%s", std::string(flags.status().message()).c_str(), kUsage);
+    return 2;
+  }
+  if (flags->Has("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  const auto& positional = flags->positional();
+  if (positional.size() != 2 || (positional[0] != "check" && positional[0] != "show")) {
+    std::fputs(kUsage, stderr);
+    return 2;
+  }
+  const bool show = positional[0] == "show";
+  auto loaded = gpipe::LoadPlanFile(positional[1], flags->GetAll("override"));
+  if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+  auto analyzed = gpipe::AnalyzePlan(*loaded, gpipe::LayerRegistry::WithBuiltins());
+  if (!analyzed.ok()) return Fail(std::string(analyzed.status().message()));
+  if (auto n = flags->Get("n")) {
+    auto parsed = gpipe::ParseIntFlag("-n", *n);
+    if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
+    const absl::Status fits = gpipe::CheckWorldSize(*analyzed, *loaded, static_cast<int>(*parsed));
+    if (!fits.ok()) return Fail(std::string(fits.message()));
+  }
+  auto report = gpipe::FormatPlanReport(*analyzed, show);
+  if (!report.ok()) return Fail(std::string(report.status().message()));
+  std::fputs(report->c_str(), stdout);
+  return 0;
+}

@@ -1,0 +1,71 @@
+#include "runtime/coord/setup_builder.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/plan/plan_loader.h"
+#include "runtime/schedule/program.h"
+
+namespace gpipe {
+
+schedule::OpCosts CostsFromFlops(const AnalyzedPlan& plan) {
+  schedule::OpCosts costs;
+  double total = 0.0;
+  for (const StageInfo& s : plan.stages) total += s.flops_per_sample;
+  const double mean = plan.stages.empty() ? 1.0 : total / plan.stages.size();
+  for (const StageInfo& s : plan.stages) {
+    // Normalized so a mean stage's forward costs 1; a zero-FLOP stage still takes a little time.
+    const double relative = mean > 0 ? s.flops_per_sample / mean : 1.0;
+    costs.stage_forward.push_back(std::max(relative, 1e-3));
+    costs.stage_backward.push_back(2.0 * std::max(relative, 1e-3));
+  }
+  return costs;
+}
+
+absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_size,
+                                       const LayerRegistry& registry) {
+  ASSIGN_OR_RETURN(LoadedPlan loaded, LoadPlanFile(options.plan_path, options.overrides));
+  ResolvedJob job;
+  ASSIGN_OR_RETURN(job.analyzed, AnalyzePlan(loaded, registry));
+  RETURN_IF_ERROR(CheckWorldSize(job.analyzed, loaded, world_size));
+  if (!options.init_from.empty() && !std::filesystem::exists(options.init_from)) {
+    return absl::NotFoundError(
+        absl::StrCat("--init-from: ", options.init_from, ": no such file"));
+  }
+  const pb::Pipeline& pipeline = job.analyzed.plan.pipeline();
+  ASSIGN_OR_RETURN(schedule::Program program,
+                   schedule::BuildProgram(pipeline.schedule(), pipeline.stages(),
+                                          pipeline.micro_batches()));
+  auto prediction = schedule::VerifyProgram(program, CostsFromFlops(job.analyzed));
+  if (!prediction.ok()) {
+    return absl::InternalError(
+        absl::StrCat("the built schedule failed verification (a gpipe bug; please report it): ",
+                     prediction.status().message()));
+  }
+  job.prediction = *std::move(prediction);
+
+  for (int rank = 0; rank < world_size; ++rank) {
+    pb::Setup setup;
+    *setup.mutable_plan() = job.analyzed.plan;
+    for (const StageInfo& s : job.analyzed.stages) {
+      pb::StageSpec* spec = setup.add_stages();
+      spec->set_stage(s.stage);
+      spec->set_first_layer(s.first_layer);
+      spec->set_end_layer(s.end_layer);
+      for (int64_t d : s.input_shape.dims()) spec->add_input_shape(d);
+      for (int64_t d : s.output_shape.dims()) spec->add_output_shape(d);
+      spec->set_parameters(s.parameters);
+      spec->set_flops(s.flops_per_sample);
+    }
+    setup.set_rank(rank);
+    setup.set_stage(rank);  // one replica: rank r owns stage r
+    *setup.mutable_program() = schedule::ToProto(program.stage_programs[rank]);
+    if (!options.init_from.empty()) setup.set_init_from(options.init_from);
+    setup.set_export_parameters(!options.export_path.empty());
+    job.setups.push_back(std::move(setup));
+  }
+  return job;
+}
+
+}  // namespace gpipe

@@ -1,0 +1,60 @@
+#include "runtime/coord/step_summary.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace gpipe {
+
+absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepReport>& reports,
+                                      int64_t global_batch, double step_ms, bool applied) {
+  StepSummary s;
+  s.step = step;
+  s.applied = applied;
+  s.step_ms = step_ms;
+  s.samples_per_s = step_ms > 0 ? global_batch / (step_ms / 1000.0) : 0.0;
+  double bubble_sum = 0.0;
+  for (size_t r = 0; r < reports.size(); ++r) {
+    const pb::StepReport& report = reports[r];
+    if (report.step() != step || report.rank() != static_cast<int>(r)) {
+      return absl::InternalError(absl::StrCat("report from rank ", report.rank(), " for step ",
+                                              report.step(), " arrived at slot ", r,
+                                              " of step ", step));
+    }
+    if (report.has_loss()) s.loss = report.loss();
+    if (report.has_correct() && global_batch > 0) {
+      s.accuracy = static_cast<double>(report.correct()) / global_batch;
+    }
+    s.peak_bytes.push_back(report.peak_bytes());
+    s.busy_ms.push_back(report.busy_ms());
+    const double stage_ms = std::max(report.step_ms(), 1e-9);
+    bubble_sum += std::clamp(1.0 - report.busy_ms() / stage_ms, 0.0, 1.0);
+  }
+  s.bubble = reports.empty() ? 0.0 : bubble_sum / reports.size();
+  return s;
+}
+
+std::string FormatBytes(int64_t bytes) {
+  const double b = static_cast<double>(bytes);
+  if (b >= 1024.0 * 1024 * 1024) return absl::StrFormat("%.2f GiB", b / (1024.0 * 1024 * 1024));
+  if (b >= 1024.0 * 1024) return absl::StrFormat("%.2f MiB", b / (1024.0 * 1024));
+  if (b >= 1024.0) return absl::StrFormat("%.1f KiB", b / 1024.0);
+  return absl::StrCat(bytes, " B");
+}
+
+std::string FormatProgressLine(const StepSummary& s, int64_t total_steps) {
+  std::string line = absl::StrFormat("step %d/%d | loss %.4f", s.step + 1, total_steps, s.loss);
+  if (s.accuracy >= 0) absl::StrAppendFormat(&line, " | acc %.1f%%", 100.0 * s.accuracy);
+  absl::StrAppendFormat(&line, " | %.0f samples/s | step %.2f ms | bubble %.1f%%",
+                        s.samples_per_s, s.step_ms, 100.0 * s.bubble);
+  if (!s.peak_bytes.empty()) {
+    const auto fullest = std::max_element(s.peak_bytes.begin(), s.peak_bytes.end());
+    absl::StrAppend(&line, " | peak mem ", FormatBytes(*fullest), " (stage ",
+                    fullest - s.peak_bytes.begin(), ")");
+  }
+  if (!s.applied) absl::StrAppend(&line, " | SKIPPED (non-finite loss or gradients)");
+  return line;
+}
+
+}  // namespace gpipe

@@ -1,0 +1,346 @@
+// The step protocol between rank 0 (coordinator, also stage 0's worker) and every rank.
+//
+//   start-up   rank 0: load + validate the plan, infer shapes, partition, build and verify the
+//              schedule (ResolveJob). It sends each rank r a Setup (tag kSetup): either
+//              {error} — every rank then exits non-zero with that message and MPI finalizes
+//              normally — or {resolved plan, stage table, rank r's stage and program, init/export
+//              choices}. Ranks != 0 wait up to --startup-timeout for it.
+//   each step  rank 0 broadcasts a StepCommand {step, lr, sample indices} (kStepCommand).
+//              Every rank runs its stage program. At the program's OptimizerStep, each rank
+//              gathers its StepReport to rank 0 (kStepReport); rank 0 decides apply/skip (skip if
+//              any rank saw a non-finite loss or gradient) and broadcasts a StepDecision
+//              (kDecision); every rank applies or skips the update alike. Rank 0 prints the
+//              progress line and writes the metrics record.
+//   end        rank 0 broadcasts StepCommand {stop}. If export was asked for, every rank gathers
+//              a ParameterShard to rank 0 (kExport), which writes one safetensors file.
+//   failure    a rank whose step fails prints the error (rank, stage, step, micro-batch,
+//              instruction), notifies every rank (kAbort) and exits non-zero; every wait on the
+//              other ranks polls for that notification and ends with "rank R aborted the job:
+//              <message>", so all ranks exit non-zero within their wait deadlines, and mpirun's
+//              own failure handling covers a rank that dies without a word.
+#include "runtime/coord/worker.h"
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "layers/registry.h"
+#include "runtime/ckpt/safetensors.h"
+#include "runtime/comm/control_channel.h"
+#include "runtime/comm/mpi_data_channel.h"
+#include "runtime/coord/setup_builder.h"
+#include "runtime/coord/step_summary.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/device/cpu/cpu_device.h"
+#include "runtime/exec/parameter_store.h"
+#include "runtime/exec/stage_executor.h"
+#include "runtime/exec/stage_model.h"
+#include "runtime/schedule/program.h"
+#include "runtime/train/dataset.h"
+#include "runtime/train/metrics_writer.h"
+#include "runtime/train/optimizer.h"
+
+namespace gpipe {
+namespace {
+
+// Rank 0 side of the gradient-sync barrier also records the step's reports for the summary.
+class CoordinatorGate final : public GradientSyncGate {
+ public:
+  CoordinatorGate(ControlChannel& control, absl::Duration timeout)
+      : control_(control), timeout_(timeout) {}
+
+  absl::StatusOr<bool> Synchronize(const pb::StepReport& report) override {
+    ASSIGN_OR_RETURN(std::vector<std::string> gathered,
+                     control_.GatherToRoot(report, absl::Now() + timeout_));
+    pb::StepDecision decision;
+    if (control_.rank() == 0) {
+      reports_.assign(gathered.size(), pb::StepReport());
+      bool apply = true;
+      for (size_t r = 0; r < gathered.size(); ++r) {
+        if (!reports_[r].ParseFromString(gathered[r])) {
+          return absl::DataLossError(absl::StrCat("unreadable step report from rank ", r));
+        }
+        if (reports_[r].non_finite()) apply = false;
+      }
+      decision.set_step(report.step());
+      decision.set_apply(apply);
+    }
+    RETURN_IF_ERROR(control_.Broadcast(decision, absl::Now() + timeout_));
+    if (decision.step() != report.step()) {
+      return absl::InternalError(absl::StrCat("decision for step ", decision.step(),
+                                              " arrived during step ", report.step()));
+    }
+    applied_ = decision.apply();
+    return decision.apply();
+  }
+
+  // Rank 0 only: the reports of the last synchronized step, by rank.
+  const std::vector<pb::StepReport>& reports() const { return reports_; }
+  bool applied() const { return applied_; }
+
+ private:
+  ControlChannel& control_;
+  absl::Duration timeout_;
+  std::vector<pb::StepReport> reports_;
+  bool applied_ = true;
+};
+
+DataRequirements RequirementsOf(const pb::Plan& plan, const Loss& loss,
+                                const Shape& model_output) {
+  DataRequirements req;
+  req.input_shape = Shape(std::vector<int64_t>(plan.model().input().shape().begin(),
+                                               plan.model().input().shape().end()));
+  req.target_shape = loss.target_shape(model_output);
+  req.target_dtype = loss.target_dtype();
+  req.num_classes = plan.model().loss().has_softmax_cross_entropy() ? model_output.last() : 0;
+  req.seed = plan.training().seed();
+  return req;
+}
+
+Shape ToShape(const google::protobuf::RepeatedField<int64_t>& dims) {
+  return Shape(std::vector<int64_t>(dims.begin(), dims.end()));
+}
+
+class Worker {
+ public:
+  Worker(const WorkerOptions& options, MpiEnvironment& mpi, const Logger& logger)
+      : options_(options), mpi_(mpi), logger_(logger) {}
+
+  absl::Status Run() {
+    auto control = ControlChannel::Create(mpi_.world(), nullptr);
+    if (!control.ok()) return Fail(control.status());
+    control_ = *std::move(control);
+    rank_ = control_->rank();
+
+    absl::Status setup = ReceiveSetup();
+    if (!setup.ok()) {
+      // Rejected plans are known to every rank: no abort broadcast, MPI finalizes normally.
+      if (rank_ == 0) {
+        logger_.Error(setup.message());
+      } else {
+        const std::vector<std::string> lines = absl::StrSplit(setup.message(), '\n');
+        logger_.Error(absl::StrCat("rank 0 rejected the plan: ", lines.front(),
+                                   lines.size() > 1 ? " (rank 0 printed all problems)" : ""));
+      }
+      return setup;
+    }
+    absl::Status status = Train();
+    if (!status.ok()) return Fail(status);
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Status Fail(const absl::Status& status) {
+    if (status.code() == absl::StatusCode::kAborted) {
+      logger_.Error(absl::StrCat("stopping: ", status.message()));
+    } else {
+      logger_.Error(status.message());
+      if (control_) control_->NotifyAbort(absl::StrCat("rank ", rank_, ": ", status.message()));
+    }
+    mpi_.MarkAborting();
+    return status;
+  }
+
+  absl::Status ReceiveSetup() {
+    const absl::Time deadline = absl::Now() + options_.startup_timeout;
+    if (rank_ == 0) {
+      auto job = ResolveJob(options_, control_->size(), registry_);
+      std::vector<pb::Setup> setups(control_->size());
+      if (job.ok()) {
+        setups = job->setups;
+        prediction_ = job->prediction;
+      } else {
+        for (pb::Setup& s : setups) s.set_error(std::string(job.status().message()));
+      }
+      for (int r = 1; r < control_->size(); ++r) {
+        RETURN_IF_ERROR(control_->Send(r, kControlTagSetup, setups[r], deadline));
+      }
+      setup_ = std::move(setups[0]);
+      if (!job.ok()) return job.status();
+    } else {
+      RETURN_IF_ERROR(control_->Recv(0, kControlTagSetup, setup_, deadline));
+    }
+    if (setup_.has_error()) return absl::InvalidArgumentError(setup_.error());
+    return absl::OkStatus();
+  }
+
+  absl::Status Train() {
+    const pb::Plan& plan = setup_.plan();
+    const int stage = setup_.stage();
+    const int stages = plan.pipeline().stages();
+    const pb::StageSpec& spec = setup_.stages(stage);
+    timeout_ = absl::Seconds(plan.runtime().timeouts().wait_seconds());
+
+    CpuDevice device(CpuDeviceOptions{.threads = plan.runtime().threads()});
+    ASSIGN_OR_RETURN(StageModel model,
+                     StageModel::Create(plan.model(), spec.first_layer(), spec.end_layer(),
+                                        ToShape(spec.input_shape()), registry_));
+    ASSIGN_OR_RETURN(ParameterStore parameters,
+                     ParameterStore::Create(device, model, plan.training().seed()));
+    if (setup_.has_init_from()) {
+      ASSIGN_OR_RETURN(std::vector<NamedTensorData> initial, ReadSafetensors(setup_.init_from()));
+      RETURN_IF_ERROR(WithContext(parameters.Import(initial),
+                                  absl::StrCat("--init-from ", setup_.init_from())));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
+                     CreateOptimizer(plan.training().optimizer()));
+
+    std::unique_ptr<Dataset> dataset;
+    if (stage == 0 || stage == stages - 1) {
+      ASSIGN_OR_RETURN(std::unique_ptr<Loss> loss, CreateLoss(plan.model().loss()));
+      const Shape model_output = ToShape(setup_.stages(stages - 1).output_shape());
+      ASSIGN_OR_RETURN(dataset, OpenDataset(plan.data(), RequirementsOf(plan, *loss, model_output)));
+    }
+
+    ASSIGN_OR_RETURN(auto channel,
+                     MpiDataChannel::Create(mpi_.world(), [this] { return control_->PollAbort(); },
+                                            nullptr));
+    ASSIGN_OR_RETURN(schedule::StageProgram program, schedule::FromProto(setup_.program()));
+
+    ExecutorConfig config;
+    config.rank = rank_;
+    config.stage = stage;
+    config.num_stages = stages;
+    config.micro_batches = plan.pipeline().micro_batches();
+    config.global_batch = plan.training().global_batch();
+    config.remat = plan.pipeline().remat();
+    config.seed = plan.training().seed();
+    config.prev_rank = stage > 0 ? rank_ - 1 : -1;
+    config.next_rank = stage < stages - 1 ? rank_ + 1 : -1;
+    config.replica_group = {rank_};
+    config.wait_timeout = timeout_;
+    CoordinatorGate gate(*control_, timeout_);
+    StageExecutor executor(config, std::move(program),
+                           ExecutorResources{device, model, parameters, *optimizer,
+                                             dataset.get(), *channel, gate});
+
+    if (rank_ == 0) {
+      RETURN_IF_ERROR(Coordinate(plan, *dataset, *optimizer, executor, gate));
+    } else {
+      RETURN_IF_ERROR(Follow(executor));
+    }
+    if (setup_.export_parameters()) RETURN_IF_ERROR(ExportParameters(plan, parameters));
+    return absl::OkStatus();
+  }
+
+  // Rank 0: drive the steps.
+  absl::Status Coordinate(const pb::Plan& plan, const Dataset& dataset, const Optimizer& optimizer,
+                          StageExecutor& executor, CoordinatorGate& gate) {
+    const int64_t steps = plan.training().steps();
+    const int64_t batch = plan.training().global_batch();
+    const int log_every = plan.runtime().log_every();
+    BatchSampler sampler(dataset.size(), batch, plan.data().shuffle(), plan.training().seed());
+    std::unique_ptr<MetricsWriter> metrics;
+    const std::string metrics_path =
+        !options_.metrics_out.empty() ? options_.metrics_out : plan.runtime().metrics_out();
+    if (!metrics_path.empty()) ASSIGN_OR_RETURN(metrics, MetricsWriter::Open(metrics_path));
+
+    logger_.Info(absl::StrCat("plan '", plan.name(), "': ", plan.pipeline().stages(),
+                              " stages x ", plan.pipeline().micro_batches(),
+                              " micro-batches, ", pb::Schedule_Name(plan.pipeline().schedule()),
+                              ", remat ", pb::Remat_Name(plan.pipeline().remat()), ", batch ",
+                              batch, ", ", steps, " steps; predicted bubble ",
+                              absl::StrFormat("%.1f%%", 100.0 * prediction_.bubble_fraction)));
+    for (int64_t step = 0; step < steps; ++step) {
+      const absl::Time begin = absl::Now();
+      pb::StepCommand command;
+      command.set_step(step);
+      command.set_lr(optimizer.base_lr());
+      for (int64_t index : sampler.IndicesForStep(step)) command.add_sample_indices(index);
+      RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_));
+      RETURN_IF_ERROR(executor.RunStep(command).status());
+      const double step_ms = absl::ToDoubleMilliseconds(absl::Now() - begin);
+      ASSIGN_OR_RETURN(StepSummary summary,
+                       Summarize(step, gate.reports(), batch, step_ms, gate.applied()));
+      if (metrics) RETURN_IF_ERROR(metrics->Write(ToJson(summary)));
+      if (log_every > 0 && ((step + 1) % log_every == 0 || step + 1 == steps || !summary.applied)) {
+        logger_.Info(FormatProgressLine(summary, steps));
+      }
+    }
+    pb::StepCommand stop;
+    stop.set_stop(true);
+    return control_->Broadcast(stop, absl::Now() + timeout_);
+  }
+
+  static JsonObject ToJson(const StepSummary& s) {
+    JsonObject json;
+    json.Add("step", s.step);
+    json.Add("loss", s.loss);
+    if (s.accuracy >= 0) json.Add("accuracy", s.accuracy);
+    json.Add("applied", s.applied);
+    json.Add("samples_per_s", s.samples_per_s);
+    json.Add("step_ms", s.step_ms);
+    json.Add("bubble", s.bubble);
+    json.Add("peak_bytes", s.peak_bytes);
+    json.Add("busy_ms", s.busy_ms);
+    return json;
+  }
+
+  // Ranks != 0: follow rank 0's commands until told to stop.
+  absl::Status Follow(StageExecutor& executor) {
+    while (true) {
+      pb::StepCommand command;
+      RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_));
+      if (command.stop()) return absl::OkStatus();
+      RETURN_IF_ERROR(executor.RunStep(command).status());
+    }
+  }
+
+  absl::Status ExportParameters(const pb::Plan& plan, const ParameterStore& parameters) {
+    pb::ParameterShard shard;
+    shard.set_rank(rank_);
+    for (const NamedTensorData& t : parameters.Export()) {
+      pb::NamedTensor* named = shard.add_tensors();
+      named->set_name(t.name);
+      for (int64_t d : t.shape) named->add_shape(d);
+      named->set_f32_data(std::string(reinterpret_cast<const char*>(t.values.data()),
+                                      t.values.size() * sizeof(float)));
+    }
+    ASSIGN_OR_RETURN(std::vector<std::string> gathered,
+                     control_->GatherToRoot(shard, absl::Now() + timeout_));
+    if (rank_ != 0) return absl::OkStatus();
+    std::vector<NamedTensorData> all;
+    for (size_t r = 0; r < gathered.size(); ++r) {
+      pb::ParameterShard received;
+      if (!received.ParseFromString(gathered[r])) {
+        return absl::DataLossError(absl::StrCat("unreadable parameters from rank ", r));
+      }
+      for (const pb::NamedTensor& named : received.tensors()) {
+        NamedTensorData t{named.name(), {named.shape().begin(), named.shape().end()}, {}};
+        t.values.resize(named.f32_data().size() / sizeof(float));
+        std::memcpy(t.values.data(), named.f32_data().data(), t.values.size() * sizeof(float));
+        all.push_back(std::move(t));
+      }
+    }
+    std::map<std::string, std::string> metadata = {
+        {"format", "pt"},
+        {"gpipe_plan", plan.name()},
+        {"gpipe_steps", absl::StrCat(plan.training().steps())}};
+    RETURN_IF_ERROR(WriteSafetensors(options_.export_path, all, metadata));
+    logger_.Info(absl::StrCat("exported ", all.size(), " parameters to ", options_.export_path));
+    return absl::OkStatus();
+  }
+
+  const WorkerOptions& options_;
+  MpiEnvironment& mpi_;
+  const Logger& logger_;
+  LayerRegistry registry_ = LayerRegistry::WithBuiltins();
+  std::unique_ptr<ControlChannel> control_;
+  int rank_ = 0;
+  pb::Setup setup_;
+  schedule::VerifyResult prediction_;
+  absl::Duration timeout_ = absl::Seconds(300);
+};
+
+}  // namespace
+
+absl::Status RunWorker(const WorkerOptions& options, MpiEnvironment& mpi, const Logger& logger) {
+  Worker worker(options, mpi, logger);
+  return worker.Run();
+}
+
+}  // namespace gpipe

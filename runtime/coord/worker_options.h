@@ -1,0 +1,25 @@
+// WorkerOptions: what a gpipe-worker process was asked to do. Filled by launcher/ from flags;
+// only rank 0's plan-related options matter (it sends the resolved choices to every rank).
+#ifndef GPIPE_RUNTIME_COORD_WORKER_OPTIONS_H_
+#define GPIPE_RUNTIME_COORD_WORKER_OPTIONS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/time/time.h"
+
+namespace gpipe {
+
+struct WorkerOptions {
+  std::string plan_path;               // --plan
+  std::vector<std::string> overrides;  // --override, in order
+  std::string metrics_out;             // --metrics-out (overrides runtime.metrics_out)
+  std::string init_from;               // --init-from FILE.safetensors
+  std::string export_path;             // --export FILE.safetensors
+  // How long non-root ranks wait for rank 0's setup message (rank 0 parses the plan meanwhile).
+  absl::Duration startup_timeout = absl::Seconds(120);
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_COORD_WORKER_OPTIONS_H_

@@ -1,0 +1,54 @@
+// ParameterStore: the parameters of one stage and their accumulated gradients, in layer order,
+// named as PyTorch names them ("fc1.weight"). Values are initialized from (seed, global layer
+// index, parameter index) so they do not depend on the partition; gradients start at zero and
+// accumulate over micro-batches until ZeroGrads.
+#ifndef GPIPE_RUNTIME_EXEC_PARAMETER_STORE_H_
+#define GPIPE_RUNTIME_EXEC_PARAMETER_STORE_H_
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/ckpt/safetensors.h"
+#include "runtime/core/tensor.h"
+#include "runtime/device/device.h"
+#include "runtime/exec/stage_model.h"
+
+namespace gpipe {
+
+class ParameterStore {
+ public:
+  static absl::StatusOr<ParameterStore> Create(Device& device, const StageModel& model,
+                                               uint64_t seed);
+
+  // Parameters of local layer `local_layer`, in its parameter_specs() order.
+  std::span<const Tensor> values_of(int local_layer) const;
+  std::span<Tensor> grads_of(int local_layer);
+  // All parameters of the stage, in order (for the optimizer).
+  std::span<Tensor> values() { return values_; }
+  std::span<const Tensor> grads() const { return grads_; }
+  const std::vector<std::string>& names() const { return names_; }
+  int64_t num_elements() const;
+
+  void ZeroGrads();
+  // Whether every gradient element is finite.
+  bool GradsFinite() const;
+
+  // Host copies of every parameter, by name (for export).
+  std::vector<NamedTensorData> Export() const;
+  // Overwrites parameters from `tensors` by name. Every parameter of this stage must be present
+  // with the same shape; names belonging to other stages are ignored.
+  absl::Status Import(const std::vector<NamedTensorData>& tensors);
+
+ private:
+  ParameterStore() = default;
+  std::vector<Tensor> values_;
+  std::vector<Tensor> grads_;
+  std::vector<std::string> names_;
+  std::vector<size_t> layer_offsets_;  // values_[layer_offsets_[l] .. layer_offsets_[l + 1])
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_EXEC_PARAMETER_STORE_H_

@@ -1,0 +1,76 @@
+// StageExecutor: runs one stage's instruction list for each training step.
+//
+// It interprets schedule::Instruction values with std::visit (a kind without a handler does not
+// compile), keeps per-micro-batch state (stage input, saved activations, gradients in flight),
+// posts receives ahead of the instructions that consume them, sends asynchronously, applies
+// the re-materialization policy, accumulates parameter gradients over micro-batches, and at
+// OptimizerStep meets the coordinator through a GradientSyncGate before updating.
+// Every error names the rank, stage, step, micro-batch and instruction. Single-threaded.
+#ifndef GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_
+#define GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "proto/control.pb.h"
+#include "proto/plan.pb.h"
+#include "runtime/comm/data_channel.h"
+#include "runtime/exec/gradient_sync_gate.h"
+#include "runtime/exec/parameter_store.h"
+#include "runtime/exec/stage_model.h"
+#include "runtime/schedule/instruction.h"
+#include "runtime/train/dataset.h"
+#include "runtime/train/optimizer.h"
+
+namespace gpipe {
+
+struct ExecutorConfig {
+  int rank = 0;
+  int stage = 0;
+  int num_stages = 1;
+  int micro_batches = 1;
+  int64_t global_batch = 1;
+  pb::Remat remat = pb::EXCEPT_LAST;
+  uint64_t seed = 0;
+  int prev_rank = -1;             // rank of stage - 1, or -1
+  int next_rank = -1;             // rank of stage + 1, or -1
+  std::vector<int> replica_group;  // ranks holding this stage in every replica (this one included)
+  absl::Duration wait_timeout = absl::Seconds(300);
+  int recv_lookahead = 2;         // receives posted ahead of the instruction that consumes them
+};
+
+// What the executor works with; all references must outlive it.
+struct ExecutorResources {
+  Device& device;
+  const StageModel& model;
+  ParameterStore& parameters;
+  Optimizer& optimizer;
+  const Dataset* dataset;  // required on the first and last stage
+  DataChannel& channel;
+  GradientSyncGate& gate;
+};
+
+class StageExecutor {
+ public:
+  StageExecutor(ExecutorConfig config, schedule::StageProgram program,
+                ExecutorResources resources);
+  ~StageExecutor();
+  StageExecutor(const StageExecutor&) = delete;
+  StageExecutor& operator=(const StageExecutor&) = delete;
+
+  // Runs the program once for `command` (sample indices, learning rate). The returned report is
+  // the one given to the gate.
+  absl::StatusOr<pb::StepReport> RunStep(const pb::StepCommand& command);
+
+ private:
+  class Step;
+  ExecutorConfig config_;
+  schedule::StageProgram program_;
+  ExecutorResources resources_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_

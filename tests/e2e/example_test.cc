@@ -1,0 +1,85 @@
+// The README's main example trains: the loss falls, and the metrics file carries every field.
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "tests/support/process_runner.h"
+
+namespace gpipe {
+namespace {
+
+// The number after `"key":` in a one-line JSON object.
+double NumberField(const std::string& line, const std::string& key) {
+  const std::string needle = absl::StrCat("\"", key, "\":");
+  const size_t at = line.find(needle);
+  if (at == std::string::npos) return NAN;
+  size_t begin = at + needle.size();
+  while (begin < line.size() && line[begin] == ' ') ++begin;
+  size_t end = begin;
+  while (end < line.size() && line[end] != ',' && line[end] != '}') ++end;
+  double value = NAN;
+  if (!absl::SimpleAtod(line.substr(begin, end - begin), &value)) return NAN;
+  return value;
+}
+
+TEST(ExampleTest, MainExampleLearns) {
+  const std::string metrics = absl::StrCat(::testing::TempDir(), "/mlp_metrics.jsonl");
+  const testing::ProcessResult run = testing::RunProcess(
+      {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"),
+       "--override", "training { steps: 60 }", "--metrics-out", metrics},
+      240);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "step 60/60")) << run.output;
+
+  std::ifstream in(metrics);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 60u);
+  for (const char* key : {"\"step\"", "\"loss\"", "\"samples_per_s\"", "\"step_ms\"",
+                          "\"peak_bytes\"", "\"busy_ms\"", "\"bubble\"", "\"accuracy\""}) {
+    EXPECT_TRUE(absl::StrContains(lines.front(), key)) << key << " in " << lines.front();
+  }
+  // Per-stage lists have one entry per stage.
+  const size_t list = lines.front().find("\"peak_bytes\":");
+  const std::string peak = lines.front().substr(list, lines.front().find(']', list) - list);
+  EXPECT_EQ(std::count(peak.begin(), peak.end(), ','), 3) << peak;
+
+  auto mean_loss = [&](size_t begin, size_t end) {
+    double sum = 0;
+    for (size_t i = begin; i < end; ++i) sum += NumberField(lines[i], "loss");
+    return sum / (end - begin);
+  };
+  const double first = mean_loss(0, 5);
+  const double last = mean_loss(55, 60);
+  EXPECT_GT(first, 1.5);  // ~ln(10) at the start
+  EXPECT_LT(last, 0.6 * first) << "first " << first << " last " << last;
+}
+
+TEST(ExampleTest, PlanToolShowsTheSchedule) {
+  const std::string plan = testing::SourcePath("examples/mlp/plan.pbtxt");
+  const testing::ProcessResult check =
+      testing::RunProcess({testing::BinPath("gpipe-plan"), "check", plan}, 30);
+  EXPECT_EQ(check.exit_code, 0) << check.output;
+  EXPECT_TRUE(absl::StrContains(check.output, "is valid")) << check.output;
+  EXPECT_TRUE(absl::StrContains(check.output, "fc4")) << check.output;
+  const testing::ProcessResult show =
+      testing::RunProcess({testing::BinPath("gpipe-plan"), "show", plan}, 30);
+  EXPECT_EQ(show.exit_code, 0) << show.output;
+  EXPECT_TRUE(absl::StrContains(show.output, "predicted bubble 27.3%")) << show.output;
+  EXPECT_TRUE(absl::StrContains(show.output, "predicted peak memory per stage")) << show.output;
+  const testing::ProcessResult bad = testing::RunProcess(
+      {testing::BinPath("gpipe-plan"), "check",
+       testing::SourcePath("tests/e2e/testdata/syntax_error.pbtxt")},
+      30);
+  EXPECT_EQ(bad.exit_code, 1) << bad.output;
+  EXPECT_TRUE(absl::StrContains(bad.output, "syntax_error.pbtxt:5:")) << bad.output;
+}
+
+}  // namespace
+}  // namespace gpipe

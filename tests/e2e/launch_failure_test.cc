@@ -1,0 +1,98 @@
+// A bad plan or a wrong process count fails every rank, quickly, with rank 0's message and its
+// location; gpipe-run catches the process count before launching anything.
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "tests/support/process_runner.h"
+
+namespace gpipe {
+namespace {
+
+testing::ProcessResult RunWorkers(int np, const std::string& plan,
+                                  const std::vector<std::string>& extra = {}) {
+  std::vector<std::string> argv = testing::MpirunPrefix(np);
+  argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan", plan});
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return testing::RunProcess(argv, 60);
+}
+
+void ExpectEveryRankFailed(const testing::ProcessResult& run, int np) {
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_FALSE(run.timed_out) << run.output;
+  EXPECT_LT(run.seconds, 30.0) << run.output;
+  for (int r = 0; r < np; ++r) {
+    EXPECT_TRUE(absl::StrContains(run.output, absl::StrCat("[gpipe r", r, "] error:")))
+        << "rank " << r << " printed no error:\n" << run.output;
+  }
+}
+
+TEST(LaunchFailureTest, SyntaxErrorFailsEveryRankWithFileLineColumn) {
+  const std::string plan = testing::SourcePath("tests/e2e/testdata/syntax_error.pbtxt");
+  const testing::ProcessResult run = RunWorkers(3, plan);
+  ExpectEveryRankFailed(run, 3);
+  EXPECT_TRUE(absl::StrContains(run.output, "syntax_error.pbtxt:5:")) << run.output;
+}
+
+TEST(LaunchFailureTest, SemanticErrorNamesTheFieldAndLocation) {
+  const std::string plan = testing::SourcePath("tests/e2e/testdata/indivisible_batch.pbtxt");
+  const testing::ProcessResult run = RunWorkers(2, plan);
+  ExpectEveryRankFailed(run, 2);
+  EXPECT_TRUE(absl::StrContains(run.output, "indivisible_batch.pbtxt:8:")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "not divisible by micro_batches 3")) << run.output;
+}
+
+TEST(LaunchFailureTest, WorkerRejectsWrongWorldSize) {
+  const std::string plan = testing::SourcePath("tests/e2e/testdata/four_stages.pbtxt");
+  const testing::ProcessResult run = RunWorkers(2, plan);
+  ExpectEveryRankFailed(run, 2);
+  EXPECT_TRUE(absl::StrContains(run.output, "needs 4 processes")) << run.output;
+}
+
+TEST(LaunchFailureTest, MissingPlanFileFailsEveryRank) {
+  const testing::ProcessResult run = RunWorkers(2, "/nonexistent/plan.pbtxt");
+  ExpectEveryRankFailed(run, 2);
+  EXPECT_TRUE(absl::StrContains(run.output, "/nonexistent/plan.pbtxt")) << run.output;
+}
+
+TEST(LaunchFailureTest, BadOverrideIsReportedWithItsIndex) {
+  const std::string plan = testing::SourcePath("tests/e2e/testdata/four_stages.pbtxt");
+  const testing::ProcessResult run =
+      RunWorkers(4, plan, {"--override", "pipeline { micro_batches: 2 }", "--override",
+                           "pipeline { stagez: 4 }"});
+  ExpectEveryRankFailed(run, 4);
+  EXPECT_TRUE(absl::StrContains(run.output, "--override[2]:1:")) << run.output;
+}
+
+TEST(LaunchFailureTest, GpipeRunRejectsWrongProcessCountBeforeLaunching) {
+  const std::string plan = testing::SourcePath("tests/e2e/testdata/four_stages.pbtxt");
+  const testing::ProcessResult run =
+      testing::RunProcess({testing::BinPath("gpipe-run"), "-n", "2", plan}, 30);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "needs 4 processes")) << run.output;
+  EXPECT_FALSE(absl::StrContains(run.output, "[gpipe r")) << "workers were launched:\n"
+                                                          << run.output;
+}
+
+TEST(LaunchFailureTest, GpipeRunDryRunPrintsTheLaunchCommand) {
+  const std::string plan = testing::SourcePath("tests/e2e/testdata/four_stages.pbtxt");
+  const testing::ProcessResult run = testing::RunProcess(
+      {testing::BinPath("gpipe-run"), "--dry-run", plan, "--override", "training { steps: 1 }"},
+      30);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "mpirun -np 4")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "gpipe-worker --plan")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "--override training { steps: 1 }")) << run.output;
+}
+
+TEST(LaunchFailureTest, GpipeRunPropagatesTheJobExitCode) {
+  const std::string plan = testing::SourcePath("tests/e2e/testdata/four_stages.pbtxt");
+  const testing::ProcessResult ok = testing::RunProcess({testing::BinPath("gpipe-run"), plan}, 90);
+  EXPECT_EQ(ok.exit_code, 0) << ok.output;
+  EXPECT_TRUE(absl::StrContains(ok.output, "step 2/2")) << ok.output;
+}
+
+}  // namespace
+}  // namespace gpipe

@@ -1,0 +1,106 @@
+#include "tests/support/process_runner.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+
+namespace gpipe::testing {
+
+ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_seconds) {
+  ProcessResult result;
+  int pipe_fds[2];
+  if (pipe(pipe_fds) != 0) {
+    result.output = "pipe() failed";
+    return result;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  const pid_t pid = fork();
+  if (pid == 0) {
+    setpgid(0, 0);
+    dup2(pipe_fds[1], STDOUT_FILENO);
+    dup2(pipe_fds[1], STDERR_FILENO);
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execvp(args[0], args.data());
+    _exit(127);
+  }
+  close(pipe_fds[1]);
+  setpgid(pid, pid);
+  fcntl(pipe_fds[0], F_SETFL, O_NONBLOCK);
+  char buffer[4096];
+  bool open = true;
+  int status = 0;
+  bool exited = false;
+  while (true) {
+    const double elapsed =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (elapsed > timeout_seconds) {
+      result.timed_out = true;
+      kill(-pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      exited = true;
+      break;
+    }
+    if (open) {
+      pollfd fd{pipe_fds[0], POLLIN, 0};
+      poll(&fd, 1, 50);
+      while (true) {
+        const ssize_t n = read(pipe_fds[0], buffer, sizeof(buffer));
+        if (n > 0) {
+          result.output.append(buffer, n);
+          continue;
+        }
+        if (n == 0) open = false;
+        break;
+      }
+    } else {
+      usleep(10000);
+    }
+    if (!exited && waitpid(pid, &status, WNOHANG) == pid) {
+      exited = true;
+      if (!open) break;
+    }
+    if (exited && !open) break;
+  }
+  // Drain what is left.
+  while (true) {
+    const ssize_t n = read(pipe_fds[0], buffer, sizeof(buffer));
+    if (n <= 0) break;
+    result.output.append(buffer, n);
+  }
+  close(pipe_fds[0]);
+  // Stray children of the group (e.g. orted) must not outlive the test.
+  kill(-pid, SIGKILL);
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) result.exit_code = 128 + WTERMSIG(status);
+  return result;
+}
+
+std::vector<std::string> MpirunPrefix(int np) {
+  std::vector<std::string> prefix = {"mpirun", "-np", std::to_string(np), "--oversubscribe",
+                                     "--bind-to", "none", "--mca", "btl", "self,vader",
+                                     "--mca", "btl_vader_single_copy_mechanism", "none"};
+  if (geteuid() == 0) prefix.push_back("--allow-run-as-root");
+  return prefix;
+}
+
+std::string BinPath(const std::string& name) {
+  const char* dir = std::getenv("GPIPE_BIN_DIR");
+  return std::string(dir != nullptr ? dir : "bin") + "/" + name;
+}
+
+std::string SourcePath(const std::string& relative) {
+  const char* dir = std::getenv("GPIPE_SOURCE_DIR");
+  return std::string(dir != nullptr ? dir : ".") + "/" + relative;
+}
+
+}  // namespace gpipe::testing

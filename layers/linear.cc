@@ -42,6 +42,12 @@ double Linear::ForwardFlopsPerSample() const {
 
 absl::StatusOr<Tensor> Linear::Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                        const Tensor& x, SavedTensors& saved) const {
+  if (!x.defined() || x.dtype() != DType::kF32 || x.shape().rank() < 1 ||
+      x.shape().last() != in_features_) {
+    return absl::InvalidArgumentError(absl::StrCat("linear layer '", name(),
+                                                   "' expects f32 input [..., ", in_features_,
+                                                   "], got ", x.DebugString()));
+  }
   const int64_t rows = x.shape().rows();
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, x.shape().WithLast(out_features_),
                                            DType::kF32, MemoryKind::kActivation));
@@ -66,6 +72,12 @@ absl::StatusOr<Tensor> Linear::Backward(const LayerContext& ctx, std::span<const
                                         std::span<Tensor> grads, const SavedTensors& saved,
                                         const Tensor& dy) const {
   const Tensor& x = saved.tensors.at(0);
+  if (!dy.defined() || dy.dtype() != DType::kF32 ||
+      dy.shape() != x.shape().WithLast(out_features_)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "linear layer '", name(), "': output gradient ", dy.DebugString(),
+        " does not match the forward's output f32", x.shape().WithLast(out_features_).ToString()));
+  }
   const int64_t rows = x.shape().rows();
   // dW[out, in] += dy[rows, out]^T * x[rows, in]
   RETURN_IF_ERROR(ctx.device.Gemm({.transpose_a = true, .transpose_b = false, .m = out_features_,

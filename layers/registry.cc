@@ -1,13 +1,25 @@
 #include "layers/registry.h"
 
 #include "absl/strings/str_cat.h"
+#include "layers/dropout.h"
+#include "layers/gelu.h"
+#include "layers/layer_norm.h"
 #include "layers/linear.h"
+#include "layers/mse.h"
+#include "layers/relu.h"
+#include "layers/softmax_cross_entropy.h"
+#include "layers/tanh.h"
 
 namespace gpipe {
 
 LayerRegistry LayerRegistry::WithBuiltins() {
   LayerRegistry registry;
   registry.factories_.emplace("linear", &Linear::Create);
+  registry.factories_.emplace("relu", &Relu::Create);
+  registry.factories_.emplace("gelu", &Gelu::Create);
+  registry.factories_.emplace("tanh", &Tanh::Create);
+  registry.factories_.emplace("layer_norm", &LayerNorm::Create);
+  registry.factories_.emplace("dropout", &Dropout::Create);
   return registry;
 }
 
@@ -37,11 +49,17 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerRegistry::Create(const pb::Layer& sp
   return it->second(spec, input_shape);
 }
 
-}  // namespace gpipe
-
-namespace gpipe {
-// Replaced by the losses (softmax_cross_entropy, mse) as they land.
 absl::StatusOr<std::unique_ptr<Loss>> CreateLoss(const pb::Loss& spec) {
-  return absl::UnimplementedError("losses are not built yet");
+  switch (spec.kind_case()) {
+    case pb::Loss::kSoftmaxCrossEntropy:
+      return std::unique_ptr<Loss>(new SoftmaxCrossEntropy());
+    case pb::Loss::kMse:
+      return std::unique_ptr<Loss>(new Mse());
+    case pb::Loss::KIND_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "model.loss has no kind: set one of softmax_cross_entropy {} or mse {}");
 }
+
 }  // namespace gpipe

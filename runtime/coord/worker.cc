@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "layers/registry.h"
 #include "runtime/ckpt/safetensors.h"
@@ -237,7 +238,9 @@ class Worker {
     std::unique_ptr<MetricsWriter> metrics;
     const std::string metrics_path =
         !options_.metrics_out.empty() ? options_.metrics_out : plan.runtime().metrics_out();
-    if (!metrics_path.empty()) ASSIGN_OR_RETURN(metrics, MetricsWriter::Open(metrics_path));
+    if (!metrics_path.empty()) {
+      ASSIGN_OR_RETURN(metrics, MetricsWriter::Open(metrics_path));
+    }
 
     logger_.Info(absl::StrCat("plan '", plan.name(), "': ", plan.pipeline().stages(),
                               " stages x ", plan.pipeline().micro_batches(),
@@ -268,15 +271,14 @@ class Worker {
 
   static JsonObject ToJson(const StepSummary& s) {
     JsonObject json;
-    json.Add("step", s.step);
-    json.Add("loss", s.loss);
-    if (s.accuracy >= 0) json.Add("accuracy", s.accuracy);
-    json.Add("applied", s.applied);
-    json.Add("samples_per_s", s.samples_per_s);
-    json.Add("step_ms", s.step_ms);
-    json.Add("bubble", s.bubble);
-    json.Add("peak_bytes", s.peak_bytes);
-    json.Add("busy_ms", s.busy_ms);
+    json.AddInt("step", s.step).AddDouble("loss", s.loss);
+    if (s.accuracy >= 0) json.AddDouble("accuracy", s.accuracy);
+    json.AddBool("applied", s.applied)
+        .AddDouble("samples_per_s", s.samples_per_s)
+        .AddDouble("step_ms", s.step_ms)
+        .AddDouble("bubble", s.bubble)
+        .AddIntList("peak_bytes", s.peak_bytes)
+        .AddDoubleList("busy_ms", s.busy_ms);
     return json;
   }
 

@@ -6,7 +6,8 @@
 
 #include <cstdio>
 #include <string>
-#include <string_view>
+
+#include "absl/strings/string_view.h"
 
 namespace gpipe {
 
@@ -15,13 +16,13 @@ class Logger {
   // `rank` < 0 means "no rank" (tools outside a job).
   explicit Logger(int rank, std::FILE* out = stderr);
 
-  void Info(std::string_view message) const;
-  void Warning(std::string_view message) const;
-  void Error(std::string_view message) const;
+  void Info(absl::string_view message) const;
+  void Warning(absl::string_view message) const;
+  void Error(absl::string_view message) const;
   const std::string& prefix() const { return prefix_; }
 
  private:
-  void Write(std::string_view level, std::string_view message) const;
+  void Write(absl::string_view level, absl::string_view message) const;
   std::string prefix_;
   std::FILE* out_;
 };

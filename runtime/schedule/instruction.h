@@ -7,6 +7,7 @@
 #ifndef GPIPE_RUNTIME_SCHEDULE_INSTRUCTION_H_
 #define GPIPE_RUNTIME_SCHEDULE_INSTRUCTION_H_
 
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -17,27 +18,32 @@ namespace gpipe::schedule {
 struct LoadMicroBatch {
   int micro_batch = 0;
   int chunk = 0;
+  bool operator==(const LoadMicroBatch&) const = default;
 };
 // Receive micro-batch m's input activation from stage s-1. Pairs with its SendActivation(m).
 struct RecvActivation {
   int micro_batch = 0;
   int chunk = 0;
+  bool operator==(const RecvActivation&) const = default;
 };
 // Run the stage's layers forward on micro-batch m (the last stage also computes the loss and
 // its gradient). Needs m's input: LoadMicroBatch or RecvActivation before it.
 struct Forward {
   int micro_batch = 0;
   int chunk = 0;
+  bool operator==(const Forward&) const = default;
 };
 // Send micro-batch m's output activation to stage s+1. Pairs with its RecvActivation(m).
 struct SendActivation {
   int micro_batch = 0;
   int chunk = 0;
+  bool operator==(const SendActivation&) const = default;
 };
 // Receive dL/d(output) of micro-batch m from stage s+1. Pairs with its SendGrad(m).
 struct RecvGrad {
   int micro_batch = 0;
   int chunk = 0;
+  bool operator==(const RecvGrad&) const = default;
 };
 // Backpropagate micro-batch m through the stage (recomputing its forward first under
 // re-materialization), accumulating parameter gradients. Needs Forward(m) and, except on the
@@ -45,23 +51,36 @@ struct RecvGrad {
 struct Backward {
   int micro_batch = 0;
   int chunk = 0;
+  bool operator==(const Backward&) const = default;
 };
 // Send dL/d(input) of micro-batch m to stage s-1. Pairs with its RecvGrad(m).
 struct SendGrad {
   int micro_batch = 0;
   int chunk = 0;
+  bool operator==(const SendGrad&) const = default;
 };
 // Sum this stage's gradients across data-parallel replicas (no-op with one replica).
-struct AllReduceGrads {};
+struct AllReduceGrads {
+  bool operator==(const AllReduceGrads&) const = default;
+};
 // Gradient-sync barrier with rank 0 (report, then rank 0's apply/skip decision), then the
 // optimizer update and zeroed gradients. Last instruction of every stage's step.
-struct OptimizerStep {};
+struct OptimizerStep {
+  bool operator==(const OptimizerStep&) const = default;
+};
 
-using Instruction = std::variant<LoadMicroBatch, RecvActivation, Forward, SendActivation,
-                                 RecvGrad, Backward, SendGrad, AllReduceGrads, OptimizerStep>;
+using Instruction = std::variant<LoadMicroBatch, RecvActivation, Forward, SendActivation, RecvGrad,
+                                 Backward, SendGrad, AllReduceGrads, OptimizerStep>;
 
 // "Forward(mb=3)", "OptimizerStep"; chunk shown only when non-zero: "Forward(mb=3, chunk=1)".
 std::string ToString(const Instruction& instruction);
+
+// The micro-batch an instruction works on; nullopt for the step-level ones (AllReduceGrads,
+// OptimizerStep).
+std::optional<int> MicroBatchOf(const Instruction& instruction);
+
+// The virtual chunk an instruction works on (0 for the step-level ones).
+int ChunkOf(const Instruction& instruction);
 
 // Instructions of one stage for one step, in execution order.
 struct StageProgram {

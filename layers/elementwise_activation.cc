@@ -1,0 +1,62 @@
+#include "layers/elementwise_activation.h"
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+
+namespace gpipe {
+namespace {
+
+absl::Status CheckF32(std::string_view layer_type, const std::string& layer_name, const char* what,
+                      const Tensor& t) {
+  if (!t.defined() || t.dtype() != DType::kF32) {
+    return absl::InvalidArgumentError(absl::StrCat(std::string(layer_type), " layer '", layer_name,
+                                                   "' expects an f32 ", what, ", got ",
+                                                   t.DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+ElementwiseActivation::ElementwiseActivation(std::string name, const Shape& input_shape,
+                                             Saves saves, double flops_per_element)
+    : Layer(std::move(name), input_shape, input_shape),
+      saves_(saves),
+      flops_per_element_(flops_per_element) {}
+
+double ElementwiseActivation::ForwardFlopsPerSample() const {
+  return flops_per_element_ * static_cast<double>(input_shape().num_elements());
+}
+
+absl::StatusOr<Tensor> ElementwiseActivation::Forward(const LayerContext& ctx,
+                                                      std::span<const Tensor> params,
+                                                      const Tensor& x, SavedTensors& saved) const {
+  RETURN_IF_ERROR(CheckF32(type(), name(), "input", x));
+  ASSIGN_OR_RETURN(Tensor y,
+                   Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
+  ApplyForward(x.f32(), y.f32(), x.num_elements());
+  saved.tensors.push_back(saves_ == Saves::kInput ? x : y);
+  return y;
+}
+
+absl::StatusOr<Tensor> ElementwiseActivation::Backward(const LayerContext& ctx,
+                                                       std::span<const Tensor> params,
+                                                       std::span<Tensor> grads,
+                                                       const SavedTensors& saved,
+                                                       const Tensor& dy) const {
+  if (!ctx.need_input_grad) return Tensor();
+  GPIPE_CHECK(saved.tensors.size() == 1) << name() << ": Backward without a matching Forward";
+  const Tensor& kept = saved.tensors[0];
+  RETURN_IF_ERROR(CheckF32(type(), name(), "output gradient", dy));
+  if (dy.shape() != kept.shape()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(type()), " layer '", name(), "': output gradient ",
+                     dy.DebugString(), " does not match the forward's ", kept.DebugString()));
+  }
+  ASSIGN_OR_RETURN(Tensor dx,
+                   Tensor::Empty(ctx.device, dy.shape(), DType::kF32, MemoryKind::kActivation));
+  ApplyBackward(kept.f32(), dy.f32(), dx.f32(), dy.num_elements());
+  return dx;
+}
+
+}  // namespace gpipe

@@ -1,0 +1,41 @@
+// LayerNorm: normalizes over the last dimension D (torch.nn.LayerNorm(D)):
+//   y = (x - mean) / sqrt(var + eps) * weight + bias, var biased (divides by D).
+// weight and bias are [D], initialized to ones and zeros, present only with
+// elementwise_affine. Forward saves its input (shared storage, no copy) and a small [rows, 3]
+// tensor of per-row statistics (mean and 1/sqrt(var + eps), computed in double).
+#ifndef GPIPE_LAYERS_LAYER_NORM_H_
+#define GPIPE_LAYERS_LAYER_NORM_H_
+
+#include <memory>
+
+#include "layers/layer.h"
+#include "proto/plan.pb.h"
+
+namespace gpipe {
+
+class LayerNorm final : public Layer {
+ public:
+  // Fails with INVALID_ARGUMENT when layer_norm.eps is not > 0 or the input has no last
+  // dimension >= 1.
+  static absl::StatusOr<std::unique_ptr<Layer>> Create(const pb::Layer& spec,
+                                                       const Shape& input_shape);
+
+  std::string_view type() const override { return "layer_norm"; }
+  std::vector<ParamSpec> parameter_specs() const override;
+  double ForwardFlopsPerSample() const override;
+  absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
+                                 const Tensor& x, SavedTensors& saved) const override;
+  absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
+                                  std::span<Tensor> grads, const SavedTensors& saved,
+                                  const Tensor& dy) const override;
+
+ private:
+  LayerNorm(std::string name, const Shape& input_shape, double eps, bool affine);
+  int64_t features_;
+  double eps_;
+  bool affine_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_LAYERS_LAYER_NORM_H_

@@ -1,0 +1,381 @@
+#include "runtime/ckpt/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <bit>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <set>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/ckpt/json_parser.h"
+#include "runtime/core/status_macros.h"
+
+namespace gpipe {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "safetensors reading and writing assume a little-endian host");
+
+constexpr char kMetadataKey[] = "__metadata__";
+
+std::string Quote(absl::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (static_cast<uint8_t>(c) < 0x20) {
+          char escaped[8];
+          std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned>(c));
+          out += escaped;
+        } else {
+          out.push_back(c);
+        }
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+// product(shape), or nullopt on a negative dimension or int64 overflow of product * 4.
+std::optional<int64_t> ElementCount(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (int64_t d : shape) {
+    if (d < 0) return std::nullopt;
+    if (d != 0 && count > std::numeric_limits<int64_t>::max() / 4 / d) return std::nullopt;
+    count *= d;
+  }
+  return count;
+}
+
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  return absl::StrCat("[", absl::StrJoin(shape, ", "), "]");
+}
+
+absl::Status Invalid(const std::string& source, absl::string_view problem) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(source, ": not a valid safetensors file: ", problem));
+}
+
+// Writes all of `bytes` to `fd`, retrying on short writes and EINTR.
+bool WriteAll(int fd, const char* bytes, size_t size) {
+  while (size > 0) {
+    const ssize_t written = ::write(fd, bytes, size);
+    if (written < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    bytes += written;
+    size -= static_cast<size_t>(written);
+  }
+  return true;
+}
+
+std::string DirectoryOf(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+// The whole file, read with one allocation of its size.
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::error_code error;
+  const uintmax_t size = std::filesystem::file_size(path, error);
+  if (error) {
+    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", error.message()));
+  }
+  std::ifstream file(path, std::ios::binary);
+  std::string bytes(size, '\0');
+  if (!file || !file.read(bytes.data(), static_cast<std::streamsize>(size))) {
+    return absl::DataLossError(absl::StrCat("reading ", path, " failed: ", std::strerror(errno)));
+  }
+  return bytes;
+}
+
+struct EntryInfo {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t count = 0;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+// One header entry: {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}.
+absl::StatusOr<EntryInfo> ParseEntry(const std::string& source, const std::string& name,
+                                     const JsonValue& entry) {
+  const std::string where = absl::StrCat("tensor \"", name, "\"");
+  if (!entry.is_object()) {
+    return Invalid(source, absl::StrCat(where, " is a JSON ", JsonValue::KindName(entry.kind()),
+                                        ", expected an object with dtype, shape, data_offsets"));
+  }
+  for (const std::string& key : entry.keys()) {
+    if (key != "dtype" && key != "shape" && key != "data_offsets") {
+      return Invalid(source, absl::StrCat(where, " has an unknown field \"", key, "\""));
+    }
+  }
+  const JsonValue* dtype = entry.Find("dtype");
+  const JsonValue* shape = entry.Find("shape");
+  const JsonValue* offsets = entry.Find("data_offsets");
+  if (dtype == nullptr || shape == nullptr || offsets == nullptr) {
+    return Invalid(source, absl::StrCat(where, " lacks one of dtype, shape, data_offsets"));
+  }
+  if (!dtype->is_string()) return Invalid(source, absl::StrCat(where, ": dtype is not a string"));
+  if (dtype->string_value() != "F32") {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": ", where, " has dtype ", dtype->string_value(),
+                     "; gpipe reads F32 tensors only (save it as float32, e.g. tensor.float())"));
+  }
+  EntryInfo info;
+  info.name = name;
+  if (!shape->is_array()) return Invalid(source, absl::StrCat(where, ": shape is not an array"));
+  for (const JsonValue& dim : shape->items()) {
+    const std::optional<int64_t> d = dim.AsInt64();
+    if (!d.has_value() || *d < 0) {
+      return Invalid(source, absl::StrCat(where, ": shape entries must be non-negative integers"));
+    }
+    info.shape.push_back(*d);
+  }
+  const std::optional<int64_t> count = ElementCount(info.shape);
+  if (!count.has_value()) {
+    return Invalid(source, absl::StrCat(where, ": shape ", ShapeText(info.shape), " is too large"));
+  }
+  info.count = *count;
+  if (!offsets->is_array() || offsets->items().size() != 2) {
+    return Invalid(source, absl::StrCat(where, ": data_offsets must be [begin, end]"));
+  }
+  const std::optional<int64_t> begin = offsets->items()[0].AsInt64();
+  const std::optional<int64_t> end = offsets->items()[1].AsInt64();
+  if (!begin.has_value() || !end.has_value() || *begin < 0 || *end < *begin) {
+    return Invalid(source,
+                   absl::StrCat(where, ": data_offsets must be integers with 0 <= begin <= end"));
+  }
+  info.begin = static_cast<uint64_t>(*begin);
+  info.end = static_cast<uint64_t>(*end);
+  if (info.end - info.begin != static_cast<uint64_t>(info.count) * 4) {
+    return Invalid(source, absl::StrCat(where, ": data_offsets [", info.begin, ", ", info.end,
+                                        ") hold ", info.end - info.begin, " bytes but shape ",
+                                        ShapeText(info.shape), " of F32 needs ", info.count * 4));
+  }
+  return info;
+}
+
+}  // namespace
+
+absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTensorData>& tensors,
+                              const std::map<std::string, std::string>& metadata) {
+  std::set<std::string> names;
+  std::string header = "{";
+  if (!metadata.empty()) {
+    absl::StrAppend(&header, Quote(kMetadataKey), ":{");
+    bool first = true;
+    for (const auto& [key, value] : metadata) {
+      if (!first) header.push_back(',');
+      first = false;
+      absl::StrAppend(&header, Quote(key), ":", Quote(value));
+    }
+    header += "}";
+  }
+  uint64_t offset = 0;
+  for (const NamedTensorData& tensor : tensors) {
+    if (tensor.name == kMetadataKey) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot write ", path, ": \"__metadata__\" is reserved and cannot name a tensor"));
+    }
+    if (!names.insert(tensor.name).second) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot write ", path, ": duplicate tensor name \"", tensor.name, "\""));
+    }
+    const std::optional<int64_t> count = ElementCount(tensor.shape);
+    if (!count.has_value() || static_cast<uint64_t>(*count) != tensor.values.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cannot write ", path, ": tensor \"", tensor.name, "\" has shape ",
+                       ShapeText(tensor.shape), " but ", tensor.values.size(), " values"));
+    }
+    const uint64_t bytes = static_cast<uint64_t>(*count) * 4;
+    if (header.size() > 1) header.push_back(',');
+    absl::StrAppend(&header, Quote(tensor.name),
+                    ":{\"dtype\":\"F32\",\"shape\":", ShapeText(tensor.shape),
+                    ",\"data_offsets\":[", offset, ",", offset + bytes, "]}");
+    offset += bytes;
+  }
+  header += "}";
+  if (!ParseJson(header).ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot write ", path, ": tensor names and metadata must be valid UTF-8"));
+  }
+  header.append((8 - header.size() % 8) % 8, ' ');
+  if (header.size() > kMaxSafetensorsHeaderBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot write ", path, ": the header is ",
+                                                   header.size(),
+                                                   " bytes, more than readers "
+                                                   "accept (",
+                                                   kMaxSafetensorsHeaderBytes, ")"));
+  }
+  char length[8];
+  const uint64_t header_size = header.size();
+  std::memcpy(length, &header_size, 8);
+
+  std::string tmp_path = path + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmp_path.data());
+  if (fd < 0) {
+    return absl::NotFoundError(absl::StrCat("cannot create a temporary file beside ", path, ": ",
+                                            std::strerror(errno),
+                                            "; check that the directory exists and is writable"));
+  }
+  // The first failing step names itself and errno; the temporary file is removed.
+  const auto fail = [&](const char* step) {
+    const std::string reason = std::strerror(errno);
+    ::unlink(tmp_path.c_str());
+    return absl::DataLossError(
+        absl::StrCat("writing ", path, " failed (", step, " ", tmp_path, "): ", reason));
+  };
+  bool ok = ::fchmod(fd, 0644) == 0 && WriteAll(fd, length, 8) &&
+            WriteAll(fd, header.data(), header.size());
+  for (size_t i = 0; ok && i < tensors.size(); ++i) {
+    ok = WriteAll(fd, reinterpret_cast<const char*>(tensors[i].values.data()),
+                  tensors[i].values.size() * sizeof(float));
+  }
+  if (!ok) {
+    absl::Status status = fail("write");
+    ::close(fd);
+    return status;
+  }
+  if (::fsync(fd) != 0) {
+    absl::Status status = fail("fsync");
+    ::close(fd);
+    return status;
+  }
+  if (::close(fd) != 0) return fail("close");
+  if (::rename(tmp_path.c_str(), path.c_str()) != 0) return fail("rename");
+  // Make the rename itself durable.
+  const int dir_fd = ::open(DirectoryOf(path).c_str(), O_RDONLY | O_DIRECTORY);
+  if (dir_fd >= 0) {
+    ::fsync(dir_fd);
+    ::close(dir_fd);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<SafetensorsContents> ParseSafetensors(absl::string_view bytes,
+                                                     const std::string& source) {
+  if (bytes.size() < 8) {
+    return Invalid(source, absl::StrCat("the file is ", bytes.size(),
+                                        " bytes, too short for the 8-byte header length"));
+  }
+  uint64_t header_size;
+  std::memcpy(&header_size, bytes.data(), 8);
+  if (header_size > kMaxSafetensorsHeaderBytes) {
+    return Invalid(source,
+                   absl::StrCat("the header length is ", header_size,
+                                " bytes, more than the limit of ", kMaxSafetensorsHeaderBytes));
+  }
+  if (header_size > bytes.size() - 8) {
+    return Invalid(source, absl::StrCat("the header length is ", header_size, " bytes but only ",
+                                        bytes.size() - 8, " bytes follow it (truncated file?)"));
+  }
+  const absl::string_view header_text = bytes.substr(8, header_size);
+  if (header_text.empty() || header_text[0] != '{') {
+    return Invalid(source, "the header does not start with '{'");
+  }
+  absl::StatusOr<JsonValue> header = ParseJson(header_text);
+  if (!header.ok()) {
+    return Invalid(source,
+                   absl::StrCat("the header is not valid JSON (", header.status().message(), ")"));
+  }
+  if (!header->is_object()) return Invalid(source, "the header is not a JSON object");
+
+  SafetensorsContents contents;
+  std::vector<EntryInfo> entries;
+  for (size_t i = 0; i < header->keys().size(); ++i) {
+    const std::string& name = header->keys()[i];
+    const JsonValue& value = header->items()[i];
+    if (name == kMetadataKey) {
+      if (!value.is_object()) return Invalid(source, "__metadata__ is not an object");
+      for (size_t k = 0; k < value.keys().size(); ++k) {
+        if (!value.items()[k].is_string()) {
+          return Invalid(source, absl::StrCat("__metadata__ value of \"", value.keys()[k],
+                                              "\" is not a string"));
+        }
+        contents.metadata[value.keys()[k]] = value.items()[k].string_value();
+      }
+      continue;
+    }
+    ASSIGN_OR_RETURN(EntryInfo entry, ParseEntry(source, name, value));
+    entries.push_back(std::move(entry));
+  }
+
+  const absl::string_view data = bytes.substr(8 + header_size);
+  std::stable_sort(entries.begin(), entries.end(), [](const EntryInfo& a, const EntryInfo& b) {
+    return a.begin < b.begin || (a.begin == b.begin && a.end < b.end);
+  });
+  uint64_t covered = 0;
+  const EntryInfo* previous = nullptr;
+  for (const EntryInfo& entry : entries) {
+    if (entry.end > data.size()) {
+      return Invalid(
+          source, absl::StrCat("tensor \"", entry.name, "\" has data_offsets [", entry.begin, ", ",
+                               entry.end, ") past the end of the data (", data.size(), " bytes)"));
+    }
+    if (entry.begin < covered) {
+      return Invalid(source, absl::StrCat("the data of tensors \"", previous->name, "\" and \"",
+                                          entry.name, "\" overlap"));
+    }
+    if (entry.begin > covered) {
+      return Invalid(source, absl::StrCat("bytes [", covered, ", ", entry.begin,
+                                          ") of the data belong to no tensor"));
+    }
+    covered = entry.end;
+    previous = &entry;
+  }
+  if (covered != data.size()) {
+    return Invalid(source, absl::StrCat(data.size() - covered, " bytes at the end of the data ",
+                                        "belong to no tensor"));
+  }
+  contents.tensors.reserve(entries.size());
+  for (const EntryInfo& entry : entries) {
+    NamedTensorData tensor{entry.name, entry.shape, std::vector<float>(entry.count)};
+    if (entry.count > 0) {
+      std::memcpy(tensor.values.data(), data.data() + entry.begin, entry.end - entry.begin);
+    }
+    contents.tensors.push_back(std::move(tensor));
+  }
+  return contents;
+}
+
+absl::StatusOr<SafetensorsContents> ReadSafetensorsWithMetadata(const std::string& path) {
+  ASSIGN_OR_RETURN(const std::string bytes, ReadWholeFile(path));
+  return ParseSafetensors(bytes, path);
+}
+
+absl::StatusOr<std::vector<NamedTensorData>> ReadSafetensors(const std::string& path) {
+  ASSIGN_OR_RETURN(SafetensorsContents contents, ReadSafetensorsWithMetadata(path));
+  return std::move(contents.tensors);
+}
+
+}  // namespace gpipe

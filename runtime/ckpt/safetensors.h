@@ -1,0 +1,54 @@
+// Safetensors files (https://huggingface.co/docs/safetensors), the format PyTorch users
+// exchange weights in: an 8-byte little-endian header length N, N bytes of JSON
+// {"name": {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, ...,
+//  "__metadata__": {"key": "value"}} padded with spaces to a multiple of 8, then the data.
+// gpipe writes and reads F32 tensors; writes are atomic (temporary file, fsync, rename).
+#ifndef GPIPE_RUNTIME_CKPT_SAFETENSORS_H_
+#define GPIPE_RUNTIME_CKPT_SAFETENSORS_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace gpipe {
+
+// One host-side F32 tensor: values in C order, values.size() == product(shape).
+struct NamedTensorData {
+  std::string name;
+  std::vector<int64_t> shape;
+  std::vector<float> values;
+};
+
+struct SafetensorsContents {
+  std::vector<NamedTensorData> tensors;  // in the order of their data in the file
+  std::map<std::string, std::string> metadata;
+};
+
+// The largest header gpipe reads (the reference implementation's limit).
+inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
+
+// Writes `tensors` (data in the given order) and `metadata` to `path` atomically: a temporary
+// file beside it is written, fsynced and renamed over `path`. INVALID_ARGUMENT for duplicate or
+// reserved ("__metadata__") names, a shape that does not match the value count, or names and
+// metadata that are not valid UTF-8; errors name the tensor.
+absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTensorData>& tensors,
+                              const std::map<std::string, std::string>& metadata);
+
+// Reads every tensor of an F32 safetensors file, in data order. Validates the header length,
+// the JSON, every entry, offsets inside the data, sizes == product(shape) * 4, and that the
+// tensors cover the data without overlaps or gaps. Other dtypes fail naming tensor and dtype.
+absl::StatusOr<std::vector<NamedTensorData>> ReadSafetensors(const std::string& path);
+// The same, with the file's __metadata__.
+absl::StatusOr<SafetensorsContents> ReadSafetensorsWithMetadata(const std::string& path);
+// Parses a whole file held in memory; `source` names it in messages.
+absl::StatusOr<SafetensorsContents> ParseSafetensors(absl::string_view bytes,
+                                                     const std::string& source);
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_CKPT_SAFETENSORS_H_

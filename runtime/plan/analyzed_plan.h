@@ -1,0 +1,56 @@
+// AnalyzedPlan: a validated plan with every default explicit, plus what the analysis derived
+// from it: each layer's shapes, parameter count and FLOPs, and the stage partition. A value
+// type; rank 0 builds it once and ships `plan` and the stages to every rank.
+#ifndef GPIPE_RUNTIME_PLAN_ANALYZED_PLAN_H_
+#define GPIPE_RUNTIME_PLAN_ANALYZED_PLAN_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "proto/control.pb.h"
+#include "proto/plan.pb.h"
+#include "runtime/core/dtype.h"
+#include "runtime/core/shape.h"
+
+namespace gpipe {
+
+struct LayerInfo {
+  std::string name;
+  std::string kind;    // the plan's layer kind: "linear", "relu", ...
+  Shape input_shape;   // per sample
+  Shape output_shape;  // per sample
+  int64_t parameters = 0;
+  double flops_per_sample = 0;  // forward + backward = 3x forward
+};
+
+struct StageInfo {
+  int stage = 0;
+  int first_layer = 0;  // layers [first_layer, end_layer) of model.layers
+  int end_layer = 0;
+  Shape input_shape;
+  Shape output_shape;
+  int64_t parameters = 0;
+  double flops_per_sample = 0;  // forward + backward
+};
+
+struct AnalyzedPlan {
+  // Every default made explicit (scalars with a declared default in pipeline, training, runtime,
+  // data and their sub-messages, the optimizer, layers and loss), data paths resolved against
+  // the plan directory.
+  pb::Plan plan;
+  std::vector<LayerInfo> layers;
+  std::vector<StageInfo> stages;
+  // What the loss takes as the per-sample target (Loss::target_shape / target_dtype).
+  Shape target_shape;
+  DType target_dtype = DType::kF32;
+  // The output's last dimension for softmax_cross_entropy, else 0.
+  int64_t num_classes = 0;
+};
+
+// The stages as the control plane carries them (control.proto's StageSpec).
+std::vector<pb::StageSpec> ToStageSpecs(const AnalyzedPlan& plan);
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_PLAN_ANALYZED_PLAN_H_

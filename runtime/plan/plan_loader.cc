@@ -1,0 +1,76 @@
+#include "runtime/plan/plan_loader.h"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/plan/override_merge.h"
+#include "runtime/plan/text_parse.h"
+
+namespace gpipe {
+namespace {
+
+// "a.b[2].c" -> "a.b[2]" -> "a.b" -> "a" -> "".
+std::string ParentPath(const std::string& path) {
+  const size_t cut = path.find_last_of(".[");
+  return cut == std::string::npos ? std::string() : path.substr(0, cut);
+}
+
+}  // namespace
+
+std::string SourceLocation::ToString() const {
+  return absl::StrCat(source, ":", line, ":", column);
+}
+
+std::string LoadedPlan::LocationOf(absl::string_view field_path) const {
+  for (std::string candidate(field_path); !candidate.empty(); candidate = ParentPath(candidate)) {
+    auto it = locations.find(candidate);
+    if (it != locations.end()) return it->second.ToString();
+  }
+  return path;  // nothing on the way up was written: the plan file itself
+}
+
+absl::StatusOr<LoadedPlan> ParsePlanText(const std::string& text, const std::string& source_name,
+                                         const std::string& directory,
+                                         const std::vector<std::string>& overrides) {
+  LoadedPlan loaded;
+  loaded.path = source_name;
+  loaded.directory = directory;
+  RETURN_IF_ERROR(ParsePlanWithLocations(text, source_name, &loaded.plan, &loaded.locations));
+  for (size_t i = 0; i < overrides.size(); ++i) {
+    const std::string source = absl::StrCat("--override[", i + 1, "]");
+    pb::Plan override_plan;
+    LocationMap override_locations;
+    RETURN_IF_ERROR(
+        ParsePlanWithLocations(overrides[i], source, &override_plan, &override_locations));
+    MergeOverride(override_plan, override_locations, &loaded.plan, &loaded.locations);
+  }
+  return loaded;
+}
+
+absl::StatusOr<LoadedPlan> LoadPlanFile(const std::string& path,
+                                        const std::vector<std::string>& overrides) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return absl::NotFoundError(
+        absl::StrCat("plan file ", path, " is a directory; pass the path of a .pbtxt plan"));
+  }
+  std::ifstream file(path, std::ios::binary);
+  if (!file) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read plan file ", path, ": it does not exist or is not readable"));
+  }
+  std::ostringstream text;
+  text << file.rdbuf();
+  if (file.bad()) {
+    return absl::NotFoundError(absl::StrCat("cannot read plan file ", path, ": read failed"));
+  }
+  std::string directory = std::filesystem::path(path).parent_path().string();
+  if (directory.empty()) directory = ".";
+  return ParsePlanText(text.str(), path, directory, overrides);
+}
+
+}  // namespace gpipe

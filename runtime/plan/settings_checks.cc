@@ -1,0 +1,303 @@
+#include "runtime/plan/settings_checks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/plan/plan_defaults.h"
+
+namespace gpipe {
+namespace {
+
+bool Positive(double value) { return std::isfinite(value) && value > 0; }
+
+std::string Show(double value) { return absl::StrCat(value); }
+
+// Indices of the layers by name (the first one when names repeat; that is reported elsewhere).
+absl::flat_hash_map<std::string, int> LayerIndex(const pb::Model& model) {
+  absl::flat_hash_map<std::string, int> index;
+  for (int i = 0; i < model.layers_size(); ++i) index.emplace(model.layers(i).name(), i);
+  return index;
+}
+
+std::string LayerNamesForHelp(const pb::Model& model) {
+  constexpr int kMaxNames = 12;
+  std::vector<std::string> names;
+  for (int i = 0; i < model.layers_size() && i < kMaxNames; ++i) {
+    names.push_back(model.layers(i).name());
+  }
+  if (model.layers_size() > kMaxNames) names.push_back("...");
+  return absl::StrJoin(names, ", ");
+}
+
+void CheckBoundaries(const pb::Plan& plan, PlanErrors& errors) {
+  const pb::Pipeline& pipeline = plan.pipeline();
+  const int count = pipeline.boundaries_size();
+  if (count == 0) return;
+  const int stages = pipeline.stages();
+  if (stages >= 1 && count != stages - 1) {
+    errors.Add("pipeline.boundaries",
+               absl::StrCat("lists ", count, " layer name(s) but pipeline.stages ", stages,
+                            " needs ", stages - 1,
+                            " (the first layer of each stage after the first); fix the list, or "
+                            "remove it to let the balancer choose"));
+  }
+  const pb::Model& model = plan.model();
+  const auto index = LayerIndex(model);
+  int previous = -1;
+  std::string previous_name;
+  for (int b = 0; b < count; ++b) {
+    const std::string field = absl::StrCat("pipeline.boundaries[", b, "]");
+    const std::string& name = pipeline.boundaries(b);
+    auto it = index.find(name);
+    if (it == index.end()) {
+      errors.Add(field, absl::StrCat("no layer is named '", name,
+                                     "'; name one of: ", LayerNamesForHelp(model)));
+      continue;
+    }
+    const int layer = it->second;
+    if (layer == 0) {
+      errors.Add(field, absl::StrCat("'", name,
+                                     "' is the model's first layer, which always starts stage 0, "
+                                     "so stage 0 would be empty; name the first layer of stage 1"));
+    } else if (layer <= previous) {
+      errors.Add(field,
+                 absl::StrCat("'", name, "' (model.layers[", layer, "]) does not come after '",
+                              previous_name, "' (model.layers[", previous,
+                              "]); list boundaries in model order, each stage "
+                              "non-empty"));
+    }
+    previous = std::max(previous, layer);
+    if (previous == layer) previous_name = name;
+  }
+}
+
+void CheckSgd(const pb::Sgd& sgd, PlanErrors& errors) {
+  const std::string at = "training.optimizer.sgd";
+  if (!sgd.has_lr()) {
+    errors.Add(at + ".lr", "is missing; set the learning rate (> 0), e.g. lr: 0.1");
+  } else if (!Positive(sgd.lr())) {
+    errors.Add(at + ".lr", absl::StrCat("is ", Show(sgd.lr()), "; the learning rate must be > 0"));
+  }
+  if (!(std::isfinite(sgd.momentum()) && sgd.momentum() >= 0)) {
+    errors.Add(at + ".momentum", absl::StrCat("is ", Show(sgd.momentum()), "; it must be >= 0"));
+  }
+  if (!std::isfinite(sgd.dampening())) {
+    errors.Add(at + ".dampening",
+               absl::StrCat("is ", Show(sgd.dampening()), "; it must be a finite number"));
+  }
+  if (!(std::isfinite(sgd.weight_decay()) && sgd.weight_decay() >= 0)) {
+    errors.Add(at + ".weight_decay",
+               absl::StrCat("is ", Show(sgd.weight_decay()), "; it must be >= 0"));
+  }
+  if (sgd.nesterov() && (sgd.momentum() <= 0 || sgd.dampening() != 0)) {
+    errors.Add(at + ".nesterov",
+               absl::StrCat("Nesterov momentum needs momentum > 0 and dampening 0, but momentum "
+                            "is ",
+                            Show(sgd.momentum()), " and dampening ", Show(sgd.dampening()),
+                            "; set momentum (and dampening: 0) or remove nesterov"));
+  }
+}
+
+// Adam and AdamW share their fields and limits (torch.optim's checks).
+template <typename AdamConfig>
+void CheckAdamLike(const AdamConfig& config, const std::string& at, PlanErrors& errors) {
+  if (!Positive(config.lr())) {
+    errors.Add(at + ".lr",
+               absl::StrCat("is ", Show(config.lr()), "; the learning rate must be > 0"));
+  }
+  for (const auto& [name, beta] : {std::pair<const char*, double>{"beta1", config.beta1()},
+                                   std::pair<const char*, double>{"beta2", config.beta2()}}) {
+    if (!(beta >= 0 && beta < 1)) {
+      errors.Add(absl::StrCat(at, ".", name),
+                 absl::StrCat("is ", Show(beta), "; it must be in [0, 1)"));
+    }
+  }
+  if (!(std::isfinite(config.eps()) && config.eps() >= 0)) {
+    errors.Add(at + ".eps", absl::StrCat("is ", Show(config.eps()), "; it must be >= 0"));
+  }
+  if (!(std::isfinite(config.weight_decay()) && config.weight_decay() >= 0)) {
+    errors.Add(at + ".weight_decay",
+               absl::StrCat("is ", Show(config.weight_decay()), "; it must be >= 0"));
+  }
+}
+
+void CheckOptimizer(const pb::Training& training, PlanErrors& errors) {
+  if (!training.has_optimizer()) {
+    errors.Add("training.optimizer",
+               "is missing; add e.g. optimizer { sgd { lr: 0.1 } } (or adam {}, adamw {})");
+    return;
+  }
+  const pb::Optimizer& optimizer = training.optimizer();
+  switch (optimizer.kind_case()) {
+    case pb::Optimizer::kSgd:
+      CheckSgd(optimizer.sgd(), errors);
+      break;
+    case pb::Optimizer::kAdam:
+      CheckAdamLike(optimizer.adam(), "training.optimizer.adam", errors);
+      break;
+    case pb::Optimizer::kAdamw:
+      CheckAdamLike(optimizer.adamw(), "training.optimizer.adamw", errors);
+      break;
+    case pb::Optimizer::KIND_NOT_SET:
+      errors.Add("training.optimizer",
+                 "has no kind; set one of sgd { lr: ... }, adam {}, adamw {}");
+      break;
+  }
+}
+
+void CheckDataFile(const std::string& field, const std::string& value, const std::string& directory,
+                   const std::string& what, PlanErrors& errors) {
+  if (value.empty()) {
+    errors.Add(field, absl::StrCat("is missing; give the path of ", what,
+                                   " (relative paths resolve against the plan's directory)"));
+    return;
+  }
+  const std::string resolved = ResolvePlanPath(directory, value);
+  std::error_code error;
+  const auto status = std::filesystem::status(resolved, error);
+  if (!std::filesystem::exists(status)) {
+    errors.Add(field, absl::StrCat("file ", resolved,
+                                   " does not exist (relative paths resolve against the plan's "
+                                   "directory ",
+                                   directory, "); fix the path or create the file"));
+  } else if (std::filesystem::is_directory(status)) {
+    errors.Add(field, absl::StrCat(resolved, " is a directory; give the path of ", what));
+  }
+}
+
+}  // namespace
+
+std::vector<int64_t> DivisorsNear(int64_t n, int64_t wanted, int count) {
+  // Candidates up to sqrt(n), capped so a huge global_batch cannot stall validation.
+  constexpr int64_t kMaxCandidates = 1'000'000;
+  std::vector<int64_t> divisors;
+  for (int64_t d = 1; d <= n / d && d <= kMaxCandidates; ++d) {
+    if (n % d != 0) continue;
+    divisors.push_back(d);
+    if (d != n / d) divisors.push_back(n / d);
+  }
+  auto distance = [wanted](int64_t d) { return d > wanted ? d - wanted : wanted - d; };
+  std::sort(divisors.begin(), divisors.end(), [&](int64_t a, int64_t b) {
+    return distance(a) != distance(b) ? distance(a) < distance(b) : a < b;
+  });
+  if (static_cast<int>(divisors.size()) > count) divisors.resize(count);
+  std::sort(divisors.begin(), divisors.end());
+  return divisors;
+}
+
+void CheckPipeline(const pb::Plan& plan, PlanErrors& errors) {
+  const pb::Pipeline& pipeline = plan.pipeline();
+  const int layers = plan.model().layers_size();
+  if (pipeline.stages() < 1) {
+    errors.Add("pipeline.stages",
+               absl::StrCat("is ", pipeline.stages(), "; it must be >= 1 (one process per stage)"));
+  } else if (layers >= 1 && pipeline.stages() > layers) {
+    errors.Add("pipeline.stages",
+               absl::StrCat(pipeline.stages(), " stages need at least ", pipeline.stages(),
+                            " layers but the model has ", layers,
+                            "; set pipeline.stages to at most ", layers));
+  }
+  if (pipeline.micro_batches() < 1) {
+    errors.Add("pipeline.micro_batches",
+               absl::StrCat("is ", pipeline.micro_batches(), "; it must be >= 1"));
+  }
+  CheckBoundaries(plan, errors);
+}
+
+void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
+  if (!plan.has_training()) {
+    errors.Add("training",
+               "is missing; add e.g. training { global_batch: 64 steps: 100 optimizer { sgd { "
+               "lr: 0.1 } } }");
+    return;
+  }
+  const pb::Training& training = plan.training();
+  if (!training.has_global_batch()) {
+    errors.Add("training.global_batch",
+               "is missing; set the samples per optimizer step, e.g. global_batch: 64");
+  } else if (training.global_batch() < 1) {
+    errors.Add("training.global_batch",
+               absl::StrCat("is ", training.global_batch(), "; it must be >= 1"));
+  } else {
+    const int64_t batch = training.global_batch();
+    const int64_t micro_batches = plan.pipeline().micro_batches();
+    if (micro_batches >= 1 && batch % micro_batches != 0) {
+      errors.Add("pipeline.micro_batches",
+                 absl::StrCat("global_batch ", batch, " is not divisible by micro_batches ",
+                              micro_batches, "; choose a divisor of ", batch, " such as ",
+                              absl::StrJoin(DivisorsNear(batch, micro_batches, 5), ", "),
+                              " (or change training.global_batch at ",
+                              errors.LocationOf("training.global_batch"), ")"));
+    }
+  }
+  if (!training.has_steps()) {
+    errors.Add("training.steps", "is missing; set the number of optimizer steps, e.g. steps: 100");
+  } else if (training.steps() < 1) {
+    errors.Add("training.steps", absl::StrCat("is ", training.steps(), "; it must be >= 1"));
+  }
+  CheckOptimizer(training, errors);
+}
+
+void CheckData(const pb::Plan& plan, const std::string& directory, PlanErrors& errors) {
+  if (!plan.has_data()) {
+    errors.Add("data",
+               "is missing; add data { synthetic {} } or data { npy { inputs: \"x.npy\" "
+               "targets: \"y.npy\" } }");
+    return;
+  }
+  const pb::Data& data = plan.data();
+  switch (data.source_case()) {
+    case pb::Data::kSynthetic: {
+      const pb::Synthetic& synthetic = data.synthetic();
+      if (synthetic.num_samples() < 1) {
+        errors.Add("data.synthetic.num_samples",
+                   absl::StrCat("is ", synthetic.num_samples(), "; it must be >= 1"));
+      }
+      if (!(std::isfinite(synthetic.noise()) && synthetic.noise() >= 0)) {
+        errors.Add("data.synthetic.noise",
+                   absl::StrCat("is ", Show(synthetic.noise()), "; it must be >= 0"));
+      }
+      break;
+    }
+    case pb::Data::kNpy:
+      CheckDataFile("data.npy.inputs", data.npy().inputs(), directory,
+                    "a float32 .npy array [N, input shape...]", errors);
+      CheckDataFile("data.npy.targets", data.npy().targets(), directory,
+                    "a .npy array of targets (int64 [N] class ids for softmax_cross_entropy, "
+                    "float32 [N, output shape...] for mse)",
+                    errors);
+      break;
+    case pb::Data::SOURCE_NOT_SET:
+      errors.Add("data", "has no source; set synthetic {} or npy { inputs: ... targets: ... }");
+      break;
+  }
+}
+
+void CheckRuntime(const pb::Plan& plan, PlanErrors& errors) {
+  const pb::Runtime& runtime = plan.runtime();
+  if (runtime.threads() < 1) {
+    errors.Add("runtime.threads", absl::StrCat("is ", runtime.threads(),
+                                               "; use at least 1 compute thread per process"));
+  }
+  if (runtime.log_every() < 0) {
+    errors.Add("runtime.log_every",
+               absl::StrCat("is ", runtime.log_every(), "; use 0 (never) or a step interval >= 1"));
+  }
+  const pb::Timeouts& timeouts = runtime.timeouts();
+  for (const auto& [name, seconds] :
+       {std::pair<const char*, double>{"wait_seconds", timeouts.wait_seconds()},
+        std::pair<const char*, double>{"startup_seconds", timeouts.startup_seconds()}}) {
+    if (!Positive(seconds)) {
+      errors.Add(
+          absl::StrCat("runtime.timeouts.", name),
+          absl::StrCat("is ", Show(seconds), "; every wait needs a finite deadline > 0 seconds"));
+    }
+  }
+}
+
+}  // namespace gpipe

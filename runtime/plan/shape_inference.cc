@@ -1,0 +1,233 @@
+#include "runtime/plan/shape_inference.h"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/descriptor.h"
+
+namespace gpipe {
+namespace {
+
+std::string LayerPath(int index) { return absl::StrCat("model.layers[", index, "]"); }
+
+// "layer 'fc1'", or "the unnamed layer" (its name is reported missing separately).
+std::string LayerLabel(const pb::Layer& spec) {
+  return spec.name().empty() ? "the unnamed layer" : absl::StrCat("layer '", spec.name(), "'");
+}
+
+// The element count of `shape`, or nullopt when it does not fit in int64.
+std::optional<int64_t> CheckedElements(const Shape& shape) {
+  int64_t count = 1;
+  for (int64_t d : shape.dims()) {
+    if (d < 0 || __builtin_mul_overflow(count, d, &count)) return std::nullopt;
+  }
+  return count;
+}
+
+// Why a built layer's sizes cannot be used (empty or too large to count), or "" when fine.
+std::string SizeProblem(const Layer& layer) {
+  for (int64_t d : layer.output_shape().dims()) {
+    if (d < 1) {
+      return absl::StrCat("its output ", layer.output_shape().ToString(), " has a dimension < 1");
+    }
+  }
+  if (!CheckedElements(layer.output_shape()).has_value()) {
+    return absl::StrCat("its output ", layer.output_shape().ToString(),
+                        " has too many elements per sample to count in 64 bits");
+  }
+  int64_t total = 0;
+  for (const ParamSpec& spec : layer.parameter_specs()) {
+    const std::optional<int64_t> count = CheckedElements(spec.shape);
+    if (!count.has_value() || __builtin_add_overflow(total, *count, &total)) {
+      return absl::StrCat("its parameter '", spec.name, "' ", spec.shape.ToString(),
+                          " has too many elements to count in 64 bits");
+    }
+  }
+  return "";
+}
+
+// "linear, relu, gelu, ..." from the plan's Layer.kind oneof, so new kinds appear by themselves.
+std::string LayerKindNames() {
+  const auto* oneof = pb::Layer::descriptor()->FindOneofByName("kind");
+  std::vector<std::string> names;
+  for (int i = 0; i < oneof->field_count(); ++i) names.emplace_back(oneof->field(i)->name());
+  return absl::StrJoin(names, ", ");
+}
+
+std::string LossKindName(const pb::Loss& loss) {
+  const auto* oneof = pb::Loss::descriptor()->FindOneofByName("kind");
+  const auto* field = loss.GetReflection()->GetOneofFieldDescriptor(loss, oneof);
+  return field == nullptr ? "" : std::string(field->name());
+}
+
+// Returns the per-sample input shape, or nullopt after reporting why there is none.
+std::optional<Shape> InputShape(const pb::Model& model, PlanErrors& errors) {
+  if (!model.has_input()) {
+    errors.Add("model.input", "is missing; add input { shape: [784] } (the per-sample shape)");
+    return std::nullopt;
+  }
+  const auto& dims = model.input().shape();
+  if (dims.empty()) {
+    errors.Add("model.input.shape",
+               "is empty; give the per-sample input shape (no batch dimension), e.g. shape: [784]");
+    return std::nullopt;
+  }
+  bool valid = true;
+  for (int i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 1) {
+      errors.Add(absl::StrCat("model.input.shape[", i, "]"),
+                 absl::StrCat("is ", dims[i], "; every dimension must be >= 1"));
+      valid = false;
+    }
+  }
+  if (!valid) return std::nullopt;
+  Shape shape(std::vector<int64_t>(dims.begin(), dims.end()));
+  if (!CheckedElements(shape).has_value()) {
+    errors.Add("model.input.shape", absl::StrCat(shape.ToString(),
+                                                 " has too many elements per sample to count in "
+                                                 "64 bits; check the dimensions"));
+    return std::nullopt;
+  }
+  return shape;
+}
+
+void CheckLayerNames(const pb::Model& model, PlanErrors& errors) {
+  absl::flat_hash_map<std::string, int> first_use;
+  for (int i = 0; i < model.layers_size(); ++i) {
+    const std::string& name = model.layers(i).name();
+    const std::string field = LayerPath(i) + ".name";
+    if (name.empty()) {
+      errors.Add(field,
+                 "is empty; give every layer a unique name (its parameters are called "
+                 "<name>.weight, <name>.bias)");
+      continue;
+    }
+    auto [it, inserted] = first_use.emplace(name, i);
+    if (!inserted) {
+      errors.Add(field, absl::StrCat("'", name, "' is already the name of ", LayerPath(it->second),
+                                     " at ", errors.LocationOf(LayerPath(it->second) + ".name"),
+                                     "; layer names must be unique"));
+    }
+  }
+}
+
+LayerInfo Describe(const Layer& layer, const std::string& kind) {
+  LayerInfo info;
+  info.name = layer.name();
+  info.kind = kind;
+  info.input_shape = layer.input_shape();
+  info.output_shape = layer.output_shape();
+  for (const ParamSpec& spec : layer.parameter_specs()) {
+    info.parameters += spec.shape.num_elements();
+  }
+  info.flops_per_sample = 3.0 * layer.ForwardFlopsPerSample();
+  return info;
+}
+
+// Builds every layer in order; stops at the first that cannot be built.
+void InferLayers(const pb::Model& model, const Shape& input, const LayerRegistry& registry,
+                 ModelShapes& shapes, PlanErrors& errors) {
+  Shape current = input;
+  for (int i = 0; i < model.layers_size(); ++i) {
+    const pb::Layer& spec = model.layers(i);
+    const std::string kind = LayerRegistry::KindOf(spec);
+    if (kind.empty()) {
+      errors.Add(LayerPath(i),
+                 absl::StrCat(LayerLabel(spec), " has no kind; set one of ", LayerKindNames()));
+      return;
+    }
+    const std::string context =
+        absl::StrCat(LayerLabel(spec), " (", kind, ", input ", current.ToString(), "): ");
+    absl::StatusOr<std::unique_ptr<Layer>> layer = registry.Create(spec, current);
+    if (!layer.ok()) {
+      errors.Add(LayerPath(i), absl::StrCat(context, layer.status().message()));
+      return;
+    }
+    if (*layer == nullptr) {
+      errors.Add(LayerPath(i), absl::StrCat(context,
+                                            "its registered factory returned no layer; "
+                                            "fix the factory to return a layer or an "
+                                            "error"));
+      return;
+    }
+    if (const std::string problem = SizeProblem(**layer); !problem.empty()) {
+      errors.Add(LayerPath(i), absl::StrCat(context, problem, "; check its configuration"));
+      return;
+    }
+    shapes.layers.push_back(Describe(**layer, kind));
+    current = (*layer)->output_shape();
+  }
+  shapes.complete = true;
+}
+
+void CheckLoss(const pb::Model& model, ModelShapes& shapes, PlanErrors& errors) {
+  if (!model.has_loss()) {
+    errors.Add("model.loss",
+               "is missing; add loss { softmax_cross_entropy {} } or loss { mse {} }");
+    return;
+  }
+  const std::string kind = LossKindName(model.loss());
+  if (kind.empty()) {
+    errors.Add("model.loss", "has no kind; set softmax_cross_entropy {} or mse {}");
+    return;
+  }
+  if (!shapes.complete || shapes.layers.empty()) return;  // the output shape is unknown
+  const LayerInfo& last = shapes.layers.back();
+  const Shape& output = last.output_shape;
+  if (model.loss().has_softmax_cross_entropy() && (output.rank() != 1 || output.last() < 2)) {
+    errors.Add("model.loss",
+               absl::StrCat("softmax_cross_entropy needs the model output to be [num_classes] "
+                            "with num_classes >= 2, but the last layer '",
+                            last.name, "' outputs ", output.ToString(),
+                            "; make the last layer output one score per class"));
+    return;
+  }
+  absl::StatusOr<std::unique_ptr<Loss>> loss = CreateLoss(model.loss());
+  if (!loss.ok()) {
+    errors.Add("model.loss",
+               absl::StrCat("cannot build the ", kind, " loss: ", loss.status().message()));
+    return;
+  }
+  const absl::Status fits = (*loss)->ValidateOutputShape(output);
+  if (!fits.ok()) {
+    errors.Add("model.loss",
+               absl::StrCat(kind, " cannot take the model output ", output.ToString(),
+                            " of the last layer '", last.name, "': ", fits.message()));
+    return;
+  }
+  shapes.target_shape = (*loss)->target_shape(output);
+  shapes.target_dtype = (*loss)->target_dtype();
+  shapes.num_classes = model.loss().has_softmax_cross_entropy() ? output.last() : 0;
+}
+
+}  // namespace
+
+ModelShapes InferModelShapes(const pb::Plan& plan, const LayerRegistry& registry,
+                             PlanErrors& errors) {
+  ModelShapes shapes;
+  if (!plan.has_model()) {
+    errors.Add("model",
+               "is missing; add model { input { shape: [...] } layers { ... } loss { ... "
+               "} }");
+    return shapes;
+  }
+  const pb::Model& model = plan.model();
+  const std::optional<Shape> input = InputShape(model, errors);
+  if (model.layers_size() == 0) {
+    errors.Add("model.layers",
+               "the model has no layers; add at least one, e.g. layers { name: "
+               "\"fc1\" linear { out_features: 10 } }");
+  }
+  CheckLayerNames(model, errors);
+  if (input.has_value() && model.layers_size() > 0) {
+    InferLayers(model, *input, registry, shapes, errors);
+  }
+  CheckLoss(model, shapes, errors);
+  return shapes;
+}
+
+}  // namespace gpipe

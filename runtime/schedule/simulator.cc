@@ -1,0 +1,98 @@
+#include "runtime/schedule/simulator.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpipe::schedule {
+namespace {
+
+double ForwardCost(const OpCosts& costs, int stage) {
+  return costs.stage_forward.empty() ? costs.forward : costs.stage_forward[stage];
+}
+
+double BackwardCost(const OpCosts& costs, int stage) {
+  return costs.stage_backward.empty() ? costs.backward : costs.stage_backward[stage];
+}
+
+// Where one stage is: its next instruction and the time it is free to start it.
+struct StageState {
+  int next = 0;
+  double clock = 0;
+  std::vector<TimelineEntry> timeline;
+};
+
+}  // namespace
+
+absl::StatusOr<Simulation> Simulate(const Program& program, const Transfers& transfers,
+                                    const OpCosts& costs) {
+  const int stages = program.stages;
+  std::vector<StageState> state(stages);
+  // Issue time of every send so far, per link, in link order.
+  std::vector<std::vector<double>> sent(transfers.links().size());
+  Simulation simulation;
+  simulation.busy.assign(stages, 0.0);
+
+  // Run each stage as far as it can go, round-robin, until all finish or none can move.
+  // Times depend only on the dependency graph, not on the order stages are visited in.
+  int finished = 0;
+  while (finished < stages) {
+    bool progressed = false;
+    finished = 0;
+    for (int s = 0; s < stages; ++s) {
+      StageState& stage = state[s];
+      const std::vector<Instruction>& instructions = program.stage_programs[s].instructions;
+      while (stage.next < static_cast<int>(instructions.size())) {
+        const int i = stage.next;
+        const Instruction& instruction = instructions[i];
+        const TransferSlot& slot = transfers.slot(s, i);
+        const double start = stage.clock;
+        double end = start;
+        if (slot.link >= 0 && !slot.is_send) {
+          const std::vector<double>& issued = sent[slot.link];
+          if (slot.position >= static_cast<int>(issued.size())) break;  // blocked
+          end = std::max(start, issued[slot.position] + costs.send);
+        } else if (slot.link >= 0) {
+          sent[slot.link].push_back(start);
+        } else if (std::holds_alternative<Forward>(instruction)) {
+          end = start + ForwardCost(costs, s);
+          simulation.busy[s] += end - start;
+        } else if (std::holds_alternative<Backward>(instruction)) {
+          end = start + BackwardCost(costs, s);
+          simulation.busy[s] += end - start;
+        } else if (std::holds_alternative<LoadMicroBatch>(instruction)) {
+          end = start + costs.load;
+        }
+        stage.timeline.push_back({s, i, start, end});
+        stage.clock = end;
+        ++stage.next;
+        progressed = true;
+      }
+      if (stage.next == static_cast<int>(instructions.size())) ++finished;
+    }
+    if (finished < stages && !progressed) {
+      std::string message = "deadlock: no stage can progress;";
+      for (int s = 0; s < stages; ++s) {
+        const int i = state[s].next;
+        if (i == static_cast<int>(program.stage_programs[s].instructions.size())) continue;
+        const TransferSlot& slot = transfers.slot(s, i);
+        const TransferEnd& send = transfers.links()[slot.link].sends[slot.position];
+        absl::StrAppend(&message, " ", DescribeInstruction(program, s, i), " waits for ",
+                        DescribeInstruction(program, send.stage, send.index), ";");
+      }
+      message.pop_back();
+      absl::StrAppend(&message, ". Reorder the lists so every receive's send comes first.");
+      return absl::InvalidArgumentError(message);
+    }
+  }
+
+  for (StageState& stage : state) {
+    simulation.makespan = std::max(simulation.makespan, stage.clock);
+    simulation.timeline.insert(simulation.timeline.end(), stage.timeline.begin(),
+                               stage.timeline.end());
+  }
+  return simulation;
+}
+
+}  // namespace gpipe::schedule

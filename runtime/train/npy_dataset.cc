@@ -1,0 +1,139 @@
+#include "runtime/train/npy_dataset.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/train/gather_checks.h"
+
+namespace gpipe {
+namespace {
+
+constexpr char kInputsField[] = "data.npy.inputs";
+constexpr char kTargetsField[] = "data.npy.targets";
+
+// "[N, 784]": the expected shape of a file holding N samples of `per_sample`.
+std::string ExpectedShape(const Shape& per_sample) {
+  std::string dims = per_sample.ToString();  // "[784]" or "[]"
+  return per_sample.rank() == 0 ? "[N]" : absl::StrCat("[N, ", dims.substr(1));
+}
+
+absl::Status CheckArrayShape(const std::string& path, const char* role, const NpyArray& array,
+                             const Shape& per_sample) {
+  const Shape& shape = array.shape;
+  const bool matches = shape.rank() == per_sample.rank() + 1 && shape.WithoutBatch() == per_sample;
+  if (!matches) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": ", role, " have shape ", shape.ToString(), " but the model needs ",
+                     ExpectedShape(per_sample), " (N samples of ", per_sample.ToString(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<NpyDataset>> NpyDataset::Open(const pb::Npy& spec,
+                                                             const DataRequirements& requirements) {
+  if (spec.inputs().empty()) {
+    return absl::InvalidArgumentError("data.npy.inputs is required (a float32 .npy file)");
+  }
+  if (spec.targets().empty()) {
+    return absl::InvalidArgumentError("data.npy.targets is required (a .npy file of targets)");
+  }
+  const bool classification = requirements.num_classes > 0;
+  if (classification && requirements.target_dtype != DType::kI64) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.npy: the loss has ", requirements.num_classes, " classes but expects ",
+                     DTypeName(requirements.target_dtype), " targets; class ids are i64"));
+  }
+
+  absl::StatusOr<NpyArray> read_inputs = ReadNpy(spec.inputs());
+  if (!read_inputs.ok()) return WithContext(read_inputs.status(), kInputsField);
+  NpyArray inputs = *std::move(read_inputs);
+  if (inputs.dtype != DType::kF32) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(spec.inputs(),
+                     ": inputs must be float32 ('<f4'), got an integer array; convert with "
+                     "arr.astype(np.float32)"));
+  }
+  RETURN_IF_ERROR(CheckArrayShape(spec.inputs(), "inputs", inputs, requirements.input_shape));
+
+  absl::StatusOr<NpyArray> read_targets = ReadNpy(spec.targets());
+  if (!read_targets.ok()) return WithContext(read_targets.status(), kTargetsField);
+  NpyArray targets = *std::move(read_targets);
+  if (targets.dtype != requirements.target_dtype) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(spec.targets(), ": targets must be ",
+                     requirements.target_dtype == DType::kI64 ? "int64 class ids ('<i8' or '<i4')"
+                                                              : "float32 ('<f4')",
+                     " for this loss, got ",
+                     targets.dtype == DType::kI64 ? "an integer" : "a float32", " array"));
+  }
+  RETURN_IF_ERROR(CheckArrayShape(spec.targets(), "targets", targets, requirements.target_shape));
+
+  const int64_t n = inputs.shape.dim(0);
+  if (targets.shape.dim(0) != n) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        spec.targets(), ": ", targets.shape.dim(0), " targets (shape ", targets.shape.ToString(),
+        ") but ", spec.inputs(), " has ", n, " inputs (shape ", inputs.shape.ToString(),
+        "); both files need the same number of samples"));
+  }
+  if (n == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(spec.inputs(), ": the data set is empty (shape ",
+                                                   inputs.shape.ToString(), ")"));
+  }
+  if (classification) {
+    for (int64_t i = 0; i < static_cast<int64_t>(targets.i64.size()); ++i) {
+      const int64_t c = targets.i64[i];
+      if (c < 0 || c >= requirements.num_classes) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            spec.targets(), ": class id ", c, " of sample ", i, " is outside [0, ",
+            requirements.num_classes, ") (the model has ", requirements.num_classes, " classes)"));
+      }
+    }
+  }
+  return std::unique_ptr<NpyDataset>(new NpyDataset(
+      spec.inputs(), std::move(inputs), spec.targets(), std::move(targets), requirements));
+}
+
+NpyDataset::NpyDataset(std::string inputs_path, NpyArray inputs, std::string targets_path,
+                       NpyArray targets, const DataRequirements& requirements)
+    : inputs_path_(std::move(inputs_path)),
+      targets_path_(std::move(targets_path)),
+      inputs_(std::move(inputs)),
+      targets_(std::move(targets)),
+      size_(inputs_.shape.dim(0)),
+      input_shape_(requirements.input_shape),
+      target_shape_(requirements.target_shape) {}
+
+absl::Status NpyDataset::GatherInputs(std::span<const int64_t> indices, Tensor& out) const {
+  RETURN_IF_ERROR(dataset_internal::CheckGather(absl::StrCat("npy file ", inputs_path_), "inputs",
+                                                indices, size_, input_shape_, DType::kF32, out));
+  const int64_t row = input_shape_.num_elements();
+  float* data = out.f32();
+  for (size_t i = 0; i < indices.size(); ++i) {
+    std::memcpy(data + i * row, inputs_.f32.data() + indices[i] * row, row * sizeof(float));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NpyDataset::GatherTargets(std::span<const int64_t> indices, Tensor& out) const {
+  RETURN_IF_ERROR(dataset_internal::CheckGather(absl::StrCat("npy file ", targets_path_), "targets",
+                                                indices, size_, target_shape_, targets_.dtype,
+                                                out));
+  const int64_t row = target_shape_.num_elements();
+  if (targets_.dtype == DType::kI64) {
+    int64_t* data = out.data<int64_t>();
+    for (size_t i = 0; i < indices.size(); ++i) {
+      std::memcpy(data + i * row, targets_.i64.data() + indices[i] * row, row * sizeof(int64_t));
+    }
+  } else {
+    float* data = out.f32();
+    for (size_t i = 0; i < indices.size(); ++i) {
+      std::memcpy(data + i * row, targets_.f32.data() + indices[i] * row, row * sizeof(float));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpipe

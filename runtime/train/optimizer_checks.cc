@@ -1,0 +1,84 @@
+#include "runtime/train/optimizer_checks.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+
+namespace gpipe::optimizer_internal {
+
+absl::Status CheckPositive(const std::string& field, double value) {
+  if (!(value > 0) || !std::isfinite(value)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " must be > 0, got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckNonNegative(const std::string& field, double value) {
+  if (!(value >= 0) || !std::isfinite(value)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " must be >= 0, got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckUnitInterval(const std::string& field, double value) {
+  if (!(value >= 0 && value < 1)) {
+    return absl::InvalidArgumentError(absl::StrCat(field, " must be in [0, 1), got ", value));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckStepArguments(const char* optimizer, double lr, std::span<const Tensor> values,
+                                std::span<const Tensor> grads, size_t state_size) {
+  if (!(lr >= 0) || !std::isfinite(lr)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(optimizer, " step: learning rate must be finite and >= 0, got ", lr));
+  }
+  if (values.size() != grads.size()) {
+    return absl::InvalidArgumentError(absl::StrCat(optimizer, " step: ", values.size(),
+                                                   " parameters but ", grads.size(), " gradients"));
+  }
+  if (state_size != 0 && state_size != values.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(optimizer, " step: ", values.size(), " parameters, but the optimizer state ",
+                     "was created for ", state_size, "; pass the same parameters every step"));
+  }
+  for (size_t i = 0; i < values.size(); ++i) {
+    const Tensor& value = values[i];
+    const Tensor& grad = grads[i];
+    if (!value.defined() || !grad.defined()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(optimizer, " step: parameter ", i, " or its gradient is undefined"));
+    }
+    if (value.dtype() != DType::kF32 || grad.dtype() != DType::kF32) {
+      return absl::InvalidArgumentError(absl::StrCat(optimizer, " step: parameter ", i, " is ",
+                                                     value.DebugString(), " with gradient ",
+                                                     grad.DebugString(), "; both must be f32"));
+    }
+    if (value.shape() != grad.shape()) {
+      return absl::InvalidArgumentError(absl::StrCat(optimizer, " step: parameter ", i, " is ",
+                                                     value.DebugString(), " but its gradient is ",
+                                                     grad.DebugString()));
+    }
+    if (!value.allocator().host_accessible() || !grad.allocator().host_accessible()) {
+      return absl::UnimplementedError(
+          absl::StrCat(optimizer, " step: parameter ", i,
+                       " is not in host memory; this optimizer runs on the CPU backend only"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AllocateStateLike(std::span<const Tensor> values, std::vector<Tensor>& state) {
+  std::vector<Tensor> buffers;
+  buffers.reserve(values.size());
+  for (const Tensor& value : values) {
+    ASSIGN_OR_RETURN(Tensor buffer, Tensor::Zeros(value.allocator(), value.shape(), DType::kF32,
+                                                  MemoryKind::kOptimizerState));
+    buffers.push_back(std::move(buffer));
+  }
+  state = std::move(buffers);
+  return absl::OkStatus();
+}
+
+}  // namespace gpipe::optimizer_internal

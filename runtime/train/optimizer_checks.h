@@ -1,0 +1,35 @@
+// Helpers shared by the optimizers (internal to gpipe_train): validation of hyperparameters
+// (messages name the plan field, e.g. "optimizer.sgd.lr must be > 0, got 0") and of the
+// tensors handed to Optimizer::Step, and lazy allocation of per-parameter state.
+#ifndef GPIPE_RUNTIME_TRAIN_OPTIMIZER_CHECKS_H_
+#define GPIPE_RUNTIME_TRAIN_OPTIMIZER_CHECKS_H_
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "runtime/core/tensor.h"
+
+namespace gpipe::optimizer_internal {
+
+// `field` > 0 (and finite).
+absl::Status CheckPositive(const std::string& field, double value);
+// `field` >= 0 (and finite).
+absl::Status CheckNonNegative(const std::string& field, double value);
+// `field` in [0, 1).
+absl::Status CheckUnitInterval(const std::string& field, double value);
+
+// The arguments of one Optimizer::Step: lr finite and >= 0, equally many values and gradients,
+// each pair host-accessible f32 of the same shape, and (once state exists) as many parameters
+// as on the first call. `optimizer` names the optimizer in messages ("sgd").
+absl::Status CheckStepArguments(const char* optimizer, double lr, std::span<const Tensor> values,
+                                std::span<const Tensor> grads, size_t state_size);
+
+// Replaces `state` with one zero-filled f32 buffer per value (same shape and allocator),
+// counted as kOptimizerState. On failure `state` is left unchanged.
+absl::Status AllocateStateLike(std::span<const Tensor> values, std::vector<Tensor>& state);
+
+}  // namespace gpipe::optimizer_internal
+
+#endif  // GPIPE_RUNTIME_TRAIN_OPTIMIZER_CHECKS_H_

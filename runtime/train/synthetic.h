@@ -1,0 +1,68 @@
+// SyntheticDataset: seeded samples made on demand, each a pure function of (seed, index), so
+// any rank computes any sample without the others and batch composition does not matter.
+//   classification (requirements.num_classes > 0): one Gaussian cluster per class; the center
+//     of class c is N(0, 1) per feature from RandomStream(seed, {kCenterTag, c}); sample i's
+//     class comes from a hash of (seed, i); its input is center + noise * N(0, 1).
+//   regression (num_classes == 0): inputs x ~ N(0, 1); targets tanh(W x + b) + noise * N(0, 1)
+//     from a fixed random teacher (W ~ N(0, 1/D) of [T, D], b ~ N(0, 0.25)) keyed by the seed.
+#ifndef GPIPE_RUNTIME_TRAIN_SYNTHETIC_H_
+#define GPIPE_RUNTIME_TRAIN_SYNTHETIC_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "proto/plan.pb.h"
+#include "runtime/train/dataset.h"
+
+namespace gpipe {
+
+class SyntheticDataset final : public Dataset {
+ public:
+  // INVALID_ARGUMENT naming the field for num_samples < 1 or a negative noise, and when the
+  // requirements ask for targets it cannot make (classification needs one int64 class id per
+  // sample; regression needs f32 targets).
+  static absl::StatusOr<std::unique_ptr<SyntheticDataset>> Create(
+      const pb::Synthetic& spec, const DataRequirements& requirements);
+
+  int64_t size() const override { return num_samples_; }
+  const Shape& input_shape() const override { return input_shape_; }
+  DType input_dtype() const override { return DType::kF32; }
+  const Shape& target_shape() const override { return target_shape_; }
+  DType target_dtype() const override { return target_dtype_; }
+  absl::Status GatherInputs(std::span<const int64_t> indices, Tensor& out) const override;
+  absl::Status GatherTargets(std::span<const int64_t> indices, Tensor& out) const override;
+
+  bool is_classification() const { return num_classes_ > 0; }
+  // The class of sample `index` (classification only; index in [0, size())).
+  int64_t ClassOf(int64_t index) const;
+  // The center of class `c`'s cluster (classification only), input-shaped, flattened.
+  std::vector<float> ClassCenter(int64_t c) const;
+
+ private:
+  SyntheticDataset(const pb::Synthetic& spec, const DataRequirements& requirements);
+  // Writes sample `index`'s input / target into `out` (input / target num_elements floats).
+  void FillInput(int64_t index, std::span<float> out) const;
+  void FillRegressionTarget(int64_t index, std::span<float> out) const;
+
+  uint64_t seed_;
+  int64_t num_samples_;
+  double noise_;
+  int64_t num_classes_;
+  Shape input_shape_;
+  Shape target_shape_;
+  DType target_dtype_;
+  // Classification: the class centers [num_classes, input features] when they fit in
+  // kMaxCachedCenterElements, else empty (each sample then regenerates its center).
+  // Regression: the teacher's weight [T, D] and bias [T].
+  static constexpr int64_t kMaxCachedCenterElements = int64_t{1} << 24;
+  std::vector<float> centers_;
+  std::vector<double> teacher_weight_;
+  std::vector<double> teacher_bias_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_TRAIN_SYNTHETIC_H_

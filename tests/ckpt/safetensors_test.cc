@@ -1,0 +1,271 @@
+// Safetensors: round trips, files written by the reference `safetensors` package
+// (testdata/, made by testdata/make_safetensors_fixtures.py), and rejection of corrupt files.
+#include "runtime/ckpt/safetensors.h"
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace gpipe {
+namespace {
+
+std::string FreshTempDir() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "gpipe_ckpt" /
+                                    (std::string(info->test_suite_name()) + "." + info->name());
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  return contents.str();
+}
+
+std::string Testdata(const std::string& name) {
+  return std::string(GPIPE_CKPT_TESTDATA_DIR) + "/" + name;
+}
+
+// A file from a header text (padded to 8 bytes unless `pad` is false) and raw data bytes.
+std::string FileBytes(std::string header, const std::string& data, bool pad = true) {
+  if (pad) header.append((8 - header.size() % 8) % 8, ' ');
+  const uint64_t length = header.size();
+  std::string bytes(8, '\0');
+  std::memcpy(bytes.data(), &length, 8);
+  return bytes + header + data;
+}
+
+std::string FloatBytes(const std::vector<float>& values) {
+  return std::string(reinterpret_cast<const char*>(values.data()), values.size() * 4);
+}
+
+void ExpectRejected(const std::string& bytes, const std::string& fragment) {
+  absl::StatusOr<SafetensorsContents> contents = ParseSafetensors(bytes, "bad.safetensors");
+  ASSERT_FALSE(contents.ok()) << "accepted; expected: " << fragment;
+  EXPECT_EQ(contents.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(contents.status().message().find("bad.safetensors: "), std::string::npos)
+      << contents.status();
+  EXPECT_NE(contents.status().message().find(fragment), std::string::npos) << contents.status();
+}
+
+const std::vector<NamedTensorData> kModel = {
+    {"fc1.weight", {2, 3}, {0.5f, -1.0f, 2.0f, 1e-30f, -0.0f, 3.25f}},
+    {"fc1.bias", {2}, {0.125f, -7.0f}},
+    {"scalar", {}, {42.0f}},
+    {"nothing", {0, 4}, {}},
+    {"layer \"quoted\"\n\xC3\xA9", {1, 1, 1}, {9.0f}},
+};
+
+void ExpectSameTensors(const std::vector<NamedTensorData>& actual,
+                       const std::vector<NamedTensorData>& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_EQ(actual[i].name, expected[i].name);
+    EXPECT_EQ(actual[i].shape, expected[i].shape) << expected[i].name;
+    EXPECT_EQ(actual[i].values, expected[i].values) << expected[i].name;
+  }
+}
+
+TEST(SafetensorsTest, RoundTripKeepsNamesShapesValuesOrderAndMetadata) {
+  const std::string path = FreshTempDir() + "/model.safetensors";
+  const std::map<std::string, std::string> metadata = {
+      {"format", "pt"}, {"step", "12"}, {"quote\"", "back\\slash"}};
+  ASSERT_TRUE(WriteSafetensors(path, kModel, metadata).ok());
+  absl::StatusOr<SafetensorsContents> contents = ReadSafetensorsWithMetadata(path);
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  ExpectSameTensors(contents->tensors, kModel);
+  EXPECT_EQ(contents->metadata, metadata);
+  absl::StatusOr<std::vector<NamedTensorData>> tensors = ReadSafetensors(path);
+  ASSERT_TRUE(tensors.ok()) << tensors.status();
+  ExpectSameTensors(*tensors, kModel);
+}
+
+TEST(SafetensorsTest, WrittenFileFollowsTheSpecLayout) {
+  const std::string path = FreshTempDir() + "/small.safetensors";
+  ASSERT_TRUE(
+      WriteSafetensors(path, {{"w", {2}, {1.0f, 2.0f}}, {"b", {1}, {3.0f}}}, {{"format", "pt"}})
+          .ok());
+  const std::string bytes = ReadFile(path);
+  uint64_t header_length;
+  std::memcpy(&header_length, bytes.data(), 8);
+  EXPECT_EQ(header_length % 8, 0u);
+  const std::string expected_header =
+      "{\"__metadata__\":{\"format\":\"pt\"},"
+      "\"w\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+      "\"b\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[8,12]}}";
+  ASSERT_EQ(header_length, (expected_header.size() + 7) / 8 * 8);
+  EXPECT_EQ(bytes.substr(8, expected_header.size()), expected_header);
+  EXPECT_EQ(bytes.substr(8 + expected_header.size(), header_length - expected_header.size()),
+            std::string(header_length - expected_header.size(), ' '));
+  EXPECT_EQ(bytes.substr(8 + header_length), FloatBytes({1.0f, 2.0f, 3.0f}));
+}
+
+TEST(SafetensorsTest, WriteReplacesAnExistingFileAndLeavesNoTemporaries) {
+  const std::string dir = FreshTempDir();
+  const std::string path = dir + "/m.safetensors";
+  ASSERT_TRUE(WriteSafetensors(path, {{"a", {1}, {1.0f}}}, {}).ok());
+  ASSERT_TRUE(WriteSafetensors(path, {{"b", {2}, {2.0f, 3.0f}}}, {}).ok());
+  absl::StatusOr<std::vector<NamedTensorData>> tensors = ReadSafetensors(path);
+  ASSERT_TRUE(tensors.ok()) << tensors.status();
+  ExpectSameTensors(*tensors, {{"b", {2}, {2.0f, 3.0f}}});
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    ++files;
+    EXPECT_EQ(entry.path().filename(), "m.safetensors");
+  }
+  EXPECT_EQ(files, 1);
+}
+
+TEST(SafetensorsTest, EmptyFileHasEmptyHeader) {
+  const std::string path = FreshTempDir() + "/empty.safetensors";
+  ASSERT_TRUE(WriteSafetensors(path, {}, {}).ok());
+  EXPECT_EQ(ReadFile(path), FileBytes("{}", ""));
+  absl::StatusOr<std::vector<NamedTensorData>> tensors = ReadSafetensors(path);
+  ASSERT_TRUE(tensors.ok()) << tensors.status();
+  EXPECT_TRUE(tensors->empty());
+}
+
+TEST(SafetensorsTest, ReadsFileWrittenByTheSafetensorsPackage) {
+  absl::StatusOr<SafetensorsContents> contents =
+      ReadSafetensorsWithMetadata(Testdata("reference_f32.safetensors"));
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  // In data order; the package sorts tensors by name ("empty" has no bytes at offset 0).
+  ExpectSameTensors(contents->tensors,
+                    {{"empty", {0, 3}, {}},
+                     {"fc1.bias", {2}, {1.5f, -2.0f}},
+                     {"fc1.weight", {2, 3}, {-0.5f, -0.25f, 0.0f, 0.25f, 0.5f, 0.75f}},
+                     {"fc2.weight", {1, 2}, {3.0f, -1.0f}},
+                     {"scale", {}, {0.125f}}});
+  EXPECT_EQ(contents->metadata, (std::map<std::string, std::string>{
+                                    {"format", "pt"}, {"note", "made by safetensors"}}));
+}
+
+TEST(SafetensorsTest, OtherDtypesAreRejectedNamingTensorAndDtype) {
+  absl::StatusOr<std::vector<NamedTensorData>> tensors =
+      ReadSafetensors(Testdata("reference_f16.safetensors"));
+  ASSERT_FALSE(tensors.ok());
+  EXPECT_NE(tensors.status().message().find(
+                "reference_f16.safetensors: tensor \"w\" has dtype F16; gpipe reads F32 "
+                "tensors only"),
+            std::string::npos)
+      << tensors.status();
+}
+
+TEST(SafetensorsTest, MissingFileIsNotFound) {
+  const std::string path = FreshTempDir() + "/none.safetensors";
+  absl::StatusOr<std::vector<NamedTensorData>> tensors = ReadSafetensors(path);
+  EXPECT_EQ(tensors.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(tensors.status().message().find(path), std::string::npos) << tensors.status();
+}
+
+TEST(SafetensorsTest, RejectsCorruptHeaderLength) {
+  ExpectRejected("", "too short for the 8-byte header length");
+  ExpectRejected("\x02\0\0", "too short");
+  // Claims 64 header bytes, has 8.
+  std::string bytes = FileBytes("{}", "");
+  bytes[0] = 64;
+  ExpectRejected(bytes, "the header length is 64 bytes but only 8 bytes follow it");
+  bytes = FileBytes("{}", "");
+  bytes[7] = 1;  // 2^56 + 8
+  ExpectRejected(bytes, "more than the limit");
+}
+
+TEST(SafetensorsTest, RejectsHeadersThatAreNotJson) {
+  ExpectRejected(FileBytes("not json", ""), "the header does not start with '{'");
+  ExpectRejected(FileBytes("{\"a\": {\"dtype\": \"F32\",", ""),
+                 "the header is not valid JSON (invalid JSON at byte");
+  ExpectRejected(FileBytes("{} trailing", ""), "unexpected text after the JSON value");
+  ExpectRejected(FileBytes(std::string("{}\0\0\0\0\0\0", 8), "", false),
+                 "unexpected text after the JSON value");
+  ExpectRejected(FileBytes("{\"a\": 1}", ""), "tensor \"a\" is a JSON number");
+}
+
+TEST(SafetensorsTest, RejectsBadEntries) {
+  const std::string four = FloatBytes({1.0f});
+  ExpectRejected(FileBytes("{\"a\":{\"dtype\":\"F32\",\"shape\":[1]}}", four),
+                 "tensor \"a\" lacks one of dtype, shape, data_offsets");
+  ExpectRejected(
+      FileBytes("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4],\"x\":1}}", four),
+      "tensor \"a\" has an unknown field \"x\"");
+  ExpectRejected(
+      FileBytes("{\"a\":{\"dtype\":\"F32\",\"shape\":[-1],\"data_offsets\":[0,4]}}", four),
+      "shape entries must be non-negative integers");
+  ExpectRejected(
+      FileBytes("{\"a\":{\"dtype\":\"F32\",\"shape\":[1.5],\"data_offsets\":[0,4]}}", four),
+      "shape entries must be non-negative integers");
+  ExpectRejected(
+      FileBytes("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,0]}}", four),
+      "data_offsets must be integers with 0 <= begin <= end");
+  ExpectRejected(
+      FileBytes("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,4]}}", four),
+      "tensor \"a\": data_offsets [0, 4) hold 4 bytes but shape [2] of F32 needs 8");
+  ExpectRejected(FileBytes("{\"__metadata__\":{\"k\":1}}", ""),
+                 "__metadata__ value of \"k\" is not a string");
+  ExpectRejected(
+      FileBytes("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}", four),
+      "tensor \"a\" has dtype BF16");
+}
+
+TEST(SafetensorsTest, RejectsOffsetsPastTheEndOfTheData) {
+  ExpectRejected(FileBytes("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}",
+                           FloatBytes({1.0f})),
+                 "tensor \"a\" has data_offsets [0, 8) past the end of the data (4 bytes)");
+}
+
+TEST(SafetensorsTest, RejectsOverlappingRanges) {
+  ExpectRejected(FileBytes("{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                           "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}",
+                           FloatBytes({1, 2, 3})),
+                 "the data of tensors \"a\" and \"b\" overlap");
+}
+
+TEST(SafetensorsTest, RejectsGapsAndUncoveredTrailingData) {
+  ExpectRejected(FileBytes("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                           FloatBytes({1, 2})),
+                 "bytes [0, 4) of the data belong to no tensor");
+  ExpectRejected(FileBytes("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}",
+                           FloatBytes({1, 2})),
+                 "4 bytes at the end of the data belong to no tensor");
+}
+
+TEST(SafetensorsTest, RejectsDuplicateNamesInTheHeader) {
+  ExpectRejected(FileBytes("{\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]},"
+                           "\"a\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[4,8]}}",
+                           FloatBytes({1, 2})),
+                 "duplicate object key \"a\"");
+}
+
+TEST(SafetensorsTest, WriteRejectsDuplicateReservedAndMismatchedTensors) {
+  const std::string path = FreshTempDir() + "/bad.safetensors";
+  absl::Status status = WriteSafetensors(path, {{"w", {1}, {1}}, {"w", {1}, {2}}}, {});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("duplicate tensor name \"w\""), std::string::npos) << status;
+  status = WriteSafetensors(path, {{"__metadata__", {1}, {1}}}, {});
+  EXPECT_NE(status.message().find("\"__metadata__\" is reserved"), std::string::npos) << status;
+  status = WriteSafetensors(path, {{"w", {2, 2}, {1, 2, 3}}}, {});
+  EXPECT_NE(status.message().find("tensor \"w\" has shape [2, 2] but 3 values"), std::string::npos)
+      << status;
+  status = WriteSafetensors(path, {{"w", {-1}, {}}}, {});
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  status = WriteSafetensors(path, {{"bad\xFFutf8", {1}, {1}}}, {});
+  EXPECT_NE(status.message().find("must be valid UTF-8"), std::string::npos) << status;
+  EXPECT_FALSE(std::filesystem::exists(path));
+}
+
+TEST(SafetensorsTest, WriteIntoMissingDirectoryNamesThePath) {
+  const std::string path = FreshTempDir() + "/no/dir/m.safetensors";
+  absl::Status status = WriteSafetensors(path, {{"w", {1}, {1}}}, {});
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find(path), std::string::npos) << status;
+}
+
+}  // namespace
+}  // namespace gpipe

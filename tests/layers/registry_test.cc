@@ -1,0 +1,119 @@
+// LayerRegistry::WithBuiltins: builds every plan layer kind with the right shapes and
+// parameters, rejects unknown, missing and badly configured kinds with messages naming the
+// field, and lets embedders register their own kinds.
+#include "layers/registry.h"
+
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "layers/linear.h"
+#include "tests/layers/make_layer.h"
+
+namespace gpipe::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+struct KindCase {
+  std::string spec;
+  std::string kind;
+  Shape input;
+  Shape output;
+  std::vector<std::string> params;
+};
+
+TEST(LayerRegistryTest, BuildsEveryKindInThePlanWithItsShapes) {
+  const LayerRegistry registry = LayerRegistry::WithBuiltins();
+  const std::vector<KindCase> cases = {
+      {"name: 'a' linear { out_features: 7 }",
+       "linear",
+       Shape{3, 5},
+       Shape{3, 7},
+       {"weight", "bias"}},
+      {"name: 'a' relu {}", "relu", Shape{3, 5}, Shape{3, 5}, {}},
+      {"name: 'a' gelu {}", "gelu", Shape{5}, Shape{5}, {}},
+      {"name: 'a' tanh {}", "tanh", Shape{5}, Shape{5}, {}},
+      {"name: 'a' layer_norm {}", "layer_norm", Shape{2, 5}, Shape{2, 5}, {"weight", "bias"}},
+      {"name: 'a' dropout {}", "dropout", Shape{5}, Shape{5}, {}},
+  };
+  // Every oneof member of pb::Layer's `kind` has a case here and a factory in the registry.
+  const auto* oneof = pb::Layer::descriptor()->FindOneofByName("kind");
+  ASSERT_EQ(oneof->field_count(), static_cast<int>(cases.size()));
+  for (int i = 0; i < oneof->field_count(); ++i) {
+    EXPECT_TRUE(registry.Contains(std::string(oneof->field(i)->name()))) << oneof->field(i)->name();
+  }
+  for (const KindCase& c : cases) {
+    SCOPED_TRACE(c.spec);
+    const pb::Layer spec = ParseLayer(c.spec);
+    EXPECT_EQ(LayerRegistry::KindOf(spec), c.kind);
+    absl::StatusOr<std::unique_ptr<Layer>> layer = registry.Create(spec, c.input);
+    ASSERT_TRUE(layer.ok()) << layer.status();
+    EXPECT_EQ((*layer)->type(), c.kind);
+    EXPECT_EQ((*layer)->name(), "a");
+    EXPECT_EQ((*layer)->input_shape(), c.input);
+    EXPECT_EQ((*layer)->output_shape(), c.output);
+    EXPECT_GT((*layer)->ForwardFlopsPerSample(), 0.0);
+    std::vector<std::string> names;
+    for (const ParamSpec& p : (*layer)->parameter_specs()) names.push_back(p.name);
+    EXPECT_EQ(names, c.params);
+  }
+}
+
+TEST(LayerRegistryTest, RejectsALayerWithoutAKind) {
+  absl::StatusOr<std::unique_ptr<Layer>> layer =
+      LayerRegistry::WithBuiltins().Create(ParseLayer("name: 'a'"), Shape{4});
+  ASSERT_FALSE(layer.ok());
+  EXPECT_EQ(layer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(layer.status().message()), HasSubstr("has no kind"));
+}
+
+TEST(LayerRegistryTest, RejectsAKindWithoutAFactory) {
+  LayerRegistry empty;
+  absl::StatusOr<std::unique_ptr<Layer>> layer =
+      empty.Create(ParseLayer("name: 'a' relu {}"), Shape{4});
+  ASSERT_FALSE(layer.ok());
+  EXPECT_EQ(layer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(layer.status().message(), "layer kind 'relu' is not registered");
+}
+
+TEST(LayerRegistryTest, RejectsBadConfigurationNamingTheField) {
+  const LayerRegistry registry = LayerRegistry::WithBuiltins();
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"name: 'a' dropout { p: 1.5 }", "dropout.p must be in [0, 1), got 1.5"},
+      {"name: 'a' layer_norm { eps: 0 }", "layer_norm.eps must be > 0"},
+      {"name: 'a' linear { out_features: 0 }", "linear.out_features must be set and >= 1"},
+  };
+  for (const auto& [text, message] : cases) {
+    SCOPED_TRACE(text);
+    absl::StatusOr<std::unique_ptr<Layer>> layer = registry.Create(ParseLayer(text), Shape{4});
+    ASSERT_FALSE(layer.ok());
+    EXPECT_EQ(layer.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(layer.status().message()), HasSubstr(message));
+  }
+}
+
+TEST(LayerRegistryTest, RejectsAnInputShapeALayerCannotTake) {
+  const LayerRegistry registry = LayerRegistry::WithBuiltins();
+  for (const char* text : {"name: 'a' linear { out_features: 2 }", "name: 'a' layer_norm {}"}) {
+    SCOPED_TRACE(text);
+    absl::StatusOr<std::unique_ptr<Layer>> layer = registry.Create(ParseLayer(text), Shape{});
+    ASSERT_FALSE(layer.ok());
+    EXPECT_EQ(layer.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(layer.status().message()), HasSubstr("last dimension"));
+  }
+}
+
+TEST(LayerRegistryTest, EmbeddersRegisterTheirOwnKindsButNotTakenOnes) {
+  LayerRegistry registry = LayerRegistry::WithBuiltins();
+  const absl::Status taken = registry.Register("relu", &Linear::Create);
+  EXPECT_EQ(taken.code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_THAT(std::string(taken.message()), HasSubstr("'relu' is already registered"));
+  EXPECT_TRUE(registry.Register("my_linear", &Linear::Create).ok());
+  EXPECT_TRUE(registry.Contains("my_linear"));
+  EXPECT_FALSE(registry.Contains("conv2d"));
+}
+
+}  // namespace
+}  // namespace gpipe::testing

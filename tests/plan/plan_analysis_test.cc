@@ -1,0 +1,408 @@
+// Plan analysis on valid plans: shapes, parameters, FLOPs, partition, defaults, data paths,
+// world size, the stage table.
+#include "runtime/plan/plan_analysis.h"
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "layers/linear.h"
+#include "layers/registry.h"
+#include "runtime/plan/plan_loader.h"
+
+namespace gpipe {
+namespace {
+
+using ::testing::HasSubstr;
+
+const std::string kTestdata = GPIPE_PLAN_TESTDATA;
+const std::string kMlp = kTestdata + "/mlp.pbtxt";
+
+absl::StatusOr<AnalyzedPlan> AnalyzeFile(const std::string& path,
+                                         const std::vector<std::string>& overrides = {}) {
+  auto loaded = LoadPlanFile(path, overrides);
+  if (!loaded.ok()) return loaded.status();
+  return AnalyzePlan(*loaded, LayerRegistry::WithBuiltins());
+}
+
+absl::StatusOr<AnalyzedPlan> AnalyzeText(const std::string& text, const LayerRegistry& registry) {
+  auto loaded = ParsePlanText(text, "p.pbtxt", kTestdata, {});
+  if (!loaded.ok()) return loaded.status();
+  return AnalyzePlan(*loaded, registry);
+}
+
+std::vector<int> Starts(const AnalyzedPlan& plan) {
+  std::vector<int> starts;
+  for (const StageInfo& stage : plan.stages) starts.push_back(stage.first_layer);
+  return starts;
+}
+
+TEST(PlanAnalysisTest, InfersShapesParametersAndFlopsOfEachLayer) {
+  auto plan = AnalyzeFile(kMlp);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->layers.size(), 3u);
+  const LayerInfo& fc1 = plan->layers[0];
+  EXPECT_EQ(fc1.name, "fc1");
+  EXPECT_EQ(fc1.kind, "linear");
+  EXPECT_EQ(fc1.input_shape, (Shape{784}));
+  EXPECT_EQ(fc1.output_shape, (Shape{128}));
+  EXPECT_EQ(fc1.parameters, 784 * 128 + 128);
+  EXPECT_EQ(fc1.flops_per_sample, 3.0 * 2 * 784 * 128);
+  const LayerInfo& act1 = plan->layers[1];
+  EXPECT_EQ(act1.kind, "relu");
+  EXPECT_EQ(act1.output_shape, (Shape{128}));
+  EXPECT_EQ(act1.parameters, 0);
+  EXPECT_EQ(act1.flops_per_sample, 3.0 * 128);  // relu: one operation per element
+  const LayerInfo& fc2 = plan->layers[2];
+  EXPECT_EQ(fc2.input_shape, (Shape{128}));
+  EXPECT_EQ(fc2.output_shape, (Shape{10}));
+  EXPECT_EQ(fc2.parameters, 128 * 10 + 10);
+  EXPECT_EQ(fc2.flops_per_sample, 3.0 * 2 * 128 * 10);
+  EXPECT_EQ(plan->target_shape, Shape{});
+  EXPECT_EQ(plan->target_dtype, DType::kI64);
+  EXPECT_EQ(plan->num_classes, 10);
+}
+
+TEST(PlanAnalysisTest, StagesSumTheirLayersAndChainShapes) {
+  auto plan = AnalyzeFile(kMlp);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->stages.size(), 2u);
+  // Balanced on parameters [100480, 0, 1290]: both cuts give 100480; the later cut wins the tie.
+  const StageInfo& first = plan->stages[0];
+  EXPECT_EQ(first.stage, 0);
+  EXPECT_EQ(first.first_layer, 0);
+  EXPECT_EQ(first.end_layer, 2);
+  EXPECT_EQ(first.input_shape, (Shape{784}));
+  EXPECT_EQ(first.output_shape, (Shape{128}));
+  EXPECT_EQ(first.parameters, 100480);
+  EXPECT_EQ(first.flops_per_sample, 602112.0 + 384.0);
+  const StageInfo& second = plan->stages[1];
+  EXPECT_EQ(second.stage, 1);
+  EXPECT_EQ(second.first_layer, 2);
+  EXPECT_EQ(second.end_layer, 3);
+  EXPECT_EQ(second.input_shape, (Shape{128}));
+  EXPECT_EQ(second.output_shape, (Shape{10}));
+  EXPECT_EQ(second.parameters, 1290);
+  EXPECT_EQ(second.flops_per_sample, 7680.0);
+}
+
+TEST(PlanAnalysisTest, MultiDimensionalInputsCountEveryRow) {
+  auto plan = AnalyzeText(R"(
+model {
+  input { shape: [4, 6] }
+  layers { name: "fc1" linear { out_features: 5 } }
+  layers { name: "fc2" linear { out_features: 3 bias: false } }
+  loss { mse {} }
+}
+training { global_batch: 2 steps: 1 optimizer { sgd { lr: 0.1 } } }
+data { synthetic {} }
+)",
+                          LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->layers[0].output_shape, (Shape{4, 5}));
+  EXPECT_EQ(plan->layers[0].parameters, 35);
+  EXPECT_EQ(plan->layers[0].flops_per_sample, 3.0 * 2 * 4 * 6 * 5);
+  EXPECT_EQ(plan->layers[1].output_shape, (Shape{4, 3}));
+  EXPECT_EQ(plan->layers[1].parameters, 15);
+  EXPECT_EQ(plan->layers[1].flops_per_sample, 3.0 * 2 * 4 * 5 * 3);
+  EXPECT_EQ(plan->target_shape, (Shape{4, 3}));
+  EXPECT_EQ(plan->target_dtype, DType::kF32);
+  EXPECT_EQ(plan->num_classes, 0);
+  ASSERT_EQ(plan->stages.size(), 1u);
+  EXPECT_EQ(plan->stages[0].parameters, 50);
+}
+
+TEST(PlanAnalysisTest, FlopsBalanceCutsWhereParameterBalanceDoesNot) {
+  // FLOPs [602112, 384, 7680]: {fc1 | act1, fc2} has the smaller largest stage.
+  auto plan = AnalyzeFile(kMlp, {"pipeline { balance: FLOPS }"});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Starts(*plan), (std::vector<int>{0, 1}));
+  EXPECT_EQ(plan->stages[1].flops_per_sample, 384.0 + 7680.0);
+}
+
+TEST(PlanAnalysisTest, ExplicitBoundariesOverrideTheBalancer) {
+  auto plan = AnalyzeFile(kMlp, {"pipeline { boundaries: \"act1\" }"});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Starts(*plan), (std::vector<int>{0, 1}));
+  EXPECT_EQ(plan->stages[1].input_shape, (Shape{128}));
+  EXPECT_EQ(plan->stages[1].parameters, 1290);
+  auto three = AnalyzeFile(kMlp, {"pipeline { stages: 3 boundaries: [\"act1\", \"fc2\"] }"});
+  ASSERT_TRUE(three.ok()) << three.status();
+  EXPECT_EQ(Starts(*three), (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(three->stages[2].end_layer, 3);
+}
+
+TEST(PlanAnalysisTest, ZeroCostLayersAreStillAssigned) {
+  auto plan = AnalyzeText(R"(
+model {
+  input { shape: [4] }
+  layers { name: "fc" linear { out_features: 4 } }
+  layers { name: "a1" relu {} }
+  layers { name: "a2" tanh {} }
+  layers { name: "a3" gelu {} }
+  loss { mse {} }
+}
+pipeline { stages: 3 }
+training { global_batch: 2 steps: 1 optimizer { sgd { lr: 0.1 } } }
+data { synthetic {} }
+)",
+                          LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(Starts(*plan), (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(plan->stages[2].end_layer, 4);
+  EXPECT_EQ(plan->stages[1].parameters, 0);
+}
+
+TEST(PlanAnalysisTest, DefaultsAreMadeExplicitAndUnsetOptionalsStayUnset) {
+  auto loaded = LoadPlanFile(kMlp, {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto plan = AnalyzePlan(*loaded, LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const pb::Plan& p = plan->plan;
+  EXPECT_TRUE(p.pipeline().has_schedule());
+  EXPECT_EQ(p.pipeline().schedule(), pb::GPIPE);
+  EXPECT_TRUE(p.pipeline().has_remat());
+  EXPECT_EQ(p.pipeline().remat(), pb::EXCEPT_LAST);
+  EXPECT_TRUE(p.pipeline().has_balance());
+  EXPECT_TRUE(p.training().has_seed());
+  const pb::Sgd& sgd = p.training().optimizer().sgd();
+  EXPECT_TRUE(sgd.has_dampening());
+  EXPECT_TRUE(sgd.has_nesterov());
+  EXPECT_TRUE(sgd.has_weight_decay());
+  EXPECT_EQ(sgd.momentum(), 0.9);  // written in the file, kept
+  EXPECT_TRUE(p.model().layers(0).linear().has_bias());
+  EXPECT_TRUE(p.model().layers(0).linear().bias());
+  EXPECT_TRUE(p.data().has_shuffle());
+  EXPECT_TRUE(p.data().synthetic().has_num_samples());
+  EXPECT_EQ(p.data().synthetic().num_samples(), 4096);
+  EXPECT_EQ(p.data().synthetic().noise(), 0.5);
+  ASSERT_TRUE(p.has_runtime());
+  EXPECT_TRUE(p.runtime().has_device());
+  EXPECT_TRUE(p.runtime().has_transport());
+  EXPECT_EQ(p.runtime().threads(), 1);
+  EXPECT_TRUE(p.runtime().has_log_every());
+  EXPECT_TRUE(p.runtime().timeouts().has_wait_seconds());
+  EXPECT_EQ(p.runtime().timeouts().wait_seconds(), 300);
+  EXPECT_EQ(p.runtime().timeouts().startup_seconds(), 120);
+  EXPECT_FALSE(p.runtime().has_metrics_out());     // unset means "no metrics file"
+  EXPECT_FALSE(p.model().layers(1).has_linear());  // the oneof keeps its member
+  // The loaded plan is not modified.
+  EXPECT_FALSE(loaded->plan.pipeline().has_schedule());
+  EXPECT_FALSE(loaded->plan.has_runtime());
+}
+
+TEST(PlanAnalysisTest, OptimizerAndLayerDefaultsAreMadeExplicit) {
+  auto plan = AnalyzeText(R"(
+model {
+  input { shape: [4] }
+  layers { name: "ln" layer_norm {} }
+  layers { name: "drop" dropout {} }
+  layers { name: "fc" linear { out_features: 2 } }
+  loss { softmax_cross_entropy {} }
+}
+training { global_batch: 2 steps: 1 optimizer { adamw {} } }
+data { synthetic {} }
+)",
+                          LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const pb::AdamW& adamw = plan->plan.training().optimizer().adamw();
+  EXPECT_TRUE(adamw.has_lr());
+  EXPECT_EQ(adamw.lr(), 0.001);
+  EXPECT_TRUE(adamw.has_weight_decay());
+  EXPECT_EQ(adamw.weight_decay(), 0.01);
+  EXPECT_TRUE(adamw.has_eps());
+  EXPECT_TRUE(plan->plan.model().layers(0).layer_norm().has_eps());
+  EXPECT_TRUE(plan->plan.model().layers(0).layer_norm().has_elementwise_affine());
+  EXPECT_TRUE(plan->plan.model().layers(1).dropout().has_p());
+  EXPECT_EQ(plan->plan.model().layers(1).dropout().p(), 0.5);
+  EXPECT_EQ(plan->layers[0].parameters, 8);  // layer_norm weight and bias over [4]
+}
+
+TEST(PlanAnalysisTest, RelativeDataPathsResolveAgainstThePlanDirectory) {
+  auto plan = AnalyzeFile(kTestdata + "/npy_plan/plan.pbtxt");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->plan.data().npy().inputs(), kTestdata + "/npy_plan/data/inputs.npy");
+  EXPECT_EQ(plan->plan.data().npy().targets(), kTestdata + "/npy_plan/data/targets.npy");
+}
+
+TEST(PlanAnalysisTest, AbsoluteDataPathsAreKept) {
+  const std::string inputs = kTestdata + "/npy_plan/data/inputs.npy";
+  auto plan = AnalyzeFile(kTestdata + "/npy_plan/plan.pbtxt",
+                          {"data { npy { inputs: \"" + inputs + "\" } }"});
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->plan.data().npy().inputs(), inputs);
+}
+
+TEST(PlanAnalysisTest, LayerFactoryErrorsNameTheLayerAndItsInputShape) {
+  LayerRegistry registry;
+  ASSERT_TRUE(registry.Register("linear", &Linear::Create).ok());
+  ASSERT_TRUE(registry
+                  .Register("relu",
+                            [](const pb::Layer&,
+                               const Shape& input) -> absl::StatusOr<std::unique_ptr<Layer>> {
+                              return absl::InvalidArgumentError(absl::StrCat(
+                                  "this relu takes rank-1 inputs, got ", input.ToString()));
+                            })
+                  .ok());
+  auto plan = AnalyzeText(R"(model {
+  input { shape: [2, 4] }
+  layers { name: "fc" linear { out_features: 8 } }
+  layers { name: "act" relu {} }
+  loss { mse {} }
+}
+training { global_batch: 2 steps: 1 optimizer { sgd { lr: 0.1 } } }
+data { synthetic {} }
+)",
+                          registry);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().message(),
+            "p.pbtxt:4:3: model.layers[1]: layer 'act' (relu, input [2, 8]): this relu takes "
+            "rank-1 inputs, got [2, 8]");
+}
+
+TEST(PlanAnalysisTest, FactoryReturningNoLayerIsReportedNotDereferenced) {
+  LayerRegistry registry;
+  ASSERT_TRUE(
+      registry
+          .Register("linear",
+                    [](const pb::Layer&, const Shape&) -> absl::StatusOr<std::unique_ptr<Layer>> {
+                      return std::unique_ptr<Layer>();
+                    })
+          .ok());
+  auto plan = AnalyzeText(R"(model {
+  input { shape: [4] }
+  layers { name: "fc" linear { out_features: 2 } }
+  loss { mse {} }
+}
+training { global_batch: 2 steps: 1 optimizer { sgd { lr: 0.1 } } }
+data { synthetic {} }
+)",
+                          registry);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().message(),
+            "p.pbtxt:3:3: model.layers[0]: layer 'fc' (linear, input [4]): its registered "
+            "factory returned no layer; fix the factory to return a layer or an error");
+}
+
+TEST(PlanAnalysisTest, UnregisteredLayerKindIsReportedAtTheLayer) {
+  auto plan = AnalyzeText(R"(model {
+  input { shape: [4] }
+  layers { name: "fc" linear { out_features: 2 } }
+  loss { mse {} }
+}
+training { global_batch: 2 steps: 1 optimizer { sgd { lr: 0.1 } } }
+data { synthetic {} }
+)",
+                          LayerRegistry());
+  ASSERT_FALSE(plan.ok());
+  EXPECT_EQ(plan.status().message(),
+            "p.pbtxt:3:3: model.layers[0]: layer 'fc' (linear, input [4]): layer kind 'linear' "
+            "is not registered");
+}
+
+TEST(CheckWorldSizeTest, MatchingWorldSizeIsAccepted) {
+  auto loaded = LoadPlanFile(kMlp, {});
+  ASSERT_TRUE(loaded.ok());
+  auto plan = AnalyzePlan(*loaded, LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok());
+  EXPECT_TRUE(CheckWorldSize(*plan, *loaded, 2).ok());
+}
+
+TEST(CheckWorldSizeTest, MismatchNamesTheFieldTheJobAndBothRemedies) {
+  auto loaded = LoadPlanFile(kMlp, {});
+  ASSERT_TRUE(loaded.ok());
+  auto plan = AnalyzePlan(*loaded, LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok());
+  const absl::Status status = CheckWorldSize(*plan, *loaded, 3);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(), "the plan needs 2 processes (pipeline.stages at " + kMlp +
+                                  ":11:3) but the job has 3; launch with -n 2 or set "
+                                  "pipeline.stages: 3");
+  // More processes than layers: only relaunching helps.
+  EXPECT_EQ(CheckWorldSize(*plan, *loaded, 8).message(),
+            "the plan needs 2 processes (pipeline.stages at " + kMlp +
+                ":11:3) but the job has 8; launch with -n 2 (the model's 3 layers allow at most 3 "
+                "stages)");
+}
+
+TEST(CheckWorldSizeTest, OverriddenAndDefaultStageCountsAreExplained) {
+  auto overridden = LoadPlanFile(kMlp, {"pipeline { stages: 3 }"});
+  ASSERT_TRUE(overridden.ok());
+  auto plan = AnalyzePlan(*overridden, LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok());
+  EXPECT_THAT(CheckWorldSize(*plan, *overridden, 2).message(),
+              HasSubstr("(pipeline.stages at --override[1]:1:12) but the job has 2"));
+
+  auto defaulted = LoadPlanFile(kTestdata + "/npy_plan/plan.pbtxt", {});
+  ASSERT_TRUE(defaulted.ok());
+  auto one = AnalyzePlan(*defaulted, LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(CheckWorldSize(*one, *defaulted, 2).message(),
+            "the plan needs 1 process (pipeline.stages is not set in " + kTestdata +
+                "/npy_plan/plan.pbtxt, so 1) but the job has 2; launch with -n 1 (the model's 1 "
+                "layer allows at most 1 stage)");
+}
+
+TEST(StageSpecTest, ControlPlaneStagesCarryTheAnalysis) {
+  auto plan = AnalyzeFile(kMlp);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::vector<pb::StageSpec> specs = ToStageSpecs(*plan);
+  ASSERT_EQ(specs.size(), 2u);
+  EXPECT_EQ(specs[1].stage(), 1);
+  EXPECT_EQ(specs[1].first_layer(), 2);
+  EXPECT_EQ(specs[1].end_layer(), 3);
+  ASSERT_EQ(specs[1].input_shape_size(), 1);
+  EXPECT_EQ(specs[1].input_shape(0), 128);
+  EXPECT_EQ(specs[1].output_shape(0), 10);
+  EXPECT_EQ(specs[1].parameters(), 1290);
+  EXPECT_EQ(specs[1].flops(), 7680.0);
+}
+
+TEST(StageTableTest, ListsStagesAndLayersWithTheirNumbers) {
+  auto plan = AnalyzeFile(kMlp);
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(FormatStageTable(*plan),
+            "plan 'mlp-test': 3 layers in 2 stages, 101,770 parameters, 610.2K FLOP/sample "
+            "(forward+backward)\n"
+            "input [784] -> output [10]; loss softmax_cross_entropy, target [] i64, 10 classes\n"
+            "pipeline: 4 micro-batches of 16 samples, schedule GPIPE, remat EXCEPT_LAST, "
+            "partition balanced on PARAMETERS\n"
+            "\n"
+            "stage  layers     parameters  share  FLOP/sample  share  input  output\n"
+            "    0  fc1, act1     100,480  98.7%       602.5K  98.7%  [784]  [128]\n"
+            "    1  fc2             1,290   1.3%         7.7K   1.3%  [128]  [10]\n"
+            "\n"
+            "layer  name  kind    stage  input  output  parameters  FLOP/sample\n"
+            "    0  fc1   linear      0  [784]  [128]      100,480       602.1K\n"
+            "    1  act1  relu        0  [128]  [128]            0          384\n"
+            "    2  fc2   linear      1  [128]  [10]         1,290         7.7K\n");
+}
+
+TEST(StageTableTest, LongStagesAreAbbreviatedAndExplicitBoundariesNamed) {
+  auto plan = AnalyzeText(R"(
+model {
+  input { shape: [4] }
+  layers { name: "l0" linear { out_features: 4 } }
+  layers { name: "l1" relu {} }
+  layers { name: "l2" linear { out_features: 4 } }
+  layers { name: "l3" relu {} }
+  layers { name: "l4" linear { out_features: 4 } }
+  layers { name: "l5" linear { out_features: 2 } }
+  loss { softmax_cross_entropy {} }
+}
+pipeline { stages: 2 boundaries: "l5" }
+training { global_batch: 2 steps: 1 optimizer { sgd { lr: 0.1 } } }
+data { synthetic {} }
+)",
+                          LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const std::string table = FormatStageTable(*plan);
+  EXPECT_THAT(table, HasSubstr("partition from pipeline.boundaries\n"));
+  EXPECT_THAT(table, HasSubstr("    0  l0 .. l4 (5 layers)  "));
+  EXPECT_THAT(table, HasSubstr("    1  l5                   "));
+}
+
+}  // namespace
+}  // namespace gpipe

@@ -1,0 +1,260 @@
+// The table of malformed plans: each case edits lines of one good plan and pins the exact
+// messages, including file:line:col. A case's messages must be all the errors reported, in order.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "layers/registry.h"
+#include "runtime/plan/plan_analysis.h"
+#include "runtime/plan/plan_loader.h"
+
+namespace gpipe {
+namespace {
+
+const std::string kTestdata = GPIPE_PLAN_TESTDATA;
+
+// The good plan every case starts from. Columns used below: line 3 name:12; line 8 stages:12,
+// micro_batches:22; line 9 global_batch:12, steps:28, optimizer:37, sgd:49, lr:55.
+const std::vector<std::string> kGoodPlan = {
+    /* 1 */ "model {",
+    /* 2 */ "  input { shape: [4] }",
+    /* 3 */ "  layers { name: \"fc1\" linear { out_features: 8 } }",
+    /* 4 */ "  layers { name: \"act\" relu {} }",
+    /* 5 */ "  layers { name: \"fc2\" linear { out_features: 3 } }",
+    /* 6 */ "  loss { softmax_cross_entropy {} }",
+    /* 7 */ "}",
+    /* 8 */ "pipeline { stages: 2 micro_batches: 2 }",
+    /* 9 */ "training { global_batch: 8 steps: 1 optimizer { sgd { lr: 0.1 } } }",
+    /* 10 */ "data { synthetic {} }",
+};
+
+struct MalformedCase {
+  std::string name;
+  std::vector<std::pair<int, std::string>> edits;  // 1-based line -> new text ("" blanks it)
+  std::vector<std::string> expected;               // one per reported error, in order
+};
+
+std::string Render(const MalformedCase& c) {
+  std::vector<std::string> lines = kGoodPlan;
+  for (const auto& [line, text] : c.edits) {
+    if (line > static_cast<int>(lines.size())) lines.resize(line);
+    lines[line - 1] = text;
+  }
+  std::string out;
+  for (const auto& line : lines) out += line + "\n";
+  return out;
+}
+
+std::vector<MalformedCase> Cases() {
+  const std::string sgd = " optimizer { sgd { lr: 0.1 } } }";
+  return {
+      {"MissingModel",
+       {{1, ""}, {2, ""}, {3, ""}, {4, ""}, {5, ""}, {6, ""}, {7, ""}},
+       {"bad.pbtxt: model: is missing; add model { input"}},
+      {"MissingInput", {{2, ""}}, {"bad.pbtxt:1:1: model.input: is missing; add input { shape:"}},
+      {"EmptyInputShape",
+       {{2, "  input { shape: [] }"}},
+       {"bad.pbtxt:2:11: model.input.shape: is empty; give the per-sample input shape"}},
+      {"NonPositiveInputDimensions",
+       {{2, "  input { shape: [4, 0, -2] }"}},
+       {"bad.pbtxt:2:11: model.input.shape[1]: is 0; every dimension must be >= 1",
+        "bad.pbtxt:2:11: model.input.shape[2]: is -2; every dimension must be >= 1"}},
+      {"NoLayers",
+       {{3, ""}, {4, ""}, {5, ""}},
+       {"bad.pbtxt:1:1: model.layers: the model has no layers; add at least one"}},
+      {"EmptyLayerName",
+       {{4, "  layers { relu {} }"}},
+       {"bad.pbtxt:4:3: model.layers[1].name: is empty; give every layer a unique name"}},
+      {"DuplicateLayerNameNamesBothLines",
+       {{5, "  layers { name: \"fc1\" linear { out_features: 3 } }"}},
+       {"bad.pbtxt:5:12: model.layers[2].name: 'fc1' is already the name of model.layers[0] at "
+        "bad.pbtxt:3:12; layer names must be unique"}},
+      {"LayerWithoutKind",
+       {{4, "  layers { name: \"act\" }"}},
+       {"bad.pbtxt:4:3: model.layers[1]: layer 'act' has no kind; set one of linear, relu, "
+        "gelu, tanh, layer_norm, dropout"}},
+      {"UnnamedLayerWithoutKind",
+       {{4, "  layers {}"}},
+       {"bad.pbtxt:4:3: model.layers[1].name: is empty; give every layer a unique name",
+        "bad.pbtxt:4:3: model.layers[1]: the unnamed layer has no kind; set one of linear"}},
+      {"InputTooLargeToCount",
+       {{2, "  input { shape: [4000000000, 4000000000, 4] }"}},
+       {"bad.pbtxt:2:11: model.input.shape: [4000000000, 4000000000, 4] has too many elements "
+        "per sample to count in 64 bits; check the dimensions"}},
+      {"LayerParametersTooLargeToCount",
+       {{3, "  layers { name: \"fc1\" linear { out_features: 4000000000000000000 } }"}},
+       {"bad.pbtxt:3:3: model.layers[0]: layer 'fc1' (linear, input [4]): its parameter "
+        "'weight' [4000000000000000000, 4] has too many elements to count in 64 bits; check its "
+        "configuration"}},
+      {"LayerConfigRejectedByItsFactory",
+       {{3, "  layers { name: \"fc1\" linear { bias: false } }"}},
+       {"bad.pbtxt:3:3: model.layers[0]: layer 'fc1' (linear, input [4]): linear.out_features "
+        "must be set and >= 1"}},
+      {"DropoutProbabilityRejectedWithItsInputShape",
+       {{4, "  layers { name: \"act\" dropout { p: 1.5 } }"}},
+       {"bad.pbtxt:4:3: model.layers[1]: layer 'act' (dropout, input [8]): dropout.p must be "
+        "in [0, 1), got 1.5"}},
+      {"MissingLoss",
+       {{6, ""}},
+       {"bad.pbtxt:1:1: model.loss: is missing; add loss { softmax_cross_entropy {} } or loss { "
+        "mse {} }"}},
+      {"LossWithoutKind",
+       {{6, "  loss {}"}},
+       {"bad.pbtxt:6:3: model.loss: has no kind; set softmax_cross_entropy {} or mse {}"}},
+      {"SoftmaxCrossEntropyNeedsTwoClasses",
+       {{5, "  layers { name: \"fc2\" linear { out_features: 1 } }"}},
+       {"bad.pbtxt:6:3: model.loss: softmax_cross_entropy needs the model output to be "
+        "[num_classes] with num_classes >= 2, but the last layer 'fc2' outputs [1]"}},
+      {"SoftmaxCrossEntropyNeedsARankOneOutput",
+       {{2, "  input { shape: [2, 4] }"}},
+       {"bad.pbtxt:6:3: model.loss: softmax_cross_entropy needs the model output to be "
+        "[num_classes] with num_classes >= 2, but the last layer 'fc2' outputs [2, 3]"}},
+      {"ZeroStages",
+       {{8, "pipeline { stages: 0 micro_batches: 2 }"}},
+       {"bad.pbtxt:8:12: pipeline.stages: is 0; it must be >= 1 (one process per stage)"}},
+      {"MoreStagesThanLayers",
+       {{8, "pipeline { stages: 4 micro_batches: 2 }"}},
+       {"bad.pbtxt:8:12: pipeline.stages: 4 stages need at least 4 layers but the model has 3; "
+        "set pipeline.stages to at most 3"}},
+      {"ZeroMicroBatches",
+       {{8, "pipeline { stages: 2 micro_batches: 0 }"}},
+       {"bad.pbtxt:8:22: pipeline.micro_batches: is 0; it must be >= 1"}},
+      {"GlobalBatchNotDivisibleByMicroBatches",
+       {{8, "pipeline { stages: 2 micro_batches: 5 }"},
+        {9, "training { global_batch: 64 steps: 1" + sgd}},
+       {"bad.pbtxt:8:22: pipeline.micro_batches: global_batch 64 is not divisible by "
+        "micro_batches 5; choose a divisor of 64 such as 1, 2, 4, 8, 16 (or change "
+        "training.global_batch at bad.pbtxt:9:12)"}},
+      {"GlobalBatchSmallerThanMicroBatches",
+       {{8, "pipeline { stages: 2 micro_batches: 12 }"}},
+       {"bad.pbtxt:8:22: pipeline.micro_batches: global_batch 8 is not divisible by "
+        "micro_batches 12; choose a divisor of 8 such as 1, 2, 4, 8"}},
+      {"ZeroGlobalBatch",
+       {{9, "training { global_batch: 0 steps: 1" + sgd}},
+       {"bad.pbtxt:9:12: training.global_batch: is 0; it must be >= 1"}},
+      {"MissingGlobalBatch",
+       {{9, "training { steps: 1" + sgd}},
+       {"bad.pbtxt:9:1: training.global_batch: is missing; set the samples per optimizer step"}},
+      {"ZeroSteps",
+       {{9, "training { global_batch: 8 steps: 0" + sgd}},
+       {"bad.pbtxt:9:28: training.steps: is 0; it must be >= 1"}},
+      {"MissingTraining", {{9, ""}}, {"bad.pbtxt: training: is missing; add e.g. training {"}},
+      {"MissingOptimizer",
+       {{9, "training { global_batch: 8 steps: 1 }"}},
+       {"bad.pbtxt:9:1: training.optimizer: is missing; add e.g. optimizer { sgd { lr: 0.1 } }"}},
+      {"OptimizerWithoutKind",
+       {{9, "training { global_batch: 8 steps: 1 optimizer {} }"}},
+       {"bad.pbtxt:9:37: training.optimizer: has no kind; set one of sgd"}},
+      {"ZeroLearningRate",
+       {{9, "training { global_batch: 8 steps: 1 optimizer { sgd { lr: 0 } } }"}},
+       {"bad.pbtxt:9:55: training.optimizer.sgd.lr: is 0; the learning rate must be > 0"}},
+      {"MissingSgdLearningRate",
+       {{9, "training { global_batch: 8 steps: 1 optimizer { sgd { momentum: 0.9 } } }"}},
+       {"bad.pbtxt:9:49: training.optimizer.sgd.lr: is missing; set the learning rate (> 0)"}},
+      {"NesterovWithoutMomentum",
+       {{9, "training { global_batch: 8 steps: 1 optimizer { sgd { lr: 0.1 nesterov: true } } }"}},
+       {"bad.pbtxt:9:63: training.optimizer.sgd.nesterov: Nesterov momentum needs momentum > 0 "
+        "and dampening 0, but momentum is 0 and dampening 0"}},
+      {"AdamBetaOfOne",
+       {{9, "training { global_batch: 8 steps: 1 optimizer { adam { beta2: 1 } } }"}},
+       {"bad.pbtxt:9:56: training.optimizer.adam.beta2: is 1; it must be in [0, 1)"}},
+      {"AdamWNegativeLearningRate",
+       {{9, "training { global_batch: 8 steps: 1 optimizer { adamw { lr: -0.5 } } }"}},
+       {"bad.pbtxt:9:57: training.optimizer.adamw.lr: is -0.5; the learning rate must be > 0"}},
+      {"MissingData", {{10, ""}}, {"bad.pbtxt: data: is missing; add data { synthetic {} }"}},
+      {"DataWithoutSource",
+       {{10, "data { shuffle: true }"}},
+       {"bad.pbtxt:10:1: data: has no source; set synthetic {} or npy"}},
+      {"SyntheticWithoutSamples",
+       {{10, "data { synthetic { num_samples: 0 } }"}},
+       {"bad.pbtxt:10:20: data.synthetic.num_samples: is 0; it must be >= 1"}},
+      {"NpyInputsFileMissing",
+       {{10, "data { npy { inputs: \"nope/x.npy\" targets: \"npy_plan/data/targets.npy\" } }"}},
+       {"bad.pbtxt:10:14: data.npy.inputs: file $TESTDATA/nope/x.npy does not exist (relative "
+        "paths resolve against the plan's directory $TESTDATA); fix the path or create the "
+        "file"}},
+      {"NpyTargetsNotGiven",
+       {{10, "data { npy { inputs: \"npy_plan/data/inputs.npy\" } }"}},
+       {"bad.pbtxt:10:8: data.npy.targets: is missing; give the path of a .npy array of "
+        "targets"}},
+      {"NpyInputsIsADirectory",
+       {{10, "data { npy { inputs: \"npy_plan/data\" targets: \"npy_plan/data/targets.npy\" } }"}},
+       {"bad.pbtxt:10:14: data.npy.inputs: $TESTDATA/npy_plan/data is a directory"}},
+      {"BoundariesOfTheWrongCount",
+       {{8, "pipeline { stages: 3 boundaries: [\"act\"] }"}},
+       {"bad.pbtxt:8:22: pipeline.boundaries: lists 1 layer name(s) but pipeline.stages 3 needs "
+        "2 (the first layer of each stage after the first); fix the list, or remove it to let "
+        "the balancer choose"}},
+      {"BoundaryNamesAnUnknownLayer",
+       {{8, "pipeline { stages: 2 boundaries: [\"fc3\"] }"}},
+       {"bad.pbtxt:8:22: pipeline.boundaries[0]: no layer is named 'fc3'; name one of: fc1, act, "
+        "fc2"}},
+      {"BoundariesOutOfModelOrder",
+       {{8, "pipeline { stages: 3 boundaries: [\"fc2\", \"act\"] }"}},
+       {"bad.pbtxt:8:22: pipeline.boundaries[1]: 'act' (model.layers[1]) does not come after "
+        "'fc2' (model.layers[2]); list boundaries in model order, each stage non-empty"}},
+      {"RepeatedBoundaryPointsAtItsOwnLine",
+       {{8, ""},
+        {11, "pipeline {"},
+        {12, "  stages: 3"},
+        {13, "  boundaries: \"act\""},
+        {14, "  boundaries: \"act\""},
+        {15, "}"}},
+       {"bad.pbtxt:14:3: pipeline.boundaries[1]: 'act' (model.layers[1]) does not come after "
+        "'act' (model.layers[1])"}},
+      {"BoundaryAtTheFirstLayerLeavesStageZeroEmpty",
+       {{8, "pipeline { stages: 2 boundaries: \"fc1\" }"}},
+       {"bad.pbtxt:8:22: pipeline.boundaries[0]: 'fc1' is the model's first layer, which always "
+        "starts stage 0, so stage 0 would be empty"}},
+      {"RuntimeLimits",
+       {{11, "runtime { threads: 0 log_every: -1 timeouts { wait_seconds: 0 } }"}},
+       {"bad.pbtxt:11:11: runtime.threads: is 0; use at least 1 compute thread per process",
+        "bad.pbtxt:11:22: runtime.log_every: is -1; use 0 (never) or a step interval >= 1",
+        "bad.pbtxt:11:47: runtime.timeouts.wait_seconds: is 0; every wait needs a finite "
+        "deadline > 0 seconds"}},
+      {"EveryErrorIsReportedNotJustTheFirst",
+       {{3, "  layers { name: \"fc1\" linear {} }"},
+        {8, "pipeline { stages: 0 micro_batches: 2 }"},
+        {9, "training { global_batch: 8 steps: 0" + sgd}},
+       {"bad.pbtxt:3:3: model.layers[0]: layer 'fc1' (linear, input [4]): "
+        "linear.out_features must be set and >= 1",
+        "bad.pbtxt:8:12: pipeline.stages: is 0; it must be >= 1",
+        "bad.pbtxt:9:28: training.steps: is 0; it must be >= 1"}},
+  };
+}
+
+class MalformedPlanTest : public ::testing::TestWithParam<MalformedCase> {};
+
+TEST_P(MalformedPlanTest, ReportsEveryErrorWithItsLocation) {
+  const MalformedCase& c = GetParam();
+  const std::string text = Render(c);
+  auto loaded = ParsePlanText(text, "bad.pbtxt", kTestdata, {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto analyzed = AnalyzePlan(*loaded, LayerRegistry::WithBuiltins());
+  ASSERT_FALSE(analyzed.ok()) << "plan:\n" << text;
+  EXPECT_EQ(analyzed.status().code(), absl::StatusCode::kInvalidArgument);
+  const std::vector<std::string> lines = absl::StrSplit(analyzed.status().message(), '\n');
+  ASSERT_EQ(lines.size(), c.expected.size()) << analyzed.status().message();
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const std::string expected = absl::StrReplaceAll(c.expected[i], {{"$TESTDATA", kTestdata}});
+    EXPECT_NE(lines[i].find(expected), std::string::npos)
+        << "error " << i << "\n  got:      " << lines[i] << "\n  expected: " << expected;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Table, MalformedPlanTest, ::testing::ValuesIn(Cases()),
+                         [](const auto& info) { return info.param.name; });
+
+TEST(MalformedPlanTableTest, TheGoodPlanTheCasesEditIsValid) {
+  MalformedCase unchanged{"Unchanged", {}, {}};
+  auto loaded = ParsePlanText(Render(unchanged), "good.pbtxt", kTestdata, {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto analyzed = AnalyzePlan(*loaded, LayerRegistry::WithBuiltins());
+  EXPECT_TRUE(analyzed.ok()) << analyzed.status();
+}
+
+}  // namespace
+}  // namespace gpipe

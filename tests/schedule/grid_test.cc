@@ -1,0 +1,143 @@
+#include "runtime/schedule/grid.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/schedule/schedule_test_util.h"
+
+namespace gpipe::schedule {
+namespace {
+
+using ::gpipe::schedule::testing::GpipeProgram;
+using ::testing::HasSubstr;
+
+std::string Draw(const Program& program, const OpCosts& costs = {}, int max_columns = 120) {
+  const absl::StatusOr<VerifyResult> result = VerifyProgram(program, costs);
+  EXPECT_TRUE(result.ok()) << result.status();
+  return result.ok() ? DrawGrid(program, *result, max_columns) : "";
+}
+
+std::vector<std::string> Lines(const std::string& text) {
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
+
+TEST(GridTest, TwoStagesTwoMicroBatchesGolden) {
+  EXPECT_EQ(Draw(GpipeProgram(2, 2)),
+            R"(GPIPE schedule: 2 stages, 2 micro-batches, makespan 9, one column = 1 time unit
+time    | 0              5
+stage 0 | F0 F1 .  .  .  B1 B1 B0 B0 |  33.3%
+stage 1 | .  F0 F1 B1 B1 B0 B0 .  .  |  33.3%
+legend: Fm/Bm = forward/backward of micro-batch m, . = idle; right: bubble per stage
+bubble: 33.3% overall (mean over stages of idle time / makespan); equal stages: (K-1)/(M+K-1) = 33.3%
+)");
+}
+
+TEST(GridTest, FourStagesEightMicroBatchesGoldenFitsIn120Columns) {
+  const std::string grid = Draw(GpipeProgram(4, 8));
+  EXPECT_EQ(grid,
+            R"(GPIPE schedule: 4 stages, 8 micro-batches, makespan 33, one column = 1 time unit
+time    | 0              5              10             15             20             25             30
+stage 0 | F0 F1 F2 F3 F4 F5 F6 F7 .  .  .  .  .  .  .  .  .  B7 B7 B6 B6 B5 B5 B4 B4 B3 B3 B2 B2 B1 B1 B0 B0 |  27.3%
+stage 1 | .  F0 F1 F2 F3 F4 F5 F6 F7 .  .  .  .  .  .  B7 B7 B6 B6 B5 B5 B4 B4 B3 B3 B2 B2 B1 B1 B0 B0 .  .  |  27.3%
+stage 2 | .  .  F0 F1 F2 F3 F4 F5 F6 F7 .  .  .  B7 B7 B6 B6 B5 B5 B4 B4 B3 B3 B2 B2 B1 B1 B0 B0 .  .  .  .  |  27.3%
+stage 3 | .  .  .  F0 F1 F2 F3 F4 F5 F6 F7 B7 B7 B6 B6 B5 B5 B4 B4 B3 B3 B2 B2 B1 B1 B0 B0 .  .  .  .  .  .  |  27.3%
+legend: Fm/Bm = forward/backward of micro-batch m, . = idle; right: bubble per stage
+bubble: 27.3% overall (mean over stages of idle time / makespan); equal stages: (K-1)/(M+K-1) = 27.3%
+)");
+  for (const std::string& line : Lines(grid)) EXPECT_LE(line.size(), 120u) << line;
+}
+
+TEST(GridTest, NarrowWidthDropsMicroBatchNumbersButKeepsTimeResolution) {
+  const std::vector<std::string> lines = Lines(Draw(GpipeProgram(2, 2), OpCosts{}, 30));
+  ASSERT_GE(lines.size(), 4u);
+  EXPECT_EQ(lines[0],
+            "GPIPE schedule: 2 stages, 2 micro-batches, makespan 9, one column = 1 time unit");
+  EXPECT_EQ(lines[1], "time    |0    5");
+  EXPECT_EQ(lines[2], "stage 0 |FF...BBBB|  33.3%");
+  EXPECT_EQ(lines[3], "stage 1 |.FFBBBB..|  33.3%");
+  EXPECT_THAT(lines[4], HasSubstr("micro-batch numbers do not fit in 30 columns"));
+}
+
+TEST(GridTest, LargeMicroBatchCountScalesTimeToFit) {
+  const std::string grid = Draw(GpipeProgram(4, 64));
+  const std::vector<std::string> lines = Lines(grid);
+  EXPECT_THAT(lines[0], HasSubstr("makespan 201, one column = 2 time units"));
+  EXPECT_EQ(lines[2],
+            "stage 0 |FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF....BBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"
+            "BBBBBBBBBBBBBBBBBBBBBBBBB|   4.5%");
+  EXPECT_EQ(lines[5],
+            "stage 3 |.FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBBB"
+            "BBBBBBBBBBBBBBBBBBBBBBB...|   4.5%");
+  for (const std::string& line : lines) EXPECT_LE(line.size(), 120u) << line;
+}
+
+TEST(GridTest, EveryGpipeGridFitsIn120Columns) {
+  for (int k : {1, 2, 5, 8, 16}) {
+    for (int m : {1, 4, 13, 32, 64}) {
+      const std::vector<std::string> lines = Lines(Draw(GpipeProgram(k, m)));
+      ASSERT_EQ(lines.size(), static_cast<size_t>(k) + 4) << "K=" << k << " M=" << m;
+      for (const std::string& line : lines) {
+        EXPECT_LE(line.size(), 120u) << "K=" << k << " M=" << m << ": " << line;
+      }
+    }
+  }
+}
+
+TEST(GridTest, VeryShortOpsNextToLongOnesStillFit) {
+  OpCosts costs;
+  costs.forward = 1e-9;  // a column per forward would need billions of columns
+  costs.backward = 1;
+  const std::vector<std::string> lines = Lines(Draw(GpipeProgram(2, 2), costs));
+  ASSERT_EQ(lines.size(), 6u);
+  for (const std::string& line : lines) EXPECT_LE(line.size(), 120u) << line;
+  EXPECT_THAT(lines[2], HasSubstr("BB"));
+}
+
+TEST(GridTest, TransferLatencyRefinesTheColumnToHalfUnits) {
+  OpCosts costs;
+  costs.send = 0.5;
+  const std::vector<std::string> lines = Lines(Draw(GpipeProgram(2, 1), costs));
+  EXPECT_EQ(lines[0],
+            "GPIPE schedule: 2 stages, 1 micro-batch, makespan 7, one column = 0.5 time units");
+  EXPECT_EQ(lines[1], "time    | 0              2.5            5");
+  EXPECT_EQ(lines[2], "stage 0 | F0 F0 .  .  .  .  .  .  .  .  B0 B0 B0 B0 |  57.1%");
+  EXPECT_EQ(lines[3], "stage 1 | .  .  .  F0 F0 B0 B0 B0 B0 .  .  .  .  .  |  57.1%");
+}
+
+TEST(GridTest, ChunksAreLetteredInCells) {
+  Program program;
+  program.stages = 2;
+  program.micro_batches = 1;
+  program.chunks = 2;
+  program.stage_programs = {
+      {0,
+       {LoadMicroBatch{0, 0}, Forward{0, 0}, SendActivation{0, 0}, RecvActivation{0, 1},
+        Forward{0, 1}, SendActivation{0, 1}, RecvGrad{0, 1}, Backward{0, 1}, SendGrad{0, 1},
+        RecvGrad{0, 0}, Backward{0, 0}, AllReduceGrads{}, OptimizerStep{}}},
+      {1,
+       {RecvActivation{0, 0}, Forward{0, 0}, SendActivation{0, 0}, RecvActivation{0, 1},
+        LoadMicroBatch{0, 1}, Forward{0, 1}, Backward{0, 1}, SendGrad{0, 1}, RecvGrad{0, 0},
+        Backward{0, 0}, SendGrad{0, 0}, AllReduceGrads{}, OptimizerStep{}}}};
+  const std::vector<std::string> lines = Lines(Draw(program));
+  EXPECT_EQ(lines[0],
+            "GPIPE schedule: 2 stages, 1 micro-batch, 2 chunks per stage, makespan 12, "
+            "one column = 1 time unit");
+  EXPECT_EQ(lines[2], "stage 0 | F0a .   F0b .   .   .   B0b B0b .   .   B0a B0a |  50.0%");
+  EXPECT_EQ(lines[3], "stage 1 | .   F0a .   F0b B0b B0b .   .   B0a B0a .   .   |  50.0%");
+  EXPECT_THAT(lines[4], HasSubstr("(letter = chunk)"));
+}
+
+TEST(GridTest, ZeroTimeScheduleSaysThereIsNothingToDraw) {
+  OpCosts costs;
+  costs.forward = 0;
+  costs.backward = 0;
+  EXPECT_EQ(Draw(GpipeProgram(2, 1), costs),
+            "GPIPE schedule: 2 stages, 1 micro-batch, makespan 0\n"
+            "(no forward or backward takes time: nothing to draw)\n");
+}
+
+}  // namespace
+}  // namespace gpipe::schedule

@@ -1,0 +1,68 @@
+// MetricsWriter: one flushed JSON line per record, truncation on open, open errors.
+#include "runtime/train/metrics_writer.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "tests/train/test_util.h"
+
+namespace gpipe {
+namespace {
+
+using ::gpipe::testing::FreshTempDir;
+using ::gpipe::testing::ReadFile;
+using ::gpipe::testing::WriteFile;
+
+TEST(MetricsWriterTest, WritesOneFlushedLinePerRecord) {
+  const std::string path = FreshTempDir() + "/metrics.jsonl";
+  absl::StatusOr<std::unique_ptr<MetricsWriter>> writer = MetricsWriter::Open(path);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_EQ((*writer)->path(), path);
+  EXPECT_EQ(ReadFile(path), "");
+  JsonObject first;
+  first.AddInt("step", 0).AddDouble("loss", 2.5);
+  ASSERT_TRUE((*writer)->Write(first).ok());
+  // Visible to another reader before the writer is closed.
+  EXPECT_EQ(ReadFile(path), "{\"step\":0,\"loss\":2.5}\n");
+  JsonObject second;
+  second.AddInt("step", 1).AddString("note", "two\nlines");
+  ASSERT_TRUE((*writer)->Write(second).ok());
+  EXPECT_EQ(ReadFile(path), "{\"step\":0,\"loss\":2.5}\n{\"step\":1,\"note\":\"two\\nlines\"}\n");
+}
+
+TEST(MetricsWriterTest, OpenTruncatesAnExistingFile) {
+  const std::string path = FreshTempDir() + "/metrics.jsonl";
+  WriteFile(path, "{\"old\":1}\n{\"old\":2}\n");
+  absl::StatusOr<std::unique_ptr<MetricsWriter>> writer = MetricsWriter::Open(path);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  EXPECT_EQ(ReadFile(path), "");
+  JsonObject record;
+  record.AddInt("new", 1);
+  ASSERT_TRUE((*writer)->Write(record).ok());
+  writer->reset();
+  EXPECT_EQ(ReadFile(path), "{\"new\":1}\n");
+}
+
+TEST(MetricsWriterTest, OpenInMissingDirectoryNamesThePath) {
+  const std::string path = FreshTempDir() + "/missing/metrics.jsonl";
+  absl::StatusOr<std::unique_ptr<MetricsWriter>> writer = MetricsWriter::Open(path);
+  ASSERT_FALSE(writer.ok());
+  EXPECT_EQ(writer.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(writer.status().message().find("cannot open metrics file " + path), std::string::npos)
+      << writer.status();
+}
+
+TEST(MetricsWriterTest, WriteErrorIsReported) {
+  // /dev/full accepts the open and fails every write with ENOSPC.
+  absl::StatusOr<std::unique_ptr<MetricsWriter>> writer = MetricsWriter::Open("/dev/full");
+  if (!writer.ok()) GTEST_SKIP() << "no /dev/full here";
+  JsonObject record;
+  record.AddInt("step", 0);
+  absl::Status status = (*writer)->Write(record);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(status.message().find("writing metrics file /dev/full failed"), std::string::npos)
+      << status;
+}
+
+}  // namespace
+}  // namespace gpipe

@@ -112,7 +112,7 @@ class Worker {
       : options_(options), mpi_(mpi), logger_(logger) {}
 
   absl::Status Run() {
-    auto control = ControlChannel::Create(mpi_.world(), nullptr);
+    auto control = ControlChannel::Create(mpi_.world(), nullptr, options_.startup_timeout);
     if (!control.ok()) return Fail(control.status());
     control_ = *std::move(control);
     rank_ = control_->rank();
@@ -140,7 +140,7 @@ class Worker {
       logger_.Error(absl::StrCat("stopping: ", status.message()));
     } else {
       logger_.Error(status.message());
-      if (control_) control_->NotifyAbort(absl::StrCat("rank ", rank_, ": ", status.message()));
+      if (control_) control_->NotifyAbort(std::string(status.message()));
     }
     mpi_.MarkAborting();
     return status;
@@ -199,7 +199,7 @@ class Worker {
 
     ASSIGN_OR_RETURN(auto channel,
                      MpiDataChannel::Create(mpi_.world(), [this] { return control_->PollAbort(); },
-                                            nullptr));
+                                            nullptr, timeout_));
     ASSIGN_OR_RETURN(schedule::StageProgram program, schedule::FromProto(setup_.program()));
 
     ExecutorConfig config;

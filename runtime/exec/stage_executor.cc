@@ -57,11 +57,11 @@ class StageExecutor::Step {
       position_ = i;
       const schedule::Instruction& instruction = program_.instructions[i];
       absl::Status status = std::visit([this](const auto& op) { return Execute(op); }, instruction);
+      if (status.ok()) status = ReapFinishedSends();
       if (!status.ok()) {
         return WithContext(status, absl::StrCat(Where(), "instruction ",
                                                 schedule::ToString(instruction)));
       }
-      ReapFinishedSends();
     }
     if (!report_.has_step()) {
       return absl::InternalError(absl::StrCat(Where(), "the program has no OptimizerStep"));
@@ -187,8 +187,17 @@ class StageExecutor::Step {
     return absl::OkStatus();
   }
 
-  void ReapFinishedSends() {
-    std::erase_if(sends_, [](const std::unique_ptr<TransferHandle>& h) { return h->Done(); });
+  // Drops completed sends; a send that failed reports its error here.
+  absl::Status ReapFinishedSends() {
+    for (auto it = sends_.begin(); it != sends_.end();) {
+      if (!(*it)->Done()) {
+        ++it;
+        continue;
+      }
+      RETURN_IF_ERROR((*it)->Wait(Deadline()));
+      it = sends_.erase(it);
+    }
+    return absl::OkStatus();
   }
 
   absl::Status WaitForSends() {

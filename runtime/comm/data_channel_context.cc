@@ -1,0 +1,42 @@
+#include "runtime/comm/data_channel_context.h"
+
+#include <climits>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/comm/transfer_header.h"
+
+namespace gpipe {
+
+DataChannelContext::~DataChannelContext() { FreeCommunicator(comm); }
+
+void DataChannelContext::Abandon(std::span<MPI_Request> requests,
+                                 std::shared_ptr<const void> buffers, bool collective) {
+  CancelRequests(requests, clock(), kCancelGrace, /*cancel=*/!collective);
+  orphans.Adopt(requests, std::move(buffers), collective);
+}
+
+MPI_Datatype MpiElementType(DType dtype) { return dtype == DType::kF32 ? MPI_FLOAT : MPI_INT64_T; }
+
+absl::Status CheckTransferable(const Tensor& tensor, const std::string& context) {
+  if (!tensor.defined()) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": the tensor is undefined"));
+  }
+  if (!tensor.allocator().host_accessible()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        context, ": MpiDataChannel moves host tensors; stage device tensors through host memory"));
+  }
+  if (tensor.num_elements() > INT_MAX) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": ", tensor.num_elements(),
+                                                   " elements exceed an MPI count (", INT_MAX,
+                                                   "); split the tensor"));
+  }
+  if (tensor.shape().rank() > kMaxTransferRank) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(context, ": tensors of rank ", tensor.shape().rank(),
+                     " exceed the transfer header's ", kMaxTransferRank, " dimensions"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpipe

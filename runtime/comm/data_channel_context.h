@@ -1,0 +1,57 @@
+// DataChannelContext: what an MpiDataChannel shares with the transfer handles it gives out: its
+// private communicator, the abort poller, the clock and the requests abandoned after failures.
+// Shared ownership, so a handle that outlives its channel stays safe. Internal to comm/.
+// Thread-compatible: one thread drives the channel and its handles.
+#ifndef GPIPE_RUNTIME_COMM_DATA_CHANNEL_CONTEXT_H_
+#define GPIPE_RUNTIME_COMM_DATA_CHANNEL_CONTEXT_H_
+
+#include <mpi.h>
+
+#include "absl/status/statusor.h"
+#include "runtime/comm/clock.h"
+#include "runtime/comm/orphaned_requests.h"
+#include "runtime/comm/wait.h"
+#include "runtime/core/dtype.h"
+#include "runtime/core/tensor.h"
+
+namespace gpipe {
+
+struct DataChannelContext {
+  DataChannelContext(MPI_Comm comm, int rank, int size, int tag_ub, AbortPoller abort_poller,
+                     const Clock* clock)
+      : comm(comm),
+        rank(rank),
+        size(size),
+        tag_ub(tag_ub),
+        abort_poller(std::move(abort_poller)),
+        external_clock(clock) {}
+  DataChannelContext(const DataChannelContext&) = delete;
+  DataChannelContext& operator=(const DataChannelContext&) = delete;
+  ~DataChannelContext();
+
+  const Clock& clock() const { return external_clock != nullptr ? *external_clock : real_clock; }
+  // Cancels what is still active in `requests` (unless `collective`) and keeps `buffers` alive
+  // until MPI lets go of them.
+  void Abandon(std::span<MPI_Request> requests, std::shared_ptr<const void> buffers,
+               bool collective = false);
+
+  MPI_Comm comm;
+  int rank;
+  int size;
+  int tag_ub;
+  AbortPoller abort_poller;
+  const Clock* external_clock;
+  RealClock real_clock;
+  OrphanedRequests orphans;
+};
+
+// The MPI datatype of one element of `dtype`.
+MPI_Datatype MpiElementType(DType dtype);
+
+// Checks what every transfer needs: a defined host tensor whose element count fits an MPI count
+// and whose rank a transfer header can carry. `context` prefixes the error.
+absl::Status CheckTransferable(const Tensor& tensor, const std::string& context);
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_COMM_DATA_CHANNEL_CONTEXT_H_

@@ -1,0 +1,249 @@
+#include "runtime/comm/group_all_reducer.h"
+
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <cstdint>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/comm/communicator.h"
+#include "runtime/comm/mpi_status.h"
+#include "runtime/comm/transfer_header.h"
+#include "runtime/comm/wait.h"
+#include "runtime/core/status_macros.h"
+
+namespace gpipe {
+namespace {
+
+constexpr int64_t kAgreementMagic = 0x6770697065415201;  // "gpipeAR" + version 1
+
+// What one member is about to reduce.
+struct Agreement {
+  int64_t magic = kAgreementMagic;
+  int64_t group_hash = 0;
+  int64_t group_size = 0;
+  int64_t tensor_count = 0;
+  int64_t total_elements = 0;
+  int64_t shapes_hash = 0;
+};
+using AgreementWords = std::array<int64_t, 6>;
+
+uint64_t Fnv1a(uint64_t hash, int64_t word) {
+  for (int i = 0; i < 8; ++i) {
+    hash ^= (static_cast<uint64_t>(word) >> (8 * i)) & 0xff;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+AgreementWords ToWords(const Agreement& a) {
+  return {a.magic, a.group_hash, a.group_size, a.tensor_count, a.total_elements, a.shapes_hash};
+}
+
+Agreement FromWords(const AgreementWords& w) {
+  return Agreement{w[0], w[1], w[2], w[3], w[4], w[5]};
+}
+
+Agreement Summarize(std::span<const Tensor> tensors, const std::vector<int>& group) {
+  Agreement agreement;
+  uint64_t group_hash = 14695981039346656037ull;
+  for (int rank : group) group_hash = Fnv1a(group_hash, rank);
+  uint64_t shapes_hash = 14695981039346656037ull;
+  for (const Tensor& tensor : tensors) {
+    shapes_hash = Fnv1a(shapes_hash, tensor.num_elements());
+    agreement.total_elements += tensor.num_elements();
+  }
+  agreement.group_hash = static_cast<int64_t>(group_hash);
+  agreement.group_size = static_cast<int64_t>(group.size());
+  agreement.tensor_count = static_cast<int64_t>(tensors.size());
+  agreement.shapes_hash = static_cast<int64_t>(shapes_hash);
+  return agreement;
+}
+
+std::string Counts(const Agreement& a) {
+  return absl::StrCat(a.tensor_count, a.tensor_count == 1 ? " tensor (" : " tensors (",
+                      a.total_elements, " floats)");
+}
+
+}  // namespace
+
+GroupAllReducer::~GroupAllReducer() {
+  for (auto& [group, comm] : communicators_) FreeCommunicator(comm);
+}
+
+absl::Status GroupAllReducer::AllReduceSum(std::span<Tensor> tensors,
+                                           std::span<const int> group_ranks, absl::Time deadline) {
+  DataChannelContext& context = *context_;
+  context.orphans.Reap();
+  std::vector<int> group(group_ranks.begin(), group_ranks.end());
+  std::sort(group.begin(), group.end());
+  const std::string description =
+      absl::StrCat("rank ", context.rank, " all-reducing ", tensors.size(),
+                   tensors.size() == 1 ? " tensor" : " tensors", " over ranks [",
+                   absl::StrJoin(group, ", "), "]");
+  if (std::adjacent_find(group.begin(), group.end()) != group.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(description, ": a rank appears twice"));
+  }
+  if (group.empty() || group.front() < 0 || group.back() >= context.size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(description, ": the job has ranks 0..", context.size - 1));
+  }
+  if (!std::binary_search(group.begin(), group.end(), context.rank)) {
+    return absl::InvalidArgumentError(absl::StrCat(description, ": this rank is not in the group"));
+  }
+  for (const Tensor& tensor : tensors) {
+    if (!tensor.defined() || tensor.dtype() != DType::kF32) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          description, ": only f32 tensors can be summed, got ", tensor.DebugString()));
+    }
+    if (!tensor.allocator().host_accessible()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(description,
+                       ": MpiDataChannel reduces host tensors; stage device tensors through "
+                       "host memory"));
+    }
+  }
+  if (group.size() == 1) return absl::OkStatus();
+
+  RETURN_IF_ERROR(CheckAgreement(tensors, group, deadline, description));
+  ASSIGN_OR_RETURN(MPI_Comm comm, GroupCommunicator(group));
+
+  // Keeps the tensors alive if the reduction must be abandoned mid-flight.
+  auto in_flight = std::make_shared<std::vector<Tensor>>(tensors.begin(), tensors.end());
+  std::vector<MPI_Request> requests;
+  absl::Status status;
+  for (Tensor& tensor : *in_flight) {
+    float* data = tensor.f32();
+    for (int64_t offset = 0; offset < tensor.num_elements() && status.ok();) {
+      const int count =
+          static_cast<int>(std::min<int64_t>(tensor.num_elements() - offset, INT_MAX));
+      MPI_Request request = MPI_REQUEST_NULL;
+      status = MpiStatus(
+          MPI_Iallreduce(MPI_IN_PLACE, data + offset, count, MPI_FLOAT, MPI_SUM, comm, &request),
+          "MPI_Iallreduce");
+      if (status.ok()) requests.push_back(request);
+      offset += count;
+    }
+    if (!status.ok()) break;
+  }
+  if (status.ok()) {
+    status = WaitForRequests(
+        requests, {}, deadline, context.abort_poller, context.clock(), [&] { return description; },
+        /*cancel_on_failure=*/false);
+  }
+  if (!status.ok()) {
+    // A half-done collective leaves the group communicator unusable: never reuse it.
+    context.Abandon(requests, in_flight, /*collective=*/true);
+    communicators_.erase(group);
+    FreeCommunicator(comm);
+    if (!absl::IsDeadlineExceeded(status) && !absl::IsAborted(status)) {
+      status = WithContext(status, description);
+    }
+  }
+  return status;
+}
+
+absl::Status GroupAllReducer::CheckAgreement(std::span<const Tensor> tensors,
+                                             const std::vector<int>& group, absl::Time deadline,
+                                             const std::string& description) {
+  DataChannelContext& context = *context_;
+  const Agreement mine = Summarize(tensors, group);
+  struct Exchange {
+    AgreementWords mine;
+    std::vector<AgreementWords> theirs;
+  };
+  auto exchange = std::make_shared<Exchange>();
+  exchange->mine = ToWords(mine);
+  exchange->theirs.resize(group.size());
+  const int tag = GroupTag(MessageClass::kGroupCheck);
+  // requests[2i] receives from group[i], requests[2i + 1] sends to it.
+  std::vector<MPI_Request> requests(2 * group.size(), MPI_REQUEST_NULL);
+  absl::Status status;
+  for (size_t i = 0; i < group.size() && status.ok(); ++i) {
+    if (group[i] == context.rank) continue;
+    status = MpiStatus(MPI_Irecv(exchange->theirs[i].data(), sizeof(AgreementWords), MPI_BYTE,
+                                 group[i], tag, context.comm, &requests[2 * i]),
+                       "MPI_Irecv");
+    if (status.ok()) {
+      status = MpiStatus(MPI_Isend(exchange->mine.data(), sizeof(AgreementWords), MPI_BYTE,
+                                   group[i], tag, context.comm, &requests[2 * i + 1]),
+                         "MPI_Isend");
+    }
+  }
+  if (status.ok()) {
+    status = WaitForRequests(requests, {}, deadline, context.abort_poller, context.clock(), [&] {
+      std::vector<int> missing;
+      for (size_t i = 0; i < group.size(); ++i) {
+        if (requests[2 * i] != MPI_REQUEST_NULL) missing.push_back(group[i]);
+      }
+      return absl::StrCat(description, "; ranks [", absl::StrJoin(missing, ", "),
+                          "] have not joined");
+    });
+  }
+  if (!status.ok()) {
+    context.Abandon(requests, exchange);
+    if (!absl::IsDeadlineExceeded(status) && !absl::IsAborted(status)) {
+      status = WithContext(status, description);
+    }
+    return status;
+  }
+  const std::string self = absl::StrCat("rank ", context.rank, " all-reduces ", Counts(mine),
+                                        " over ranks [", absl::StrJoin(group, ", "), "]");
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (group[i] == context.rank) continue;
+    const Agreement theirs = FromWords(exchange->theirs[i]);
+    if (theirs.magic != kAgreementMagic) {
+      return absl::DataLossError(absl::StrCat(self, " but rank ", group[i],
+                                              " sent something that is not an all-reduce "
+                                              "description (another gpipe version?)"));
+    }
+    if (theirs.group_hash != mine.group_hash || theirs.group_size != mine.group_size) {
+      return absl::InvalidArgumentError(absl::StrCat(self, " but rank ", group[i], " all-reduces ",
+                                                     Counts(theirs), " over another group of ",
+                                                     theirs.group_size, " ranks"));
+    }
+    if (theirs.tensor_count != mine.tensor_count || theirs.total_elements != mine.total_elements) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(self, " but rank ", group[i], " all-reduces ", Counts(theirs)));
+    }
+    if (theirs.shapes_hash != mine.shapes_hash) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          self, " but rank ", group[i], " all-reduces tensors of other sizes with the same total"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<MPI_Comm> GroupAllReducer::GroupCommunicator(const std::vector<int>& group) {
+  if (auto it = communicators_.find(group); it != communicators_.end()) return it->second;
+  MPI_Comm parent = context_->comm;
+  MPI_Group parent_group = MPI_GROUP_NULL;
+  RETURN_IF_ERROR(MpiStatus(MPI_Comm_group(parent, &parent_group), "MPI_Comm_group"));
+  MPI_Group members = MPI_GROUP_NULL;
+  absl::Status status = MpiStatus(
+      MPI_Group_incl(parent_group, static_cast<int>(group.size()), group.data(), &members),
+      "MPI_Group_incl");
+  MPI_Comm comm = MPI_COMM_NULL;
+  if (status.ok()) {
+    // Every member has passed CheckAgreement, so all of them are here: this cannot hang.
+    status = MpiStatus(
+        MPI_Comm_create_group(parent, members, GroupTag(MessageClass::kGroupCreate), &comm),
+        "MPI_Comm_create_group");
+  }
+  if (members != MPI_GROUP_NULL) MPI_Group_free(&members);
+  MPI_Group_free(&parent_group);
+  if (status.ok()) {
+    status = MpiStatus(MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+    if (!status.ok()) FreeCommunicator(comm);
+  }
+  if (!status.ok()) {
+    return WithContext(status, absl::StrCat("creating the communicator of ranks [",
+                                            absl::StrJoin(group, ", "), "]"));
+  }
+  communicators_.emplace(group, comm);
+  return comm;
+}
+
+}  // namespace gpipe

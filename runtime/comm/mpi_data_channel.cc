@@ -1,0 +1,52 @@
+#include "runtime/comm/mpi_data_channel.h"
+
+#include "runtime/comm/communicator.h"
+#include "runtime/comm/mpi_recv_handle.h"
+#include "runtime/comm/mpi_send_handle.h"
+#include "runtime/comm/mpi_status.h"
+#include "runtime/core/status_macros.h"
+
+namespace gpipe {
+
+absl::StatusOr<std::unique_ptr<MpiDataChannel>> MpiDataChannel::Create(
+    MPI_Comm world, AbortPoller abort_poller, const Clock* clock, absl::Duration setup_timeout) {
+  RealClock real_clock;
+  const Clock& time = clock != nullptr ? *clock : real_clock;
+  ASSIGN_OR_RETURN(MPI_Comm comm, DuplicateCommunicator(world, time.Now() + setup_timeout,
+                                                        abort_poller, time, "data channel"));
+  int rank = 0;
+  int size = 0;
+  absl::Status status = MpiStatus(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
+  if (status.ok()) status = MpiStatus(MPI_Comm_size(comm, &size), "MPI_Comm_size");
+  absl::StatusOr<int> tag_ub = TagUpperBound(comm);
+  if (status.ok()) status = tag_ub.status();
+  if (!status.ok()) {
+    FreeCommunicator(comm);
+    return status;
+  }
+  auto context = std::make_shared<DataChannelContext>(comm, rank, size, *tag_ub,
+                                                      std::move(abort_poller), clock);
+  return std::unique_ptr<MpiDataChannel>(new MpiDataChannel(std::move(context)));
+}
+
+absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Send(const Tensor& tensor,
+                                                                     int peer_rank,
+                                                                     const TransferKey& key) {
+  ASSIGN_OR_RETURN(std::unique_ptr<MpiSendHandle> handle,
+                   MpiSendHandle::Start(context_, tensor, peer_rank, key));
+  return std::unique_ptr<TransferHandle>(std::move(handle));
+}
+
+absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Recv(Tensor& tensor, int peer_rank,
+                                                                     const TransferKey& key) {
+  ASSIGN_OR_RETURN(std::unique_ptr<MpiRecvHandle> handle,
+                   MpiRecvHandle::Start(context_, tensor, peer_rank, key));
+  return std::unique_ptr<TransferHandle>(std::move(handle));
+}
+
+absl::Status MpiDataChannel::AllReduceSum(std::span<Tensor> tensors,
+                                          std::span<const int> group_ranks, absl::Time deadline) {
+  return reducer_.AllReduceSum(tensors, group_ranks, deadline);
+}
+
+}  // namespace gpipe

@@ -1,0 +1,181 @@
+// MpiDataChannel::AllReduceSum over the whole job and over sub-groups (run with 2 and 4 ranks).
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/comm/mpi_data_channel.h"
+#include "tests/comm/mpi_test_support.h"
+
+namespace gpipe {
+namespace {
+
+using ::gpipe::testing::CountingHostAllocator;
+using ::gpipe::testing::DeadlineIn;
+using ::gpipe::testing::SyncRanks;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr absl::Duration kGenerous = absl::Seconds(20);
+
+// Integers below 2^24 whose sums over a few ranks stay exact in f32.
+float Contribution(int rank, int tensor, int64_t index) {
+  return static_cast<float>((rank + 1) * 1000 + tensor * 100 + index % 97);
+}
+
+class MpiAllReduceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    rank_ = gpipe::testing::WorldRank();
+    size_ = gpipe::testing::WorldSize();
+    absl::StatusOr<std::unique_ptr<MpiDataChannel>> channel =
+        MpiDataChannel::Create(MPI_COMM_WORLD, AbortPoller(), nullptr);
+    ASSERT_TRUE(channel.ok()) << channel.status();
+    channel_ = std::move(*channel);
+  }
+  void TearDown() override { SyncRanks(); }
+
+  // Tensors of the given shapes holding this rank's contributions.
+  std::vector<Tensor> Contributions(const std::vector<Shape>& shapes) {
+    std::vector<Tensor> tensors;
+    for (size_t t = 0; t < shapes.size(); ++t) {
+      absl::StatusOr<Tensor> tensor =
+          Tensor::Empty(allocator_, shapes[t], DType::kF32, MemoryKind::kGradient);
+      GPIPE_CHECK(tensor.ok());
+      for (int64_t i = 0; i < tensor->num_elements(); ++i) {
+        tensor->f32()[i] = Contribution(rank_, static_cast<int>(t), i);
+      }
+      tensors.push_back(*std::move(tensor));
+    }
+    return tensors;
+  }
+  // How many elements differ from the sum of the contributions of `group`.
+  static int64_t SumMismatches(const std::vector<Tensor>& tensors, const std::vector<int>& group) {
+    int64_t mismatches = 0;
+    for (size_t t = 0; t < tensors.size(); ++t) {
+      for (int64_t i = 0; i < tensors[t].num_elements(); ++i) {
+        float expected = 0;
+        for (int rank : group) expected += Contribution(rank, static_cast<int>(t), i);
+        mismatches += tensors[t].f32()[i] != expected;
+      }
+    }
+    return mismatches;
+  }
+  std::vector<int> WholeJob() const {
+    std::vector<int> ranks;
+    for (int r = 0; r < size_; ++r) ranks.push_back(r);
+    return ranks;
+  }
+
+  int rank_ = 0;
+  int size_ = 0;
+  CountingHostAllocator allocator_;
+  std::unique_ptr<MpiDataChannel> channel_;
+};
+
+TEST_F(MpiAllReduceTest, SumsExactlyOverTheWholeJob) {
+  const std::vector<Shape> shapes = {Shape({1}), Shape({17}), Shape({64, 129}), Shape({0})};
+  std::vector<Tensor> tensors = Contributions(shapes);
+  const std::vector<int> group = WholeJob();
+  const absl::Status status = channel_->AllReduceSum(tensors, group, DeadlineIn(kGenerous));
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(SumMismatches(tensors, group), 0);
+}
+
+TEST_F(MpiAllReduceTest, RepeatedReductionsReuseTheGroupsCommunicator) {
+  const std::vector<int> group = WholeJob();
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Tensor> tensors = Contributions({Shape({5, 7})});
+    ASSERT_TRUE(channel_->AllReduceSum(tensors, group, DeadlineIn(kGenerous)).ok());
+    EXPECT_EQ(SumMismatches(tensors, group), 0) << "round " << round;
+  }
+  EXPECT_EQ(channel_->cached_groups(), 1);
+}
+
+TEST_F(MpiAllReduceTest, SumsExactlyOverDisjointSubGroupsAtTheSameTime) {
+  if (size_ < 4) GTEST_SKIP() << "needs 4 ranks";
+  // Replica groups of a 2-stage, 2-replica job: {0, 2} and {1, 3}; rank order given unsorted.
+  const std::vector<int> group = rank_ % 2 == 0 ? std::vector<int>{2, 0} : std::vector<int>{3, 1};
+  std::vector<Tensor> tensors = Contributions({Shape({3, 100}), Shape({1000})});
+  const absl::Status status = channel_->AllReduceSum(tensors, group, DeadlineIn(kGenerous));
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(SumMismatches(tensors, group), 0);
+}
+
+TEST_F(MpiAllReduceTest, SumsExactlyOverASubGroupWhileOtherRanksStayOut) {
+  if (size_ < 4) GTEST_SKIP() << "needs 4 ranks";
+  if (rank_ == 3) return;
+  const std::vector<int> group = {0, 1, 2};
+  std::vector<Tensor> tensors = Contributions({Shape({4096})});
+  const absl::Status status = channel_->AllReduceSum(tensors, group, DeadlineIn(kGenerous));
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(SumMismatches(tensors, group), 0);
+}
+
+TEST_F(MpiAllReduceTest, AGroupOfOneLeavesTheTensorsAsTheyAre) {
+  std::vector<Tensor> tensors = Contributions({Shape({10})});
+  const std::vector<int> group = {rank_};
+  ASSERT_TRUE(channel_->AllReduceSum(tensors, group, DeadlineIn(kGenerous)).ok());
+  EXPECT_EQ(SumMismatches(tensors, group), 0);
+  EXPECT_EQ(channel_->cached_groups(), 0);
+}
+
+TEST_F(MpiAllReduceTest, BadGroupsAndDtypesAreRejected) {
+  std::vector<Tensor> tensors = Contributions({Shape({10})});
+  const std::vector<int> without_me = {(rank_ + 1) % size_};
+  absl::Status status = channel_->AllReduceSum(tensors, without_me, DeadlineIn(kGenerous));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("this rank is not in the group"));
+
+  const std::vector<int> twice = {rank_, rank_};
+  EXPECT_EQ(channel_->AllReduceSum(tensors, twice, DeadlineIn(kGenerous)).code(),
+            absl::StatusCode::kInvalidArgument);
+  const std::vector<int> outside = {rank_, size_};
+  EXPECT_EQ(channel_->AllReduceSum(tensors, outside, DeadlineIn(kGenerous)).code(),
+            absl::StatusCode::kInvalidArgument);
+
+  absl::StatusOr<Tensor> ids =
+      Tensor::Empty(allocator_, Shape({4}), DType::kI64, MemoryKind::kData);
+  ASSERT_TRUE(ids.ok());
+  std::vector<Tensor> int_tensors = {*ids};
+  status = channel_->AllReduceSum(int_tensors, WholeJob(), DeadlineIn(kGenerous));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("only f32 tensors can be summed"));
+}
+
+TEST_F(MpiAllReduceTest, MembersThatDisagreeOnSizesFailNamingBothSides) {
+  if (rank_ > 1) GTEST_SKIP() << "between ranks 0 and 1";
+  const std::vector<int> group = {0, 1};
+  std::vector<Tensor> tensors = Contributions({Shape({rank_ == 0 ? 100 : 90})});
+  const absl::Status status = channel_->AllReduceSum(tensors, group, DeadlineIn(kGenerous));
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  const std::string expected =
+      rank_ == 0 ? "rank 0 all-reduces 1 tensor (100 floats) over ranks [0, 1] but rank 1 "
+                   "all-reduces 1 tensor (90 floats)"
+                 : "rank 1 all-reduces 1 tensor (90 floats) over ranks [0, 1] but rank 0 "
+                   "all-reduces 1 tensor (100 floats)";
+  EXPECT_EQ(status.message(), expected);
+  // Nothing was reduced.
+  EXPECT_EQ(SumMismatches(tensors, {rank_}), 0);
+}
+
+TEST_F(MpiAllReduceTest, AMemberThatNeverJoinsIsADeadlineNamingIt) {
+  if (rank_ != 0) return;
+  std::vector<Tensor> tensors = Contributions({Shape({8})});
+  const std::vector<int> group = {0, 1};
+  const absl::Time start = absl::Now();
+  const absl::Status status =
+      channel_->AllReduceSum(tensors, group, start + absl::Milliseconds(300));
+  EXPECT_EQ(status.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(status.message()),
+              StartsWith("rank 0 all-reducing 1 tensor over ranks [0, 1]; ranks [1] have not "
+                         "joined: no progress after 0.3s"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+}  // namespace
+}  // namespace gpipe

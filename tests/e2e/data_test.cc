@@ -1,0 +1,179 @@
+// Real data through real jobs: .npy inputs and targets (regression), non-finite samples that
+// make every rank skip the same steps, a data error on one rank that stops every rank, and
+// weights that go out with --export and come back with --init-from.
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "runtime/ckpt/safetensors.h"
+#include "runtime/core/rng.h"
+#include "runtime/train/npy.h"
+#include "tests/support/process_runner.h"
+
+namespace gpipe {
+namespace {
+
+constexpr int64_t kSamples = 48;
+constexpr int64_t kInputs = 5;
+constexpr int64_t kOutputs = 3;
+
+// A fresh directory holding a regression data set (targets = a smooth function of the inputs)
+// and a plan that reads it through relative paths.
+class NpyJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = absl::StrCat(::testing::TempDir(), "/npy_job_",
+                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_ + "/data");
+    RandomStream stream(3, {1});
+    inputs_.resize(kSamples * kInputs);
+    for (float& v : inputs_) v = static_cast<float>(stream.NextNormal());
+    targets_.resize(kSamples * kOutputs);
+    for (int64_t i = 0; i < kSamples; ++i) {
+      for (int64_t o = 0; o < kOutputs; ++o) {
+        targets_[i * kOutputs + o] =
+            std::sin(inputs_[i * kInputs + o]) + 0.5f * inputs_[i * kInputs + o + 2];
+      }
+    }
+  }
+
+  void WriteData(const std::vector<float>& inputs) {
+    ASSERT_TRUE(WriteNpy(dir_ + "/data/x.npy", Shape{kSamples, kInputs}, inputs).ok());
+    ASSERT_TRUE(WriteNpy(dir_ + "/data/y.npy", Shape{kSamples, kOutputs}, targets_).ok());
+  }
+
+  std::string WritePlan(const std::string& extra = "") {
+    const std::string path = dir_ + "/plan.pbtxt";
+    std::ofstream(path) << R"pb(
+      name: "npy-regression"
+      model {
+        input { shape: [5] }
+        layers { name: "fc1" linear { out_features: 16 } }
+        layers { name: "act1" tanh {} }
+        layers { name: "fc2" linear { out_features: 16 } }
+        layers { name: "norm2" layer_norm {} }
+        layers { name: "act2" gelu {} }
+        layers { name: "fc3" linear { out_features: 3 } }
+        loss { mse {} }
+      }
+      pipeline { stages: 1 micro_batches: 4 remat: ALWAYS }
+      training { global_batch: 16 steps: 12 seed: 5 optimizer { adamw { lr: 0.01 } } }
+      data { npy { inputs: "data/x.npy" targets: "data/y.npy" } shuffle: false }
+      runtime { log_every: 1 timeouts { wait_seconds: 30 } }
+    )pb" << extra;
+    return path;
+  }
+
+  testing::ProcessResult Run(int stages, const std::string& plan,
+                             const std::vector<std::string>& flags) {
+    std::vector<std::string> argv = testing::MpirunPrefix(stages);
+    argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan", plan, "--override",
+                             absl::StrCat("pipeline { stages: ", stages, " }")});
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return testing::RunProcess(argv, 120);
+  }
+
+  std::vector<std::string> MetricsLines(const std::string& path) {
+    std::ifstream in(path);
+    std::vector<std::string> lines;
+    for (std::string line; std::getline(in, line);) lines.push_back(line);
+    return lines;
+  }
+
+  std::string dir_;
+  std::vector<float> inputs_;
+  std::vector<float> targets_;
+};
+
+double LossOf(const std::string& line) {
+  const size_t at = line.find("\"loss\":");
+  return at == std::string::npos ? NAN : std::stod(line.substr(at + 7));
+}
+
+TEST_F(NpyJobTest, NpyRegressionTrainsAndIsStageInvariant) {
+  WriteData(inputs_);
+  const std::string plan = WritePlan();
+  const std::string one = dir_ + "/one.safetensors", three = dir_ + "/three.safetensors";
+  const std::string metrics = dir_ + "/metrics.jsonl";
+  const testing::ProcessResult a = Run(1, plan, {"--export", one, "--metrics-out", metrics});
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  const testing::ProcessResult b = Run(3, plan, {"--export", three});
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  auto wa = ReadSafetensors(one);
+  auto wb = ReadSafetensors(three);
+  ASSERT_TRUE(wa.ok() && wb.ok());
+  ASSERT_EQ(wa->size(), wb->size());
+  for (size_t i = 0; i < wa->size(); ++i) {
+    EXPECT_EQ((*wa)[i].name, (*wb)[i].name);
+    EXPECT_EQ((*wa)[i].values, (*wb)[i].values) << (*wa)[i].name;
+  }
+  const std::vector<std::string> lines = MetricsLines(metrics);
+  ASSERT_EQ(lines.size(), 12u);
+  EXPECT_LT(LossOf(lines.back()), 0.7 * LossOf(lines.front())) << lines.front() << "\n"
+                                                               << lines.back();
+}
+
+TEST_F(NpyJobTest, NonFiniteSamplesSkipTheSameStepsOnEveryRank) {
+  std::vector<float> poisoned = inputs_;
+  poisoned[20 * kInputs + 1] = NAN;  // sample 20: in steps 1 and 4 (16 samples a step, N = 48)
+  WriteData(poisoned);
+  const std::string metrics = dir_ + "/metrics.jsonl";
+  const testing::ProcessResult run =
+      Run(3, WritePlan(), {"--metrics-out", metrics, "--override", "training { steps: 6 }"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::vector<std::string> lines = MetricsLines(metrics);
+  ASSERT_EQ(lines.size(), 6u);
+  for (int step = 0; step < 6; ++step) {
+    const bool skipped = step == 1 || step == 4;
+    EXPECT_EQ(absl::StrContains(lines[step], "\"applied\":false"), skipped) << lines[step];
+  }
+  EXPECT_TRUE(absl::StrContains(run.output, "SKIPPED")) << run.output;
+}
+
+TEST_F(NpyJobTest, DataErrorOnTheLastStageStopsEveryRank) {
+  WriteData(inputs_);
+  // Targets of the wrong shape for the model's output: only the last stage opens them.
+  ASSERT_TRUE(WriteNpy(dir_ + "/data/y.npy", Shape{kSamples, 2},
+                       std::vector<float>(kSamples * 2, 0.0f))
+                  .ok());
+  const testing::ProcessResult run = Run(3, WritePlan(), {});
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_FALSE(run.timed_out) << run.output;
+  EXPECT_LT(run.seconds, 30.0) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "[gpipe r2] error:")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "y.npy")) << run.output;
+}
+
+TEST_F(NpyJobTest, ExportedWeightsComeBackWithInitFrom) {
+  WriteData(inputs_);
+  const std::string plan = WritePlan();
+  const std::string trained = dir_ + "/trained.safetensors";
+  const std::string reloaded = dir_ + "/reloaded.safetensors";
+  ASSERT_EQ(Run(2, plan, {"--export", trained}).exit_code, 0);
+  // One step with a learning rate far below any weight's resolution: the export must be the
+  // loaded weights, bit for bit, on a different partition.
+  const testing::ProcessResult run =
+      Run(3, plan, {"--init-from", trained, "--export", reloaded, "--override",
+                    "training { steps: 1 optimizer { sgd { lr: 1e-30 } } }"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto a = ReadSafetensors(trained);
+  auto b = ReadSafetensors(reloaded);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) EXPECT_EQ((*a)[i].values, (*b)[i].values) << (*a)[i].name;
+  // A file missing a parameter is rejected before training, on rank 0.
+  ASSERT_TRUE(WriteSafetensors(dir_ + "/partial.safetensors", {(*a)[0]}, {}).ok());
+  const testing::ProcessResult partial =
+      Run(2, plan, {"--init-from", dir_ + "/partial.safetensors"});
+  EXPECT_NE(partial.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(partial.output, "is missing")) << partial.output;
+}
+
+}  // namespace
+}  // namespace gpipe

@@ -1,6 +1,6 @@
 # Test helpers.
 #   gpipe_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s])
-#     an in-process gtest binary, registered with ctest.
+#     a gtest binary, registered with ctest (label `unit` unless LABELS are given).
 #   gpipe_add_mpi_test(NAME name NP n COMMAND exe args... [TIMEOUT s])
 #     runs `mpirun -np n exe args...` under ctest with a hard timeout.
 include(CMakeParseArguments)
@@ -17,7 +17,10 @@ function(gpipe_add_test)
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
   set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
-  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "unit;${T_LABELS}"
+  if(NOT T_LABELS)
+    set(T_LABELS unit)
+  endif()
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
                        ENVIRONMENT "GPIPE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPIPE_SOURCE_DIR=${PROJECT_SOURCE_DIR};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
 endfunction()
 

@@ -1,5 +1,7 @@
 #include "launcher/flags.h"
 
+#include <cmath>
+
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
@@ -79,6 +81,15 @@ absl::StatusOr<double> ParseDoubleFlag(const std::string& flag, const std::strin
         absl::StrCat("flag ", flag, " needs a number, got '", value, "'"));
   }
   return out;
+}
+
+absl::StatusOr<double> ParseSecondsFlag(const std::string& flag, const std::string& value) {
+  double seconds = 0;
+  if (!absl::SimpleAtod(value, &seconds) || !std::isfinite(seconds) || seconds <= 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "flag ", flag, " needs a finite number of seconds > 0, got '", value, "'"));
+  }
+  return seconds;
 }
 
 }  // namespace gpipe

@@ -44,6 +44,8 @@ absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<FlagSpec>& specs,
 // Parses a whole decimal number; INVALID_ARGUMENT naming `flag` otherwise.
 absl::StatusOr<int64_t> ParseIntFlag(const std::string& flag, const std::string& value);
 absl::StatusOr<double> ParseDoubleFlag(const std::string& flag, const std::string& value);
+// A finite number of seconds > 0 (every wait needs a real deadline).
+absl::StatusOr<double> ParseSecondsFlag(const std::string& flag, const std::string& value);
 
 }  // namespace gpipe
 

@@ -78,6 +78,10 @@ int main(int argc, char** argv) {
     if (!fits.ok()) return Fail(std::string(fits.message()));
   }
 
+  if (auto timeout = flags->Get("startup-timeout")) {
+    auto seconds = gpipe::ParseSecondsFlag("--startup-timeout", *timeout);
+    if (!seconds.ok()) return Fail(std::string(seconds.status().message()));
+  }
   const std::string launcher = flags->Get("launcher").value_or("mpirun");
   std::vector<std::string> command;
   if (launcher == "mpirun") {
@@ -96,6 +100,12 @@ int main(int argc, char** argv) {
   for (const std::string& o : overrides) command.insert(command.end(), {"--override", o});
   for (const char* name : {"metrics-out", "init-from", "export", "startup-timeout"}) {
     if (auto value = flags->Get(name)) command.insert(command.end(), {absl::StrCat("--", name), *value});
+  }
+  // Ranks other than 0 never read the plan, so the plan's start-up limit travels as a flag.
+  if (!flags->Has("startup-timeout")) {
+    command.insert(command.end(),
+                   {"--startup-timeout",
+                    absl::StrCat(analyzed->plan.runtime().timeouts().startup_seconds())});
   }
 
   if (flags->Has("dry-run")) {

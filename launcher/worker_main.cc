@@ -51,9 +51,9 @@ int main(int argc, char** argv) {
   options.init_from = flags->Get("init-from").value_or("");
   options.export_path = flags->Get("export").value_or("");
   if (auto timeout = flags->Get("startup-timeout")) {
-    auto seconds = gpipe::ParseDoubleFlag("--startup-timeout", *timeout);
-    if (!seconds.ok() || *seconds <= 0) {
-      std::fprintf(stderr, "gpipe-worker: --startup-timeout needs a positive number of seconds\n");
+    auto seconds = gpipe::ParseSecondsFlag("--startup-timeout", *timeout);
+    if (!seconds.ok()) {
+      std::fprintf(stderr, "gpipe-worker: %s\n", std::string(seconds.status().message()).c_str());
       return 2;
     }
     options.startup_timeout = absl::Seconds(*seconds);

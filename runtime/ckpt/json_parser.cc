@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/check.h"
+#include "runtime/core/json_text.h"
 #include "runtime/core/status_macros.h"
 
 namespace gpipe {
@@ -309,37 +310,6 @@ class Parser {
       out.push_back(static_cast<char>(0x80 | (code_point & 0x3F)));
     }
   }
-
-  // Length of the valid UTF-8 sequence at pos_ (non-ASCII lead byte), or 0.
-  size_t Utf8Length() const {
-    const auto byte = [&](size_t k) { return static_cast<uint8_t>(text_[k]); };
-    const uint8_t lead = byte(pos_);
-    size_t length;
-    uint32_t code_point;
-    if (lead >= 0xC2 && lead <= 0xDF) {
-      length = 2;
-      code_point = lead & 0x1F;
-    } else if (lead >= 0xE0 && lead <= 0xEF) {
-      length = 3;
-      code_point = lead & 0x0F;
-    } else if (lead >= 0xF0 && lead <= 0xF4) {
-      length = 4;
-      code_point = lead & 0x07;
-    } else {
-      return 0;
-    }
-    if (pos_ + length > text_.size()) return 0;
-    for (size_t k = 1; k < length; ++k) {
-      if ((byte(pos_ + k) & 0xC0) != 0x80) return 0;
-      code_point = (code_point << 6) | (byte(pos_ + k) & 0x3F);
-    }
-    if ((length == 3 && code_point < 0x800) || (length == 4 && code_point < 0x10000) ||
-        (code_point >= 0xD800 && code_point <= 0xDFFF) || code_point > 0x10FFFF) {
-      return 0;
-    }
-    return length;
-  }
-
   absl::StatusOr<std::string> ParseString() {
     ++pos_;  // '"'
     std::string out;
@@ -354,7 +324,7 @@ class Parser {
         return Error("control character in a string (it must be escaped)");
       }
       if (static_cast<uint8_t>(c) >= 0x80) {
-        const size_t length = Utf8Length();
+        const size_t length = Utf8SequenceLength(text_, pos_);
         if (length == 0) return Error("invalid UTF-8 in a string");
         out.append(text_.data() + pos_, length);
         pos_ += length;

@@ -18,6 +18,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/core/file_io.h"
+#include "runtime/core/json_text.h"
 #include "runtime/ckpt/json_parser.h"
 #include "runtime/core/status_macros.h"
 
@@ -28,40 +30,6 @@ static_assert(std::endian::native == std::endian::little,
               "safetensors reading and writing assume a little-endian host");
 
 constexpr char kMetadataKey[] = "__metadata__";
-
-std::string Quote(absl::string_view text) {
-  std::string out = "\"";
-  for (const char c : text) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<uint8_t>(c) < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof(escaped), "\\u%04x", static_cast<unsigned>(c));
-          out += escaped;
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
 // product(shape), or nullopt on a negative dimension or int64 overflow of product * 4.
 std::optional<int64_t> ElementCount(const std::vector<int64_t>& shape) {
   int64_t count = 1;
@@ -102,22 +70,6 @@ std::string DirectoryOf(const std::string& path) {
   if (slash == 0) return "/";
   return path.substr(0, slash);
 }
-
-// The whole file, read with one allocation of its size.
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::error_code error;
-  const uintmax_t size = std::filesystem::file_size(path, error);
-  if (error) {
-    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", error.message()));
-  }
-  std::ifstream file(path, std::ios::binary);
-  std::string bytes(size, '\0');
-  if (!file || !file.read(bytes.data(), static_cast<std::streamsize>(size))) {
-    return absl::DataLossError(absl::StrCat("reading ", path, " failed: ", std::strerror(errno)));
-  }
-  return bytes;
-}
-
 struct EntryInfo {
   std::string name;
   std::vector<int64_t> shape;
@@ -192,12 +144,12 @@ absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTe
   std::set<std::string> names;
   std::string header = "{";
   if (!metadata.empty()) {
-    absl::StrAppend(&header, Quote(kMetadataKey), ":{");
+    absl::StrAppend(&header, JsonQuote(kMetadataKey), ":{");
     bool first = true;
     for (const auto& [key, value] : metadata) {
       if (!first) header.push_back(',');
       first = false;
-      absl::StrAppend(&header, Quote(key), ":", Quote(value));
+      absl::StrAppend(&header, JsonQuote(key), ":", JsonQuote(value));
     }
     header += "}";
   }
@@ -219,13 +171,18 @@ absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTe
     }
     const uint64_t bytes = static_cast<uint64_t>(*count) * 4;
     if (header.size() > 1) header.push_back(',');
-    absl::StrAppend(&header, Quote(tensor.name),
+    absl::StrAppend(&header, JsonQuote(tensor.name),
                     ":{\"dtype\":\"F32\",\"shape\":", ShapeText(tensor.shape),
                     ",\"data_offsets\":[", offset, ",", offset + bytes, "]}");
     offset += bytes;
   }
   header += "}";
-  if (!ParseJson(header).ok()) {
+  bool valid_text = true;
+  for (const NamedTensorData& tensor : tensors) valid_text = valid_text && IsValidUtf8(tensor.name);
+  for (const auto& [key, value] : metadata) {
+    valid_text = valid_text && IsValidUtf8(key) && IsValidUtf8(value);
+  }
+  if (!valid_text || !ParseJson(header).ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("cannot write ", path, ": tensor names and metadata must be valid UTF-8"));
   }

@@ -1,5 +1,7 @@
 #include "runtime/coord/setup_builder.h"
 
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
@@ -33,6 +35,16 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     return absl::NotFoundError(
         absl::StrCat("--init-from: ", options.init_from, ": no such file"));
   }
+  if (!options.export_path.empty()) {
+    // Fail before training, not after it, when the export cannot be written.
+    const std::filesystem::path parent =
+        std::filesystem::absolute(options.export_path).parent_path();
+    if (!std::filesystem::is_directory(parent) || access(parent.c_str(), W_OK) != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--export: ", options.export_path, ": the directory ", parent.string(),
+          " does not exist or is not writable"));
+    }
+  }
   const pb::Pipeline& pipeline = job.analyzed.plan.pipeline();
   ASSIGN_OR_RETURN(schedule::Program program,
                    schedule::BuildProgram(pipeline.schedule(), pipeline.stages(),
@@ -63,6 +75,9 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     *setup.mutable_program() = schedule::ToProto(program.stage_programs[rank]);
     if (!options.init_from.empty()) setup.set_init_from(options.init_from);
     setup.set_export_parameters(!options.export_path.empty());
+    for (int64_t d : job.analyzed.target_shape.dims()) setup.add_target_shape(d);
+    setup.set_class_targets(job.analyzed.target_dtype == DType::kI64);
+    setup.set_num_classes(job.analyzed.num_classes);
     job.setups.push_back(std::move(setup));
   }
   return job;

@@ -1,6 +1,8 @@
-// BuildSetups: rank 0's start-up work, as a pure function: load the plan (file + overrides),
-// validate it, infer shapes, resolve the partition, build and verify the schedule, and produce
-// every rank's Setup message. Any problem is one error whose message is what every rank prints.
+// ResolveJob: rank 0's start-up work: load the plan (file + overrides), validate it, infer
+// shapes, resolve the partition, build and verify the schedule, check the --init-from and
+// --export paths, and produce every rank's Setup message. No MPI; it reads only the plan, its
+// data files' existence and those paths. Any problem is one error whose message every rank
+// prints.
 #ifndef GPIPE_RUNTIME_COORD_SETUP_BUILDER_H_
 #define GPIPE_RUNTIME_COORD_SETUP_BUILDER_H_
 

@@ -35,6 +35,19 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
   return s;
 }
 
+JsonObject ToMetricsRecord(const StepSummary& s) {
+  JsonObject json;
+  json.AddInt("step", s.step).AddDouble("loss", s.loss);
+  if (s.accuracy >= 0) json.AddDouble("accuracy", s.accuracy);
+  json.AddBool("applied", s.applied)
+      .AddDouble("samples_per_s", s.samples_per_s)
+      .AddDouble("step_ms", s.step_ms)
+      .AddDouble("bubble", s.bubble)
+      .AddIntList("peak_bytes", s.peak_bytes)
+      .AddDoubleList("busy_ms", s.busy_ms);
+  return json;
+}
+
 std::string FormatBytes(int64_t bytes) {
   const double b = static_cast<double>(bytes);
   if (b >= 1024.0 * 1024 * 1024) return absl::StrFormat("%.2f GiB", b / (1024.0 * 1024 * 1024));

@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/control.pb.h"
+#include "runtime/train/json_writer.h"
 
 namespace gpipe {
 
@@ -31,6 +32,10 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
 // "step 10/200 | loss 0.4312 | acc 87.5% | 5321 samples/s | step 48.1 ms | bubble 27.4% |
 //  peak mem 1.2 MiB (stage 0)"
 std::string FormatProgressLine(const StepSummary& summary, int64_t total_steps);
+
+// The metrics file's record of the step: step, loss, accuracy (classification only), applied,
+// samples_per_s, step_ms, bubble, and peak_bytes and busy_ms as lists indexed by stage.
+JsonObject ToMetricsRecord(const StepSummary& summary);
 
 // "1.2 MiB"
 std::string FormatBytes(int64_t bytes);

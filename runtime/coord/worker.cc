@@ -56,7 +56,7 @@ class CoordinatorGate final : public GradientSyncGate {
 
   absl::StatusOr<bool> Synchronize(const pb::StepReport& report) override {
     ASSIGN_OR_RETURN(std::vector<std::string> gathered,
-                     control_.GatherToRoot(report, absl::Now() + timeout_));
+                     control_.GatherToRoot(report, absl::Now() + timeout_, kControlTagStepReport));
     pb::StepDecision decision;
     if (control_.rank() == 0) {
       reports_.assign(gathered.size(), pb::StepReport());
@@ -70,7 +70,7 @@ class CoordinatorGate final : public GradientSyncGate {
       decision.set_step(report.step());
       decision.set_apply(apply);
     }
-    RETURN_IF_ERROR(control_.Broadcast(decision, absl::Now() + timeout_));
+    RETURN_IF_ERROR(control_.Broadcast(decision, absl::Now() + timeout_, kControlTagDecision));
     if (decision.step() != report.step()) {
       return absl::InternalError(absl::StrCat("decision for step ", decision.step(),
                                               " arrived during step ", report.step()));
@@ -90,20 +90,19 @@ class CoordinatorGate final : public GradientSyncGate {
   bool applied_ = true;
 };
 
-DataRequirements RequirementsOf(const pb::Plan& plan, const Loss& loss,
-                                const Shape& model_output) {
-  DataRequirements req;
-  req.input_shape = Shape(std::vector<int64_t>(plan.model().input().shape().begin(),
-                                               plan.model().input().shape().end()));
-  req.target_shape = loss.target_shape(model_output);
-  req.target_dtype = loss.target_dtype();
-  req.num_classes = plan.model().loss().has_softmax_cross_entropy() ? model_output.last() : 0;
-  req.seed = plan.training().seed();
-  return req;
-}
-
 Shape ToShape(const google::protobuf::RepeatedField<int64_t>& dims) {
   return Shape(std::vector<int64_t>(dims.begin(), dims.end()));
+}
+
+DataRequirements RequirementsOf(const pb::Setup& setup) {
+  const pb::Plan& plan = setup.plan();
+  DataRequirements req;
+  req.input_shape = ToShape(plan.model().input().shape());
+  req.target_shape = ToShape(setup.target_shape());
+  req.target_dtype = setup.class_targets() ? DType::kI64 : DType::kF32;
+  req.num_classes = setup.num_classes();
+  req.seed = plan.training().seed();
+  return req;
 }
 
 class Worker {
@@ -117,55 +116,58 @@ class Worker {
     control_ = *std::move(control);
     rank_ = control_->rank();
 
-    absl::Status setup = ReceiveSetup();
-    if (!setup.ok()) {
-      // Rejected plans are known to every rank: no abort broadcast, MPI finalizes normally.
+    if (absl::Status setup = ReceiveSetup(); !setup.ok()) return Fail(setup);
+    if (setup_.has_error()) {
+      // A rejected plan is known to every rank: no abort broadcast, MPI finalizes normally.
       if (rank_ == 0) {
-        logger_.Error(setup.message());
+        logger_.Error(setup_.error());
       } else {
-        const std::vector<std::string> lines = absl::StrSplit(setup.message(), '\n');
+        const std::vector<std::string> lines = absl::StrSplit(setup_.error(), '\n');
         logger_.Error(absl::StrCat("rank 0 rejected the plan: ", lines.front(),
                                    lines.size() > 1 ? " (rank 0 printed all problems)" : ""));
       }
-      return setup;
+      return absl::InvalidArgumentError(setup_.error());
     }
-    absl::Status status = Train();
-    if (!status.ok()) return Fail(status);
+    if (absl::Status status = Train(); !status.ok()) return Fail(status);
     return absl::OkStatus();
   }
 
  private:
+  // After a failure: report it, tell the other ranks (unless it came from one of them), and
+  // mark MPI as aborting so the process exits without MPI_Finalize.
   absl::Status Fail(const absl::Status& status) {
     if (status.code() == absl::StatusCode::kAborted) {
       logger_.Error(absl::StrCat("stopping: ", status.message()));
     } else {
       logger_.Error(status.message());
-      if (control_) control_->NotifyAbort(std::string(status.message()));
+      if (control_) {
+        control_->NotifyAbort(std::string(status.message()));
+        // mpirun tears the job down as soon as this process exits non-zero; a moment's grace
+        // lets the other ranks see the notification and say why they stop.
+        absl::SleepFor(absl::Milliseconds(500));
+      }
     }
     mpi_.MarkAborting();
     return status;
   }
 
+  // Rank 0 resolves the job and sends every rank its Setup (an error Setup when the plan is
+  // rejected); other ranks receive theirs. Errors returned here are transport failures.
   absl::Status ReceiveSetup() {
     const absl::Time deadline = absl::Now() + options_.startup_timeout;
-    if (rank_ == 0) {
-      auto job = ResolveJob(options_, control_->size(), registry_);
-      std::vector<pb::Setup> setups(control_->size());
-      if (job.ok()) {
-        setups = job->setups;
-        prediction_ = job->prediction;
-      } else {
-        for (pb::Setup& s : setups) s.set_error(std::string(job.status().message()));
-      }
-      for (int r = 1; r < control_->size(); ++r) {
-        RETURN_IF_ERROR(control_->Send(r, kControlTagSetup, setups[r], deadline));
-      }
-      setup_ = std::move(setups[0]);
-      if (!job.ok()) return job.status();
+    if (rank_ != 0) return control_->Recv(0, kControlTagSetup, setup_, deadline);
+    auto job = ResolveJob(options_, control_->size(), registry_);
+    std::vector<pb::Setup> setups(control_->size());
+    if (job.ok()) {
+      setups = job->setups;
+      prediction_ = job->prediction;
     } else {
-      RETURN_IF_ERROR(control_->Recv(0, kControlTagSetup, setup_, deadline));
+      for (pb::Setup& s : setups) s.set_error(std::string(job.status().message()));
     }
-    if (setup_.has_error()) return absl::InvalidArgumentError(setup_.error());
+    for (int r = 1; r < control_->size(); ++r) {
+      RETURN_IF_ERROR(control_->Send(r, kControlTagSetup, setups[r], deadline));
+    }
+    setup_ = std::move(setups[0]);
     return absl::OkStatus();
   }
 
@@ -176,7 +178,8 @@ class Worker {
     const pb::StageSpec& spec = setup_.stages(stage);
     timeout_ = absl::Seconds(plan.runtime().timeouts().wait_seconds());
 
-    CpuDevice device(CpuDeviceOptions{.threads = plan.runtime().threads()});
+    CpuDevice device(CpuDeviceOptions{.threads = plan.runtime().threads(),
+                                      .memory_limit_bytes = plan.runtime().memory_limit_bytes()});
     ASSIGN_OR_RETURN(StageModel model,
                      StageModel::Create(plan.model(), spec.first_layer(), spec.end_layer(),
                                         ToShape(spec.input_shape()), registry_));
@@ -192,9 +195,7 @@ class Worker {
 
     std::unique_ptr<Dataset> dataset;
     if (stage == 0 || stage == stages - 1) {
-      ASSIGN_OR_RETURN(std::unique_ptr<Loss> loss, CreateLoss(plan.model().loss()));
-      const Shape model_output = ToShape(setup_.stages(stages - 1).output_shape());
-      ASSIGN_OR_RETURN(dataset, OpenDataset(plan.data(), RequirementsOf(plan, *loss, model_output)));
+      ASSIGN_OR_RETURN(dataset, OpenDataset(plan.data(), RequirementsOf(setup_)));
     }
 
     ASSIGN_OR_RETURN(auto channel,
@@ -254,39 +255,28 @@ class Worker {
       command.set_step(step);
       command.set_lr(optimizer.base_lr());
       for (int64_t index : sampler.IndicesForStep(step)) command.add_sample_indices(index);
-      RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_));
+      RETURN_IF_ERROR(
+          control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
       RETURN_IF_ERROR(executor.RunStep(command).status());
       const double step_ms = absl::ToDoubleMilliseconds(absl::Now() - begin);
       ASSIGN_OR_RETURN(StepSummary summary,
                        Summarize(step, gate.reports(), batch, step_ms, gate.applied()));
-      if (metrics) RETURN_IF_ERROR(metrics->Write(ToJson(summary)));
+      if (metrics) RETURN_IF_ERROR(metrics->Write(ToMetricsRecord(summary)));
       if (log_every > 0 && ((step + 1) % log_every == 0 || step + 1 == steps || !summary.applied)) {
         logger_.Info(FormatProgressLine(summary, steps));
       }
     }
     pb::StepCommand stop;
     stop.set_stop(true);
-    return control_->Broadcast(stop, absl::Now() + timeout_);
-  }
-
-  static JsonObject ToJson(const StepSummary& s) {
-    JsonObject json;
-    json.AddInt("step", s.step).AddDouble("loss", s.loss);
-    if (s.accuracy >= 0) json.AddDouble("accuracy", s.accuracy);
-    json.AddBool("applied", s.applied)
-        .AddDouble("samples_per_s", s.samples_per_s)
-        .AddDouble("step_ms", s.step_ms)
-        .AddDouble("bubble", s.bubble)
-        .AddIntList("peak_bytes", s.peak_bytes)
-        .AddDoubleList("busy_ms", s.busy_ms);
-    return json;
+    return control_->Broadcast(stop, absl::Now() + timeout_, kControlTagStepCommand);
   }
 
   // Ranks != 0: follow rank 0's commands until told to stop.
   absl::Status Follow(StageExecutor& executor) {
     while (true) {
       pb::StepCommand command;
-      RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_));
+      RETURN_IF_ERROR(
+          control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
       if (command.stop()) return absl::OkStatus();
       RETURN_IF_ERROR(executor.RunStep(command).status());
     }
@@ -303,8 +293,23 @@ class Worker {
                                       t.values.size() * sizeof(float)));
     }
     ASSIGN_OR_RETURN(std::vector<std::string> gathered,
-                     control_->GatherToRoot(shard, absl::Now() + timeout_));
-    if (rank_ != 0) return absl::OkStatus();
+                     control_->GatherToRoot(shard, absl::Now() + timeout_, kControlTagExport));
+    // Every rank learns whether rank 0 wrote the file, so none exits 0 after a failed export.
+    pb::ExportResult result;
+    if (rank_ == 0) {
+      const absl::Status written = WriteExport(plan, gathered);
+      if (!written.ok()) result.set_error(std::string(written.message()));
+    }
+    RETURN_IF_ERROR(control_->Broadcast(result, absl::Now() + timeout_, kControlTagExport));
+    if (result.has_error()) {
+      return absl::InternalError(absl::StrCat("exporting parameters failed on rank 0: ",
+                                              result.error()));
+    }
+    return absl::OkStatus();
+  }
+
+  // Rank 0: merges every rank's shard and writes one safetensors file.
+  absl::Status WriteExport(const pb::Plan& plan, const std::vector<std::string>& gathered) {
     std::vector<NamedTensorData> all;
     for (size_t r = 0; r < gathered.size(); ++r) {
       pb::ParameterShard received;

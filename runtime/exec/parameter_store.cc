@@ -42,12 +42,6 @@ std::span<Tensor> ParameterStore::grads_of(int local_layer) {
   return std::span<Tensor>(grads_).subspan(begin, layer_offsets_[local_layer + 1] - begin);
 }
 
-int64_t ParameterStore::num_elements() const {
-  int64_t n = 0;
-  for (const Tensor& v : values_) n += v.num_elements();
-  return n;
-}
-
 void ParameterStore::ZeroGrads() {
   for (Tensor& g : grads_) g.SetZero();
 }

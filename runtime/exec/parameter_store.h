@@ -28,8 +28,6 @@ class ParameterStore {
   // All parameters of the stage, in order (for the optimizer).
   std::span<Tensor> values() { return values_; }
   std::span<const Tensor> grads() const { return grads_; }
-  const std::vector<std::string>& names() const { return names_; }
-  int64_t num_elements() const;
 
   void ZeroGrads();
   // Whether every gradient element is finite.

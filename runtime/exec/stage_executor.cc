@@ -52,7 +52,7 @@ class StageExecutor::Step {
     for (size_t i = 0; i < program_.instructions.size(); ++i) {
       if (IsReceive(program_.instructions[i])) receive_positions_.push_back(i);
     }
-    RETURN_IF_ERROR(PostReceivesUpTo(config_.recv_lookahead));
+    RETURN_IF_ERROR(WithContext(PostReceivesUpTo(config_.recv_lookahead), Where()));
     for (size_t i = 0; i < program_.instructions.size(); ++i) {
       position_ = i;
       const schedule::Instruction& instruction = program_.instructions[i];
@@ -126,20 +126,28 @@ class StageExecutor::Step {
 
   absl::Status PostReceivesUpTo(int count) {
     while (next_receive_ < receive_positions_.size() && posted_ahead_ < count) {
-      RETURN_IF_ERROR(PostReceive(receive_positions_[next_receive_]));
-      ++next_receive_;
-      ++posted_ahead_;
+      RETURN_IF_ERROR(PostNextReceive());
     }
+    return absl::OkStatus();
+  }
+
+  // Posts the next receive of the program, naming it on failure.
+  absl::Status PostNextReceive() {
+    const size_t position = receive_positions_[next_receive_];
+    const absl::Status posted = PostReceive(position);
+    if (!posted.ok()) {
+      return WithContext(posted, absl::StrCat("posting ",
+                                              schedule::ToString(program_.instructions[position])));
+    }
+    ++next_receive_;
+    ++posted_ahead_;
     return absl::OkStatus();
   }
 
   absl::Status PostReceive(size_t position) {
     const schedule::Instruction& instruction = program_.instructions[position];
     const bool activation = std::holds_alternative<schedule::RecvActivation>(instruction);
-    const int m = activation ? std::get<schedule::RecvActivation>(instruction).micro_batch
-                             : std::get<schedule::RecvGrad>(instruction).micro_batch;
-    const int chunk = activation ? std::get<schedule::RecvActivation>(instruction).chunk
-                                 : std::get<schedule::RecvGrad>(instruction).chunk;
+    const int m = *schedule::MicroBatchOf(instruction);
     RETURN_IF_ERROR(CheckMicroBatch(m));
     const Shape& per_sample = activation ? res_.model.input_shape() : res_.model.output_shape();
     const int peer = activation ? config_.prev_rank : config_.next_rank;
@@ -149,9 +157,11 @@ class StageExecutor::Step {
                                                      " stage to receive from"));
     }
     PostedReceive& posted = receives_[position];
-    ASSIGN_OR_RETURN(posted.buffer, Tensor::Empty(res_.device, per_sample.WithBatch(micro_batch_size_),
-                                                  DType::kF32, MemoryKind::kBoundary));
-    const TransferKey key{.step = command_.step(), .micro_batch = m, .chunk = chunk,
+    ASSIGN_OR_RETURN(posted.buffer,
+                     Tensor::Empty(res_.device, per_sample.WithBatch(micro_batch_size_),
+                                   DType::kF32, MemoryKind::kBoundary));
+    const TransferKey key{.step = command_.step(), .micro_batch = m,
+                          .chunk = schedule::ChunkOf(instruction),
                           .kind = activation ? TransferKind::kActivation : TransferKind::kGradient};
     ASSIGN_OR_RETURN(posted.handle, res_.channel.Recv(posted.buffer, peer, key));
     return absl::OkStatus();
@@ -159,14 +169,9 @@ class StageExecutor::Step {
 
   // Waits for the receive at the current position and returns its tensor.
   absl::StatusOr<Tensor> CompleteReceive() {
-    if (!receives_[position_].handle) {
-      // Not posted yet (lookahead exhausted): post everything up to and including it.
-      while (next_receive_ < receive_positions_.size() &&
-             receive_positions_[next_receive_] <= position_) {
-        RETURN_IF_ERROR(PostReceive(receive_positions_[next_receive_]));
-        ++next_receive_;
-        ++posted_ahead_;
-      }
+    // Not posted yet when the lookahead is exhausted: post everything up to and including it.
+    while (!receives_[position_].handle && next_receive_ < receive_positions_.size()) {
+      RETURN_IF_ERROR(PostNextReceive());
     }
     PostedReceive posted = std::move(receives_[position_]);
     --posted_ahead_;
@@ -183,25 +188,29 @@ class StageExecutor::Step {
           absl::StrCat("stage ", config_.stage, " has no peer to send ", ToString(key), " to"));
     }
     ASSIGN_OR_RETURN(auto handle, res_.channel.Send(tensor, peer, key));
-    sends_.push_back(std::move(handle));
+    sends_.push_back({key, std::move(handle)});
     return absl::OkStatus();
   }
 
-  // Drops completed sends; a send that failed reports its error here.
+  // Drops completed sends; a send that failed reports its error here, naming its transfer.
   absl::Status ReapFinishedSends() {
     for (auto it = sends_.begin(); it != sends_.end();) {
-      if (!(*it)->Done()) {
+      if (!it->handle->Done()) {
         ++it;
         continue;
       }
-      RETURN_IF_ERROR((*it)->Wait(Deadline()));
+      RETURN_IF_ERROR(WithContext(it->handle->Wait(Deadline()),
+                                  absl::StrCat("sending ", ToString(it->key))));
       it = sends_.erase(it);
     }
     return absl::OkStatus();
   }
 
   absl::Status WaitForSends() {
-    for (auto& handle : sends_) RETURN_IF_ERROR(handle->Wait(Deadline()));
+    for (InFlightSend& send : sends_) {
+      RETURN_IF_ERROR(
+          WithContext(send.handle->Wait(Deadline()), absl::StrCat("sending ", ToString(send.key))));
+    }
     sends_.clear();
     return absl::OkStatus();
   }
@@ -321,7 +330,7 @@ class StageExecutor::Step {
     if (mb.saved.empty()) {
       // Re-materialization: replay the forward (dropout masks are keyed by micro-batch, so the
       // replay is exact) to rebuild what backward needs.
-      ASSIGN_OR_RETURN(Tensor unused_output, RunLayers(op.micro_batch, mb.input, mb.saved));
+      RETURN_IF_ERROR(RunLayers(op.micro_batch, mb.input, mb.saved).status());
     }
     Tensor dy = std::move(mb.output_grad);
     for (int l = res_.model.num_layers() - 1; l >= 0; --l) {
@@ -402,7 +411,11 @@ class StageExecutor::Step {
   std::vector<size_t> receive_positions_;
   size_t next_receive_ = 0;
   int posted_ahead_ = 0;
-  std::vector<std::unique_ptr<TransferHandle>> sends_;
+  struct InFlightSend {
+    TransferKey key;
+    std::unique_ptr<TransferHandle> handle;
+  };
+  std::vector<InFlightSend> sends_;
   size_t position_ = 0;
 
   absl::Time start_;

@@ -22,7 +22,6 @@ class StageModel {
                                            const Shape& input_shape,
                                            const LayerRegistry& registry);
 
-  int first_layer() const { return first_layer_; }
   int num_layers() const { return static_cast<int>(layers_.size()); }
   const Layer& layer(int local_index) const { return *layers_[local_index]; }
   // Index of local layer `local_index` in model.layers.

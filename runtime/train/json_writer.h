@@ -12,11 +12,10 @@
 #include <vector>
 
 #include "absl/strings/string_view.h"
+#include "runtime/core/json_text.h"
 
 namespace gpipe {
 
-// `text` as a quoted JSON string.
-std::string JsonQuote(absl::string_view text);
 // `value` as a JSON number ("0.1", "3.0", "1e+300") or "null" when it is not finite.
 std::string JsonNumber(double value);
 

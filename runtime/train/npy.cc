@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/core/file_io.h"
 #include "runtime/core/status_macros.h"
 
 namespace gpipe {
@@ -167,22 +168,6 @@ uint32_t ReadLittleEndian(absl::string_view bytes, size_t offset, int width) {
   }
   return value;
 }
-
-// The whole file, read with one allocation of its size.
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::error_code error;
-  const uintmax_t size = std::filesystem::file_size(path, error);
-  if (error) {
-    return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", error.message()));
-  }
-  std::ifstream file(path, std::ios::binary);
-  std::string bytes(size, '\0');
-  if (!file || !file.read(bytes.data(), static_cast<std::streamsize>(size))) {
-    return absl::DataLossError(absl::StrCat("reading ", path, " failed: ", std::strerror(errno)));
-  }
-  return bytes;
-}
-
 absl::Status WriteNpyBytes(const std::string& path, const Shape& shape, const char* descr,
                            const void* data, size_t element_size, size_t count) {
   for (int64_t d : shape.dims()) {

@@ -85,6 +85,8 @@ TEST(LaunchFailureTest, GpipeRunDryRunPrintsTheLaunchCommand) {
   EXPECT_TRUE(absl::StrContains(run.output, "mpirun -np 4")) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "gpipe-worker --plan")) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "--override training { steps: 1 }")) << run.output;
+  // The plan's start-up limit reaches the ranks that never read the plan.
+  EXPECT_TRUE(absl::StrContains(run.output, "--startup-timeout 120")) << run.output;
 }
 
 TEST(LaunchFailureTest, GpipeRunPropagatesTheJobExitCode) {

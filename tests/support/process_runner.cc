@@ -20,6 +20,12 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_se
   }
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
+  if (pid < 0) {
+    close(pipe_fds[0]);
+    close(pipe_fds[1]);
+    result.output = "fork() failed";
+    return result;
+  }
   if (pid == 0) {
     setpgid(0, 0);
     dup2(pipe_fds[1], STDOUT_FILENO);
@@ -39,9 +45,13 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_se
   bool open = true;
   int status = 0;
   bool exited = false;
+  double exited_at = 0;
   while (true) {
     const double elapsed =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // A grandchild that inherited the pipe must not hold the test until the limit: read what
+    // arrives for a moment after the child exits, then stop.
+    if (exited && elapsed - exited_at > 2.0) break;
     if (elapsed > timeout_seconds) {
       result.timed_out = true;
       kill(-pid, SIGKILL);
@@ -66,11 +76,12 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_se
     }
     if (!exited && waitpid(pid, &status, WNOHANG) == pid) {
       exited = true;
+      exited_at = elapsed;
       if (!open) break;
     }
     if (exited && !open) break;
   }
-  // Drain what is left.
+  // Drain what is left (non-blocking).
   while (true) {
     const ssize_t n = read(pipe_fds[0], buffer, sizeof(buffer));
     if (n <= 0) break;

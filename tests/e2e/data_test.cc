@@ -134,6 +134,17 @@ TEST_F(NpyJobTest, NonFiniteSamplesSkipTheSameStepsOnEveryRank) {
     EXPECT_EQ(absl::StrContains(lines[step], "\"applied\":false"), skipped) << lines[step];
   }
   EXPECT_TRUE(absl::StrContains(run.output, "SKIPPED")) << run.output;
+  // Every rank skipped: 2 steps whose second is skipped export exactly what 1 step does.
+  const std::string one = dir_ + "/one.safetensors", two = dir_ + "/two.safetensors";
+  ASSERT_EQ(Run(3, WritePlan(), {"--export", one, "--override", "training { steps: 1 }"}).exit_code,
+            0);
+  ASSERT_EQ(Run(3, WritePlan(), {"--export", two, "--override", "training { steps: 2 }"}).exit_code,
+            0);
+  auto a = ReadSafetensors(one);
+  auto b = ReadSafetensors(two);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) EXPECT_EQ((*a)[i].values, (*b)[i].values) << (*a)[i].name;
 }
 
 TEST_F(NpyJobTest, DataErrorOnTheLastStageStopsEveryRank) {
@@ -167,7 +178,8 @@ TEST_F(NpyJobTest, ExportedWeightsComeBackWithInitFrom) {
   ASSERT_TRUE(a.ok() && b.ok());
   ASSERT_EQ(a->size(), b->size());
   for (size_t i = 0; i < a->size(); ++i) EXPECT_EQ((*a)[i].values, (*b)[i].values) << (*a)[i].name;
-  // A file missing a parameter is rejected before training, on rank 0.
+  // A file missing a parameter is rejected before training (each rank loads its own stage's
+  // parameters from it, so the file must be readable on every rank).
   ASSERT_TRUE(WriteSafetensors(dir_ + "/partial.safetensors", {(*a)[0]}, {}).ok());
   const testing::ProcessResult partial =
       Run(2, plan, {"--init-from", dir_ + "/partial.safetensors"});

@@ -94,6 +94,34 @@ TEST(LaunchFailureTest, GpipeRunPropagatesTheJobExitCode) {
   const testing::ProcessResult ok = testing::RunProcess({testing::BinPath("gpipe-run"), plan}, 90);
   EXPECT_EQ(ok.exit_code, 0) << ok.output;
   EXPECT_TRUE(absl::StrContains(ok.output, "step 2/2")) << ok.output;
+  // A job that fails after launch (rank 0 rejects the missing --init-from file).
+  const testing::ProcessResult failed = testing::RunProcess(
+      {testing::BinPath("gpipe-run"), plan, "--init-from", "/nonexistent.safetensors"}, 90);
+  EXPECT_EQ(failed.exit_code, 1) << failed.output;
+  EXPECT_TRUE(absl::StrContains(failed.output, "/nonexistent.safetensors: no such file"))
+      << failed.output;
+}
+
+TEST(LaunchFailureTest, MidStepFailureStopsEveryRankWithTheFailingRanksContext) {
+  // The last stage runs out of its memory budget in the middle of step 0; the other two ranks
+  // are blocked waiting for its gradients and must stop with its message, not at a deadline.
+  const std::string plan = testing::SourcePath("tests/e2e/testdata/out_of_memory.pbtxt");
+  std::vector<std::string> argv = testing::MpirunPrefix(3);
+  argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan", plan});
+  const testing::ProcessResult run = testing::RunProcess(argv, 60);
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_FALSE(run.timed_out) << run.output;
+  EXPECT_LT(run.seconds, 20.0) << run.output;  // the plan's wait deadline is 30 s
+  EXPECT_TRUE(absl::StrContains(
+      run.output, "[gpipe r2] error: rank 2, stage 2, step 0: instruction Forward(mb="))
+      << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "exceeds the limit of 800000 bytes")) << run.output;
+  for (int r : {0, 1}) {
+    EXPECT_TRUE(absl::StrContains(
+        run.output, absl::StrCat("[gpipe r", r, "] error: stopping: rank ", r, ", stage ", r,
+                                 ", step 0: instruction RecvGrad(mb=7): rank 2 aborted the job")))
+        << run.output;
+  }
 }
 
 }  // namespace

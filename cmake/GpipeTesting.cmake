@@ -1,5 +1,5 @@
 # Test helpers.
-#   gpipe_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s])
+#   gpipe_add_test(NAME name SOURCES ... LIBS ... [LABELS ...] [TIMEOUT s] [PROCESSORS n])
 #     a gtest binary, registered with ctest (label `unit` unless LABELS are given).
 #   gpipe_add_mpi_test(NAME name NP n COMMAND exe args... [TIMEOUT s])
 #     runs `mpirun -np n exe args...` under ctest with a hard timeout.
@@ -9,7 +9,10 @@ set(GPIPE_MPIRUN_FLAGS --oversubscribe --bind-to none --mca btl self,vader
     --mca btl_vader_single_copy_mechanism none CACHE STRING "Flags mpirun gets in tests")
 
 function(gpipe_add_test)
-  cmake_parse_arguments(T "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS" ${ARGN})
+  cmake_parse_arguments(T "" "NAME;TIMEOUT;PROCESSORS" "SOURCES;LIBS;LABELS" ${ARGN})
+  if(NOT T_PROCESSORS)
+    set(T_PROCESSORS 1)
+  endif()
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
@@ -21,18 +24,23 @@ function(gpipe_add_test)
     set(T_LABELS unit)
   endif()
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
+                       PROCESSORS ${T_PROCESSORS}
                        ENVIRONMENT "GPIPE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPIPE_SOURCE_DIR=${PROJECT_SOURCE_DIR};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
 endfunction()
 
 function(gpipe_add_mpi_test)
   cmake_parse_arguments(T "" "NAME;NP;TIMEOUT" "COMMAND;LABELS" ${ARGN})
+  set(T_LABELS_SUFFIX "")
+  if(T_LABELS)
+    set(T_LABELS_SUFFIX ";${T_LABELS}")
+  endif()
   if(NOT T_TIMEOUT)
     set(T_TIMEOUT 300)
   endif()
   add_test(NAME ${T_NAME}
            COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${T_NP} ${GPIPE_MPIRUN_FLAGS}
                    ${T_COMMAND})
-  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "mpi;${T_LABELS}"
+  set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "mpi${T_LABELS_SUFFIX}"
                        PROCESSORS ${T_NP}
                        ENVIRONMENT "GPIPE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPIPE_SOURCE_DIR=${PROJECT_SOURCE_DIR};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
 endfunction()

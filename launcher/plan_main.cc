@@ -20,7 +20,8 @@ constexpr char kUsage[] =
     "  check   validate the plan (errors as file:line:col) and print its stages\n"
     "  show    also draw the schedule as a stage x time grid with the predicted bubble\n"
     "          and per-stage memory\n"
-    "  -n N    (check) also verify that a job of N processes fits the plan\n";
+    "  -n N    (check) also verify that a job of N processes fits the plan\n"
+    "exit code: 0 valid, 1 invalid plan, 2 usage error\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "%s\n", message.c_str());
@@ -46,6 +47,10 @@ int main(int argc, char** argv) {
     return 2;
   }
   const bool show = positional[0] == "show";
+  if (show && flags->Has("n")) {
+    std::fputs("gpipe-plan: -n goes with check\n", stderr);
+    return 2;
+  }
   auto loaded = gpipe::LoadPlanFile(positional[1], flags->GetAll("override"));
   if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
   auto analyzed = gpipe::AnalyzePlan(*loaded, gpipe::LayerRegistry::WithBuiltins());

@@ -20,11 +20,12 @@
 namespace {
 
 constexpr char kUsage[] =
-    "usage: gpipe-run [-n N] [--launcher mpirun|srun] [--dry-run] PLAN [worker flags]\n"
+    "usage: gpipe-run [-n N] [--launcher mpirun|srun] [--launcher-arg ARG]... [--dry-run] PLAN\n"
+    "                 [worker flags]\n"
     "  -n N                  processes; must equal the plan's pipeline.stages (default: that)\n"
     "  --launcher NAME       mpirun (default) or srun (inside a Slurm allocation)\n"
     "  --launcher-arg ARG    extra argument for the launcher (repeatable), e.g. --hostfile\n"
-    "  --dry-run             print the command instead of running it\n"
+    "  --dry-run             print the command (arguments joined by spaces, unquoted)\n"
     "  worker flags          --override TEXT (repeatable), --metrics-out FILE,\n"
     "                        --init-from FILE, --export FILE, --startup-timeout SEC\n"
     "                        (passed to every gpipe-worker; see gpipe-worker --help)\n";

@@ -86,8 +86,8 @@ absl::StatusOr<double> ParseDoubleFlag(const std::string& flag, const std::strin
 absl::StatusOr<double> ParseSecondsFlag(const std::string& flag, const std::string& value) {
   double seconds = 0;
   if (!absl::SimpleAtod(value, &seconds) || !std::isfinite(seconds) || seconds <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "flag ", flag, " needs a finite number of seconds > 0, got '", value, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("flag ", flag, " needs a finite number of seconds > 0, got '", value, "'"));
   }
   return seconds;
 }

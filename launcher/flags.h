@@ -15,8 +15,8 @@
 namespace gpipe {
 
 struct FlagSpec {
-  std::string name;          // without dashes: "plan", "n"
-  bool takes_value = true;   // false: a switch such as --help
+  std::string name;         // without dashes: "plan", "n"
+  bool takes_value = true;  // false: a switch such as --help
   bool repeatable = false;
 };
 

@@ -34,7 +34,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   auto flags = gpipe::ParseFlags({{"override", true, true}, {"n"}, {"help", false}}, args);
   if (!flags.ok()) {
-    std::fprintf(stderr, "gpipe-plan: %s\n%s", std::string(flags.status().message()).c_str(), kUsage);
+    std::fprintf(stderr, "gpipe-plan: %s\n%s", std::string(flags.status().message()).c_str(),
+                 kUsage);
     return 2;
   }
   if (flags->Has("help")) {

@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
     auto parsed = gpipe::ParseIntFlag("-n", *n);
     if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
     processes = *parsed;
-    const absl::Status fits = gpipe::CheckWorldSize(*analyzed, *loaded, static_cast<int>(processes));
+    const absl::Status fits =
+        gpipe::CheckWorldSize(*analyzed, *loaded, static_cast<int>(processes));
     if (!fits.ok()) return Fail(std::string(fits.message()));
   }
 
@@ -100,13 +101,14 @@ int main(int argc, char** argv) {
   command.insert(command.end(), {WorkerPath(), "--plan", plan_path});
   for (const std::string& o : overrides) command.insert(command.end(), {"--override", o});
   for (const char* name : {"metrics-out", "init-from", "export", "startup-timeout"}) {
-    if (auto value = flags->Get(name)) command.insert(command.end(), {absl::StrCat("--", name), *value});
+    if (auto value = flags->Get(name))
+      command.insert(command.end(), {absl::StrCat("--", name), *value});
   }
   // Ranks other than 0 never read the plan, so the plan's start-up limit travels as a flag.
   if (!flags->Has("startup-timeout")) {
-    command.insert(command.end(),
-                   {"--startup-timeout",
-                    absl::StrCat(analyzed->plan.runtime().timeouts().startup_seconds())});
+    command.insert(
+        command.end(),
+        {"--startup-timeout", absl::StrCat(analyzed->plan.runtime().timeouts().startup_seconds())});
   }
 
   if (flags->Has("dry-run")) {

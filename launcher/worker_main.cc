@@ -60,8 +60,7 @@ int main(int argc, char** argv) {
   }
   if (options.plan_path.empty() || !flags->positional().empty()) {
     std::fprintf(stderr, "gpipe-worker: %s\n%s",
-                 options.plan_path.empty() ? "--plan is required" : "unexpected argument",
-                 kUsage);
+                 options.plan_path.empty() ? "--plan is required" : "unexpected argument", kUsage);
     return 2;
   }
 

@@ -45,8 +45,8 @@ struct LayerContext {
   // depend on how the mini-batch is split (dropout) is keyed by step and layer and positioned by
   // sample_offset, so M micro-batches draw exactly what one whole batch would.
   int64_t sample_offset = 0;
-  int layer_index = 0;           // index in model.layers (global, not per stage)
-  bool need_input_grad = true;   // false for the model's first layer: Backward may skip dx
+  int layer_index = 0;          // index in model.layers (global, not per stage)
+  bool need_input_grad = true;  // false for the model's first layer: Backward may skip dx
 };
 
 // What one Forward call kept for the matching Backward (one per layer per micro-batch).

@@ -14,9 +14,8 @@ absl::StatusOr<std::unique_ptr<Layer>> Linear::Create(const pb::Layer& spec,
     return absl::InvalidArgumentError("linear.out_features must be set and >= 1");
   }
   if (input_shape.rank() < 1 || input_shape.last() < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("linear needs an input with a last dimension >= 1, got ",
-                     input_shape.ToString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "linear needs an input with a last dimension >= 1, got ", input_shape.ToString()));
   }
   return std::unique_ptr<Layer>(
       new Linear(spec.name(), input_shape, config.out_features(), config.bias()));
@@ -59,10 +58,18 @@ absl::StatusOr<Tensor> Linear::Forward(const LayerContext& ctx, std::span<const 
     }
   }
   // y[rows, out] (+)= x[rows, in] * W[out, in]^T
-  RETURN_IF_ERROR(ctx.device.Gemm({.transpose_a = false, .transpose_b = true, .m = rows,
-                                   .n = out_features_, .k = in_features_, .alpha = 1.0f,
-                                   .a = x.f32(), .lda = in_features_, .b = params[0].f32(),
-                                   .ldb = in_features_, .beta = bias_ ? 1.0f : 0.0f, .c = out,
+  RETURN_IF_ERROR(ctx.device.Gemm({.transpose_a = false,
+                                   .transpose_b = true,
+                                   .m = rows,
+                                   .n = out_features_,
+                                   .k = in_features_,
+                                   .alpha = 1.0f,
+                                   .a = x.f32(),
+                                   .lda = in_features_,
+                                   .b = params[0].f32(),
+                                   .ldb = in_features_,
+                                   .beta = bias_ ? 1.0f : 0.0f,
+                                   .c = out,
                                    .ldc = out_features_}));
   saved.tensors.push_back(x);
   return y;
@@ -80,10 +87,19 @@ absl::StatusOr<Tensor> Linear::Backward(const LayerContext& ctx, std::span<const
   }
   const int64_t rows = x.shape().rows();
   // dW[out, in] += dy[rows, out]^T * x[rows, in]
-  RETURN_IF_ERROR(ctx.device.Gemm({.transpose_a = true, .transpose_b = false, .m = out_features_,
-                                   .n = in_features_, .k = rows, .alpha = 1.0f, .a = dy.f32(),
-                                   .lda = out_features_, .b = x.f32(), .ldb = in_features_,
-                                   .beta = 1.0f, .c = grads[0].f32(), .ldc = in_features_}));
+  RETURN_IF_ERROR(ctx.device.Gemm({.transpose_a = true,
+                                   .transpose_b = false,
+                                   .m = out_features_,
+                                   .n = in_features_,
+                                   .k = rows,
+                                   .alpha = 1.0f,
+                                   .a = dy.f32(),
+                                   .lda = out_features_,
+                                   .b = x.f32(),
+                                   .ldb = in_features_,
+                                   .beta = 1.0f,
+                                   .c = grads[0].f32(),
+                                   .ldc = in_features_}));
   if (bias_) {
     float* db = grads[1].f32();
     const float* g = dy.f32();
@@ -92,13 +108,21 @@ absl::StatusOr<Tensor> Linear::Backward(const LayerContext& ctx, std::span<const
     }
   }
   if (!ctx.need_input_grad) return Tensor();
-  ASSIGN_OR_RETURN(Tensor dx, Tensor::Empty(ctx.device, x.shape(), DType::kF32,
-                                            MemoryKind::kActivation));
+  ASSIGN_OR_RETURN(Tensor dx,
+                   Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
   // dx[rows, in] = dy[rows, out] * W[out, in]
-  RETURN_IF_ERROR(ctx.device.Gemm({.transpose_a = false, .transpose_b = false, .m = rows,
-                                   .n = in_features_, .k = out_features_, .alpha = 1.0f,
-                                   .a = dy.f32(), .lda = out_features_, .b = params[0].f32(),
-                                   .ldb = in_features_, .beta = 0.0f, .c = dx.f32(),
+  RETURN_IF_ERROR(ctx.device.Gemm({.transpose_a = false,
+                                   .transpose_b = false,
+                                   .m = rows,
+                                   .n = in_features_,
+                                   .k = out_features_,
+                                   .alpha = 1.0f,
+                                   .a = dy.f32(),
+                                   .lda = out_features_,
+                                   .b = params[0].f32(),
+                                   .ldb = in_features_,
+                                   .beta = 0.0f,
+                                   .c = dx.f32(),
                                    .ldc = in_features_}));
   return dx;
 }

@@ -34,8 +34,7 @@ class Loss {
   virtual absl::Status ValidateOutputShape(const Shape& output_shape) const = 0;
   // output: [b, ...]; targets: [b, target_shape...]. global_batch: the mini-batch size.
   virtual absl::StatusOr<LossResult> Compute(Device& device, const Tensor& output,
-                                             const Tensor& targets,
-                                             int64_t global_batch) const = 0;
+                                             const Tensor& targets, int64_t global_batch) const = 0;
 };
 
 }  // namespace gpipe

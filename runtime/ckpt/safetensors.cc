@@ -18,9 +18,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/ckpt/json_parser.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/json_text.h"
-#include "runtime/ckpt/json_parser.h"
 #include "runtime/core/status_macros.h"
 
 namespace gpipe {

@@ -47,8 +47,7 @@ class DataChannel {
   virtual ~DataChannel() = default;
   // Sends `tensor` to `peer_rank`. The tensor must stay alive and unmodified until the handle
   // is done (the handle keeps a reference to it).
-  virtual absl::StatusOr<std::unique_ptr<TransferHandle>> Send(const Tensor& tensor,
-                                                               int peer_rank,
+  virtual absl::StatusOr<std::unique_ptr<TransferHandle>> Send(const Tensor& tensor, int peer_rank,
                                                                const TransferKey& key) = 0;
   // Receives into `tensor` (already allocated with the expected shape and dtype) from
   // `peer_rank`; the header must match `key`, the shape and the dtype.

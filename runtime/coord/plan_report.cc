@@ -44,26 +44,25 @@ std::vector<StageMemoryEstimate> EstimateStageMemory(const AnalyzedPlan& plan) {
 
 absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan, bool with_schedule) {
   const pb::Pipeline& pipeline = plan.plan.pipeline();
-  std::string out = absl::StrCat("plan '", plan.plan.name(), "' is valid: ", plan.layers.size(),
-                                 " layers, ", pipeline.stages(), " stages, ",
-                                 pipeline.micro_batches(), " micro-batches of ",
-                                 plan.plan.training().global_batch() / pipeline.micro_batches(),
-                                 " samples\n\n");
+  std::string out =
+      absl::StrCat("plan '", plan.plan.name(), "' is valid: ", plan.layers.size(), " layers, ",
+                   pipeline.stages(), " stages, ", pipeline.micro_batches(), " micro-batches of ",
+                   plan.plan.training().global_batch() / pipeline.micro_batches(), " samples\n\n");
   absl::StrAppend(&out, FormatStageTable(plan));
   if (!with_schedule) return out;
 
-  ASSIGN_OR_RETURN(schedule::Program program,
-                   schedule::BuildProgram(pipeline.schedule(), pipeline.stages(),
-                                          pipeline.micro_batches()));
+  ASSIGN_OR_RETURN(
+      schedule::Program program,
+      schedule::BuildProgram(pipeline.schedule(), pipeline.stages(), pipeline.micro_batches()));
   ASSIGN_OR_RETURN(schedule::VerifyResult prediction,
                    schedule::VerifyProgram(program, CostsFromFlops(plan)));
   absl::StrAppend(&out, "\nschedule ", pb::Schedule_Name(pipeline.schedule()),
                   " (time in units of a mean stage's forward; backward = 2x forward)\n",
                   schedule::DrawGrid(program, prediction));
-  absl::StrAppendFormat(&out, "\npredicted bubble %.1f%% (GPipe formula (K-1)/(M+K-1) = %.1f%%)\n",
-                        100.0 * prediction.bubble_fraction,
-                        100.0 * (pipeline.stages() - 1) /
-                            (pipeline.micro_batches() + pipeline.stages() - 1));
+  absl::StrAppendFormat(
+      &out, "\npredicted bubble %.1f%% (GPipe formula (K-1)/(M+K-1) = %.1f%%)\n",
+      100.0 * prediction.bubble_fraction,
+      100.0 * (pipeline.stages() - 1) / (pipeline.micro_batches() + pipeline.stages() - 1));
   absl::StrAppend(&out, "\npredicted peak memory per stage (fp32, remat ",
                   pb::Remat_Name(pipeline.remat()), ")\n");
   absl::StrAppendFormat(&out, "%-7s %14s %14s %14s %14s\n", "stage", "parameters", "boundary",

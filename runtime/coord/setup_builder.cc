@@ -32,23 +32,22 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
   ASSIGN_OR_RETURN(job.analyzed, AnalyzePlan(loaded, registry));
   RETURN_IF_ERROR(CheckWorldSize(job.analyzed, loaded, world_size));
   if (!options.init_from.empty() && !std::filesystem::exists(options.init_from)) {
-    return absl::NotFoundError(
-        absl::StrCat("--init-from: ", options.init_from, ": no such file"));
+    return absl::NotFoundError(absl::StrCat("--init-from: ", options.init_from, ": no such file"));
   }
   if (!options.export_path.empty()) {
     // Fail before training, not after it, when the export cannot be written.
     const std::filesystem::path parent =
         std::filesystem::absolute(options.export_path).parent_path();
     if (!std::filesystem::is_directory(parent) || access(parent.c_str(), W_OK) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--export: ", options.export_path, ": the directory ", parent.string(),
-          " does not exist or is not writable"));
+      return absl::InvalidArgumentError(absl::StrCat("--export: ", options.export_path,
+                                                     ": the directory ", parent.string(),
+                                                     " does not exist or is not writable"));
     }
   }
   const pb::Pipeline& pipeline = job.analyzed.plan.pipeline();
-  ASSIGN_OR_RETURN(schedule::Program program,
-                   schedule::BuildProgram(pipeline.schedule(), pipeline.stages(),
-                                          pipeline.micro_batches()));
+  ASSIGN_OR_RETURN(
+      schedule::Program program,
+      schedule::BuildProgram(pipeline.schedule(), pipeline.stages(), pipeline.micro_batches()));
   auto prediction = schedule::VerifyProgram(program, CostsFromFlops(job.analyzed));
   if (!prediction.ok()) {
     return absl::InternalError(

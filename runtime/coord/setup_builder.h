@@ -20,7 +20,7 @@ namespace gpipe {
 struct ResolvedJob {
   AnalyzedPlan analyzed;
   schedule::VerifyResult prediction;  // simulated with per-stage FLOP costs
-  std::vector<pb::Setup> setups;       // index = rank
+  std::vector<pb::Setup> setups;      // index = rank
 };
 
 absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_size,

@@ -19,8 +19,8 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
     const pb::StepReport& report = reports[r];
     if (report.step() != step || report.rank() != static_cast<int>(r)) {
       return absl::InternalError(absl::StrCat("report from rank ", report.rank(), " for step ",
-                                              report.step(), " arrived at slot ", r,
-                                              " of step ", step));
+                                              report.step(), " arrived at slot ", r, " of step ",
+                                              step));
     }
     if (report.has_loss()) s.loss = report.loss();
     if (report.has_correct() && global_batch > 0) {
@@ -59,8 +59,8 @@ std::string FormatBytes(int64_t bytes) {
 std::string FormatProgressLine(const StepSummary& s, int64_t total_steps) {
   std::string line = absl::StrFormat("step %d/%d | loss %.4f", s.step + 1, total_steps, s.loss);
   if (s.accuracy >= 0) absl::StrAppendFormat(&line, " | acc %.1f%%", 100.0 * s.accuracy);
-  absl::StrAppendFormat(&line, " | %.0f samples/s | step %.2f ms | bubble %.1f%%",
-                        s.samples_per_s, s.step_ms, 100.0 * s.bubble);
+  absl::StrAppendFormat(&line, " | %.0f samples/s | step %.2f ms | bubble %.1f%%", s.samples_per_s,
+                        s.step_ms, 100.0 * s.bubble);
   if (!s.peak_bytes.empty()) {
     const auto fullest = std::max_element(s.peak_bytes.begin(), s.peak_bytes.end());
     absl::StrAppend(&line, " | peak mem ", FormatBytes(*fullest), " (stage ",

@@ -16,11 +16,11 @@ namespace gpipe {
 struct StepSummary {
   int64_t step = 0;
   double loss = 0.0;
-  double accuracy = -1.0;    // fraction correct in the mini-batch; < 0 when not classification
-  bool applied = true;       // whether the optimizer step was applied
-  double step_ms = 0.0;      // rank 0's wall time for the step (command to decision)
+  double accuracy = -1.0;  // fraction correct in the mini-batch; < 0 when not classification
+  bool applied = true;     // whether the optimizer step was applied
+  double step_ms = 0.0;    // rank 0's wall time for the step (command to decision)
   double samples_per_s = 0.0;
-  double bubble = 0.0;       // mean over stages of 1 - busy/step time
+  double bubble = 0.0;              // mean over stages of 1 - busy/step time
   std::vector<int64_t> peak_bytes;  // per stage
   std::vector<double> busy_ms;      // per stage
 };

@@ -198,9 +198,9 @@ class Worker {
       ASSIGN_OR_RETURN(dataset, OpenDataset(plan.data(), RequirementsOf(setup_)));
     }
 
-    ASSIGN_OR_RETURN(auto channel,
-                     MpiDataChannel::Create(mpi_.world(), [this] { return control_->PollAbort(); },
-                                            nullptr, timeout_));
+    ASSIGN_OR_RETURN(auto channel, MpiDataChannel::Create(
+                                       mpi_.world(), [this] { return control_->PollAbort(); },
+                                       nullptr, timeout_));
     ASSIGN_OR_RETURN(schedule::StageProgram program, schedule::FromProto(setup_.program()));
 
     ExecutorConfig config;
@@ -216,9 +216,9 @@ class Worker {
     config.replica_group = {rank_};
     config.wait_timeout = timeout_;
     CoordinatorGate gate(*control_, timeout_);
-    StageExecutor executor(config, std::move(program),
-                           ExecutorResources{device, model, parameters, *optimizer,
-                                             dataset.get(), *channel, gate});
+    StageExecutor executor(
+        config, std::move(program),
+        ExecutorResources{device, model, parameters, *optimizer, dataset.get(), *channel, gate});
 
     if (rank_ == 0) {
       RETURN_IF_ERROR(Coordinate(plan, *dataset, *optimizer, executor, gate));
@@ -243,11 +243,11 @@ class Worker {
       ASSIGN_OR_RETURN(metrics, MetricsWriter::Open(metrics_path));
     }
 
-    logger_.Info(absl::StrCat("plan '", plan.name(), "': ", plan.pipeline().stages(),
-                              " stages x ", plan.pipeline().micro_batches(),
-                              " micro-batches, ", pb::Schedule_Name(plan.pipeline().schedule()),
-                              ", remat ", pb::Remat_Name(plan.pipeline().remat()), ", batch ",
-                              batch, ", ", steps, " steps; predicted bubble ",
+    logger_.Info(absl::StrCat("plan '", plan.name(), "': ", plan.pipeline().stages(), " stages x ",
+                              plan.pipeline().micro_batches(), " micro-batches, ",
+                              pb::Schedule_Name(plan.pipeline().schedule()), ", remat ",
+                              pb::Remat_Name(plan.pipeline().remat()), ", batch ", batch, ", ",
+                              steps, " steps; predicted bubble ",
                               absl::StrFormat("%.1f%%", 100.0 * prediction_.bubble_fraction)));
     for (int64_t step = 0; step < steps; ++step) {
       const absl::Time begin = absl::Now();
@@ -255,8 +255,7 @@ class Worker {
       command.set_step(step);
       command.set_lr(optimizer.base_lr());
       for (int64_t index : sampler.IndicesForStep(step)) command.add_sample_indices(index);
-      RETURN_IF_ERROR(
-          control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
+      RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
       RETURN_IF_ERROR(executor.RunStep(command).status());
       const double step_ms = absl::ToDoubleMilliseconds(absl::Now() - begin);
       ASSIGN_OR_RETURN(StepSummary summary,
@@ -275,8 +274,7 @@ class Worker {
   absl::Status Follow(StageExecutor& executor) {
     while (true) {
       pb::StepCommand command;
-      RETURN_IF_ERROR(
-          control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
+      RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
       if (command.stop()) return absl::OkStatus();
       RETURN_IF_ERROR(executor.RunStep(command).status());
     }
@@ -302,8 +300,8 @@ class Worker {
     }
     RETURN_IF_ERROR(control_->Broadcast(result, absl::Now() + timeout_, kControlTagExport));
     if (result.has_error()) {
-      return absl::InternalError(absl::StrCat("exporting parameters failed on rank 0: ",
-                                              result.error()));
+      return absl::InternalError(
+          absl::StrCat("exporting parameters failed on rank 0: ", result.error()));
     }
     return absl::OkStatus();
   }

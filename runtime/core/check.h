@@ -24,9 +24,9 @@ struct Voidify {
 
 }  // namespace gpipe::internal
 
-#define GPIPE_CHECK(cond)                  \
-  (cond) ? (void)0                         \
-         : ::gpipe::internal::Voidify() &  \
+#define GPIPE_CHECK(cond)                 \
+  (cond) ? (void)0                        \
+         : ::gpipe::internal::Voidify() & \
                ::gpipe::internal::CheckFailure(__FILE__, __LINE__, #cond).stream()
 
 #endif  // GPIPE_RUNTIME_CORE_CHECK_H_

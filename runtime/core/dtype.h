@@ -5,7 +5,6 @@
 
 #include <cstdint>
 
-
 namespace gpipe {
 
 enum class DType : int32_t { kF32 = 1, kI64 = 2 };
@@ -17,9 +16,13 @@ constexpr const char* DTypeName(DType dtype) { return dtype == DType::kF32 ? "f3
 template <typename T>
 constexpr DType DTypeOf();
 template <>
-constexpr DType DTypeOf<float>() { return DType::kF32; }
+constexpr DType DTypeOf<float>() {
+  return DType::kF32;
+}
 template <>
-constexpr DType DTypeOf<int64_t>() { return DType::kI64; }
+constexpr DType DTypeOf<int64_t>() {
+  return DType::kI64;
+}
 
 }  // namespace gpipe
 

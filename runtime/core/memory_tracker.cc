@@ -6,14 +6,22 @@ namespace gpipe {
 
 const char* MemoryKindName(MemoryKind kind) {
   switch (kind) {
-    case MemoryKind::kParameter: return "parameter";
-    case MemoryKind::kGradient: return "gradient";
-    case MemoryKind::kOptimizerState: return "optimizer_state";
-    case MemoryKind::kBoundary: return "boundary";
-    case MemoryKind::kActivation: return "activation";
-    case MemoryKind::kWorkspace: return "workspace";
-    case MemoryKind::kData: return "data";
-    case MemoryKind::kCount: break;
+    case MemoryKind::kParameter:
+      return "parameter";
+    case MemoryKind::kGradient:
+      return "gradient";
+    case MemoryKind::kOptimizerState:
+      return "optimizer_state";
+    case MemoryKind::kBoundary:
+      return "boundary";
+    case MemoryKind::kActivation:
+      return "activation";
+    case MemoryKind::kWorkspace:
+      return "workspace";
+    case MemoryKind::kData:
+      return "data";
+    case MemoryKind::kCount:
+      break;
   }
   return "unknown";
 }

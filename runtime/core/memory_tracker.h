@@ -6,7 +6,6 @@
 #include <array>
 #include <cstdint>
 
-
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
 

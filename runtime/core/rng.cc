@@ -39,8 +39,7 @@ uint64_t MixKey(std::initializer_list<uint64_t> words) {
 }
 
 RandomStream::RandomStream(uint64_t seed, std::initializer_list<uint64_t> key)
-    : key_{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)},
-      stream_(MixKey(key)) {}
+    : key_{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32)}, stream_(MixKey(key)) {}
 
 uint32_t RandomStream::NextU32() {
   if (used_ == 4) {

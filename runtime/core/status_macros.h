@@ -6,12 +6,12 @@
 #ifndef GPIPE_RUNTIME_CORE_STATUS_MACROS_H_
 #define GPIPE_RUNTIME_CORE_STATUS_MACROS_H_
 
-#include "absl/strings/string_view.h"
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 
 namespace gpipe {
 
@@ -26,17 +26,17 @@ inline absl::Status WithContext(const absl::Status& status, absl::string_view co
 #define GPIPE_STATUS_CONCAT_INNER_(a, b) a##b
 #define GPIPE_STATUS_CONCAT_(a, b) GPIPE_STATUS_CONCAT_INNER_(a, b)
 
-#define RETURN_IF_ERROR(expr)                             \
-  do {                                                    \
-    const ::absl::Status gpipe_status_ = (expr);          \
-    if (!gpipe_status_.ok()) return gpipe_status_;        \
+#define RETURN_IF_ERROR(expr)                      \
+  do {                                             \
+    const ::absl::Status gpipe_status_ = (expr);   \
+    if (!gpipe_status_.ok()) return gpipe_status_; \
   } while (false)
 
 #define ASSIGN_OR_RETURN(lhs, expr) \
   GPIPE_ASSIGN_OR_RETURN_IMPL_(GPIPE_STATUS_CONCAT_(gpipe_statusor_, __LINE__), lhs, expr)
 
-#define GPIPE_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
-  auto statusor = (expr);                                 \
+#define GPIPE_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)  \
+  auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
 

@@ -36,8 +36,8 @@ Allocator& Tensor::allocator() const {
 
 void Tensor::CheckAccess(DType requested) const {
   GPIPE_CHECK(defined()) << "access to an undefined tensor";
-  GPIPE_CHECK(requested == dtype_) << "tensor " << DebugString() << " accessed as "
-                             << DTypeName(requested);
+  GPIPE_CHECK(requested == dtype_)
+      << "tensor " << DebugString() << " accessed as " << DTypeName(requested);
 }
 
 void* Tensor::raw_data() {

@@ -12,9 +12,9 @@
 #include <span>
 #include <string>
 
-#include "runtime/core/check.h"
 #include "absl/status/statusor.h"
 #include "runtime/core/allocator.h"
+#include "runtime/core/check.h"
 #include "runtime/core/dtype.h"
 #include "runtime/core/memory_tracker.h"
 #include "runtime/core/shape.h"
@@ -54,9 +54,7 @@ class Tensor {
   float* f32() { return data<float>(); }
   const float* f32() const { return data<float>(); }
   std::span<float> f32_span() { return {f32(), static_cast<size_t>(num_elements())}; }
-  std::span<const float> f32_span() const {
-    return {f32(), static_cast<size_t>(num_elements())};
-  }
+  std::span<const float> f32_span() const { return {f32(), static_cast<size_t>(num_elements())}; }
   void* raw_data();
   const void* raw_data() const;
 

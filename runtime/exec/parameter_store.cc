@@ -18,11 +18,11 @@ absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const Stag
     const Layer& layer = model.layer(l);
     const std::vector<ParamSpec> specs = layer.parameter_specs();
     for (int p = 0; p < static_cast<int>(specs.size()); ++p) {
-      ASSIGN_OR_RETURN(Tensor value, Tensor::Empty(device, specs[p].shape, DType::kF32,
-                                                   MemoryKind::kParameter));
+      ASSIGN_OR_RETURN(Tensor value,
+                       Tensor::Empty(device, specs[p].shape, DType::kF32, MemoryKind::kParameter));
       RETURN_IF_ERROR(InitializeParameter(specs[p], seed, model.global_index(l), p, value));
-      ASSIGN_OR_RETURN(Tensor grad, Tensor::Zeros(device, specs[p].shape, DType::kF32,
-                                                  MemoryKind::kGradient));
+      ASSIGN_OR_RETURN(Tensor grad,
+                       Tensor::Zeros(device, specs[p].shape, DType::kF32, MemoryKind::kGradient));
       store.values_.push_back(std::move(value));
       store.grads_.push_back(std::move(grad));
       store.names_.push_back(absl::StrCat(layer.name(), ".", specs[p].name));
@@ -60,7 +60,8 @@ std::vector<NamedTensorData> ParameterStore::Export() const {
   out.reserve(values_.size());
   for (size_t i = 0; i < values_.size(); ++i) {
     const auto span = values_[i].f32_span();
-    out.push_back({names_[i], values_[i].shape().dims(), std::vector<float>(span.begin(), span.end())});
+    out.push_back(
+        {names_[i], values_[i].shape().dims(), std::vector<float>(span.begin(), span.end())});
   }
   return out;
 }

@@ -52,15 +52,16 @@ class StageExecutor::Step {
     for (size_t i = 0; i < program_.instructions.size(); ++i) {
       if (IsReceive(program_.instructions[i])) receive_positions_.push_back(i);
     }
-    RETURN_IF_ERROR(WithContext(PostReceivesUpTo(config_.recv_lookahead), Where()));
+    RETURN_IF_ERROR(WithContext(PostReceivesUpTo(config_.recv_lookahead),
+                                absl::StrCat(Where(), "before the first instruction")));
     for (size_t i = 0; i < program_.instructions.size(); ++i) {
       position_ = i;
       const schedule::Instruction& instruction = program_.instructions[i];
       absl::Status status = std::visit([this](const auto& op) { return Execute(op); }, instruction);
       if (status.ok()) status = ReapFinishedSends();
       if (!status.ok()) {
-        return WithContext(status, absl::StrCat(Where(), "instruction ",
-                                                schedule::ToString(instruction)));
+        return WithContext(status,
+                           absl::StrCat(Where(), "instruction ", schedule::ToString(instruction)));
       }
     }
     if (!report_.has_step()) {
@@ -136,8 +137,8 @@ class StageExecutor::Step {
     const size_t position = receive_positions_[next_receive_];
     const absl::Status posted = PostReceive(position);
     if (!posted.ok()) {
-      return WithContext(posted, absl::StrCat("posting ",
-                                              schedule::ToString(program_.instructions[position])));
+      return WithContext(
+          posted, absl::StrCat("posting ", schedule::ToString(program_.instructions[position])));
     }
     ++next_receive_;
     ++posted_ahead_;
@@ -160,7 +161,8 @@ class StageExecutor::Step {
     ASSIGN_OR_RETURN(posted.buffer,
                      Tensor::Empty(res_.device, per_sample.WithBatch(micro_batch_size_),
                                    DType::kF32, MemoryKind::kBoundary));
-    const TransferKey key{.step = command_.step(), .micro_batch = m,
+    const TransferKey key{.step = command_.step(),
+                          .micro_batch = m,
                           .chunk = schedule::ChunkOf(instruction),
                           .kind = activation ? TransferKind::kActivation : TransferKind::kGradient};
     ASSIGN_OR_RETURN(posted.handle, res_.channel.Recv(posted.buffer, peer, key));
@@ -199,8 +201,8 @@ class StageExecutor::Step {
         ++it;
         continue;
       }
-      RETURN_IF_ERROR(WithContext(it->handle->Wait(Deadline()),
-                                  absl::StrCat("sending ", ToString(it->key))));
+      RETURN_IF_ERROR(
+          WithContext(it->handle->Wait(Deadline()), absl::StrCat("sending ", ToString(it->key))));
       it = sends_.erase(it);
     }
     return absl::OkStatus();
@@ -223,8 +225,8 @@ class StageExecutor::Step {
     saved.assign(res_.model.num_layers(), SavedTensors{});
     Tensor x = input;
     for (int l = 0; l < res_.model.num_layers(); ++l) {
-      auto y = res_.model.layer(l).Forward(ContextFor(m, l), res_.parameters.values_of(l), x,
-                                           saved[l]);
+      auto y =
+          res_.model.layer(l).Forward(ContextFor(m, l), res_.parameters.values_of(l), x, saved[l]);
       if (!y.ok()) {
         return WithContext(y.status(), absl::StrCat("layer '", res_.model.layer(l).name(), "'"));
       }
@@ -235,9 +237,12 @@ class StageExecutor::Step {
 
   bool KeepsActivations(int m) const {
     switch (config_.remat) {
-      case pb::NEVER: return true;
-      case pb::EXCEPT_LAST: return m == micro_batches_ - 1;
-      case pb::ALWAYS: return false;
+      case pb::NEVER:
+        return true;
+      case pb::EXCEPT_LAST:
+        return m == micro_batches_ - 1;
+      case pb::ALWAYS:
+        return false;
     }
     return true;
   }
@@ -256,15 +261,17 @@ class StageExecutor::Step {
     MicroBatch& mb = State(op.micro_batch);
     const auto indices = IndicesOf(op.micro_batch);
     if (IsFirstStage()) {
-      ASSIGN_OR_RETURN(mb.input, Tensor::Empty(res_.device,
-                                               res_.dataset->input_shape().WithBatch(micro_batch_size_),
-                                               res_.dataset->input_dtype(), MemoryKind::kBoundary));
+      ASSIGN_OR_RETURN(
+          mb.input,
+          Tensor::Empty(res_.device, res_.dataset->input_shape().WithBatch(micro_batch_size_),
+                        res_.dataset->input_dtype(), MemoryKind::kBoundary));
       RETURN_IF_ERROR(res_.dataset->GatherInputs(indices, mb.input));
     }
     if (IsLastStage()) {
-      ASSIGN_OR_RETURN(mb.targets, Tensor::Empty(res_.device,
-                                                 res_.dataset->target_shape().WithBatch(micro_batch_size_),
-                                                 res_.dataset->target_dtype(), MemoryKind::kData));
+      ASSIGN_OR_RETURN(
+          mb.targets,
+          Tensor::Empty(res_.device, res_.dataset->target_shape().WithBatch(micro_batch_size_),
+                        res_.dataset->target_dtype(), MemoryKind::kData));
       RETURN_IF_ERROR(res_.dataset->GatherTargets(indices, mb.targets));
     }
     busy_ += absl::Now() - begin;
@@ -308,8 +315,10 @@ class StageExecutor::Step {
     RETURN_IF_ERROR(CheckMicroBatch(op.micro_batch));
     MicroBatch& mb = State(op.micro_batch);
     if (!mb.output.defined()) return absl::FailedPreconditionError("no forward output to send");
-    const TransferKey key{.step = command_.step(), .micro_batch = op.micro_batch,
-                          .chunk = op.chunk, .kind = TransferKind::kActivation};
+    const TransferKey key{.step = command_.step(),
+                          .micro_batch = op.micro_batch,
+                          .chunk = op.chunk,
+                          .kind = TransferKind::kActivation};
     return StartSend(std::exchange(mb.output, Tensor()), config_.next_rank, key);
   }
 
@@ -334,9 +343,9 @@ class StageExecutor::Step {
     }
     Tensor dy = std::move(mb.output_grad);
     for (int l = res_.model.num_layers() - 1; l >= 0; --l) {
-      auto dx = res_.model.layer(l).Backward(ContextFor(op.micro_batch, l),
-                                             res_.parameters.values_of(l),
-                                             res_.parameters.grads_of(l), mb.saved[l], dy);
+      auto dx =
+          res_.model.layer(l).Backward(ContextFor(op.micro_batch, l), res_.parameters.values_of(l),
+                                       res_.parameters.grads_of(l), mb.saved[l], dy);
       if (!dx.ok()) {
         return WithContext(dx.status(), absl::StrCat("layer '", res_.model.layer(l).name(), "'"));
       }
@@ -355,8 +364,10 @@ class StageExecutor::Step {
     RETURN_IF_ERROR(CheckMicroBatch(op.micro_batch));
     MicroBatch& mb = State(op.micro_batch);
     if (!mb.input_grad.defined()) return absl::FailedPreconditionError("no input gradient to send");
-    const TransferKey key{.step = command_.step(), .micro_batch = op.micro_batch,
-                          .chunk = op.chunk, .kind = TransferKind::kGradient};
+    const TransferKey key{.step = command_.step(),
+                          .micro_batch = op.micro_batch,
+                          .chunk = op.chunk,
+                          .kind = TransferKind::kGradient};
     RETURN_IF_ERROR(StartSend(std::exchange(mb.input_grad, Tensor()), config_.prev_rank, key));
     state_.erase(op.micro_batch);
     return absl::OkStatus();
@@ -392,8 +403,8 @@ class StageExecutor::Step {
     report_.set_current_bytes(res_.device.memory().current());
     ASSIGN_OR_RETURN(const bool apply, res_.gate.Synchronize(report_));
     if (apply) {
-      RETURN_IF_ERROR(res_.optimizer.Step(command_.lr(), res_.parameters.values(),
-                                          res_.parameters.grads()));
+      RETURN_IF_ERROR(
+          res_.optimizer.Step(command_.lr(), res_.parameters.values(), res_.parameters.grads()));
     }
     res_.parameters.ZeroGrads();
     return absl::OkStatus();

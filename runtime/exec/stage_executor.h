@@ -34,11 +34,11 @@ struct ExecutorConfig {
   int64_t global_batch = 1;
   pb::Remat remat = pb::EXCEPT_LAST;
   uint64_t seed = 0;
-  int prev_rank = -1;             // rank of stage - 1, or -1
-  int next_rank = -1;             // rank of stage + 1, or -1
+  int prev_rank = -1;              // rank of stage - 1, or -1
+  int next_rank = -1;              // rank of stage + 1, or -1
   std::vector<int> replica_group;  // ranks holding this stage in every replica (this one included)
   absl::Duration wait_timeout = absl::Seconds(300);
-  int recv_lookahead = 2;         // receives posted ahead of the instruction that consumes them
+  int recv_lookahead = 2;  // receives posted ahead of the instruction that consumes them
 };
 
 // What the executor works with; all references must outlive it.
@@ -54,8 +54,7 @@ struct ExecutorResources {
 
 class StageExecutor {
  public:
-  StageExecutor(ExecutorConfig config, schedule::StageProgram program,
-                ExecutorResources resources);
+  StageExecutor(ExecutorConfig config, schedule::StageProgram program, ExecutorResources resources);
   ~StageExecutor();
   StageExecutor(const StageExecutor&) = delete;
   StageExecutor& operator=(const StageExecutor&) = delete;

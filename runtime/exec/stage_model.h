@@ -19,8 +19,7 @@ class StageModel {
   // Layers [first_layer, end_layer) of `model`, whose first layer takes per-sample inputs of
   // `input_shape`. The loss is built when `end_layer` is the model's last layer.
   static absl::StatusOr<StageModel> Create(const pb::Model& model, int first_layer, int end_layer,
-                                           const Shape& input_shape,
-                                           const LayerRegistry& registry);
+                                           const Shape& input_shape, const LayerRegistry& registry);
 
   int num_layers() const { return static_cast<int>(layers_.size()); }
   const Layer& layer(int local_index) const { return *layers_[local_index]; }

@@ -289,8 +289,8 @@ void CheckRuntime(const pb::Plan& plan, PlanErrors& errors) {
                absl::StrCat("is ", runtime.log_every(), "; use 0 (never) or a step interval >= 1"));
   }
   if (runtime.memory_limit_bytes() < 0) {
-    errors.Add("runtime.memory_limit_bytes",
-               absl::StrCat("is ", runtime.memory_limit_bytes(), "; use 0 (no limit) or a byte budget"));
+    errors.Add("runtime.memory_limit_bytes", absl::StrCat("is ", runtime.memory_limit_bytes(),
+                                                          "; use 0 (no limit) or a byte budget"));
   }
   const pb::Timeouts& timeouts = runtime.timeouts();
   for (const auto& [name, seconds] :

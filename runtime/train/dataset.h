@@ -35,11 +35,11 @@ class Dataset {
 
 // What the model expects of its data (from shape inference).
 struct DataRequirements {
-  Shape input_shape;         // per-sample model input
-  Shape target_shape;        // per-sample target (from the loss)
+  Shape input_shape;   // per-sample model input
+  Shape target_shape;  // per-sample target (from the loss)
   DType target_dtype = DType::kF32;
-  int64_t num_classes = 0;   // > 0 for classification losses
-  uint64_t seed = 0;         // training.seed
+  int64_t num_classes = 0;  // > 0 for classification losses
+  uint64_t seed = 0;        // training.seed
 };
 
 // Opens the plan's data source. Paths in `data` must already be resolved (absolute or relative

@@ -20,8 +20,7 @@ class Optimizer {
   virtual ~Optimizer() = default;
   // values[i] -= update(grads[i]) with learning rate `lr`. The spans are the same length and
   // order on every call (the stage's parameters). Gradients are not modified.
-  virtual absl::Status Step(double lr, std::span<Tensor> values,
-                            std::span<const Tensor> grads) = 0;
+  virtual absl::Status Step(double lr, std::span<Tensor> values, std::span<const Tensor> grads) = 0;
   // The plan's learning rate (the coordinator sends it in each StepCommand).
   virtual double base_lr() const = 0;
   // Number of Step calls so far.

@@ -1,6 +1,5 @@
-#include "runtime/core/status_macros.h"
-
 #include "gtest/gtest.h"
+#include "runtime/core/status_macros.h"
 
 namespace gpipe {
 namespace {

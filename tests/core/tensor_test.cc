@@ -82,8 +82,17 @@ TEST(CpuDeviceTest, GemmMatchesHandComputedProduct) {
   const float a[] = {1, 2, 3, 4, 5, 6};
   const float b[] = {1, 0, 0, 1, 1, 1};
   float c[] = {100, 100, 100, 100};
-  ASSERT_TRUE(device.Gemm({.m = 2, .n = 2, .k = 3, .a = a, .lda = 3, .b = b, .ldb = 2,
-                           .beta = 0.0f, .c = c, .ldc = 2})
+  ASSERT_TRUE(device
+                  .Gemm({.m = 2,
+                         .n = 2,
+                         .k = 3,
+                         .a = a,
+                         .lda = 3,
+                         .b = b,
+                         .ldb = 2,
+                         .beta = 0.0f,
+                         .c = c,
+                         .ldc = 2})
                   .ok());
   EXPECT_EQ(c[0], 4);
   EXPECT_EQ(c[1], 5);
@@ -91,8 +100,18 @@ TEST(CpuDeviceTest, GemmMatchesHandComputedProduct) {
   EXPECT_EQ(c[3], 11);
   // Transposed B, accumulate: C += A * A^T.
   float d[] = {1, 1, 1, 1};
-  ASSERT_TRUE(device.Gemm({.transpose_b = true, .m = 2, .n = 2, .k = 3, .a = a, .lda = 3, .b = a,
-                           .ldb = 3, .beta = 1.0f, .c = d, .ldc = 2})
+  ASSERT_TRUE(device
+                  .Gemm({.transpose_b = true,
+                         .m = 2,
+                         .n = 2,
+                         .k = 3,
+                         .a = a,
+                         .lda = 3,
+                         .b = a,
+                         .ldb = 3,
+                         .beta = 1.0f,
+                         .c = d,
+                         .ldc = 2})
                   .ok());
   EXPECT_EQ(d[0], 15);
   EXPECT_EQ(d[1], 33);

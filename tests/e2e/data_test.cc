@@ -51,22 +51,51 @@ class NpyJobTest : public ::testing::Test {
   std::string WritePlan(const std::string& extra = "") {
     const std::string path = dir_ + "/plan.pbtxt";
     std::ofstream(path) << R"pb(
-      name: "npy-regression"
-      model {
-        input { shape: [5] }
-        layers { name: "fc1" linear { out_features: 16 } }
-        layers { name: "act1" tanh {} }
-        layers { name: "fc2" linear { out_features: 16 } }
-        layers { name: "norm2" layer_norm {} }
-        layers { name: "act2" gelu {} }
-        layers { name: "fc3" linear { out_features: 3 } }
-        loss { mse {} }
-      }
-      pipeline { stages: 1 micro_batches: 4 remat: ALWAYS }
-      training { global_batch: 16 steps: 12 seed: 5 optimizer { adamw { lr: 0.01 } } }
-      data { npy { inputs: "data/x.npy" targets: "data/y.npy" } shuffle: false }
-      runtime { log_every: 1 timeouts { wait_seconds: 30 } }
-    )pb" << extra;
+          name: "npy-regression"
+          model {
+            input { shape: [ 5 ] }
+            layers {
+              name: "fc1"
+              linear { out_features: 16 }
+            }
+            layers {
+              name: "act1"
+              tanh {}
+            }
+            layers {
+              name: "fc2"
+              linear { out_features: 16 }
+            }
+            layers {
+              name: "norm2"
+              layer_norm {}
+            }
+            layers {
+              name: "act2"
+              gelu {}
+            }
+            layers {
+              name: "fc3"
+              linear { out_features: 3 }
+            }
+            loss { mse {} }
+          }
+          pipeline { stages: 1 micro_batches: 4 remat: ALWAYS }
+          training {
+            global_batch: 16
+            steps: 12
+            seed: 5
+            optimizer { adamw { lr: 0.01 } }
+          }
+          data {
+            npy { inputs: "data/x.npy" targets: "data/y.npy" }
+            shuffle: false
+          }
+          runtime {
+            log_every: 1
+            timeouts { wait_seconds: 30 }
+          }
+        )pb" << extra;
     return path;
   }
 
@@ -150,9 +179,9 @@ TEST_F(NpyJobTest, NonFiniteSamplesSkipTheSameStepsOnEveryRank) {
 TEST_F(NpyJobTest, DataErrorOnTheLastStageStopsEveryRank) {
   WriteData(inputs_);
   // Targets of the wrong shape for the model's output: only the last stage opens them.
-  ASSERT_TRUE(WriteNpy(dir_ + "/data/y.npy", Shape{kSamples, 2},
-                       std::vector<float>(kSamples * 2, 0.0f))
-                  .ok());
+  ASSERT_TRUE(
+      WriteNpy(dir_ + "/data/y.npy", Shape{kSamples, 2}, std::vector<float>(kSamples * 2, 0.0f))
+          .ok());
   const testing::ProcessResult run = Run(3, WritePlan(), {});
   EXPECT_NE(run.exit_code, 0) << run.output;
   EXPECT_FALSE(run.timed_out) << run.output;
@@ -170,8 +199,9 @@ TEST_F(NpyJobTest, ExportedWeightsComeBackWithInitFrom) {
   // One step with a learning rate far below any weight's resolution: the export must be the
   // loaded weights, bit for bit, on a different partition.
   const testing::ProcessResult run =
-      Run(3, plan, {"--init-from", trained, "--export", reloaded, "--override",
-                    "training { steps: 1 optimizer { sgd { lr: 1e-30 } } }"});
+      Run(3, plan,
+          {"--init-from", trained, "--export", reloaded, "--override",
+           "training { steps: 1 optimizer { sgd { lr: 1e-30 } } }"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   auto a = ReadSafetensors(trained);
   auto b = ReadSafetensors(reloaded);

@@ -22,12 +22,12 @@ class EquivalenceTest : public ::testing::Test {
   // Trains tests/e2e/testdata/equivalence.pbtxt with `overrides` on `stages` ranks.
   Weights Train(int stages, const std::vector<std::string>& overrides,
                 const std::string& plan = "tests/e2e/testdata/equivalence.pbtxt") {
-    const std::string out = absl::StrCat(::testing::TempDir(), "/equivalence_", counter_++,
-                                         ".safetensors");
+    const std::string out =
+        absl::StrCat(::testing::TempDir(), "/equivalence_", counter_++, ".safetensors");
     std::vector<std::string> argv = testing::MpirunPrefix(stages);
-    argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan",
-                             testing::SourcePath(plan), "--export", out, "--override",
-                             absl::StrCat("pipeline { stages: ", stages, " }")});
+    argv.insert(argv.end(),
+                {testing::BinPath("gpipe-worker"), "--plan", testing::SourcePath(plan), "--export",
+                 out, "--override", absl::StrCat("pipeline { stages: ", stages, " }")});
     for (const std::string& o : overrides) argv.insert(argv.end(), {"--override", o});
     const testing::ProcessResult run = testing::RunProcess(argv, 120);
     EXPECT_EQ(run.exit_code, 0) << run.output;
@@ -115,8 +115,8 @@ TEST_F(EquivalenceTest, MicroBatchCountsAgreeWithinTolerance) {
 }
 
 TEST_F(EquivalenceTest, AdamAndAdamWAreStageInvariant) {
-  for (const char* optimizer : {"adam { lr: 0.01 weight_decay: 0.01 }",
-                                "adamw { lr: 0.01 weight_decay: 0.1 }"}) {
+  for (const char* optimizer :
+       {"adam { lr: 0.01 weight_decay: 0.01 }", "adamw { lr: 0.01 weight_decay: 0.1 }"}) {
     const std::string o = absl::StrCat("training { optimizer { ", optimizer, " } }");
     ExpectBitIdentical(Train(3, {o}), Train(1, {o}));
   }

@@ -31,8 +31,8 @@ double NumberField(const std::string& line, const std::string& key) {
 TEST(ExampleTest, MainExampleLearns) {
   const std::string metrics = absl::StrCat(::testing::TempDir(), "/mlp_metrics.jsonl");
   const testing::ProcessResult run = testing::RunProcess(
-      {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"),
-       "--override", "training { steps: 60 }", "--metrics-out", metrics},
+      {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"), "--override",
+       "training { steps: 60 }", "--metrics-out", metrics},
       240);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "step 60/60")) << run.output;
@@ -73,10 +73,10 @@ TEST(ExampleTest, PlanToolShowsTheSchedule) {
   EXPECT_EQ(show.exit_code, 0) << show.output;
   EXPECT_TRUE(absl::StrContains(show.output, "(K-1)/(M+K-1) = 27.3%")) << show.output;
   EXPECT_TRUE(absl::StrContains(show.output, "predicted peak memory per stage")) << show.output;
-  const testing::ProcessResult bad = testing::RunProcess(
-      {testing::BinPath("gpipe-plan"), "check",
-       testing::SourcePath("tests/e2e/testdata/syntax_error.pbtxt")},
-      30);
+  const testing::ProcessResult bad =
+      testing::RunProcess({testing::BinPath("gpipe-plan"), "check",
+                           testing::SourcePath("tests/e2e/testdata/syntax_error.pbtxt")},
+                          30);
   EXPECT_EQ(bad.exit_code, 1) << bad.output;
   EXPECT_TRUE(absl::StrContains(bad.output, "syntax_error.pbtxt:5:")) << bad.output;
 }

@@ -25,7 +25,8 @@ void ExpectEveryRankFailed(const testing::ProcessResult& run, int np) {
   EXPECT_LT(run.seconds, 30.0) << run.output;
   for (int r = 0; r < np; ++r) {
     EXPECT_TRUE(absl::StrContains(run.output, absl::StrCat("[gpipe r", r, "] error:")))
-        << "rank " << r << " printed no error:\n" << run.output;
+        << "rank " << r << " printed no error:\n"
+        << run.output;
   }
 }
 
@@ -59,9 +60,9 @@ TEST(LaunchFailureTest, MissingPlanFileFailsEveryRank) {
 
 TEST(LaunchFailureTest, BadOverrideIsReportedWithItsIndex) {
   const std::string plan = testing::SourcePath("tests/e2e/testdata/four_stages.pbtxt");
-  const testing::ProcessResult run =
-      RunWorkers(4, plan, {"--override", "pipeline { micro_batches: 2 }", "--override",
-                           "pipeline { stagez: 4 }"});
+  const testing::ProcessResult run = RunWorkers(
+      4, plan,
+      {"--override", "pipeline { micro_batches: 2 }", "--override", "pipeline { stagez: 4 }"});
   ExpectEveryRankFailed(run, 4);
   EXPECT_TRUE(absl::StrContains(run.output, "--override[2]:1:")) << run.output;
 }

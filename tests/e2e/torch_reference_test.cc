@@ -43,14 +43,13 @@ void ExpectMatchesTorch(const std::string& optimizer_override, const std::string
     const std::string out = absl::StrCat(::testing::TempDir(), "/torch_ref_", reference, "_",
                                          c.stages, "_", c.micro_batches, ".safetensors");
     std::vector<std::string> argv = testing::MpirunPrefix(c.stages);
-    argv.insert(argv.end(),
-                {testing::BinPath("gpipe-worker"), "--plan",
-                 testing::SourcePath(absl::StrCat(kDir, "/plan.pbtxt")), "--init-from",
-                 testing::SourcePath(absl::StrCat(kDir, "/init.safetensors")), "--export", out,
-                 "--override",
-                 absl::StrCat("pipeline { stages: ", c.stages, " micro_batches: ",
-                              c.micro_batches, " }"),
-                 "--override", optimizer_override});
+    argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan",
+                             testing::SourcePath(absl::StrCat(kDir, "/plan.pbtxt")), "--init-from",
+                             testing::SourcePath(absl::StrCat(kDir, "/init.safetensors")),
+                             "--export", out, "--override",
+                             absl::StrCat("pipeline { stages: ", c.stages,
+                                          " micro_batches: ", c.micro_batches, " }"),
+                             "--override", optimizer_override});
     const testing::ProcessResult run = testing::RunProcess(argv, 120);
     ASSERT_EQ(run.exit_code, 0) << run.output;
     const std::map<std::string, NamedTensorData> ours = ReadWeights(out);
@@ -63,8 +62,8 @@ void ExpectMatchesTorch(const std::string& optimizer_override, const std::string
       for (size_t i = 0; i < expected.values.size(); ++i) {
         max_diff = std::max(max_diff, std::abs(double{got.values[i]} - expected.values[i]));
         max_ref = std::max(max_ref, std::abs(double{expected.values[i]}));
-        max_moved = std::max(max_moved,
-                             std::abs(double{expected.values[i]} - initial.at(name).values[i]));
+        max_moved =
+            std::max(max_moved, std::abs(double{expected.values[i]} - initial.at(name).values[i]));
       }
       EXPECT_LE(max_diff, 1e-5 * max_ref) << name << ": max |gpipe - torch| = " << max_diff;
       // Training moved every tensor far more than the tolerance, so the match is not trivial.

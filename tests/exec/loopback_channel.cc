@@ -78,8 +78,7 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> LoopbackChannel::Send(const Tens
   return std::unique_ptr<TransferHandle>(new DoneHandle());
 }
 
-absl::StatusOr<std::unique_ptr<TransferHandle>> LoopbackChannel::Recv(Tensor& tensor,
-                                                                      int peer_rank,
+absl::StatusOr<std::unique_ptr<TransferHandle>> LoopbackChannel::Recv(Tensor& tensor, int peer_rank,
                                                                       const TransferKey& key) {
   absl::Status fault = fault_ ? fault_(rank_, peer_rank, key) : absl::OkStatus();
   return std::unique_ptr<TransferHandle>(

@@ -25,19 +25,48 @@ namespace {
 constexpr char kPlan[] = R"pb(
   name: "exec-test"
   model {
-    input { shape: [6] }
-    layers { name: "fc1" linear { out_features: 16 } }
-    layers { name: "act1" gelu {} }
-    layers { name: "drop1" dropout { p: 0.2 } }
-    layers { name: "fc2" linear { out_features: 12 } }
-    layers { name: "norm2" layer_norm {} }
-    layers { name: "act2" tanh {} }
-    layers { name: "fc3" linear { out_features: 4 } }
+    input { shape: [ 6 ] }
+    layers {
+      name: "fc1"
+      linear { out_features: 16 }
+    }
+    layers {
+      name: "act1"
+      gelu {}
+    }
+    layers {
+      name: "drop1"
+      dropout { p: 0.2 }
+    }
+    layers {
+      name: "fc2"
+      linear { out_features: 12 }
+    }
+    layers {
+      name: "norm2"
+      layer_norm {}
+    }
+    layers {
+      name: "act2"
+      tanh {}
+    }
+    layers {
+      name: "fc3"
+      linear { out_features: 4 }
+    }
     loss { softmax_cross_entropy {} }
   }
   pipeline { stages: 1 micro_batches: 4 }
-  training { global_batch: 16 steps: 3 seed: 11 optimizer { sgd { lr: 0.1 momentum: 0.5 } } }
-  data { synthetic { num_samples: 40 } shuffle: true }
+  training {
+    global_batch: 16
+    steps: 3
+    seed: 11
+    optimizer { sgd { lr: 0.1 momentum: 0.5 } }
+  }
+  data {
+    synthetic { num_samples: 40 }
+    shuffle: true
+  }
 )pb";
 
 // Decides apply/skip once all stages reported a step, like rank 0 does.
@@ -85,10 +114,10 @@ class GateForStage final : public GradientSyncGate {
 struct PipelineRun {
   std::map<std::string, std::vector<float>> weights;          // after training
   std::map<std::string, std::vector<float>> initial_weights;  // before the first step
-  std::vector<absl::Status> statuses;      // per stage
-  std::vector<int64_t> peak_activation;    // per stage, bytes (kActivation)
-  std::vector<int64_t> peak_boundary;      // per stage, bytes (kBoundary)
-  std::vector<int64_t> end_transient;      // per stage: activation + boundary bytes after the run
+  std::vector<absl::Status> statuses;                         // per stage
+  std::vector<int64_t> peak_activation;                       // per stage, bytes (kActivation)
+  std::vector<int64_t> peak_boundary;                         // per stage, bytes (kBoundary)
+  std::vector<int64_t> end_transient;  // per stage: activation + boundary bytes after the run
   std::vector<pb::StepReport> last_reports;
 };
 
@@ -131,8 +160,8 @@ PipelineRun RunPipeline(const RunOptions& options) {
   GPIPE_CHECK(analyzed.ok()) << analyzed.status();
   const pb::Plan& plan = analyzed->plan;
   const int stages = options.stages;
-  auto program = schedule::BuildProgram(plan.pipeline().schedule(), stages,
-                                        plan.pipeline().micro_batches());
+  auto program =
+      schedule::BuildProgram(plan.pipeline().schedule(), stages, plan.pipeline().micro_batches());
   GPIPE_CHECK(program.ok());
 
   // Devices outlive the hub: tensors left in it (after a failure) return their bytes to them.
@@ -150,9 +179,9 @@ PipelineRun RunPipeline(const RunOptions& options) {
   auto stage_main = [&](int s) -> absl::Status {
     CpuDevice& device = *devices[s];
     const StageInfo& info = analyzed->stages[s];
-    ASSIGN_OR_RETURN(StageModel model, StageModel::Create(plan.model(), info.first_layer,
-                                                          info.end_layer, info.input_shape,
-                                                          registry));
+    ASSIGN_OR_RETURN(StageModel model,
+                     StageModel::Create(plan.model(), info.first_layer, info.end_layer,
+                                        info.input_shape, registry));
     ASSIGN_OR_RETURN(ParameterStore params,
                      ParameterStore::Create(device, model, plan.training().seed()));
     ASSIGN_OR_RETURN(auto optimizer, CreateOptimizer(plan.training().optimizer()));
@@ -176,9 +205,9 @@ PipelineRun RunPipeline(const RunOptions& options) {
                           .next_rank = s < stages - 1 ? s + 1 : -1,
                           .replica_group = {s},
                           .wait_timeout = absl::Seconds(options.wait_seconds)};
-    StageExecutor executor(config, program->stage_programs[s],
-                           ExecutorResources{device, model, params, *optimizer, dataset.get(),
-                                             channel, gate});
+    StageExecutor executor(
+        config, program->stage_programs[s],
+        ExecutorResources{device, model, params, *optimizer, dataset.get(), channel, gate});
     BatchSampler sampler(dataset->size(), plan.training().global_batch(), plan.data().shuffle(),
                          plan.training().seed());
     {
@@ -234,8 +263,8 @@ TEST(StageExecutorTest, RematPoliciesGiveBitIdenticalWeights) {
   ExpectSucceeded(never);
   EXPECT_NE(never.weights, never.initial_weights);
   for (const char* policy : {"EXCEPT_LAST", "ALWAYS"}) {
-    const PipelineRun other = RunPipeline(
-        {.stages = 2, .overrides = {absl::StrCat("pipeline { remat: ", policy, " }")}});
+    const PipelineRun other =
+        RunPipeline({.stages = 2, .overrides = {absl::StrCat("pipeline { remat: ", policy, " }")}});
     ExpectSucceeded(other);
     EXPECT_EQ(other.weights, never.weights) << policy;
   }
@@ -262,7 +291,8 @@ TEST(StageExecutorTest, RematerializationBoundsActivationMemory) {
   }
   // On one stage holding all 7 layers the saved activations dominate: 8 micro-batches' worth
   // against one.
-  const PipelineRun never = RunPipeline({.stages = 1, .overrides = {m8, "pipeline { remat: NEVER }"}});
+  const PipelineRun never =
+      RunPipeline({.stages = 1, .overrides = {m8, "pipeline { remat: NEVER }"}});
   const PipelineRun always =
       RunPipeline({.stages = 1, .overrides = {m8, "pipeline { remat: ALWAYS }"}});
   ExpectSucceeded(never);

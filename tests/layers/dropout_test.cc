@@ -1,6 +1,7 @@
 // dropout: the mask is the documented Philox stream (values from
 // tests/layers/oracles/layer_oracles.py), replays exactly for the same context, changes with
-// every key field (seed, step, layer, position in the mini-batch), is the identity in evaluation, and keeps about 1-p scaled by 1/(1-p).
+// every key field (seed, step, layer, position in the mini-batch), is the identity in evaluation,
+// and keeps about 1-p scaled by 1/(1-p).
 #include "layers/dropout.h"
 
 #include <memory>

@@ -97,9 +97,18 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_se
 }
 
 std::vector<std::string> MpirunPrefix(int np) {
-  std::vector<std::string> prefix = {"mpirun", "-np", std::to_string(np), "--oversubscribe",
-                                     "--bind-to", "none", "--mca", "btl", "self,vader",
-                                     "--mca", "btl_vader_single_copy_mechanism", "none"};
+  std::vector<std::string> prefix = {"mpirun",
+                                     "-np",
+                                     std::to_string(np),
+                                     "--oversubscribe",
+                                     "--bind-to",
+                                     "none",
+                                     "--mca",
+                                     "btl",
+                                     "self,vader",
+                                     "--mca",
+                                     "btl_vader_single_copy_mechanism",
+                                     "none"};
   if (geteuid() == 0) prefix.push_back("--allow-run-as-root");
   return prefix;
 }

@@ -19,10 +19,9 @@ CpuDevice::CpuDevice(CpuDeviceOptions options) : options_(options) {
 absl::StatusOr<void*> CpuDevice::Allocate(int64_t bytes, MemoryKind kind) {
   if (bytes < 0) return absl::InvalidArgumentError("negative allocation size");
   if (options_.memory_limit_bytes > 0 && memory_.current() + bytes > options_.memory_limit_bytes) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("cpu: allocating ", bytes, " bytes (", MemoryKindName(kind),
-                     ") exceeds the limit of ", options_.memory_limit_bytes, " bytes (",
-                     memory_.current(), " in use)"));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "cpu: allocating ", bytes, " bytes (", MemoryKindName(kind), ") exceeds the limit of ",
+        options_.memory_limit_bytes, " bytes (", memory_.current(), " in use)"));
   }
   const size_t rounded = ((static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment) * kAlignment;
   void* ptr = ::operator new(rounded == 0 ? kAlignment : rounded, std::align_val_t(kAlignment),

@@ -8,6 +8,9 @@ include(CMakeParseArguments)
 set(GPIPE_MPIRUN_FLAGS --oversubscribe --bind-to none --mca btl self,vader
     --mca btl_vader_single_copy_mechanism none CACHE STRING "Flags mpirun gets in tests")
 
+# The same flags reach the e2e tests, which start mpirun themselves (tests/support).
+string(JOIN " " GPIPE_MPIRUN_FLAGS_TEXT ${GPIPE_MPIRUN_FLAGS})
+
 function(gpipe_add_test)
   cmake_parse_arguments(T "" "NAME;TIMEOUT;PROCESSORS" "SOURCES;LIBS;LABELS" ${ARGN})
   if(NOT T_PROCESSORS)
@@ -25,7 +28,7 @@ function(gpipe_add_test)
   endif()
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
                        PROCESSORS ${T_PROCESSORS}
-                       ENVIRONMENT "GPIPE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPIPE_SOURCE_DIR=${PROJECT_SOURCE_DIR};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+                       ENVIRONMENT "GPIPE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPIPE_SOURCE_DIR=${PROJECT_SOURCE_DIR};GPIPE_MPIRUN_FLAGS=${GPIPE_MPIRUN_FLAGS_TEXT};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
 endfunction()
 
 function(gpipe_add_mpi_test)

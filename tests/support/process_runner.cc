@@ -8,6 +8,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <sstream>
 
 namespace gpipe::testing {
 
@@ -97,18 +98,13 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_se
 }
 
 std::vector<std::string> MpirunPrefix(int np) {
-  std::vector<std::string> prefix = {"mpirun",
-                                     "-np",
-                                     std::to_string(np),
-                                     "--oversubscribe",
-                                     "--bind-to",
-                                     "none",
-                                     "--mca",
-                                     "btl",
-                                     "self,vader",
-                                     "--mca",
-                                     "btl_vader_single_copy_mechanism",
-                                     "none"};
+  std::vector<std::string> prefix = {"mpirun", "-np", std::to_string(np)};
+  // GPIPE_MPIRUN_FLAGS (set by ctest from the CMake option of that name), or its default.
+  const char* flags = std::getenv("GPIPE_MPIRUN_FLAGS");
+  std::istringstream words(flags != nullptr ? flags
+                                            : "--oversubscribe --bind-to none --mca btl self,vader "
+                                              "--mca btl_vader_single_copy_mechanism none");
+  for (std::string word; words >> word;) prefix.push_back(word);
   if (geteuid() == 0) prefix.push_back("--allow-run-as-root");
   return prefix;
 }

@@ -18,7 +18,8 @@ struct ProcessResult {
 
 ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_seconds);
 
-// The mpirun command line tests use for `np` ranks: oversubscribed, unbound, shared memory.
+// The mpirun command line tests use for `np` ranks: GPIPE_MPIRUN_FLAGS from the environment
+// (ctest sets it from the CMake option), by default oversubscribed, unbound, shared memory.
 std::vector<std::string> MpirunPrefix(int np);
 
 // $GPIPE_BIN_DIR/<name> (set by ctest), or the build's bin/ directory relative to the test.

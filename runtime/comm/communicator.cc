@@ -58,4 +58,27 @@ absl::StatusOr<int> TagUpperBound(MPI_Comm comm) {
   return *tag_ub;
 }
 
+absl::StatusOr<PrivateCommunicator> CreatePrivateCommunicator(MPI_Comm world, absl::Time deadline,
+                                                              const AbortPoller& abort_poller,
+                                                              const Clock& clock,
+                                                              const char* what) {
+  PrivateCommunicator out;
+  ASSIGN_OR_RETURN(out.comm, DuplicateCommunicator(world, deadline, abort_poller, clock, what));
+  absl::Status status = MpiStatus(MPI_Comm_rank(out.comm, &out.rank), "MPI_Comm_rank");
+  if (status.ok()) status = MpiStatus(MPI_Comm_size(out.comm, &out.size), "MPI_Comm_size");
+  if (status.ok()) {
+    absl::StatusOr<int> tag_ub = TagUpperBound(out.comm);
+    if (tag_ub.ok()) {
+      out.tag_upper_bound = *tag_ub;
+    } else {
+      status = tag_ub.status();
+    }
+  }
+  if (!status.ok()) {
+    FreeCommunicator(out.comm);
+    return status;
+  }
+  return out;
+}
+
 }  // namespace gpipe

@@ -25,6 +25,19 @@ void FreeCommunicator(MPI_Comm& comm);
 // MPI_TAG_UB of `comm`.
 absl::StatusOr<int> TagUpperBound(MPI_Comm comm);
 
+// A channel's private communicator and what the channel needs to know about it.
+struct PrivateCommunicator {
+  MPI_Comm comm = MPI_COMM_NULL;
+  int rank = 0;
+  int size = 0;
+  int tag_upper_bound = 0;
+};
+
+// DuplicateCommunicator, then rank, size and tag limit; frees the duplicate on failure.
+absl::StatusOr<PrivateCommunicator> CreatePrivateCommunicator(MPI_Comm world, absl::Time deadline,
+                                                              const AbortPoller& abort_poller,
+                                                              const Clock& clock, const char* what);
+
 }  // namespace gpipe
 
 #endif  // GPIPE_RUNTIME_COMM_COMMUNICATOR_H_

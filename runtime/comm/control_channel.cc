@@ -54,19 +54,12 @@ absl::StatusOr<std::unique_ptr<ControlChannel>> ControlChannel::Create(
     MPI_Comm world, const Clock* clock, absl::Duration setup_timeout) {
   RealClock real_clock;
   const Clock& time = clock != nullptr ? *clock : real_clock;
-  ASSIGN_OR_RETURN(MPI_Comm comm, DuplicateCommunicator(world, time.Now() + setup_timeout,
-                                                        AbortPoller(), time, "control channel"));
-  int rank = 0;
-  int size = 0;
-  absl::Status status = MpiStatus(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  if (status.ok()) status = MpiStatus(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  absl::StatusOr<int> tag_ub = TagUpperBound(comm);
-  if (status.ok()) status = tag_ub.status();
-  if (!status.ok()) {
-    FreeCommunicator(comm);
-    return status;
-  }
-  return std::unique_ptr<ControlChannel>(new ControlChannel(comm, rank, size, *tag_ub, clock));
+  ASSIGN_OR_RETURN(PrivateCommunicator private_comm,
+                   CreatePrivateCommunicator(world, time.Now() + setup_timeout, AbortPoller(), time,
+                                             "control channel"));
+  return std::unique_ptr<ControlChannel>(new ControlChannel(private_comm.comm, private_comm.rank,
+                                                            private_comm.size,
+                                                            private_comm.tag_upper_bound, clock));
 }
 
 ControlChannel::ControlChannel(MPI_Comm comm, int rank, int size, int tag_ub, const Clock* clock)

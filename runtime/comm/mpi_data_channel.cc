@@ -12,20 +12,12 @@ absl::StatusOr<std::unique_ptr<MpiDataChannel>> MpiDataChannel::Create(
     MPI_Comm world, AbortPoller abort_poller, const Clock* clock, absl::Duration setup_timeout) {
   RealClock real_clock;
   const Clock& time = clock != nullptr ? *clock : real_clock;
-  ASSIGN_OR_RETURN(MPI_Comm comm, DuplicateCommunicator(world, time.Now() + setup_timeout,
-                                                        abort_poller, time, "data channel"));
-  int rank = 0;
-  int size = 0;
-  absl::Status status = MpiStatus(MPI_Comm_rank(comm, &rank), "MPI_Comm_rank");
-  if (status.ok()) status = MpiStatus(MPI_Comm_size(comm, &size), "MPI_Comm_size");
-  absl::StatusOr<int> tag_ub = TagUpperBound(comm);
-  if (status.ok()) status = tag_ub.status();
-  if (!status.ok()) {
-    FreeCommunicator(comm);
-    return status;
-  }
-  auto context = std::make_shared<DataChannelContext>(comm, rank, size, *tag_ub,
-                                                      std::move(abort_poller), clock);
+  ASSIGN_OR_RETURN(PrivateCommunicator private_comm,
+                   CreatePrivateCommunicator(world, time.Now() + setup_timeout, abort_poller, time,
+                                             "data channel"));
+  auto context = std::make_shared<DataChannelContext>(
+      private_comm.comm, private_comm.rank, private_comm.size, private_comm.tag_upper_bound,
+      std::move(abort_poller), clock);
   return std::unique_ptr<MpiDataChannel>(new MpiDataChannel(std::move(context)));
 }
 

@@ -195,7 +195,10 @@ class Worker {
 
     std::unique_ptr<Dataset> dataset;
     if (stage == 0 || stage == stages - 1) {
-      ASSIGN_OR_RETURN(dataset, OpenDataset(plan.data(), RequirementsOf(setup_)));
+      DataRequirements requirements = RequirementsOf(setup_);
+      requirements.keep_inputs = stage == 0;
+      requirements.keep_targets = stage == stages - 1;
+      ASSIGN_OR_RETURN(dataset, OpenDataset(plan.data(), requirements));
     }
 
     ASSIGN_OR_RETURN(auto channel, MpiDataChannel::Create(

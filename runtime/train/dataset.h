@@ -40,6 +40,11 @@ struct DataRequirements {
   DType target_dtype = DType::kF32;
   int64_t num_classes = 0;  // > 0 for classification losses
   uint64_t seed = 0;        // training.seed
+  // Which sides the caller will gather (the first stage needs inputs, the last stage targets).
+  // Data sources validate both sides at open, then may release the other's memory; gathering a
+  // side that was not kept is FAILED_PRECONDITION.
+  bool keep_inputs = true;
+  bool keep_targets = true;
 };
 
 // Opens the plan's data source. Paths in `data` must already be resolved (absolute or relative

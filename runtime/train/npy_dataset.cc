@@ -92,6 +92,12 @@ absl::StatusOr<std::unique_ptr<NpyDataset>> NpyDataset::Open(const pb::Npy& spec
       }
     }
   }
+  // Validated; release what this caller will never gather.
+  if (!requirements.keep_inputs) inputs.f32 = {};
+  if (!requirements.keep_targets) {
+    targets.f32 = {};
+    targets.i64 = {};
+  }
   return std::unique_ptr<NpyDataset>(new NpyDataset(
       spec.inputs(), std::move(inputs), spec.targets(), std::move(targets), requirements));
 }
@@ -103,10 +109,16 @@ NpyDataset::NpyDataset(std::string inputs_path, NpyArray inputs, std::string tar
       inputs_(std::move(inputs)),
       targets_(std::move(targets)),
       size_(inputs_.shape.dim(0)),
+      keep_inputs_(requirements.keep_inputs),
+      keep_targets_(requirements.keep_targets),
       input_shape_(requirements.input_shape),
       target_shape_(requirements.target_shape) {}
 
 absl::Status NpyDataset::GatherInputs(std::span<const int64_t> indices, Tensor& out) const {
+  if (!keep_inputs_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("npy file ", inputs_path_, ": inputs were released at open (keep_inputs)"));
+  }
   RETURN_IF_ERROR(dataset_internal::CheckGather(absl::StrCat("npy file ", inputs_path_), "inputs",
                                                 indices, size_, input_shape_, DType::kF32, out));
   const int64_t row = input_shape_.num_elements();
@@ -118,6 +130,10 @@ absl::Status NpyDataset::GatherInputs(std::span<const int64_t> indices, Tensor& 
 }
 
 absl::Status NpyDataset::GatherTargets(std::span<const int64_t> indices, Tensor& out) const {
+  if (!keep_targets_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("npy file ", targets_path_, ": targets were released at open (keep_targets)"));
+  }
   RETURN_IF_ERROR(dataset_internal::CheckGather(absl::StrCat("npy file ", targets_path_), "targets",
                                                 indices, size_, target_shape_, targets_.dtype,
                                                 out));

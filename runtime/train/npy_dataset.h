@@ -39,6 +39,8 @@ class NpyDataset final : public Dataset {
   NpyArray inputs_;
   NpyArray targets_;
   int64_t size_;
+  bool keep_inputs_;
+  bool keep_targets_;
   Shape input_shape_;
   Shape target_shape_;
 };

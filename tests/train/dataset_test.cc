@@ -116,6 +116,39 @@ TEST(OpenDatasetTest, NpyRegressionGathersFloatTargets) {
   EXPECT_EQ(targets.f32()[1], 7.0f);
 }
 
+TEST(OpenDatasetTest, NpyKeepsOnlyTheRequestedSideButValidatesBoth) {
+  const std::string dir = FreshTempDir();
+  ASSERT_TRUE(WriteNpy(dir + "/x.npy", Shape{4, 3}, Iota(12)).ok());
+  ASSERT_TRUE(WriteNpy(dir + "/y.npy", Shape{4, 2}, Iota(8)).ok());
+  CpuDevice device;
+  Tensor inputs = *Tensor::Empty(device, Shape{1, 3}, DType::kF32, MemoryKind::kData);
+  Tensor targets = *Tensor::Empty(device, Shape{1, 2}, DType::kF32, MemoryKind::kData);
+  const std::vector<int64_t> index = {2};
+
+  DataRequirements first_stage = RegressionRequirements();
+  first_stage.keep_targets = false;
+  auto inputs_only = OpenDataset(NpyData(dir + "/x.npy", dir + "/y.npy"), first_stage);
+  ASSERT_TRUE(inputs_only.ok()) << inputs_only.status();
+  EXPECT_TRUE((*inputs_only)->GatherInputs(index, inputs).ok());
+  EXPECT_EQ(inputs.f32()[0], 6.0f);
+  EXPECT_EQ((*inputs_only)->GatherTargets(index, targets).code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  DataRequirements last_stage = RegressionRequirements();
+  last_stage.keep_inputs = false;
+  auto targets_only = OpenDataset(NpyData(dir + "/x.npy", dir + "/y.npy"), last_stage);
+  ASSERT_TRUE(targets_only.ok()) << targets_only.status();
+  EXPECT_TRUE((*targets_only)->GatherTargets(index, targets).ok());
+  EXPECT_EQ(targets.f32()[1], 5.0f);
+  EXPECT_EQ((*targets_only)->GatherInputs(index, inputs).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ((*targets_only)->size(), 4);
+
+  // The side that is dropped is still validated: wrong target shape fails the first stage too.
+  ASSERT_TRUE(WriteNpy(dir + "/y.npy", Shape{4, 5}, Iota(20)).ok());
+  ExpectOpenFails(NpyData(dir + "/x.npy", dir + "/y.npy"), first_stage, "y.npy");
+}
+
 TEST(OpenDatasetTest, NpyInputsWithWrongShapeNameFileAndShapes) {
   const std::string dir = FreshTempDir();
   ASSERT_TRUE(WriteNpy(dir + "/x.npy", Shape{5, 6}, Iota(30)).ok());

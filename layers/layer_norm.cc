@@ -1,6 +1,7 @@
 #include "layers/layer_norm.h"
 
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
@@ -116,16 +117,22 @@ absl::StatusOr<Tensor> LayerNorm::Backward(const LayerContext& ctx, std::span<co
   const float* in = x.f32();
   const float* g = dy.f32();
   if (affine_) {
-    float* dweight = grads[0].f32();
-    float* dbias = grads[1].f32();
+    // Summed over rows in double, then added once: the error does not grow with the rows.
+    std::vector<double> weight_sum(features_, 0.0), bias_sum(features_, 0.0);
     for (int64_t r = 0; r < rows; ++r) {
       const float* xr = in + r * features_;
       const float* gr = g + r * features_;
       const float* stats_r = row_stats + kStatsPerRow * r;
       for (int64_t i = 0; i < features_; ++i) {
-        dweight[i] += gr[i] * Normalized(xr[i], stats_r[0], stats_r[1], stats_r[2]);
-        dbias[i] += gr[i];
+        weight_sum[i] += gr[i] * Normalized(xr[i], stats_r[0], stats_r[1], stats_r[2]);
+        bias_sum[i] += gr[i];
       }
+    }
+    float* dweight = grads[0].f32();
+    float* dbias = grads[1].f32();
+    for (int64_t i = 0; i < features_; ++i) {
+      dweight[i] += static_cast<float>(weight_sum[i]);
+      dbias[i] += static_cast<float>(bias_sum[i]);
     }
   }
   if (!ctx.need_input_grad) return Tensor();

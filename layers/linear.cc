@@ -1,6 +1,7 @@
 #include "layers/linear.h"
 
 #include <cmath>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
@@ -101,11 +102,14 @@ absl::StatusOr<Tensor> Linear::Backward(const LayerContext& ctx, std::span<const
                                    .c = grads[0].f32(),
                                    .ldc = in_features_}));
   if (bias_) {
-    float* db = grads[1].f32();
+    // Summed over rows in double, then added once: the error does not grow with the rows.
+    std::vector<double> sum(out_features_, 0.0);
     const float* g = dy.f32();
     for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t o = 0; o < out_features_; ++o) db[o] += g[r * out_features_ + o];
+      for (int64_t o = 0; o < out_features_; ++o) sum[o] += g[r * out_features_ + o];
     }
+    float* db = grads[1].f32();
+    for (int64_t o = 0; o < out_features_; ++o) db[o] += static_cast<float>(sum[o]);
   }
   if (!ctx.need_input_grad) return Tensor();
   ASSIGN_OR_RETURN(Tensor dx,

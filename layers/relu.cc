@@ -12,7 +12,8 @@ Relu::Relu(std::string name, const Shape& input_shape)
                             /*flops_per_element=*/1.0) {}
 
 void Relu::ApplyForward(const float* x, float* y, int64_t n) const {
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+  // NaN passes through (as torch.relu), so a diverging run is not masked.
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] <= 0.0f ? 0.0f : x[i];
 }
 
 void Relu::ApplyBackward(const float* y, const float* dy, float* dx, int64_t n) const {

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/check.h"
 #include "runtime/core/json_text.h"
@@ -177,6 +178,7 @@ class Parser {
     ++pos_;  // '{'
     std::vector<std::string> keys;
     std::vector<JsonValue> values;
+    absl::flat_hash_set<std::string> seen;
     SkipSpace();
     if (Peek() == '}') {
       ++pos_;
@@ -187,11 +189,9 @@ class Parser {
       if (Peek() != '"') return Error("expected a string key in an object");
       const size_t key_offset = pos_;
       ASSIGN_OR_RETURN(std::string key, ParseString());
-      for (const std::string& existing : keys) {
-        if (existing == key) {
-          pos_ = key_offset;
-          return Error(absl::StrCat("duplicate object key \"", key, "\""));
-        }
+      if (!seen.insert(key).second) {
+        pos_ = key_offset;
+        return Error(absl::StrCat("duplicate object key \"", key, "\""));
       }
       SkipSpace();
       if (Peek() != ':') return Error("expected ':' after an object key");

@@ -16,6 +16,7 @@
 #include <set>
 #include <system_error>
 
+#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/ckpt/json_parser.h"
@@ -177,14 +178,19 @@ absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTe
     offset += bytes;
   }
   header += "}";
-  bool valid_text = true;
-  for (const NamedTensorData& tensor : tensors) valid_text = valid_text && IsValidUtf8(tensor.name);
-  for (const auto& [key, value] : metadata) {
-    valid_text = valid_text && IsValidUtf8(key) && IsValidUtf8(value);
+  for (const NamedTensorData& tensor : tensors) {
+    if (!IsValidUtf8(tensor.name)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot write ", path, ": tensor names and metadata must be valid UTF-8 (tensor '",
+          absl::CHexEscape(tensor.name), "')"));
+    }
   }
-  if (!valid_text || !ParseJson(header).ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot write ", path, ": tensor names and metadata must be valid UTF-8"));
+  for (const auto& [key, value] : metadata) {
+    if (!IsValidUtf8(key) || !IsValidUtf8(value)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cannot write ", path, ": tensor names and metadata must be valid UTF-8 (metadata '",
+          absl::CHexEscape(key), "')"));
+    }
   }
   header.append((8 - header.size() % 8) % 8, ' ');
   if (header.size() > kMaxSafetensorsHeaderBytes) {

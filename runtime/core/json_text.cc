@@ -1,8 +1,7 @@
 #include "runtime/core/json_text.h"
 
 #include <cstdint>
-
-#include "absl/strings/str_format.h"
+#include <cstdio>
 
 namespace gpipe {
 

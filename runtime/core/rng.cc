@@ -1,6 +1,7 @@
 #include "runtime/core/rng.h"
 
 #include <cmath>
+#include <numbers>
 
 namespace gpipe {
 namespace {
@@ -67,7 +68,7 @@ double RandomStream::NextNormal() {
   // u1 in (0, 1] so the log is finite.
   const double u1 = (static_cast<double>(NextU32() >> 8) + 1.0) / 16777216.0;
   const double u2 = static_cast<double>(NextU32() >> 8) / 16777216.0;
-  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * M_PI * u2);
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
 }
 
 }  // namespace gpipe

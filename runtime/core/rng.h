@@ -2,7 +2,8 @@
 //
 // A stream is a pure function of (seed, stream key, position): the same key always yields the
 // same numbers, on any rank, in any order of creation. Dropout keys its stream by
-// (seed, step, micro-batch, layer), so a recomputed forward replays the same mask; parameter
+// (seed, step, layer) and seeks to the sample's position, so a recomputed forward replays the
+// same mask whatever the micro-batch split; parameter
 // initialization keys by (seed, layer, parameter), so weights do not depend on the partition.
 #ifndef GPIPE_RUNTIME_CORE_RNG_H_
 #define GPIPE_RUNTIME_CORE_RNG_H_
@@ -30,7 +31,7 @@ class RandomStream {
   void Seek(uint64_t word);
   // Uniform in [0, 1) with 24 random bits (exactly representable as float).
   float NextUniform();
-  // Standard normal (Box-Muller on two uniforms), in double precision.
+  // Standard normal (Box-Muller on two 24-bit uniforms, so |x| < 5.8), as a double.
   double NextNormal();
 
  private:

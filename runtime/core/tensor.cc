@@ -9,10 +9,14 @@ namespace gpipe {
 
 absl::StatusOr<Tensor> Tensor::Empty(Allocator& allocator, const Shape& shape, DType dtype,
                                      MemoryKind kind) {
+  int64_t bytes = SizeOf(dtype);
   for (int64_t d : shape.dims()) {
     if (d < 0) return absl::InvalidArgumentError("negative dimension in " + shape.ToString());
+    if (__builtin_mul_overflow(bytes, d, &bytes)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor ", DTypeName(dtype), shape.ToString(), " is too large to address"));
+    }
   }
-  const int64_t bytes = shape.num_elements() * SizeOf(dtype);
   ASSIGN_OR_RETURN(void* ptr, allocator.Allocate(bytes, kind));
   return Tensor(std::make_shared<Storage>(&allocator, ptr, bytes, kind), shape, dtype, 0);
 }

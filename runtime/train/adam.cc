@@ -62,7 +62,7 @@ absl::StatusOr<std::unique_ptr<AdamOptimizer>> AdamOptimizer::CreateChecked(
 absl::Status AdamOptimizer::Step(double lr, std::span<Tensor> values,
                                  std::span<const Tensor> grads) {
   const char* name = hyper_.decoupled_weight_decay ? "adamw" : "adam";
-  RETURN_IF_ERROR(optimizer_internal::CheckStepArguments(name, lr, values, grads, exp_avg_.size()));
+  RETURN_IF_ERROR(optimizer_internal::CheckStepArguments(name, lr, values, grads, exp_avg_));
   if (exp_avg_.empty() && !values.empty()) {
     std::vector<Tensor> first, second;
     RETURN_IF_ERROR(optimizer_internal::AllocateStateLike(values, first));

@@ -29,7 +29,8 @@ absl::Status CheckUnitInterval(const std::string& field, double value) {
 }
 
 absl::Status CheckStepArguments(const char* optimizer, double lr, std::span<const Tensor> values,
-                                std::span<const Tensor> grads, size_t state_size) {
+                                std::span<const Tensor> grads, std::span<const Tensor> state) {
+  const size_t state_size = state.size();
   if (!(lr >= 0) || !std::isfinite(lr)) {
     return absl::InvalidArgumentError(
         absl::StrCat(optimizer, " step: learning rate must be finite and >= 0, got ", lr));
@@ -46,6 +47,12 @@ absl::Status CheckStepArguments(const char* optimizer, double lr, std::span<cons
   for (size_t i = 0; i < values.size(); ++i) {
     const Tensor& value = values[i];
     const Tensor& grad = grads[i];
+    if (state_size != 0 && value.defined() && value.shape() != state[i].shape()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(optimizer, " step: parameter ", i, " is ", value.shape().ToString(),
+                       " but its optimizer state was created for ", state[i].shape().ToString(),
+                       "; pass the same parameters every step"));
+    }
     if (!value.defined() || !grad.defined()) {
       return absl::InvalidArgumentError(
           absl::StrCat(optimizer, " step: parameter ", i, " or its gradient is undefined"));

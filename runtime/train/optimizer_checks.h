@@ -21,10 +21,11 @@ absl::Status CheckNonNegative(const std::string& field, double value);
 absl::Status CheckUnitInterval(const std::string& field, double value);
 
 // The arguments of one Optimizer::Step: lr finite and >= 0, equally many values and gradients,
-// each pair host-accessible f32 of the same shape, and (once state exists) as many parameters
-// as on the first call. `optimizer` names the optimizer in messages ("sgd").
+// each pair host-accessible f32 of the same shape, and (once `state` exists: one tensor per
+// parameter from the first call) the same number and shapes of parameters as on the first call.
+// `optimizer` names the optimizer in messages ("sgd").
 absl::Status CheckStepArguments(const char* optimizer, double lr, std::span<const Tensor> values,
-                                std::span<const Tensor> grads, size_t state_size);
+                                std::span<const Tensor> grads, std::span<const Tensor> state);
 
 // Replaces `state` with one zero-filled f32 buffer per value (same shape and allocator),
 // counted as kOptimizerState. On failure `state` is left unchanged.

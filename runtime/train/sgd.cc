@@ -39,7 +39,8 @@ absl::Status SgdOptimizer::Step(double lr, std::span<Tensor> values,
                                 std::span<const Tensor> grads) {
   const bool use_momentum = spec_.momentum() != 0;
   RETURN_IF_ERROR(optimizer_internal::CheckStepArguments(
-      "sgd", lr, values, grads, use_momentum ? momentum_buffers_.size() : 0));
+      "sgd", lr, values, grads,
+      use_momentum ? std::span<const Tensor>(momentum_buffers_) : std::span<const Tensor>()));
   const bool first_step = momentum_buffers_.empty();
   if (use_momentum && first_step) {
     RETURN_IF_ERROR(optimizer_internal::AllocateStateLike(values, momentum_buffers_));

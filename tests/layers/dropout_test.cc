@@ -60,7 +60,7 @@ TEST(DropoutTest, SameContextReproducesTheMaskExactly) {
             DropoutForward(device, 0.3, ctx, Shape{8, 64}, x));
 }
 
-TEST(DropoutTest, MaskDependsOnlyOnContextAndElementIndexNotOnLayerNameOrShape) {
+TEST(DropoutTest, MaskDependsOnlyOnContextAndElementIndexNotOnShape) {
   CpuDevice device;
   LayerContext ctx{.device = device, .seed = 5, .step = 1, .micro_batch = 2, .layer_index = 3};
   const std::vector<float> x = Ones(60);

@@ -242,6 +242,19 @@ TEST(OptimizerStepTest, RejectsMismatchedArgumentsWithoutChangingAnything) {
                       std::span<const Tensor>(p.grads).first(1));
   EXPECT_NE(status.message().find("pass the same parameters every step"), std::string::npos)
       << status;
+
+  // Same count, other shapes: the state would be read out of bounds, so it is rejected.
+  for (const char* spec : {"adam { }", "sgd { lr: 0.1 momentum: 0.9 }"}) {
+    auto stateful = CreateOptimizer(ParseSpec(spec));
+    ASSERT_TRUE(stateful.ok());
+    ASSERT_TRUE((*stateful)->Step(0.1, p.values, p.grads).ok());
+    std::vector<Tensor> swapped_values = {p.values[1], p.values[0]};
+    std::vector<Tensor> swapped_grads = {p.grads[1], p.grads[0]};
+    status = (*stateful)->Step(0.1, swapped_values, swapped_grads);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << spec;
+    EXPECT_NE(status.message().find("its optimizer state was created for"), std::string::npos)
+        << status;
+  }
 }
 
 struct InvalidSpec {

@@ -6,7 +6,7 @@
 include(CMakeParseArguments)
 
 set(GPIPE_MPIRUN_FLAGS --oversubscribe --bind-to none --mca btl self,vader
-    --mca btl_vader_single_copy_mechanism none CACHE STRING "Flags mpirun gets in tests")
+    CACHE STRING "Flags mpirun gets in tests")
 
 # The same flags reach the e2e tests, which start mpirun themselves (tests/support).
 string(JOIN " " GPIPE_MPIRUN_FLAGS_TEXT ${GPIPE_MPIRUN_FLAGS})

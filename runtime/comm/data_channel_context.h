@@ -7,6 +7,7 @@
 
 #include <mpi.h>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "runtime/comm/clock.h"
 #include "runtime/comm/orphaned_requests.h"
@@ -15,6 +16,8 @@
 #include "runtime/core/tensor.h"
 
 namespace gpipe {
+
+class MpiRecvHandle;
 
 struct DataChannelContext {
   DataChannelContext(MPI_Comm comm, int rank, int size, int tag_ub, AbortPoller abort_poller,
@@ -30,6 +33,13 @@ struct DataChannelContext {
   ~DataChannelContext();
 
   const Clock& clock() const { return external_clock != nullptr ? *external_clock : real_clock; }
+  // Receive handles whose payload receive waits for its header: every wait of the channel
+  // (send or receive) polls them all, so a posted receive always progresses — as a plain
+  // MPI_Irecv would — and a peer's send never stalls behind a receive nobody is waiting on.
+  void AddPendingReceive(MpiRecvHandle* handle) { pending_receives.insert(handle); }
+  void RemovePendingReceive(MpiRecvHandle* handle) { pending_receives.erase(handle); }
+  void ProgressPendingReceives();
+
   // Cancels what is still active in `requests` (unless `collective`) and keeps `buffers` alive
   // until MPI lets go of them.
   void Abandon(std::span<MPI_Request> requests, std::shared_ptr<const void> buffers,
@@ -43,6 +53,7 @@ struct DataChannelContext {
   const Clock* external_clock;
   RealClock real_clock;
   OrphanedRequests orphans;
+  absl::flat_hash_set<MpiRecvHandle*> pending_receives;
 };
 
 // The MPI datatype of one element of `dtype`.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -39,19 +40,15 @@ absl::StatusOr<std::unique_ptr<MpiRecvHandle>> MpiRecvHandle::Start(
       context, buffers, peer,
       TransferHeader{
           .key = key, .dtype = tensor.dtype(), .shape = tensor.shape(), .sender = peer}));
-  MPI_Comm comm = context->comm;
+  handle->payload_tag_ = payload_tag;
   RETURN_IF_ERROR(
       WithContext(MpiStatus(MPI_Irecv(buffers->header.data(), sizeof(HeaderWords), MPI_BYTE, peer,
-                                      header_tag, comm, &handle->requests_[kHeader]),
+                                      header_tag, context->comm, &handle->requests_[kHeader]),
                             "MPI_Irecv(header)"),
                   description));
-  // On failure the destructor cancels the posted header receive.
-  RETURN_IF_ERROR(WithContext(
-      MpiStatus(MPI_Irecv(buffers->tensor.raw_data(), static_cast<int>(tensor.num_elements()),
-                          MpiElementType(tensor.dtype()), peer, payload_tag, comm,
-                          &handle->requests_[kPayload]),
-                "MPI_Irecv(payload)"),
-      description));
+  context->AddPendingReceive(handle.get());
+  // Poll once so that an already-arrived header gets its payload receive posted right away.
+  handle->Progress();
   return handle;
 }
 
@@ -70,6 +67,7 @@ MpiRecvHandle::~MpiRecvHandle() {
 
 void MpiRecvHandle::Finish(absl::Status status) {
   finished_ = true;
+  context_->RemovePendingReceive(this);
   result_ = std::move(status);
   context_->Abandon(requests_, buffers_);
   buffers_.reset();
@@ -77,8 +75,8 @@ void MpiRecvHandle::Finish(absl::Status status) {
 
 bool MpiRecvHandle::Progress() {
   static constexpr const char* kWhat[] = {"MPI_Test(header)", "MPI_Test(payload)"};
-  for (int i : {kHeader, kPayload}) {
-    if (requests_[i] == MPI_REQUEST_NULL) continue;
+  auto test = [&](int i) {
+    if (requests_[i] == MPI_REQUEST_NULL) return;
     int done = 0;
     MPI_Status status;
     const int code = MPI_Test(&requests_[i], &done, &status);
@@ -89,8 +87,38 @@ bool MpiRecvHandle::Progress() {
     } else if (done) {
       statuses_[i] = status;
     }
+  };
+  test(kHeader);
+  if (requests_[kHeader] != MPI_REQUEST_NULL) return false;
+  if (!errors_[kHeader].ok()) return true;
+  if (!payload_posted_) {
+    payload_posted_ = true;
+    if (std::optional<absl::Status> mismatch = HeaderMismatch("")) {
+      mismatch_ = *std::move(mismatch);
+      PostDrain();
+    } else {
+      errors_[kPayload] = MpiStatus(
+          MPI_Irecv(buffers_->tensor.raw_data(), static_cast<int>(buffers_->tensor.num_elements()),
+                    MpiElementType(expected_.dtype), peer_, payload_tag_, context_->comm,
+                    &requests_[kPayload]),
+          "MPI_Irecv(payload)");
+    }
   }
-  return requests_[kHeader] == MPI_REQUEST_NULL && requests_[kPayload] == MPI_REQUEST_NULL;
+  test(kPayload);
+  return requests_[kPayload] == MPI_REQUEST_NULL;
+}
+
+void MpiRecvHandle::PostDrain() {
+  absl::StatusOr<TransferHeader> received = DecodeHeader(buffers_->header);
+  if (!received.ok()) return;  // garbage header: nothing trustworthy to drain
+  absl::StatusOr<int> tag = TransferTag(received->key, TransferPart::kPayload, context_->tag_ub);
+  if (!tag.ok()) return;
+  const int64_t bytes = received->shape.num_elements() * SizeOf(received->dtype);
+  if (bytes < 0 || bytes > std::numeric_limits<int>::max()) return;
+  buffers_->drain.resize(static_cast<size_t>(bytes));
+  // A failure here only means the sender's payload stays unmatched; the mismatch is the error.
+  MPI_Irecv(buffers_->drain.data(), static_cast<int>(bytes), MPI_BYTE, peer_, *tag, context_->comm,
+            &requests_[kPayload]);
 }
 
 absl::Status MpiRecvHandle::MismatchError(const TransferHeader& received,
@@ -116,7 +144,7 @@ absl::Status MpiRecvHandle::Evaluate() {
     return WithContext(errors_[kHeader],
                        absl::StrCat(description_, ": the transfer header did not arrive intact"));
   }
-  if (std::optional<absl::Status> mismatch = HeaderMismatch("")) return *mismatch;
+  if (mismatch_.has_value()) return *mismatch_;
   if (!errors_[kPayload].ok()) {
     return absl::DataLossError(absl::StrCat(description_,
                                             ": the payload is not the size its header announced (",
@@ -182,8 +210,19 @@ std::optional<TransferHeader> MpiRecvHandle::ProbeStrayHeader() {
   return *header;
 }
 
+void MpiRecvHandle::Poll() {
+  if (!finished_ && !payload_posted_) Progress();
+}
+
+void DataChannelContext::ProgressPendingReceives() {
+  // Copy: polling never adds or removes handles, but keep iteration independent of that.
+  const std::vector<MpiRecvHandle*> handles(pending_receives.begin(), pending_receives.end());
+  for (MpiRecvHandle* handle : handles) handle->Poll();
+}
+
 bool MpiRecvHandle::Done() {
   if (finished_) return true;
+  context_->ProgressPendingReceives();
   if (!Progress()) return false;
   Finish(Evaluate());
   return true;
@@ -192,9 +231,12 @@ bool MpiRecvHandle::Done() {
 absl::Status MpiRecvHandle::Wait(absl::Time deadline) {
   if (finished_) return result_;
   const absl::Time start = context_->clock().Now();
-  const absl::Status status =
-      PollUntil([&]() -> absl::StatusOr<bool> { return Progress(); }, deadline,
-                context_->abort_poller, context_->clock(), [&] { return description_; });
+  const absl::Status status = PollUntil(
+      [&]() -> absl::StatusOr<bool> {
+        context_->ProgressPendingReceives();
+        return Progress();
+      },
+      deadline, context_->abort_poller, context_->clock(), [&] { return description_; });
   if (status.ok()) {
     Finish(Evaluate());
     return result_;

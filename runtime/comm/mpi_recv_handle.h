@@ -1,6 +1,8 @@
-// MpiRecvHandle: one boundary tensor coming from a peer. Both receives (header and payload, the
-// payload straight into the destination tensor) are posted up front; on completion the header is
-// checked against the expected key, dtype and shape, and a mismatch names both sides. When
+// MpiRecvHandle: one boundary tensor coming from a peer. The header receive is posted up front;
+// the payload receive (straight into the destination tensor) only once the header has arrived
+// and matches the expected key, dtype and shape, so a sender of a larger tensor can never write
+// past the destination (Open MPI's shared-memory single-copy path does not enforce truncation).
+// A mismatch names both sides. When
 // nothing arrives by the deadline, a header the peer sent with another micro-batch of the same
 // kind is reported as the mismatch it is. Holds the tensor until MPI is done with it.
 // Internal to comm/; created by MpiDataChannel::Recv. Thread-compatible.
@@ -13,6 +15,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "runtime/comm/data_channel.h"
 #include "runtime/comm/data_channel_context.h"
@@ -29,6 +32,8 @@ class MpiRecvHandle final : public TransferHandle {
 
   bool Done() override;
   absl::Status Wait(absl::Time deadline) override;
+  // One non-blocking poll (DataChannelContext::ProgressPendingReceives calls it).
+  void Poll();
 
  private:
   static constexpr int kHeader = 0;
@@ -36,14 +41,18 @@ class MpiRecvHandle final : public TransferHandle {
   struct Buffers {
     Tensor tensor;
     HeaderWords header;
+    std::vector<char> drain;  // a mismatched transfer's payload, received and discarded
   };
   MpiRecvHandle(std::shared_ptr<DataChannelContext> context, std::shared_ptr<Buffers> buffers,
                 int peer, TransferHeader expected);
 
-  // Tests both receives once, recording per-receive errors; true when neither is active.
+  // Tests the receives once, posting the payload receive when a matching header arrived;
+  // records per-receive errors; true when nothing is left to do.
   bool Progress();
   // The verdict once both receives finished.
   absl::Status Evaluate();
+  // Receives and discards the payload a mismatched header announced.
+  void PostDrain();
   // The header-mismatch error if a header arrived and disagrees with the expectation.
   std::optional<absl::Status> HeaderMismatch(const std::string& note);
   // At a deadline: a header the peer sent for another micro-batch of this kind and chunk.
@@ -60,6 +69,11 @@ class MpiRecvHandle final : public TransferHandle {
   std::array<MPI_Request, 2> requests_ = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   std::array<MPI_Status, 2> statuses_{};
   std::array<absl::Status, 2> errors_;
+  int payload_tag_ = 0;
+  bool payload_posted_ = false;
+  // Set when the header arrived and disagrees with the expectation: its payload is then drained
+  // into Buffers::drain (so the sender completes) and never touches the tensor.
+  std::optional<absl::Status> mismatch_;
   bool finished_ = false;
   absl::Status result_;
 };

@@ -60,6 +60,7 @@ void MpiSendHandle::Finish(absl::Status status) {
 
 bool MpiSendHandle::Done() {
   if (finished_) return true;
+  context_->ProgressPendingReceives();
   absl::StatusOr<bool> done = TestRequests(requests_, {});
   if (!done.ok()) {
     Finish(WithContext(done.status(), description_));
@@ -72,9 +73,12 @@ bool MpiSendHandle::Done() {
 absl::Status MpiSendHandle::Wait(absl::Time deadline) {
   if (finished_) return result_;
   // Finish cancels and abandons whatever is still active if the wait fails.
-  absl::Status status =
-      PollUntil([&] { return TestRequests(requests_, {}); }, deadline, context_->abort_poller,
-                context_->clock(), [&] { return description_; });
+  absl::Status status = PollUntil(
+      [&] {
+        context_->ProgressPendingReceives();
+        return TestRequests(requests_, {});
+      },
+      deadline, context_->abort_poller, context_->clock(), [&] { return description_; });
   if (!status.ok() && !absl::IsDeadlineExceeded(status) && !absl::IsAborted(status)) {
     status = WithContext(status, description_);
   }

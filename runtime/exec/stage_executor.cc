@@ -59,6 +59,7 @@ class StageExecutor::Step {
       const schedule::Instruction& instruction = program_.instructions[i];
       absl::Status status = std::visit([this](const auto& op) { return Execute(op); }, instruction);
       if (status.ok()) status = ReapFinishedSends();
+      if (status.ok()) PollPostedReceives();
       if (!status.ok()) {
         return WithContext(status,
                            absl::StrCat(Where(), "instruction ", schedule::ToString(instruction)));
@@ -169,6 +170,15 @@ class StageExecutor::Step {
     return absl::OkStatus();
   }
 
+  // Gives every receive posted ahead a chance to progress between instructions (a transport may
+  // need that to start the payload transfer); errors surface when the receive is consumed.
+  void PollPostedReceives() {
+    for (size_t i = consumed_receives_; i < next_receive_; ++i) {
+      PostedReceive& posted = receives_[receive_positions_[i]];
+      if (posted.handle) posted.handle->Done();
+    }
+  }
+
   // Waits for the receive at the current position and returns its tensor.
   absl::StatusOr<Tensor> CompleteReceive() {
     // Not posted yet when the lookahead is exhausted: post everything up to and including it.
@@ -177,6 +187,7 @@ class StageExecutor::Step {
     }
     PostedReceive posted = std::move(receives_[position_]);
     --posted_ahead_;
+    ++consumed_receives_;
     RETURN_IF_ERROR(posted.handle->Wait(Deadline()));
     RETURN_IF_ERROR(PostReceivesUpTo(config_.recv_lookahead));
     return std::move(posted.buffer);
@@ -420,7 +431,8 @@ class StageExecutor::Step {
   absl::flat_hash_map<int, MicroBatch> state_;
   std::vector<PostedReceive> receives_;  // indexed by instruction position
   std::vector<size_t> receive_positions_;
-  size_t next_receive_ = 0;
+  size_t next_receive_ = 0;       // receive_positions_[next_receive_] is the next to post
+  size_t consumed_receives_ = 0;  // receives completed by their instruction, in program order
   int posted_ahead_ = 0;
   struct InFlightSend {
     TransferKey key;

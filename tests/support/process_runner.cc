@@ -102,8 +102,7 @@ std::vector<std::string> MpirunPrefix(int np) {
   // GPIPE_MPIRUN_FLAGS (set by ctest from the CMake option of that name), or its default.
   const char* flags = std::getenv("GPIPE_MPIRUN_FLAGS");
   std::istringstream words(flags != nullptr ? flags
-                                            : "--oversubscribe --bind-to none --mca btl self,vader "
-                                              "--mca btl_vader_single_copy_mechanism none");
+                                            : "--oversubscribe --bind-to none --mca btl self,vader");
   for (std::string word; words >> word;) prefix.push_back(word);
   if (geteuid() == 0) prefix.push_back("--allow-run-as-root");
   return prefix;

@@ -69,9 +69,14 @@ void CollectLocations(const Message& message, const TextFormat::ParseInfoTree& t
     }
     Record(source, tree.GetLocation(field, 0), path, locations);
     const int size = reflection->FieldSize(message, field);
+    // Protobuf records one location per mention of the field, and a list `[a, b]` is one
+    // mention: elements have locations of their own only when every element was its own mention.
+    int mentions = 0;
+    while (tree.GetLocation(field, mentions).line >= 0) ++mentions;
+    const bool per_element = is_message || mentions == size;
     for (int i = 0; i < size; ++i) {
       const std::string element = absl::StrCat(path, "[", i, "]");
-      Record(source, tree.GetLocation(field, i), element, locations);
+      if (per_element) Record(source, tree.GetLocation(field, i), element, locations);
       const TextFormat::ParseInfoTree* nested =
           is_message ? tree.GetTreeForNested(field, i) : nullptr;
       if (nested != nullptr) {

@@ -57,6 +57,21 @@ TEST(PlanLoaderTest, LocationOfFallsBackToTheNearestWrittenAncestorThenTheFile) 
   EXPECT_EQ(loaded->LocationOf("runtime.threads"), kMlp);
 }
 
+TEST(PlanLoaderTest, ListElementsShareTheirMentionsLocation) {
+  // One mention as a list and one alone: protobuf records two locations for three elements, so
+  // elements point at the field, never at another element's mention.
+  auto loaded = ParsePlanText(
+      "pipeline {\n  boundaries: [\"a\", \"b\"]\n  boundaries: \"c\"\n}\n", "p.pbtxt", ".", {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  EXPECT_EQ(loaded->LocationOf("pipeline.boundaries[1]"), "p.pbtxt:2:3");
+  EXPECT_EQ(loaded->LocationOf("pipeline.boundaries[2]"), "p.pbtxt:2:3");
+  // Every element its own mention: each has its own location.
+  auto separate = ParsePlanText(
+      "pipeline {\n  boundaries: \"a\"\n  boundaries: \"b\"\n}\n", "q.pbtxt", ".", {});
+  ASSERT_TRUE(separate.ok()) << separate.status();
+  EXPECT_EQ(separate->LocationOf("pipeline.boundaries[1]"), "q.pbtxt:3:3");
+}
+
 TEST(PlanLoaderTest, SyntaxErrorReportsExactLineAndColumn) {
   const std::string path = kTestdata + "/syntax_error.pbtxt";
   auto loaded = LoadPlanFile(path, {});

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/transfer_header.h"
+#include "runtime/core/status_macros.h"
 
 namespace gpipe {
 
@@ -17,6 +18,8 @@ void DataChannelContext::Abandon(std::span<MPI_Request> requests,
 }
 
 MPI_Datatype MpiElementType(DType dtype) { return dtype == DType::kF32 ? MPI_FLOAT : MPI_INT64_T; }
+
+namespace {
 
 absl::Status CheckTransferable(const Tensor& tensor, const std::string& context) {
   if (!tensor.defined()) {
@@ -37,6 +40,26 @@ absl::Status CheckTransferable(const Tensor& tensor, const std::string& context)
                      " exceed the transfer header's ", kMaxTransferRank, " dimensions"));
   }
   return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<TransferTags> PrepareTransfer(const DataChannelContext& context,
+                                             const Tensor& tensor, int peer, const TransferKey& key,
+                                             const std::string& description) {
+  RETURN_IF_ERROR(CheckTransferable(tensor, description));
+  if (peer < 0 || peer >= context.size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(description, ": no such rank (ranks 0..", context.size - 1, ")"));
+  }
+  TransferTags tags;
+  for (auto [part, tag] : {std::pair{TransferPart::kHeader, &tags.header},
+                           std::pair{TransferPart::kPayload, &tags.payload}}) {
+    absl::StatusOr<int> value = TransferTag(key, part, context.tag_ub);
+    if (!value.ok()) return WithContext(value.status(), description);
+    *tag = *value;
+  }
+  return tags;
 }
 
 }  // namespace gpipe

@@ -10,6 +10,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "runtime/comm/clock.h"
+#include "runtime/comm/data_channel.h"
 #include "runtime/comm/orphaned_requests.h"
 #include "runtime/comm/wait.h"
 #include "runtime/core/dtype.h"
@@ -59,9 +60,18 @@ struct DataChannelContext {
 // The MPI datatype of one element of `dtype`.
 MPI_Datatype MpiElementType(DType dtype);
 
-// Checks what every transfer needs: a defined host tensor whose element count fits an MPI count
-// and whose rank a transfer header can carry. `context` prefixes the error.
-absl::Status CheckTransferable(const Tensor& tensor, const std::string& context);
+// The MPI tags of one transfer's two messages.
+struct TransferTags {
+  int header = 0;
+  int payload = 0;
+};
+
+// Checks what every transfer needs — a defined host tensor whose element count fits an MPI count
+// and whose rank a transfer header can carry, a peer in the channel, a key that fits the tag
+// space — and returns its tags. `description` ("rank 2 sending ... to rank 3") prefixes errors.
+absl::StatusOr<TransferTags> PrepareTransfer(const DataChannelContext& context,
+                                             const Tensor& tensor, int peer, const TransferKey& key,
+                                             const std::string& description);
 
 }  // namespace gpipe
 

@@ -26,24 +26,18 @@ absl::StatusOr<std::unique_ptr<MpiRecvHandle>> MpiRecvHandle::Start(
       tensor.defined() ? Describe(key, tensor.dtype(), tensor.shape()) : ToString(key);
   const std::string description =
       absl::StrCat("rank ", context->rank, " receiving ", what, " from rank ", peer);
-  RETURN_IF_ERROR(CheckTransferable(tensor, description));
-  if (peer < 0 || peer >= context->size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(description, ": no such rank (ranks 0..", context->size - 1, ")"));
-  }
-  ASSIGN_OR_RETURN(const int header_tag, TransferTag(key, TransferPart::kHeader, context->tag_ub));
-  ASSIGN_OR_RETURN(const int payload_tag,
-                   TransferTag(key, TransferPart::kPayload, context->tag_ub));
+  ASSIGN_OR_RETURN(const TransferTags tags,
+                   PrepareTransfer(*context, tensor, peer, key, description));
   auto buffers = std::make_shared<Buffers>();
   buffers->tensor = tensor;
   std::unique_ptr<MpiRecvHandle> handle(new MpiRecvHandle(
       context, buffers, peer,
       TransferHeader{
           .key = key, .dtype = tensor.dtype(), .shape = tensor.shape(), .sender = peer}));
-  handle->payload_tag_ = payload_tag;
+  handle->payload_tag_ = tags.payload;
   RETURN_IF_ERROR(
       WithContext(MpiStatus(MPI_Irecv(buffers->header.data(), sizeof(HeaderWords), MPI_BYTE, peer,
-                                      header_tag, context->comm, &handle->requests_[kHeader]),
+                                      tags.header, context->comm, &handle->requests_[kHeader]),
                             "MPI_Irecv(header)"),
                   description));
   context->AddPendingReceive(handle.get());

@@ -15,14 +15,8 @@ absl::StatusOr<std::unique_ptr<MpiSendHandle>> MpiSendHandle::Start(
   absl::StrAppend(&description,
                   tensor.defined() ? Describe(key, tensor.dtype(), tensor.shape()) : ToString(key),
                   " to rank ", peer);
-  RETURN_IF_ERROR(CheckTransferable(tensor, description));
-  if (peer < 0 || peer >= context->size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(description, ": no such rank (ranks 0..", context->size - 1, ")"));
-  }
-  ASSIGN_OR_RETURN(const int header_tag, TransferTag(key, TransferPart::kHeader, context->tag_ub));
-  ASSIGN_OR_RETURN(const int payload_tag,
-                   TransferTag(key, TransferPart::kPayload, context->tag_ub));
+  ASSIGN_OR_RETURN(const TransferTags tags,
+                   PrepareTransfer(*context, tensor, peer, key, description));
   auto buffers = std::make_shared<Buffers>();
   buffers->tensor = tensor;
   ASSIGN_OR_RETURN(
@@ -34,15 +28,15 @@ absl::StatusOr<std::unique_ptr<MpiSendHandle>> MpiSendHandle::Start(
   MPI_Comm comm = context->comm;
   RETURN_IF_ERROR(
       WithContext(MpiStatus(MPI_Isend(buffers->header.data(), sizeof(HeaderWords), MPI_BYTE, peer,
-                                      header_tag, comm, &handle->requests_[0]),
+                                      tags.header, comm, &handle->requests_[0]),
                             "MPI_Isend(header)"),
                   handle->description_));
   // On failure the destructor abandons the posted header.
   RETURN_IF_ERROR(WithContext(
-      MpiStatus(
-          MPI_Isend(buffers->tensor.raw_data(), static_cast<int>(tensor.num_elements()),
-                    MpiElementType(tensor.dtype()), peer, payload_tag, comm, &handle->requests_[1]),
-          "MPI_Isend(payload)"),
+      MpiStatus(MPI_Isend(buffers->tensor.raw_data(), static_cast<int>(tensor.num_elements()),
+                          MpiElementType(tensor.dtype()), peer, tags.payload, comm,
+                          &handle->requests_[1]),
+                "MPI_Isend(payload)"),
       handle->description_));
   return handle;
 }

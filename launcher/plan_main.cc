@@ -1,6 +1,8 @@
 // gpipe-plan: inspect a plan without running it.
 //   gpipe-plan check PLAN [--override TEXT]... [-n N]   validate; print the stage table
-//   gpipe-plan show  PLAN [--override TEXT]...          also the schedule grid, bubble, memory
+//   gpipe-plan show  PLAN [--override TEXT]... [--compare]
+//                                 also the schedule grid, bubble, memory; --compare: every
+//                                 schedule that fits, side by side
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -16,11 +18,12 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: gpipe-plan check PLAN [--override TEXT]... [-n N]\n"
-    "       gpipe-plan show  PLAN [--override TEXT]...\n"
-    "  check   validate the plan (errors as file:line:col) and print its stages\n"
-    "  show    also draw the schedule as a stage x time grid with the predicted bubble\n"
-    "          and per-stage memory\n"
-    "  -n N    (check) also verify that a job of N processes fits the plan\n"
+    "       gpipe-plan show  PLAN [--override TEXT]... [--compare]\n"
+    "  check      validate the plan (errors as file:line:col) and print its stages\n"
+    "  show       also draw the schedule as a stage x time grid with the simulated step time,\n"
+    "             bubble and per-stage peak memory by kind\n"
+    "  --compare  (show) then the same figures for every schedule that fits the plan\n"
+    "  -n N       (check) also verify that a job of N processes fits the plan\n"
     "exit code: 0 valid, 1 invalid plan, 2 usage error\n";
 
 int Fail(const std::string& message) {
@@ -32,7 +35,8 @@ int Fail(const std::string& message) {
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
-  auto flags = gpipe::ParseFlags({{"override", true, true}, {"n"}, {"help", false}}, args);
+  auto flags = gpipe::ParseFlags(
+      {{"override", true, true}, {"n"}, {"compare", false}, {"help", false}}, args);
   if (!flags.ok()) {
     std::fprintf(stderr, "gpipe-plan: %s\n%s", std::string(flags.status().message()).c_str(),
                  kUsage);
@@ -52,9 +56,14 @@ int main(int argc, char** argv) {
     std::fputs("gpipe-plan: -n goes with check\n", stderr);
     return 2;
   }
+  if (!show && flags->Has("compare")) {
+    std::fputs("gpipe-plan: --compare goes with show\n", stderr);
+    return 2;
+  }
   auto loaded = gpipe::LoadPlanFile(positional[1], flags->GetAll("override"));
   if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
-  auto analyzed = gpipe::AnalyzePlan(*loaded, gpipe::LayerRegistry::WithBuiltins());
+  const gpipe::LayerRegistry registry = gpipe::LayerRegistry::WithBuiltins();
+  auto analyzed = gpipe::AnalyzePlan(*loaded, registry);
   if (!analyzed.ok()) return Fail(std::string(analyzed.status().message()));
   if (auto n = flags->Get("n")) {
     auto parsed = gpipe::ParseIntFlag("-n", *n);
@@ -62,8 +71,13 @@ int main(int argc, char** argv) {
     const absl::Status fits = gpipe::CheckWorldSize(*analyzed, *loaded, static_cast<int>(*parsed));
     if (!fits.ok()) return Fail(std::string(fits.message()));
   }
-  auto report = gpipe::FormatPlanReport(*analyzed, show);
+  auto report = gpipe::FormatPlanReport(*analyzed, registry, show);
   if (!report.ok()) return Fail(std::string(report.status().message()));
   std::fputs(report->c_str(), stdout);
+  if (flags->Has("compare")) {
+    auto comparison = gpipe::FormatScheduleComparison(*loaded, registry);
+    if (!comparison.ok()) return Fail(std::string(comparison.status().message()));
+    std::printf("\n%s", comparison->c_str());
+  }
   return 0;
 }

@@ -46,6 +46,13 @@ double Dropout::ForwardFlopsPerSample() const {
   return 2.0 * static_cast<double>(input_shape().num_elements());
 }
 
+std::vector<SavedSpec> Dropout::SavedPerSample() const {
+  if (p_ == 0.0) return {};
+  return {{.ref = SavedRef::kNew,
+           .bytes_per_sample = 0,
+           .bytes_per_call = kKeyWords * SizeOf(DType::kI64)}};
+}
+
 absl::StatusOr<Tensor> Dropout::Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                         const Tensor& x, SavedTensors& saved) const {
   if (!x.defined() || x.dtype() != DType::kF32) {

@@ -33,6 +33,9 @@ class Dropout final : public Layer {
   absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                   std::span<Tensor> grads, const SavedTensors& saved,
                                   const Tensor& dy) const override;
+  // With p > 0: {kNew: the 40-byte key, per call, none per sample}; with p == 0: nothing.
+  // Evaluation saves nothing either.
+  std::vector<SavedSpec> SavedPerSample() const override;
 
  private:
   Dropout(std::string name, const Shape& input_shape, double p);

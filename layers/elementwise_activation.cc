@@ -28,6 +28,10 @@ double ElementwiseActivation::ForwardFlopsPerSample() const {
   return flops_per_element_ * static_cast<double>(input_shape().num_elements());
 }
 
+std::vector<SavedSpec> ElementwiseActivation::SavedPerSample() const {
+  return {{saves_ == Saves::kInput ? SavedRef::kInput : SavedRef::kOutput}};
+}
+
 absl::StatusOr<Tensor> ElementwiseActivation::Forward(const LayerContext& ctx,
                                                       std::span<const Tensor> params,
                                                       const Tensor& x, SavedTensors& saved) const {

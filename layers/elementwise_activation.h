@@ -23,6 +23,8 @@ class ElementwiseActivation : public Layer {
   absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                   std::span<Tensor> grads, const SavedTensors& saved,
                                   const Tensor& dy) const final;
+  // {kInput} or {kOutput}, according to `Saves`.
+  std::vector<SavedSpec> SavedPerSample() const final;
 
  protected:
   ElementwiseActivation(std::string name, const Shape& input_shape, Saves saves,

@@ -55,6 +55,23 @@ struct SavedTensors {
   void clear() { tensors.clear(); }
 };
 
+// Which tensor one entry of SavedTensors is, so a planner can predict a stage's activation
+// memory per micro-batch without running it.
+enum class SavedRef {
+  kInput,   // the forward's input x itself (shared storage): no bytes beyond x
+  kOutput,  // the returned output y itself (shared storage): no bytes beyond y
+  kNew,     // storage Forward allocated only for Backward (statistics, a random key, ...)
+};
+
+// One entry of SavedTensors, in order. A kNew entry of a call on `batch` samples takes
+// NewBytes(batch) bytes; both byte counts are 0 for kInput and kOutput.
+struct SavedSpec {
+  SavedRef ref;
+  int64_t bytes_per_sample = 0;
+  int64_t bytes_per_call = 0;  // independent of the batch (dropout's 40-byte key)
+  int64_t NewBytes(int64_t batch) const { return bytes_per_sample * batch + bytes_per_call; }
+};
+
 class Layer {
  public:
   Layer(std::string name, Shape input_shape, Shape output_shape)
@@ -84,6 +101,27 @@ class Layer {
   virtual absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                           std::span<Tensor> grads, const SavedTensors& saved,
                                           const Tensor& dy) const = 0;
+
+  // What Forward keeps in SavedTensors when training, entry by entry and in order. Forward
+  // in evaluation (ctx.training == false) may keep less (dropout keeps nothing), never more.
+  virtual std::vector<SavedSpec> SavedPerSample() const = 0;
+
+  // Split backward for zero-bubble schedules (Qi et al. 2024): B = BackwardInput, the input
+  // gradient on the critical path to the previous stage, and W = BackwardWeight, the parameter
+  // gradients, deferred into a bubble. A layer returns true here when it implements both, such
+  // that B and W together, in either order, give bit for bit what Backward gives. Layers
+  // without parameters do not split: their Backward computes only dx, and the runtime calls it
+  // during B. The runtime keeps `saved` and `dy` alive from B until W.
+  virtual bool SplitsBackward() const { return false; }
+  // dx = dL/dx only (an undefined Tensor when !ctx.need_input_grad); touches no gradient.
+  // Default: UNIMPLEMENTED (call only when SplitsBackward()).
+  virtual absl::StatusOr<Tensor> BackwardInput(const LayerContext& ctx,
+                                               std::span<const Tensor> params,
+                                               const SavedTensors& saved, const Tensor& dy) const;
+  // ADDS dL/dparams into `grads` exactly as Backward does; reads only `saved` and `dy`.
+  // Default: UNIMPLEMENTED (call only when SplitsBackward()).
+  virtual absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
+                                      const SavedTensors& saved, const Tensor& dy) const;
 
  private:
   std::string name_;

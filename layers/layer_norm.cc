@@ -102,40 +102,79 @@ absl::StatusOr<Tensor> LayerNorm::Forward(const LayerContext& ctx, std::span<con
   return y;
 }
 
-absl::StatusOr<Tensor> LayerNorm::Backward(const LayerContext& ctx, std::span<const Tensor> params,
-                                           std::span<Tensor> grads, const SavedTensors& saved,
-                                           const Tensor& dy) const {
+std::vector<SavedSpec> LayerNorm::SavedPerSample() const {
+  const int64_t stats_bytes = input_shape().rows() * kStatsPerRow * SizeOf(DType::kF32);
+  return {{SavedRef::kInput}, {SavedRef::kNew, stats_bytes}};
+}
+
+absl::Status LayerNorm::CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const {
   GPIPE_CHECK(saved.tensors.size() == 2) << name() << ": Backward without a matching Forward";
   const Tensor& x = saved.tensors[0];
-  const float* row_stats = saved.tensors[1].f32();
   if (dy.dtype() != DType::kF32 || dy.shape() != x.shape()) {
     return absl::InvalidArgumentError(absl::StrCat("layer_norm layer '", name(),
                                                    "': output gradient ", dy.DebugString(),
                                                    " does not match the input ", x.DebugString()));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> LayerNorm::Backward(const LayerContext& ctx, std::span<const Tensor> params,
+                                           std::span<Tensor> grads, const SavedTensors& saved,
+                                           const Tensor& dy) const {
+  RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
+  AccumulateParamGrads(grads, saved, dy);
+  return InputGrad(ctx, params, saved, dy);
+}
+
+absl::StatusOr<Tensor> LayerNorm::BackwardInput(const LayerContext& ctx,
+                                                std::span<const Tensor> params,
+                                                const SavedTensors& saved, const Tensor& dy) const {
+  RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
+  return InputGrad(ctx, params, saved, dy);
+}
+
+absl::Status LayerNorm::BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
+                                       const SavedTensors& saved, const Tensor& dy) const {
+  RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
+  AccumulateParamGrads(grads, saved, dy);
+  return absl::OkStatus();
+}
+
+void LayerNorm::AccumulateParamGrads(std::span<Tensor> grads, const SavedTensors& saved,
+                                     const Tensor& dy) const {
+  if (!affine_) return;
+  const Tensor& x = saved.tensors[0];
+  const float* row_stats = saved.tensors[1].f32();
   const int64_t rows = x.shape().rows();
   const float* in = x.f32();
   const float* g = dy.f32();
-  if (affine_) {
-    // Summed over rows in double, then added once: the error does not grow with the rows.
-    std::vector<double> weight_sum(features_, 0.0), bias_sum(features_, 0.0);
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* xr = in + r * features_;
-      const float* gr = g + r * features_;
-      const float* stats_r = row_stats + kStatsPerRow * r;
-      for (int64_t i = 0; i < features_; ++i) {
-        weight_sum[i] += gr[i] * Normalized(xr[i], stats_r[0], stats_r[1], stats_r[2]);
-        bias_sum[i] += gr[i];
-      }
-    }
-    float* dweight = grads[0].f32();
-    float* dbias = grads[1].f32();
+  // Summed over rows in double, then added once: the error does not grow with the rows.
+  std::vector<double> weight_sum(features_, 0.0), bias_sum(features_, 0.0);
+  for (int64_t r = 0; r < rows; ++r) {
+    const float* xr = in + r * features_;
+    const float* gr = g + r * features_;
+    const float* stats_r = row_stats + kStatsPerRow * r;
     for (int64_t i = 0; i < features_; ++i) {
-      dweight[i] += static_cast<float>(weight_sum[i]);
-      dbias[i] += static_cast<float>(bias_sum[i]);
+      weight_sum[i] += gr[i] * Normalized(xr[i], stats_r[0], stats_r[1], stats_r[2]);
+      bias_sum[i] += gr[i];
     }
   }
+  float* dweight = grads[0].f32();
+  float* dbias = grads[1].f32();
+  for (int64_t i = 0; i < features_; ++i) {
+    dweight[i] += static_cast<float>(weight_sum[i]);
+    dbias[i] += static_cast<float>(bias_sum[i]);
+  }
+}
+
+absl::StatusOr<Tensor> LayerNorm::InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
+                                            const SavedTensors& saved, const Tensor& dy) const {
   if (!ctx.need_input_grad) return Tensor();
+  const Tensor& x = saved.tensors[0];
+  const float* row_stats = saved.tensors[1].f32();
+  const int64_t rows = x.shape().rows();
+  const float* in = x.f32();
+  const float* g = dy.f32();
 
   // With xhat = (x - mean) * rstd and dxhat = dy * weight:
   //   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).

@@ -2,7 +2,8 @@
 //   y = (x - mean) / sqrt(var + eps) * weight + bias, var biased (divides by D).
 // weight and bias are [D], initialized to ones and zeros, present only with
 // elementwise_affine. Forward saves its input (shared storage, no copy) and a small [rows, 3]
-// tensor of per-row statistics (mean and 1/sqrt(var + eps), computed in double).
+// f32 tensor of per-row statistics (the mean as a hi + lo pair and 1/sqrt(var + eps), computed
+// in double), in evaluation too.
 #ifndef GPIPE_LAYERS_LAYER_NORM_H_
 #define GPIPE_LAYERS_LAYER_NORM_H_
 
@@ -28,9 +29,27 @@ class LayerNorm final : public Layer {
   absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                   std::span<Tensor> grads, const SavedTensors& saved,
                                   const Tensor& dy) const override;
+  // {kInput, kNew: 12 bytes per row of a sample (the statistics)}.
+  std::vector<SavedSpec> SavedPerSample() const override;
+  // Splits only with elementwise_affine: without parameters there is no W. Both halves still
+  // work either way (BackwardWeight then does nothing). Backward is exactly
+  // AccumulateParamGrads then InputGrad, so the halves match it bit for bit.
+  bool SplitsBackward() const override { return affine_; }
+  absl::StatusOr<Tensor> BackwardInput(const LayerContext& ctx, std::span<const Tensor> params,
+                                       const SavedTensors& saved, const Tensor& dy) const override;
+  absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
+                              const SavedTensors& saved, const Tensor& dy) const override;
 
  private:
   LayerNorm(std::string name, const Shape& input_shape, double eps, bool affine);
+  // Checks that `saved` holds a Forward's input and statistics and dy matches that input.
+  absl::Status CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const;
+  // dweight += sum over rows of dy * xhat; dbias += sum over rows of dy (affine only).
+  void AccumulateParamGrads(std::span<Tensor> grads, const SavedTensors& saved,
+                            const Tensor& dy) const;
+  // dx (undefined when !ctx.need_input_grad).
+  absl::StatusOr<Tensor> InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
+                                   const SavedTensors& saved, const Tensor& dy) const;
   int64_t features_;
   double eps_;
   bool affine_;

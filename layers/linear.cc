@@ -76,31 +76,61 @@ absl::StatusOr<Tensor> Linear::Forward(const LayerContext& ctx, std::span<const 
   return y;
 }
 
-absl::StatusOr<Tensor> Linear::Backward(const LayerContext& ctx, std::span<const Tensor> params,
-                                        std::span<Tensor> grads, const SavedTensors& saved,
-                                        const Tensor& dy) const {
-  const Tensor& x = saved.tensors.at(0);
+std::vector<SavedSpec> Linear::SavedPerSample() const { return {{SavedRef::kInput}}; }
+
+absl::Status Linear::CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const {
+  GPIPE_CHECK(saved.tensors.size() == 1) << name() << ": Backward without a matching Forward";
+  const Tensor& x = saved.tensors[0];
   if (!dy.defined() || dy.dtype() != DType::kF32 ||
       dy.shape() != x.shape().WithLast(out_features_)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "linear layer '", name(), "': output gradient ", dy.DebugString(),
         " does not match the forward's output f32", x.shape().WithLast(out_features_).ToString()));
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Linear::Backward(const LayerContext& ctx, std::span<const Tensor> params,
+                                        std::span<Tensor> grads, const SavedTensors& saved,
+                                        const Tensor& dy) const {
+  RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
+  const Tensor& x = saved.tensors[0];
+  RETURN_IF_ERROR(AccumulateParamGrads(ctx.device, grads, x, dy));
+  return InputGrad(ctx, params, x, dy);
+}
+
+absl::StatusOr<Tensor> Linear::BackwardInput(const LayerContext& ctx,
+                                             std::span<const Tensor> params,
+                                             const SavedTensors& saved, const Tensor& dy) const {
+  RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
+  const Tensor& x = saved.tensors[0];
+  return InputGrad(ctx, params, x, dy);
+}
+
+absl::Status Linear::BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
+                                    const SavedTensors& saved, const Tensor& dy) const {
+  RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
+  const Tensor& x = saved.tensors[0];
+  return AccumulateParamGrads(ctx.device, grads, x, dy);
+}
+
+absl::Status Linear::AccumulateParamGrads(Device& device, std::span<Tensor> grads, const Tensor& x,
+                                          const Tensor& dy) const {
   const int64_t rows = x.shape().rows();
   // dW[out, in] += dy[rows, out]^T * x[rows, in]
-  RETURN_IF_ERROR(ctx.device.Gemm({.transpose_a = true,
-                                   .transpose_b = false,
-                                   .m = out_features_,
-                                   .n = in_features_,
-                                   .k = rows,
-                                   .alpha = 1.0f,
-                                   .a = dy.f32(),
-                                   .lda = out_features_,
-                                   .b = x.f32(),
-                                   .ldb = in_features_,
-                                   .beta = 1.0f,
-                                   .c = grads[0].f32(),
-                                   .ldc = in_features_}));
+  RETURN_IF_ERROR(device.Gemm({.transpose_a = true,
+                               .transpose_b = false,
+                               .m = out_features_,
+                               .n = in_features_,
+                               .k = rows,
+                               .alpha = 1.0f,
+                               .a = dy.f32(),
+                               .lda = out_features_,
+                               .b = x.f32(),
+                               .ldb = in_features_,
+                               .beta = 1.0f,
+                               .c = grads[0].f32(),
+                               .ldc = in_features_}));
   if (bias_) {
     // Summed over rows in double, then added once: the error does not grow with the rows.
     std::vector<double> sum(out_features_, 0.0);
@@ -111,7 +141,13 @@ absl::StatusOr<Tensor> Linear::Backward(const LayerContext& ctx, std::span<const
     float* db = grads[1].f32();
     for (int64_t o = 0; o < out_features_; ++o) db[o] += static_cast<float>(sum[o]);
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Linear::InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
+                                         const Tensor& x, const Tensor& dy) const {
   if (!ctx.need_input_grad) return Tensor();
+  const int64_t rows = x.shape().rows();
   ASSIGN_OR_RETURN(Tensor dx,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
   // dx[rows, in] = dy[rows, out] * W[out, in]

@@ -23,9 +23,26 @@ class Linear final : public Layer {
   absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                   std::span<Tensor> grads, const SavedTensors& saved,
                                   const Tensor& dy) const override;
+  // Saves its input: {kInput}.
+  std::vector<SavedSpec> SavedPerSample() const override;
+  // Backward is exactly AccumulateParamGrads then InputGrad, so the halves match it bit for bit.
+  bool SplitsBackward() const override { return true; }
+  absl::StatusOr<Tensor> BackwardInput(const LayerContext& ctx, std::span<const Tensor> params,
+                                       const SavedTensors& saved, const Tensor& dy) const override;
+  absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
+                              const SavedTensors& saved, const Tensor& dy) const override;
 
  private:
   Linear(std::string name, Shape input_shape, int64_t out_features, bool bias);
+  // Checks that `saved` holds a Forward's input and dy matches that Forward's output.
+  absl::Status CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const;
+  // dW += dy^T x; db += sum over rows of dy.
+  absl::Status AccumulateParamGrads(Device& device, std::span<Tensor> grads, const Tensor& x,
+                                    const Tensor& dy) const;
+  // dx = dy W (undefined when !ctx.need_input_grad).
+  absl::StatusOr<Tensor> InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
+                                   const Tensor& x, const Tensor& dy) const;
+
   int64_t in_features_;
   int64_t out_features_;
   bool bias_;

@@ -1,16 +1,19 @@
 #include "runtime/coord/plan_report.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/coord/setup_builder.h"
 #include "runtime/coord/step_summary.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/schedule/grid.h"
-#include "runtime/schedule/program.h"
-#include "runtime/schedule/verifier.h"
 
 namespace gpipe {
 namespace {
+
+// The executor's default receive lookahead (ExecutorConfig::recv_lookahead).
+constexpr int kRecvLookahead = 2;
 
 // Optimizer state elements per parameter element.
 int OptimizerStateFactor(const pb::Optimizer& optimizer) {
@@ -18,31 +21,38 @@ int OptimizerStateFactor(const pb::Optimizer& optimizer) {
   return 2;  // Adam, AdamW: two moments
 }
 
+std::string ScheduleName(const pb::Pipeline& pipeline) {
+  std::string name = pb::Schedule_Name(pipeline.schedule());
+  if (pipeline.virtual_stages() > 1) absl::StrAppend(&name, " v=", pipeline.virtual_stages());
+  return name;
+}
+
+std::string Percent(double fraction) { return absl::StrFormat("%.1f%%", 100.0 * fraction); }
+
 }  // namespace
 
-std::vector<StageMemoryEstimate> EstimateStageMemory(const AnalyzedPlan& plan) {
-  const int64_t micro_batches = plan.plan.pipeline().micro_batches();
-  const int64_t b = plan.plan.training().global_batch() / micro_batches;
-  const pb::Remat remat = plan.plan.pipeline().remat();
+absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
+                                                   const LayerRegistry& registry) {
+  const pb::Pipeline& pipeline = plan.plan.pipeline();
+  SchedulePrediction out;
+  ASSIGN_OR_RETURN(out.program,
+                   schedule::BuildProgram(pipeline.schedule(), pipeline.stages(),
+                                          pipeline.micro_batches(), pipeline.virtual_stages()));
+  ASSIGN_OR_RETURN(out.simulation, schedule::VerifyProgram(out.program, CostsFromFlops(plan)));
+  const int64_t micro_batch_size = plan.plan.training().global_batch() / pipeline.micro_batches();
+  ASSIGN_OR_RETURN(const std::vector<PartBytes> parts,
+                   MeasurePartBytes(plan, registry, micro_batch_size));
+  out.activations = PredictActivationMemory(out.program, parts, pipeline.remat(), kRecvLookahead);
+  out.parameter_bytes.assign(pipeline.stages(), 0);
   const int state = OptimizerStateFactor(plan.plan.training().optimizer());
-  std::vector<StageMemoryEstimate> out;
-  for (const StageInfo& stage : plan.stages) {
-    StageMemoryEstimate e;
-    e.parameters = stage.parameters * 4 * (2 + state);
-    const int64_t a = stage.input_shape.num_elements() * b * 4;
-    // Layers save (at most) their input; the first layer's input is the boundary itself.
-    int64_t internal = 0;
-    for (int l = stage.first_layer + 1; l < stage.end_layer; ++l) {
-      internal += plan.layers[l].input_shape.num_elements() * b * 4;
-    }
-    e.boundary = micro_batches * a;
-    e.activations = remat == pb::NEVER ? micro_batches * internal : internal;
-    out.push_back(e);
+  for (const StageInfo& part : plan.stages) {
+    out.parameter_bytes[part.stage] += part.parameters * 4 * (2 + state);
   }
   return out;
 }
 
-absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan, bool with_schedule) {
+absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
+                                             const LayerRegistry& registry, bool with_schedule) {
   const pb::Pipeline& pipeline = plan.plan.pipeline();
   std::string out =
       absl::StrCat("plan '", plan.plan.name(), "' is valid: ", plan.layers.size(), " layers, ",
@@ -51,28 +61,87 @@ absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan, bool with
   absl::StrAppend(&out, FormatStageTable(plan));
   if (!with_schedule) return out;
 
-  ASSIGN_OR_RETURN(
-      schedule::Program program,
-      schedule::BuildProgram(pipeline.schedule(), pipeline.stages(), pipeline.micro_batches()));
-  ASSIGN_OR_RETURN(schedule::VerifyResult prediction,
-                   schedule::VerifyProgram(program, CostsFromFlops(plan)));
-  absl::StrAppend(&out, "\nschedule ", pb::Schedule_Name(pipeline.schedule()),
-                  " (time in units of a mean stage's forward; backward = 2x forward)\n",
-                  schedule::DrawGrid(program, prediction));
+  ASSIGN_OR_RETURN(const SchedulePrediction prediction, PredictSchedule(plan, registry));
+  const int stages = pipeline.stages();
+  absl::StrAppend(&out, "\nschedule ", ScheduleName(pipeline),
+                  " (time in units of a mean stage's forward; the input-gradient and "
+                  "weight-gradient halves of a backward each cost a forward)\n",
+                  schedule::DrawGrid(prediction.program, prediction.simulation));
   absl::StrAppendFormat(
-      &out, "\npredicted bubble %.1f%% (GPipe formula (K-1)/(M+K-1) = %.1f%%)\n",
-      100.0 * prediction.bubble_fraction,
-      100.0 * (pipeline.stages() - 1) / (pipeline.micro_batches() + pipeline.stages() - 1));
+      &out,
+      "\npredicted step time %.2f, bubble %s (GPipe formula (K-1)/(M+K-1) = "
+      "%s)\n",
+      prediction.simulation.makespan, Percent(prediction.simulation.bubble_fraction),
+      Percent(static_cast<double>(stages - 1) / (pipeline.micro_batches() + stages - 1)));
   absl::StrAppend(&out, "\npredicted peak memory per stage (fp32, remat ",
-                  pb::Remat_Name(pipeline.remat()), ")\n");
-  absl::StrAppendFormat(&out, "%-7s %14s %14s %14s %14s\n", "stage", "parameters", "boundary",
-                        "activations", "total");
-  const std::vector<StageMemoryEstimate> memory = EstimateStageMemory(plan);
-  for (size_t s = 0; s < memory.size(); ++s) {
-    absl::StrAppendFormat(&out, "%-7d %14s %14s %14s %14s\n", s, FormatBytes(memory[s].parameters),
-                          FormatBytes(memory[s].boundary), FormatBytes(memory[s].activations),
-                          FormatBytes(memory[s].total()));
+                  pb::Remat_Name(pipeline.remat()),
+                  "; live = most micro-batches forwarded and not yet backwarded)\n");
+  absl::StrAppendFormat(&out, "%-6s %6s %6s %13s %13s %13s %13s %13s\n", "stage", "live", "bubble",
+                        "parameters", "boundary", "activation", "boundary_grad", "total");
+  for (int s = 0; s < stages; ++s) {
+    const StageActivationMemory& m = prediction.activations[s];
+    absl::StrAppendFormat(&out, "%-6d %6d %6s %13s %13s %13s %13s %13s\n", s,
+                          prediction.simulation.peak_live_activations[s],
+                          Percent(prediction.simulation.stage_bubble[s]),
+                          FormatBytes(prediction.parameter_bytes[s]), FormatBytes(m.boundary),
+                          FormatBytes(m.activation), FormatBytes(m.boundary_grad),
+                          FormatBytes(prediction.parameter_bytes[s] + m.total()));
   }
+  return out;
+}
+
+absl::StatusOr<std::string> FormatScheduleComparison(const LoadedPlan& loaded,
+                                                     const LayerRegistry& registry) {
+  const pb::Pipeline& base = loaded.plan.pipeline();
+  const int interleave = std::max(2, base.virtual_stages());
+  struct Candidate {
+    pb::Schedule kind;
+    int virtual_stages;
+  };
+  const Candidate candidates[] = {{pb::GPIPE, 1},
+                                  {pb::ONE_F_ONE_B, 1},
+                                  {pb::INTERLEAVED_1F1B, interleave},
+                                  {pb::ZERO_BUBBLE_H1, 1},
+                                  {pb::ZERO_BUBBLE_H2, 1}};
+  std::string out =
+      absl::StrCat("schedules for ", base.stages(), " stages x ", base.micro_batches(),
+                   " micro-batches (remat ", pb::Remat_Name(base.remat()),
+                   "; time in units of a mean stage's forward; memory of the fullest stage)\n");
+  absl::StrAppendFormat(&out, "%-22s %9s %8s %6s %13s %13s %13s %13s\n", "schedule", "step time",
+                        "bubble", "live", "boundary", "activation", "boundary_grad", "total");
+  std::string skipped;
+  for (const Candidate& candidate : candidates) {
+    LoadedPlan variant = loaded;
+    pb::Pipeline& pipeline = *variant.plan.mutable_pipeline();
+    pipeline.set_schedule(candidate.kind);
+    pipeline.set_virtual_stages(candidate.virtual_stages);
+    if (candidate.virtual_stages != base.virtual_stages()) pipeline.clear_boundaries();
+    const std::string name = ScheduleName(pipeline);
+    absl::StatusOr<AnalyzedPlan> analyzed = AnalyzePlan(variant, registry);
+    absl::StatusOr<SchedulePrediction> prediction =
+        analyzed.ok() ? PredictSchedule(*analyzed, registry)
+                      : absl::StatusOr<SchedulePrediction>(analyzed.status());
+    if (!prediction.ok()) {
+      // The first line of the reason is enough: it says what to change.
+      const std::string reason(prediction.status().message());
+      absl::StrAppend(&skipped, "  ", name, ": ", reason.substr(0, reason.find('\n')), "\n");
+      continue;
+    }
+    int live = 0;
+    StageActivationMemory fullest;
+    for (size_t s = 0; s < prediction->activations.size(); ++s) {
+      live = std::max(live, prediction->simulation.peak_live_activations[s]);
+      if (prediction->activations[s].total() > fullest.total()) {
+        fullest = prediction->activations[s];
+      }
+    }
+    absl::StrAppendFormat(&out, "%-22s %9.2f %8s %6d %13s %13s %13s %13s\n", name,
+                          prediction->simulation.makespan,
+                          Percent(prediction->simulation.bubble_fraction), live,
+                          FormatBytes(fullest.boundary), FormatBytes(fullest.activation),
+                          FormatBytes(fullest.boundary_grad), FormatBytes(fullest.total()));
+  }
+  if (!skipped.empty()) absl::StrAppend(&out, "not applicable:\n", skipped);
   return out;
 }
 

@@ -1,31 +1,43 @@
-// FormatPlanReport: what `gpipe-plan check` and `gpipe-plan show` print about a valid plan —
-// the stage table, and (show) the schedule grid with the predicted bubble and an estimate of
-// each stage's peak memory under the plan's re-materialization policy.
+// What `gpipe-plan check` and `gpipe-plan show` print about a valid plan: the stage table, and
+// (show) the schedule grid with the simulated step time and bubble, and each stage's predicted
+// peak memory by kind; `show --compare` adds the same figures for every schedule the plan's
+// shape allows, side by side.
 #ifndef GPIPE_RUNTIME_COORD_PLAN_REPORT_H_
 #define GPIPE_RUNTIME_COORD_PLAN_REPORT_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "layers/registry.h"
+#include "runtime/coord/activation_memory.h"
 #include "runtime/plan/plan_analysis.h"
+#include "runtime/plan/plan_loader.h"
+#include "runtime/schedule/program.h"
+#include "runtime/schedule/verifier.h"
 
 namespace gpipe {
 
-// Predicted bytes a stage holds at its peak (fp32), by kind.
-struct StageMemoryEstimate {
-  int64_t parameters = 0;   // values + gradients + optimizer state
-  int64_t boundary = 0;     // stage inputs kept across the step
-  int64_t activations = 0;  // saved activations inside the stage
-  int64_t total() const { return parameters + boundary + activations; }
+// The schedule of an analyzed plan, simulated, with its predicted memory.
+struct SchedulePrediction {
+  schedule::Program program;
+  schedule::VerifyResult simulation;               // costs from the parts' FLOPs
+  std::vector<StageActivationMemory> activations;  // per stage
+  std::vector<int64_t> parameter_bytes;            // per stage: values, gradients, optimizer
 };
 
-// Per stage. GPipe with M micro-batches of b samples: boundary = M·a; activations = M·A with
-// remat NEVER, A with EXCEPT_LAST or ALWAYS (a: one micro-batch's stage input, A: its saved
-// activations inside the stage) — the paper's O(N + (L/K)·(N/M)).
-std::vector<StageMemoryEstimate> EstimateStageMemory(const AnalyzedPlan& plan);
+absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
+                                                   const LayerRegistry& registry);
 
-absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan, bool with_schedule);
+absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
+                                             const LayerRegistry& registry, bool with_schedule);
+
+// One row per training schedule that fits the plan's stages and micro-batches (interleaved with
+// the plan's virtual_stages, or 2 when the plan does not interleave): simulated step time,
+// bubble, peak live micro-batches and predicted peak memory of the fullest stage.
+absl::StatusOr<std::string> FormatScheduleComparison(const LoadedPlan& loaded,
+                                                     const LayerRegistry& registry);
 
 }  // namespace gpipe
 

@@ -15,12 +15,19 @@ schedule::OpCosts CostsFromFlops(const AnalyzedPlan& plan) {
   schedule::OpCosts costs;
   double total = 0.0;
   for (const StageInfo& s : plan.stages) total += s.flops_per_sample;
-  const double mean = plan.stages.empty() ? 1.0 : total / plan.stages.size();
+  // The unit is a mean *stage's* forward (all of its chunks), so schedules with and without
+  // interleaving are timed on the same scale.
+  const int stages = std::max(1, plan.plan.pipeline().stages());
+  const double mean = total / stages;
+  // One entry per part, which is also its virtual stage (part j = chunk * stages + stage).
   for (const StageInfo& s : plan.stages) {
-    // Normalized so a mean stage's forward costs 1; a zero-FLOP stage still takes a little time.
-    const double relative = mean > 0 ? s.flops_per_sample / mean : 1.0;
+    // A zero-FLOP part still takes a little time.
+    const double relative = mean > 0 ? s.flops_per_sample / mean : 1.0 / plan.stages.size();
+    // Backward is twice the forward (FLOPs = 3x forward), split evenly between its
+    // input-gradient and weight-gradient halves.
     costs.stage_forward.push_back(std::max(relative, 1e-3));
-    costs.stage_backward.push_back(2.0 * std::max(relative, 1e-3));
+    costs.stage_backward_input.push_back(std::max(relative, 1e-3));
+    costs.stage_backward_weight.push_back(std::max(relative, 1e-3));
   }
   return costs;
 }
@@ -45,9 +52,9 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     }
   }
   const pb::Pipeline& pipeline = job.analyzed.plan.pipeline();
-  ASSIGN_OR_RETURN(
-      schedule::Program program,
-      schedule::BuildProgram(pipeline.schedule(), pipeline.stages(), pipeline.micro_batches()));
+  ASSIGN_OR_RETURN(schedule::Program program,
+                   schedule::BuildProgram(pipeline.schedule(), pipeline.stages(),
+                                          pipeline.micro_batches(), pipeline.virtual_stages()));
   auto prediction = schedule::VerifyProgram(program, CostsFromFlops(job.analyzed));
   if (!prediction.ok()) {
     return absl::InternalError(
@@ -59,16 +66,7 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
   for (int rank = 0; rank < world_size; ++rank) {
     pb::Setup setup;
     *setup.mutable_plan() = job.analyzed.plan;
-    for (const StageInfo& s : job.analyzed.stages) {
-      pb::StageSpec* spec = setup.add_stages();
-      spec->set_stage(s.stage);
-      spec->set_first_layer(s.first_layer);
-      spec->set_end_layer(s.end_layer);
-      for (int64_t d : s.input_shape.dims()) spec->add_input_shape(d);
-      for (int64_t d : s.output_shape.dims()) spec->add_output_shape(d);
-      spec->set_parameters(s.parameters);
-      spec->set_flops(s.flops_per_sample);
-    }
+    for (pb::StageSpec& spec : ToStageSpecs(job.analyzed)) *setup.add_stages() = std::move(spec);
     setup.set_rank(rank);
     setup.set_stage(rank);  // one replica: rank r owns stage r
     *setup.mutable_program() = schedule::ToProto(program.stage_programs[rank]);

@@ -26,7 +26,8 @@ struct ResolvedJob {
 absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_size,
                                        const LayerRegistry& registry);
 
-// Verifier costs from the plan's per-stage FLOPs: forward = FLOPs/3, backward = 2*FLOPs/3.
+// Verifier costs from each part's FLOPs, normalized so a mean stage's forward costs 1:
+// forward = FLOPs/3, and the backward's input-gradient and weight-gradient halves FLOPs/3 each.
 schedule::OpCosts CostsFromFlops(const AnalyzedPlan& plan);
 
 }  // namespace gpipe

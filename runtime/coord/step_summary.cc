@@ -27,6 +27,13 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
       s.accuracy = static_cast<double>(report.correct()) / global_batch;
     }
     s.peak_bytes.push_back(report.peak_bytes());
+    auto kind = [&report](const char* name) -> int64_t {
+      const auto it = report.peak_bytes_by_kind().find(name);
+      return it == report.peak_bytes_by_kind().end() ? 0 : it->second;
+    };
+    s.peak_boundary_bytes.push_back(kind("boundary"));
+    s.peak_activation_bytes.push_back(kind("activation"));
+    s.peak_boundary_grad_bytes.push_back(kind("boundary_grad"));
     s.busy_ms.push_back(report.busy_ms());
     const double stage_ms = std::max(report.step_ms(), 1e-9);
     bubble_sum += std::clamp(1.0 - report.busy_ms() / stage_ms, 0.0, 1.0);
@@ -44,6 +51,9 @@ JsonObject ToMetricsRecord(const StepSummary& s) {
       .AddDouble("step_ms", s.step_ms)
       .AddDouble("bubble", s.bubble)
       .AddIntList("peak_bytes", s.peak_bytes)
+      .AddIntList("peak_boundary_bytes", s.peak_boundary_bytes)
+      .AddIntList("peak_activation_bytes", s.peak_activation_bytes)
+      .AddIntList("peak_boundary_grad_bytes", s.peak_boundary_grad_bytes)
       .AddDoubleList("busy_ms", s.busy_ms);
   return json;
 }

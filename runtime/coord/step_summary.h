@@ -22,7 +22,12 @@ struct StepSummary {
   double samples_per_s = 0.0;
   double bubble = 0.0;              // mean over stages of 1 - busy/step time
   std::vector<int64_t> peak_bytes;  // per stage
-  std::vector<double> busy_ms;      // per stage
+  // Per stage, the step's peak of: stage inputs kept and activations received ("boundary"),
+  // tensors saved inside the stage ("activation"), gradients in flight ("boundary_grad").
+  std::vector<int64_t> peak_boundary_bytes;
+  std::vector<int64_t> peak_activation_bytes;
+  std::vector<int64_t> peak_boundary_grad_bytes;
+  std::vector<double> busy_ms;  // per stage
 };
 
 // `reports` indexed by rank (= stage here). Fails if one is missing or from another step.
@@ -34,7 +39,8 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
 std::string FormatProgressLine(const StepSummary& summary, int64_t total_steps);
 
 // The metrics file's record of the step: step, loss, accuracy (classification only), applied,
-// samples_per_s, step_ms, bubble, and peak_bytes and busy_ms as lists indexed by stage.
+// samples_per_s, step_ms, bubble, and peak_bytes, peak_boundary_bytes, peak_activation_bytes,
+// peak_boundary_grad_bytes and busy_ms as lists indexed by stage.
 JsonObject ToMetricsRecord(const StepSummary& summary);
 
 // "1.2 MiB"

@@ -37,9 +37,8 @@
 #include "runtime/coord/step_summary.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/cpu/cpu_device.h"
-#include "runtime/exec/parameter_store.h"
+#include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/stage_executor.h"
-#include "runtime/exec/stage_model.h"
 #include "runtime/schedule/program.h"
 #include "runtime/train/dataset.h"
 #include "runtime/train/metrics_writer.h"
@@ -175,23 +174,24 @@ class Worker {
     const pb::Plan& plan = setup_.plan();
     const int stage = setup_.stage();
     const int stages = plan.pipeline().stages();
-    const pb::StageSpec& spec = setup_.stages(stage);
+    const int chunks = plan.pipeline().virtual_stages();
     timeout_ = absl::Seconds(plan.runtime().timeouts().wait_seconds());
 
     CpuDevice device(CpuDeviceOptions{.threads = plan.runtime().threads(),
                                       .memory_limit_bytes = plan.runtime().memory_limit_bytes()});
-    ASSIGN_OR_RETURN(StageModel model,
-                     StageModel::Create(plan.model(), spec.first_layer(), spec.end_layer(),
-                                        ToShape(spec.input_shape()), registry_));
-    ASSIGN_OR_RETURN(ParameterStore parameters,
-                     ParameterStore::Create(device, model, plan.training().seed()));
+    const std::vector<ChunkSpec> specs =
+        StageChunks::SpecsForStage({setup_.stages().begin(), setup_.stages().end()}, stage, stages);
+    if (static_cast<int>(specs.size()) != chunks) {
+      return absl::InternalError(absl::StrCat("the stage table has ", setup_.stages_size(),
+                                              " parts, not ", stages, " stages x ", chunks,
+                                              " chunks"));
+    }
+    ASSIGN_OR_RETURN(StageChunks parts, StageChunks::Create(device, plan, specs, registry_));
     if (setup_.has_init_from()) {
       ASSIGN_OR_RETURN(std::vector<NamedTensorData> initial, ReadSafetensors(setup_.init_from()));
-      RETURN_IF_ERROR(WithContext(parameters.Import(initial),
-                                  absl::StrCat("--init-from ", setup_.init_from())));
+      RETURN_IF_ERROR(
+          WithContext(parts.Import(initial), absl::StrCat("--init-from ", setup_.init_from())));
     }
-    ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
-                     CreateOptimizer(plan.training().optimizer()));
 
     std::unique_ptr<Dataset> dataset;
     if (stage == 0 || stage == stages - 1) {
@@ -210,30 +210,32 @@ class Worker {
     config.rank = rank_;
     config.stage = stage;
     config.num_stages = stages;
+    config.chunks = chunks;
     config.micro_batches = plan.pipeline().micro_batches();
     config.global_batch = plan.training().global_batch();
     config.remat = plan.pipeline().remat();
     config.seed = plan.training().seed();
-    config.prev_rank = stage > 0 ? rank_ - 1 : -1;
-    config.next_rank = stage < stages - 1 ? rank_ + 1 : -1;
+    // One replica: rank r runs stage r. With several chunks the pipeline wraps around.
+    const bool wraps = chunks > 1;
+    config.prev_rank = stage > 0 ? rank_ - 1 : (wraps ? stages - 1 : -1);
+    config.next_rank = stage < stages - 1 ? rank_ + 1 : (wraps ? 0 : -1);
     config.replica_group = {rank_};
     config.wait_timeout = timeout_;
     CoordinatorGate gate(*control_, timeout_);
-    StageExecutor executor(
-        config, std::move(program),
-        ExecutorResources{device, model, parameters, *optimizer, dataset.get(), *channel, gate});
+    StageExecutor executor(config, std::move(program),
+                           ExecutorResources{device, parts.refs(), dataset.get(), *channel, gate});
 
     if (rank_ == 0) {
-      RETURN_IF_ERROR(Coordinate(plan, *dataset, *optimizer, executor, gate));
+      RETURN_IF_ERROR(Coordinate(plan, *dataset, parts.optimizer(0).base_lr(), executor, gate));
     } else {
       RETURN_IF_ERROR(Follow(executor));
     }
-    if (setup_.export_parameters()) RETURN_IF_ERROR(ExportParameters(plan, parameters));
+    if (setup_.export_parameters()) RETURN_IF_ERROR(ExportParameters(plan, parts));
     return absl::OkStatus();
   }
 
   // Rank 0: drive the steps.
-  absl::Status Coordinate(const pb::Plan& plan, const Dataset& dataset, const Optimizer& optimizer,
+  absl::Status Coordinate(const pb::Plan& plan, const Dataset& dataset, double base_lr,
                           StageExecutor& executor, CoordinatorGate& gate) {
     const int64_t steps = plan.training().steps();
     const int64_t batch = plan.training().global_batch();
@@ -256,7 +258,7 @@ class Worker {
       const absl::Time begin = absl::Now();
       pb::StepCommand command;
       command.set_step(step);
-      command.set_lr(optimizer.base_lr());
+      command.set_lr(base_lr);
       for (int64_t index : sampler.IndicesForStep(step)) command.add_sample_indices(index);
       RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
       RETURN_IF_ERROR(executor.RunStep(command).status());
@@ -283,7 +285,7 @@ class Worker {
     }
   }
 
-  absl::Status ExportParameters(const pb::Plan& plan, const ParameterStore& parameters) {
+  absl::Status ExportParameters(const pb::Plan& plan, const StageChunks& parameters) {
     pb::ParameterShard shard;
     shard.set_rank(rank_);
     for (const NamedTensorData& t : parameters.Export()) {

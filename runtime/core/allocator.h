@@ -18,6 +18,9 @@ class Allocator {
   virtual absl::StatusOr<void*> Allocate(int64_t bytes, MemoryKind kind) = 0;
   // Returns storage from Allocate with the same bytes and kind.
   virtual void Free(void* ptr, int64_t bytes, MemoryKind kind) = 0;
+  // Storage of `bytes` counted under `from` is counted under `to` from now on (a tensor changed
+  // role, e.g. a layer's output became a boundary tensor awaiting its send).
+  virtual void Recount(int64_t bytes, MemoryKind from, MemoryKind to) = 0;
   // Whether the storage is ordinary host memory (readable by the CPU through its pointer).
   virtual bool host_accessible() const = 0;
 };

@@ -20,6 +20,8 @@ const char* MemoryKindName(MemoryKind kind) {
       return "workspace";
     case MemoryKind::kData:
       return "data";
+    case MemoryKind::kBoundaryGrad:
+      return "boundary_grad";
     case MemoryKind::kCount:
       break;
   }
@@ -39,6 +41,14 @@ void MemoryTracker::Freed(MemoryKind kind, int64_t bytes) {
   absl::MutexLock lock(&mu_);
   current_ -= bytes;
   current_by_kind_[static_cast<int>(kind)] -= bytes;
+}
+
+void MemoryTracker::Moved(MemoryKind from, MemoryKind to, int64_t bytes) {
+  absl::MutexLock lock(&mu_);
+  current_by_kind_[static_cast<int>(from)] -= bytes;
+  const int k = static_cast<int>(to);
+  current_by_kind_[k] += bytes;
+  peak_by_kind_[k] = std::max(peak_by_kind_[k], current_by_kind_[k]);
 }
 
 int64_t MemoryTracker::current() const {

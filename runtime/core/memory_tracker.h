@@ -20,6 +20,7 @@ enum class MemoryKind : int {
   kActivation,      // activations saved inside a stage for backward
   kWorkspace,       // temporaries of one op
   kData,            // loaded samples and targets
+  kBoundaryGrad,    // gradients in flight: dL/d(stage output) received, dL/d(stage input) to send
   kCount,
 };
 
@@ -31,6 +32,8 @@ class MemoryTracker {
 
   void Allocated(MemoryKind kind, int64_t bytes);
   void Freed(MemoryKind kind, int64_t bytes);
+  // `bytes` already counted under `from` are counted under `to` from now on (total unchanged).
+  void Moved(MemoryKind from, MemoryKind to, int64_t bytes);
 
   int64_t current() const;
   int64_t peak() const;

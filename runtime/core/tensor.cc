@@ -83,6 +83,12 @@ absl::StatusOr<Tensor> Tensor::Clone(MemoryKind kind) const {
   return copy;
 }
 
+void Tensor::Retag(MemoryKind kind) {
+  if (!defined() || storage_->kind == kind) return;
+  storage_->allocator->Recount(storage_->bytes, storage_->kind, kind);
+  storage_->kind = kind;
+}
+
 void Tensor::SetZero() {
   GPIPE_CHECK(defined());
   GPIPE_CHECK(storage_->allocator->host_accessible());

@@ -64,6 +64,9 @@ class Tensor {
   absl::StatusOr<Tensor> SliceRows(int64_t begin, int64_t end) const;
   // New storage (same allocator) holding a copy, counted under `kind`.
   absl::StatusOr<Tensor> Clone(MemoryKind kind) const;
+  // Counts the storage under `kind` from now on (for every tensor sharing it): a tensor changed
+  // role, e.g. a layer's output became a boundary tensor awaiting its send. No-op if undefined.
+  void Retag(MemoryKind kind);
   // Sets every element to zero (host-accessible only).
   void SetZero();
   // Whether two tensors view the same bytes.

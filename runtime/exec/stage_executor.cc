@@ -8,6 +8,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/exec/micro_batch_plan.h"
+#include "runtime/schedule/topology.h"
 
 namespace gpipe {
 namespace {
@@ -27,6 +29,12 @@ bool IsReceive(const schedule::Instruction& instruction) {
 
 double Milliseconds(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
+// The memory kinds the step report breaks peaks down by.
+constexpr MemoryKind kReportedKinds[] = {MemoryKind::kBoundary,     MemoryKind::kActivation,
+                                         MemoryKind::kBoundaryGrad, MemoryKind::kGradient,
+                                         MemoryKind::kParameter,    MemoryKind::kOptimizerState,
+                                         MemoryKind::kData};
+
 }  // namespace
 
 // The state of one step: per-micro-batch tensors, posted receives, sends in flight, counters.
@@ -39,11 +47,18 @@ class StageExecutor::Step {
         command_(command),
         micro_batches_(config_.micro_batches),
         micro_batch_size_(config_.global_batch / config_.micro_batches),
+        topology_{config_.num_stages, config_.chunks},
+        plan_(*executor.plan_),
         receives_(program_.instructions.size()) {}
 
   absl::StatusOr<pb::StepReport> Run() {
     start_ = absl::Now();
     res_.device.memory().ResetPeaks();
+    if (static_cast<int>(res_.chunks.size()) != config_.chunks) {
+      return absl::InternalError(absl::StrCat(Where(), "the executor has ", res_.chunks.size(),
+                                              " chunk(s) of resources for ", config_.chunks,
+                                              " chunk(s)"));
+    }
     if (command_.sample_indices_size() != config_.global_batch) {
       return absl::InvalidArgumentError(
           absl::StrCat(Where(), "step command carries ", command_.sample_indices_size(),
@@ -66,19 +81,32 @@ class StageExecutor::Step {
       }
     }
     if (!report_.has_step()) {
-      return absl::InternalError(absl::StrCat(Where(), "the program has no OptimizerStep"));
+      return absl::InternalError(
+          absl::StrCat(Where(), "the program has no OptimizerStep or ReportEval"));
     }
     return report_;
   }
 
  private:
+  // A layer whose parameter gradients BackwardInput deferred to BackwardWeight: what the
+  // weight half reads.
+  struct DeferredWeightGrad {
+    int layer = 0;
+    SavedTensors saved;
+    Tensor dy;
+  };
+
   struct MicroBatch {
-    Tensor input;                     // stage input, kept until Backward
+    Tensor input;                     // stage input, kept until the backward
     Tensor targets;                   // last stage
     std::vector<SavedTensors> saved;  // per layer; empty when dropped for re-materialization
     Tensor output;                    // forward output awaiting SendActivation
     Tensor output_grad;               // dL/d(output): received, or from the loss
     Tensor input_grad;                // dL/d(input) awaiting SendGrad
+    std::vector<DeferredWeightGrad> deferred;  // BackwardInput -> BackwardWeight
+    bool forwarded = false;
+    bool input_grad_done = false;      // Backward or BackwardInput ran
+    bool weight_grad_pending = false;  // BackwardInput ran, BackwardWeight not yet
   };
 
   std::string Where() const {
@@ -88,30 +116,58 @@ class StageExecutor::Step {
 
   absl::Time Deadline() const { return absl::Now() + config_.wait_timeout; }
 
-  LayerContext ContextFor(int micro_batch, int local_layer) const {
+  const StageModel& ModelOf(int chunk) const { return *res_.chunks[chunk].model; }
+  ParameterStore& ParametersOf(int chunk) const { return *res_.chunks[chunk].parameters; }
+
+  LayerContext ContextFor(int chunk, int micro_batch, int local_layer) const {
+    const StageModel& model = ModelOf(chunk);
     LayerContext ctx{.device = res_.device};
-    ctx.training = true;
+    ctx.training = !plan_.forward_only();
     ctx.seed = config_.seed;
     ctx.step = command_.step();
     ctx.micro_batch = micro_batch;
     ctx.sample_offset = static_cast<int64_t>(micro_batch) * micro_batch_size_;
-    ctx.layer_index = res_.model.global_index(local_layer);
-    ctx.need_input_grad = !(res_.model.holds_model_input() && local_layer == 0);
+    ctx.layer_index = model.global_index(local_layer);
+    ctx.need_input_grad = !(model.holds_model_input() && local_layer == 0);
     return ctx;
   }
 
-  absl::Status CheckMicroBatch(int m) const {
+  absl::Status CheckOp(int m, int chunk) const {
     if (m < 0 || m >= micro_batches_) {
       return absl::InvalidArgumentError(
           absl::StrCat("micro-batch ", m, " is outside [0, ", micro_batches_, ")"));
     }
+    if (chunk < 0 || chunk >= config_.chunks) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("chunk ", chunk, " is outside [0, ", config_.chunks, ")"));
+    }
     return absl::OkStatus();
   }
+  template <typename Op>
+  absl::Status CheckOp(const Op& op) const {
+    return CheckOp(op.micro_batch, op.chunk);
+  }
 
-  MicroBatch& State(int m) {
-    auto [it, inserted] = state_.try_emplace(m);
+  int64_t Slot(int chunk, int m) const { return static_cast<int64_t>(chunk) * micro_batches_ + m; }
+
+  template <typename Op>
+  MicroBatch& State(const Op& op) {
+    auto [it, inserted] = state_.try_emplace(Slot(op.chunk, op.micro_batch));
     return it->second;
   }
+
+  // Drops a micro-batch's state once nothing of it is left to do on this stage.
+  template <typename Op>
+  void ReleaseIfDone(const Op& op) {
+    auto it = state_.find(Slot(op.chunk, op.micro_batch));
+    if (it == state_.end()) return;
+    const MicroBatch& mb = it->second;
+    const bool backward_done =
+        plan_.forward_only() ? mb.forwarded : mb.input_grad_done && !mb.weight_grad_pending;
+    if (backward_done && !mb.output.defined() && !mb.input_grad.defined()) state_.erase(it);
+  }
+
+  schedule::StageChunk At(int chunk) const { return {config_.stage, chunk}; }
 
   std::span<const int64_t> IndicesOf(int m) const {
     return std::span<const int64_t>(command_.sample_indices().data(),
@@ -150,8 +206,10 @@ class StageExecutor::Step {
     const schedule::Instruction& instruction = program_.instructions[position];
     const bool activation = std::holds_alternative<schedule::RecvActivation>(instruction);
     const int m = *schedule::MicroBatchOf(instruction);
-    RETURN_IF_ERROR(CheckMicroBatch(m));
-    const Shape& per_sample = activation ? res_.model.input_shape() : res_.model.output_shape();
+    const int chunk = schedule::ChunkOf(instruction);
+    RETURN_IF_ERROR(CheckOp(m, chunk));
+    const Shape& per_sample =
+        activation ? ModelOf(chunk).input_shape() : ModelOf(chunk).output_shape();
     const int peer = activation ? config_.prev_rank : config_.next_rank;
     if (peer < 0) {
       return absl::InvalidArgumentError(absl::StrCat("stage ", config_.stage, " has no ",
@@ -159,12 +217,14 @@ class StageExecutor::Step {
                                                      " stage to receive from"));
     }
     PostedReceive& posted = receives_[position];
-    ASSIGN_OR_RETURN(posted.buffer,
-                     Tensor::Empty(res_.device, per_sample.WithBatch(micro_batch_size_),
-                                   DType::kF32, MemoryKind::kBoundary));
+    ASSIGN_OR_RETURN(
+        posted.buffer,
+        Tensor::Empty(res_.device, per_sample.WithBatch(micro_batch_size_), DType::kF32,
+                      activation ? MemoryKind::kBoundary : MemoryKind::kBoundaryGrad));
+    // Transfers are keyed by the receiving side's chunk (the sender translates, see Send*).
     const TransferKey key{.step = command_.step(),
                           .micro_batch = m,
-                          .chunk = schedule::ChunkOf(instruction),
+                          .chunk = chunk,
                           .kind = activation ? TransferKind::kActivation : TransferKind::kGradient};
     ASSIGN_OR_RETURN(posted.handle, res_.channel.Recv(posted.buffer, peer, key));
     return absl::OkStatus();
@@ -232,53 +292,100 @@ class StageExecutor::Step {
 
   // Runs the stage's layers on `input`; fills `saved` (one entry per layer) and returns the
   // stage output.
-  absl::StatusOr<Tensor> RunLayers(int m, const Tensor& input, std::vector<SavedTensors>& saved) {
-    saved.assign(res_.model.num_layers(), SavedTensors{});
+  absl::StatusOr<Tensor> RunLayers(int chunk, int m, const Tensor& input,
+                                   std::vector<SavedTensors>& saved) {
+    const StageModel& model = ModelOf(chunk);
+    saved.assign(model.num_layers(), SavedTensors{});
     Tensor x = input;
-    for (int l = 0; l < res_.model.num_layers(); ++l) {
-      auto y =
-          res_.model.layer(l).Forward(ContextFor(m, l), res_.parameters.values_of(l), x, saved[l]);
+    for (int l = 0; l < model.num_layers(); ++l) {
+      auto y = model.layer(l).Forward(ContextFor(chunk, m, l), ParametersOf(chunk).values_of(l), x,
+                                      saved[l]);
       if (!y.ok()) {
-        return WithContext(y.status(), absl::StrCat("layer '", res_.model.layer(l).name(), "'"));
+        return WithContext(y.status(), absl::StrCat("layer '", model.layer(l).name(), "'"));
       }
+      // In inference mode nothing is kept for a backward; dropping as we go bounds memory to
+      // about one layer's tensors.
+      if (plan_.forward_only()) saved[l].clear();
       x = *std::move(y);
     }
     return x;
   }
 
-  bool KeepsActivations(int m) const {
-    switch (config_.remat) {
-      case pb::NEVER:
-        return true;
-      case pb::EXCEPT_LAST:
-        return m == micro_batches_ - 1;
-      case pb::ALWAYS:
-        return false;
+  // The stage input and the saved tensors backward needs, recomputing the forward first when
+  // re-materialization dropped them (dropout masks are keyed by micro-batch, so the replay is
+  // exact).
+  absl::Status PrepareBackward(int chunk, int m, MicroBatch& mb) {
+    if (!mb.forwarded || !mb.input.defined()) {
+      return absl::FailedPreconditionError("backward before Forward");
     }
-    return true;
+    if (mb.input_grad_done) return absl::FailedPreconditionError("backward run twice");
+    if (!mb.output_grad.defined()) {
+      return absl::FailedPreconditionError("the gradient of the stage output has not arrived");
+    }
+    if (mb.saved.empty()) RETURN_IF_ERROR(RunLayers(chunk, m, mb.input, mb.saved).status());
+    return absl::OkStatus();
   }
 
-  bool IsFirstStage() const { return config_.stage == 0; }
+  // Backpropagates through the chunk's layers. With `split`, layers that split their backward
+  // only produce dx now and leave their parameter gradients to BackwardWeight; every other layer
+  // (and every layer without `split`) accumulates its parameter gradients here.
+  absl::Status RunBackward(int chunk, int m, MicroBatch& mb, bool split) {
+    const StageModel& model = ModelOf(chunk);
+    ParameterStore& parameters = ParametersOf(chunk);
+    Tensor dy = std::move(mb.output_grad);
+    for (int l = model.num_layers() - 1; l >= 0; --l) {
+      const Layer& layer = model.layer(l);
+      const LayerContext ctx = ContextFor(chunk, m, l);
+      absl::StatusOr<Tensor> dx;
+      if (split && layer.SplitsBackward()) {
+        dx = layer.BackwardInput(ctx, parameters.values_of(l), mb.saved[l], dy);
+        if (dx.ok()) mb.deferred.push_back({l, std::move(mb.saved[l]), dy});
+      } else {
+        dx = layer.Backward(ctx, parameters.values_of(l), parameters.grads_of(l), mb.saved[l], dy);
+      }
+      if (!dx.ok()) return WithContext(dx.status(), absl::StrCat("layer '", layer.name(), "'"));
+      mb.saved[l].clear();
+      dy = *std::move(dx);
+    }
+    mb.saved.clear();
+    mb.input = Tensor();
+    mb.input_grad_done = true;
+    // A split backward always has its BackwardWeight still to come, even when no layer of the
+    // chunk deferred anything (a chunk without parameters): the state lives until then.
+    mb.weight_grad_pending = split;
+    if (!topology_.IsFirst(At(chunk))) {
+      dy.Retag(MemoryKind::kBoundaryGrad);
+      mb.input_grad = std::move(dy);
+    }
+    return absl::OkStatus();
+  }
+
   bool IsLastStage() const { return config_.stage == config_.num_stages - 1; }
 
   // ---- instruction handlers -----------------------------------------------------------------
 
   absl::Status Execute(const schedule::LoadMicroBatch& op) {
-    RETURN_IF_ERROR(CheckMicroBatch(op.micro_batch));
+    RETURN_IF_ERROR(CheckOp(op));
     const absl::Time begin = absl::Now();
     if (res_.dataset == nullptr) {
       return absl::FailedPreconditionError("this stage has no data source");
     }
-    MicroBatch& mb = State(op.micro_batch);
+    const bool loads_inputs = topology_.IsFirst(At(op.chunk));
+    const bool loads_targets = topology_.IsLast(At(op.chunk));
+    if (!loads_inputs && !loads_targets) {
+      return absl::FailedPreconditionError(
+          "only the pipeline's first and last chunk load micro-batches");
+    }
+    MicroBatch& mb = State(op);
     const auto indices = IndicesOf(op.micro_batch);
-    if (IsFirstStage()) {
+    if (loads_inputs) {
       ASSIGN_OR_RETURN(
           mb.input,
           Tensor::Empty(res_.device, res_.dataset->input_shape().WithBatch(micro_batch_size_),
                         res_.dataset->input_dtype(), MemoryKind::kBoundary));
       RETURN_IF_ERROR(res_.dataset->GatherInputs(indices, mb.input));
     }
-    if (IsLastStage()) {
+    if (loads_targets) {
       ASSIGN_OR_RETURN(
           mb.targets,
           Tensor::Empty(res_.device, res_.dataset->target_shape().WithBatch(micro_batch_size_),
@@ -290,116 +397,185 @@ class StageExecutor::Step {
   }
 
   absl::Status Execute(const schedule::RecvActivation& op) {
-    RETURN_IF_ERROR(CheckMicroBatch(op.micro_batch));
-    ASSIGN_OR_RETURN(State(op.micro_batch).input, CompleteReceive());
+    RETURN_IF_ERROR(CheckOp(op));
+    ASSIGN_OR_RETURN(State(op).input, CompleteReceive());
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::Forward& op) {
-    RETURN_IF_ERROR(CheckMicroBatch(op.micro_batch));
+    RETURN_IF_ERROR(CheckOp(op));
     const absl::Time begin = absl::Now();
-    MicroBatch& mb = State(op.micro_batch);
+    MicroBatch& mb = State(op);
+    if (mb.forwarded) return absl::FailedPreconditionError("the micro-batch was forwarded twice");
     if (!mb.input.defined()) {
       return absl::FailedPreconditionError("the micro-batch's input has not arrived");
     }
-    ASSIGN_OR_RETURN(Tensor output, RunLayers(op.micro_batch, mb.input, mb.saved));
-    if (IsLastStage()) {
+    ASSIGN_OR_RETURN(Tensor output, RunLayers(op.chunk, op.micro_batch, mb.input, mb.saved));
+    mb.forwarded = true;
+    if (topology_.IsLast(At(op.chunk))) {
       if (!mb.targets.defined()) {
         return absl::FailedPreconditionError("the micro-batch's targets were not loaded");
       }
-      ASSIGN_OR_RETURN(LossResult loss, res_.model.loss()->Compute(res_.device, output, mb.targets,
-                                                                   config_.global_batch));
+      ASSIGN_OR_RETURN(LossResult loss, ModelOf(op.chunk).loss()->Compute(
+                                            res_.device, output, mb.targets, config_.global_batch));
       if (!std::isfinite(loss.loss)) non_finite_ = true;
       loss_sum_ += loss.loss;
       if (loss.correct >= 0) correct_ = (correct_ < 0 ? 0 : correct_) + loss.correct;
-      mb.output_grad = std::move(loss.grad);
+      if (!plan_.forward_only()) {
+        loss.grad.Retag(MemoryKind::kBoundaryGrad);
+        mb.output_grad = std::move(loss.grad);
+      }
       mb.targets = Tensor();
     } else {
       mb.output = std::move(output);
     }
-    if (!KeepsActivations(op.micro_batch)) mb.saved.clear();
+    if (plan_.forward_only()) {
+      mb.input = Tensor();
+      mb.saved.clear();
+    } else if (!plan_.KeepsActivations(op.chunk, op.micro_batch)) {
+      mb.saved.clear();
+    }
     busy_ += absl::Now() - begin;
+    ReleaseIfDone(op);
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::SendActivation& op) {
-    RETURN_IF_ERROR(CheckMicroBatch(op.micro_batch));
-    MicroBatch& mb = State(op.micro_batch);
+    RETURN_IF_ERROR(CheckOp(op));
+    MicroBatch& mb = State(op);
     if (!mb.output.defined()) return absl::FailedPreconditionError("no forward output to send");
+    if (topology_.IsLast(At(op.chunk))) {
+      return absl::FailedPreconditionError("the pipeline's last chunk has no next stage");
+    }
     const TransferKey key{.step = command_.step(),
                           .micro_batch = op.micro_batch,
-                          .chunk = op.chunk,
+                          .chunk = topology_.Next(At(op.chunk)).chunk,
                           .kind = TransferKind::kActivation};
-    return StartSend(std::exchange(mb.output, Tensor()), config_.next_rank, key);
+    RETURN_IF_ERROR(StartSend(std::exchange(mb.output, Tensor()), config_.next_rank, key));
+    ReleaseIfDone(op);
+    return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::RecvGrad& op) {
-    RETURN_IF_ERROR(CheckMicroBatch(op.micro_batch));
-    ASSIGN_OR_RETURN(State(op.micro_batch).output_grad, CompleteReceive());
+    RETURN_IF_ERROR(CheckOp(op));
+    ASSIGN_OR_RETURN(State(op).output_grad, CompleteReceive());
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::Backward& op) {
-    RETURN_IF_ERROR(CheckMicroBatch(op.micro_batch));
+    RETURN_IF_ERROR(CheckOp(op));
     const absl::Time begin = absl::Now();
-    MicroBatch& mb = State(op.micro_batch);
-    if (!mb.input.defined()) return absl::FailedPreconditionError("Backward before Forward");
-    if (!mb.output_grad.defined()) {
-      return absl::FailedPreconditionError("the gradient of the stage output has not arrived");
-    }
-    if (mb.saved.empty()) {
-      // Re-materialization: replay the forward (dropout masks are keyed by micro-batch, so the
-      // replay is exact) to rebuild what backward needs.
-      RETURN_IF_ERROR(RunLayers(op.micro_batch, mb.input, mb.saved).status());
-    }
-    Tensor dy = std::move(mb.output_grad);
-    for (int l = res_.model.num_layers() - 1; l >= 0; --l) {
-      auto dx =
-          res_.model.layer(l).Backward(ContextFor(op.micro_batch, l), res_.parameters.values_of(l),
-                                       res_.parameters.grads_of(l), mb.saved[l], dy);
-      if (!dx.ok()) {
-        return WithContext(dx.status(), absl::StrCat("layer '", res_.model.layer(l).name(), "'"));
-      }
-      mb.saved[l].clear();
-      dy = *std::move(dx);
-    }
-    mb.saved.clear();
-    mb.input = Tensor();
-    if (!IsFirstStage()) mb.input_grad = std::move(dy);
-    if (!mb.output.defined() && !mb.input_grad.defined()) state_.erase(op.micro_batch);
+    MicroBatch& mb = State(op);
+    RETURN_IF_ERROR(PrepareBackward(op.chunk, op.micro_batch, mb));
+    RETURN_IF_ERROR(RunBackward(op.chunk, op.micro_batch, mb, /*split=*/false));
     busy_ += absl::Now() - begin;
+    ReleaseIfDone(op);
+    return absl::OkStatus();
+  }
+
+  absl::Status Execute(const schedule::BackwardInput& op) {
+    RETURN_IF_ERROR(CheckOp(op));
+    const absl::Time begin = absl::Now();
+    MicroBatch& mb = State(op);
+    RETURN_IF_ERROR(PrepareBackward(op.chunk, op.micro_batch, mb));
+    RETURN_IF_ERROR(RunBackward(op.chunk, op.micro_batch, mb, /*split=*/true));
+    busy_ += absl::Now() - begin;
+    ReleaseIfDone(op);
+    return absl::OkStatus();
+  }
+
+  absl::Status Execute(const schedule::BackwardWeight& op) {
+    RETURN_IF_ERROR(CheckOp(op));
+    const absl::Time begin = absl::Now();
+    MicroBatch& mb = State(op);
+    if (!mb.input_grad_done) {
+      return absl::FailedPreconditionError("BackwardWeight before BackwardInput");
+    }
+    const StageModel& model = ModelOf(op.chunk);
+    ParameterStore& parameters = ParametersOf(op.chunk);
+    for (DeferredWeightGrad& deferred : mb.deferred) {
+      const Layer& layer = model.layer(deferred.layer);
+      const absl::Status status =
+          layer.BackwardWeight(ContextFor(op.chunk, op.micro_batch, deferred.layer),
+                               parameters.grads_of(deferred.layer), deferred.saved, deferred.dy);
+      if (!status.ok()) return WithContext(status, absl::StrCat("layer '", layer.name(), "'"));
+      deferred = DeferredWeightGrad{};  // free as we go
+    }
+    mb.deferred.clear();
+    mb.weight_grad_pending = false;
+    busy_ += absl::Now() - begin;
+    ReleaseIfDone(op);
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::SendGrad& op) {
-    RETURN_IF_ERROR(CheckMicroBatch(op.micro_batch));
-    MicroBatch& mb = State(op.micro_batch);
+    RETURN_IF_ERROR(CheckOp(op));
+    MicroBatch& mb = State(op);
     if (!mb.input_grad.defined()) return absl::FailedPreconditionError("no input gradient to send");
     const TransferKey key{.step = command_.step(),
                           .micro_batch = op.micro_batch,
-                          .chunk = op.chunk,
+                          .chunk = topology_.Previous(At(op.chunk)).chunk,
                           .kind = TransferKind::kGradient};
     RETURN_IF_ERROR(StartSend(std::exchange(mb.input_grad, Tensor()), config_.prev_rank, key));
-    state_.erase(op.micro_batch);
+    ReleaseIfDone(op);
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::AllReduceGrads&) {
     if (config_.replica_group.size() <= 1) return absl::OkStatus();
     const absl::Time begin = absl::Now();
-    std::vector<Tensor> grads(res_.parameters.grads().begin(), res_.parameters.grads().end());
+    std::vector<Tensor> grads;
+    for (const ChunkRefs& chunk : res_.chunks) {
+      grads.insert(grads.end(), chunk.parameters->grads().begin(), chunk.parameters->grads().end());
+    }
     RETURN_IF_ERROR(res_.channel.AllReduceSum(grads, config_.replica_group, Deadline()));
     busy_ += absl::Now() - begin;
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::OptimizerStep&) {
+    if (plan_.forward_only()) {
+      return absl::FailedPreconditionError("a forward-only program cannot update parameters");
+    }
+    RETURN_IF_ERROR(FinishStep());
+    for (const ChunkRefs& chunk : res_.chunks) {
+      if (!chunk.parameters->GradsFinite()) non_finite_ = true;
+    }
+    FillReport();
+    ASSIGN_OR_RETURN(const bool apply, res_.gate.Synchronize(report_));
+    for (const ChunkRefs& chunk : res_.chunks) {
+      if (apply) {
+        RETURN_IF_ERROR(chunk.optimizer->Step(command_.lr(), chunk.parameters->values(),
+                                              chunk.parameters->grads()));
+      }
+      chunk.parameters->ZeroGrads();
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Execute(const schedule::ReportEval&) {
+    if (!plan_.forward_only()) {
+      return absl::FailedPreconditionError("ReportEval in a training program");
+    }
+    RETURN_IF_ERROR(FinishStep());
+    FillReport();
+    // Rank 0 learns the loss; its apply/skip answer means nothing without an update.
+    return res_.gate.Synchronize(report_).status();
+  }
+
+  // Every send of the step completed and no micro-batch left anything behind.
+  absl::Status FinishStep() {
     RETURN_IF_ERROR(WaitForSends());
     if (!state_.empty()) {
-      return absl::InternalError(absl::StrCat("micro-batch ", state_.begin()->first,
-                                              " still holds tensors at the end of the step"));
+      const int64_t slot = state_.begin()->first;
+      return absl::InternalError(absl::StrCat("micro-batch ", slot % micro_batches_, " (chunk ",
+                                              slot / micro_batches_,
+                                              ") still holds tensors at the end of the step"));
     }
-    if (!res_.parameters.GradsFinite()) non_finite_ = true;
+    return absl::OkStatus();
+  }
+
+  void FillReport() {
     report_.set_rank(config_.rank);
     report_.set_stage(config_.stage);
     report_.set_step(command_.step());
@@ -410,15 +586,12 @@ class StageExecutor::Step {
     report_.set_non_finite(non_finite_);
     report_.set_step_ms(Milliseconds(absl::Now() - start_));
     report_.set_busy_ms(Milliseconds(busy_));
-    report_.set_peak_bytes(res_.device.memory().peak());
-    report_.set_current_bytes(res_.device.memory().current());
-    ASSIGN_OR_RETURN(const bool apply, res_.gate.Synchronize(report_));
-    if (apply) {
-      RETURN_IF_ERROR(
-          res_.optimizer.Step(command_.lr(), res_.parameters.values(), res_.parameters.grads()));
+    const MemoryTracker& memory = res_.device.memory();
+    report_.set_peak_bytes(memory.peak());
+    report_.set_current_bytes(memory.current());
+    for (MemoryKind kind : kReportedKinds) {
+      (*report_.mutable_peak_bytes_by_kind())[MemoryKindName(kind)] = memory.peak(kind);
     }
-    res_.parameters.ZeroGrads();
-    return absl::OkStatus();
   }
 
   const ExecutorConfig& config_;
@@ -427,9 +600,11 @@ class StageExecutor::Step {
   const pb::StepCommand& command_;
   const int micro_batches_;
   const int64_t micro_batch_size_;
+  const schedule::Topology topology_;
+  const MicroBatchPlan& plan_;
 
-  absl::flat_hash_map<int, MicroBatch> state_;
-  std::vector<PostedReceive> receives_;  // indexed by instruction position
+  absl::flat_hash_map<int64_t, MicroBatch> state_;  // by Slot(chunk, micro-batch)
+  std::vector<PostedReceive> receives_;             // indexed by instruction position
   std::vector<size_t> receive_positions_;
   size_t next_receive_ = 0;       // receive_positions_[next_receive_] is the next to post
   size_t consumed_receives_ = 0;  // receives completed by their instruction, in program order
@@ -451,7 +626,11 @@ class StageExecutor::Step {
 
 StageExecutor::StageExecutor(ExecutorConfig config, schedule::StageProgram program,
                              ExecutorResources resources)
-    : config_(std::move(config)), program_(std::move(program)), resources_(resources) {}
+    : config_(std::move(config)),
+      program_(std::move(program)),
+      resources_(std::move(resources)),
+      plan_(std::make_unique<MicroBatchPlan>(program_, config_.chunks, config_.micro_batches,
+                                             config_.remat)) {}
 
 StageExecutor::~StageExecutor() = default;
 

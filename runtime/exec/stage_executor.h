@@ -1,10 +1,14 @@
 // StageExecutor: runs one stage's instruction list for each training step.
 //
 // It interprets schedule::Instruction values with std::visit (a kind without a handler does not
-// compile), keeps per-micro-batch state (stage input, saved activations, gradients in flight),
-// posts receives ahead of the instructions that consume them, sends asynchronously, applies
-// the re-materialization policy, accumulates parameter gradients over micro-batches, and at
-// OptimizerStep meets the coordinator through a GradientSyncGate before updating.
+// compile), keeps per-(chunk, micro-batch) state (stage input, saved activations, gradients in
+// flight, weight gradients deferred by BackwardInput), posts receives ahead of the instructions
+// that consume them, sends asynchronously, applies the re-materialization policy
+// (MicroBatchPlan), accumulates parameter gradients over micro-batches, and at OptimizerStep
+// meets the coordinator through a GradientSyncGate before updating. Forward-only programs
+// (ReportEval) run the layers in inference mode and report the loss through the same gate.
+// Memory is counted by role: stage inputs kept as kBoundary, saved activations as kActivation,
+// boundary gradients (received, or waiting to be sent) as kBoundaryGrad.
 // Every error names the rank, stage, step, micro-batch and instruction. Single-threaded.
 #ifndef GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_
 #define GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_
@@ -18,7 +22,9 @@
 #include "proto/plan.pb.h"
 #include "runtime/comm/data_channel.h"
 #include "runtime/exec/gradient_sync_gate.h"
+#include "runtime/exec/micro_batch_plan.h"
 #include "runtime/exec/parameter_store.h"
+#include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/stage_model.h"
 #include "runtime/schedule/instruction.h"
 #include "runtime/train/dataset.h"
@@ -30,12 +36,17 @@ struct ExecutorConfig {
   int rank = 0;
   int stage = 0;
   int num_stages = 1;
+  // Model chunks this stage runs (pipeline.virtual_stages; 1 except for INTERLEAVED_1F1B).
+  int chunks = 1;
   int micro_batches = 1;
   int64_t global_batch = 1;
   pb::Remat remat = pb::EXCEPT_LAST;
   uint64_t seed = 0;
-  int prev_rank = -1;              // rank of stage - 1, or -1
-  int next_rank = -1;              // rank of stage + 1, or -1
+  // Ranks of the neighbouring stages along the pipeline, or -1 where there is none. With
+  // several chunks the pipeline wraps (stage K-1 feeds chunk c+1 of stage 0), so stage 0's
+  // previous stage is K-1 and stage K-1's next stage is 0.
+  int prev_rank = -1;
+  int next_rank = -1;
   std::vector<int> replica_group;  // ranks holding this stage in every replica (this one included)
   absl::Duration wait_timeout = absl::Seconds(300);
   int recv_lookahead = 2;  // receives posted ahead of the instruction that consumes them
@@ -44,10 +55,8 @@ struct ExecutorConfig {
 // What the executor works with; all references must outlive it.
 struct ExecutorResources {
   Device& device;
-  const StageModel& model;
-  ParameterStore& parameters;
-  Optimizer& optimizer;
-  const Dataset* dataset;  // required on the first and last stage
+  std::vector<ChunkRefs> chunks;  // index = chunk; config.chunks entries
+  const Dataset* dataset;         // required on the first and last stage
   DataChannel& channel;
   GradientSyncGate& gate;
 };
@@ -68,6 +77,7 @@ class StageExecutor {
   ExecutorConfig config_;
   schedule::StageProgram program_;
   ExecutorResources resources_;
+  std::unique_ptr<MicroBatchPlan> plan_;
 };
 
 }  // namespace gpipe

@@ -7,7 +7,7 @@ std::vector<pb::StageSpec> ToStageSpecs(const AnalyzedPlan& plan) {
   specs.reserve(plan.stages.size());
   for (const StageInfo& stage : plan.stages) {
     pb::StageSpec& spec = specs.emplace_back();
-    spec.set_stage(stage.stage);
+    spec.set_stage(stage.part);
     spec.set_first_layer(stage.first_layer);
     spec.set_end_layer(stage.end_layer);
     for (int64_t d : stage.input_shape.dims()) spec.add_input_shape(d);

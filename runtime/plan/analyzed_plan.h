@@ -24,8 +24,13 @@ struct LayerInfo {
   double flops_per_sample = 0;  // forward + backward = 3x forward
 };
 
+// One part of the partition. Without interleaving part s is stage s. Under INTERLEAVED_1F1B the
+// model is cut into stages * virtual_stages parts and part j runs on stage j % stages as its
+// chunk j / stages (Megatron-LM's mapping; see runtime/schedule/topology.h).
 struct StageInfo {
-  int stage = 0;
+  int part = 0;         // index in AnalyzedPlan::stages
+  int stage = 0;        // the process (pipeline stage) that runs it
+  int chunk = 0;        // which of that stage's chunks it is
   int first_layer = 0;  // layers [first_layer, end_layer) of model.layers
   int end_layer = 0;
   Shape input_shape;
@@ -40,6 +45,8 @@ struct AnalyzedPlan {
   // the plan directory.
   pb::Plan plan;
   std::vector<LayerInfo> layers;
+  // The partition, one entry per part in model order: pipeline.stages entries, or
+  // stages * virtual_stages under INTERLEAVED_1F1B.
   std::vector<StageInfo> stages;
   // What the loss takes as the per-sample target (Loss::target_shape / target_dtype).
   Shape target_shape;

@@ -32,15 +32,17 @@ absl::StatusOr<std::vector<int>> StageStarts(const pb::Plan& plan,
     costs.push_back(pipeline.balance() == pb::FLOPS ? layer.flops_per_sample
                                                     : static_cast<double>(layer.parameters));
   }
-  return BalancePartition(costs, pipeline.stages());
+  return BalancePartition(costs, pipeline.stages() * pipeline.virtual_stages());
 }
 
 std::vector<StageInfo> BuildStages(const std::vector<int>& starts,
-                                   const std::vector<LayerInfo>& layers) {
+                                   const std::vector<LayerInfo>& layers, int process_stages) {
   std::vector<StageInfo> stages;
   for (int s = 0; s < static_cast<int>(starts.size()); ++s) {
     StageInfo stage;
-    stage.stage = s;
+    stage.part = s;
+    stage.stage = s % process_stages;
+    stage.chunk = s / process_stages;
     stage.first_layer = starts[s];
     stage.end_layer =
         s + 1 < static_cast<int>(starts.size()) ? starts[s + 1] : static_cast<int>(layers.size());
@@ -76,7 +78,7 @@ absl::StatusOr<AnalyzedPlan> AnalyzePlan(const LoadedPlan& loaded, const LayerRe
 
   AnalyzedPlan analyzed;
   ASSIGN_OR_RETURN(const std::vector<int> starts, StageStarts(plan, shapes.layers));
-  analyzed.stages = BuildStages(starts, shapes.layers);
+  analyzed.stages = BuildStages(starts, shapes.layers, plan.pipeline().stages());
   analyzed.layers = std::move(shapes.layers);
   analyzed.target_shape = std::move(shapes.target_shape);
   analyzed.target_dtype = shapes.target_dtype;

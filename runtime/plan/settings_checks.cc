@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/plan/plan_defaults.h"
+#include "runtime/schedule/schedule_shape.h"
 
 namespace gpipe {
 namespace {
@@ -39,12 +40,19 @@ void CheckBoundaries(const pb::Plan& plan, PlanErrors& errors) {
   const int count = pipeline.boundaries_size();
   if (count == 0) return;
   const int stages = pipeline.stages();
-  if (stages >= 1 && count != stages - 1) {
+  const int chunks = pipeline.virtual_stages();
+  if (stages >= 1 && chunks == 1 && count != stages - 1) {
     errors.Add("pipeline.boundaries",
                absl::StrCat("lists ", count, " layer name(s) but pipeline.stages ", stages,
                             " needs ", stages - 1,
                             " (the first layer of each stage after the first); fix the list, or "
                             "remove it to let the balancer choose"));
+  } else if (stages >= 1 && chunks > 1 && count != stages * chunks - 1) {
+    errors.Add("pipeline.boundaries",
+               absl::StrCat("lists ", count, " layer name(s) but pipeline.stages ", stages, " x ",
+                            "pipeline.virtual_stages ", chunks, " parts need ", stages * chunks - 1,
+                            " (the first layer of each part after the first, in model order); "
+                            "fix the list, or remove it to let the balancer choose"));
   }
   const pb::Model& model = plan.model();
   const auto index = LayerIndex(model);
@@ -190,9 +198,35 @@ std::vector<int64_t> DivisorsNear(int64_t n, int64_t wanted, int count) {
   return divisors;
 }
 
+void CheckSchedule(const pb::Pipeline& pipeline, PlanErrors& errors) {
+  if (schedule::IsForwardOnly(pipeline.schedule())) {
+    errors.Add("pipeline.schedule",
+               absl::StrCat(pb::Schedule_Name(pipeline.schedule()),
+                            " is forward-only (it evaluates, it cannot train); choose a training "
+                            "schedule: GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, ZERO_BUBBLE_H1 or "
+                            "ZERO_BUBBLE_H2"));
+    return;
+  }
+  if (pipeline.virtual_stages() < 1) {
+    errors.Add("pipeline.virtual_stages",
+               absl::StrCat("is ", pipeline.virtual_stages(), "; it must be >= 1"));
+    return;
+  }
+  if (pipeline.stages() < 1 || pipeline.micro_batches() < 1) return;  // reported already
+  const absl::Status shape = schedule::CheckScheduleShape(
+      pipeline.schedule(), pipeline.stages(), pipeline.micro_batches(), pipeline.virtual_stages());
+  if (shape.ok()) return;
+  // Blame the field the user most likely has to change.
+  const bool about_chunks =
+      pipeline.virtual_stages() != 1 && pipeline.schedule() != pb::INTERLEAVED_1F1B;
+  errors.Add(about_chunks ? "pipeline.virtual_stages" : "pipeline.schedule",
+             std::string(shape.message()));
+}
+
 void CheckPipeline(const pb::Plan& plan, PlanErrors& errors) {
   const pb::Pipeline& pipeline = plan.pipeline();
   const int layers = plan.model().layers_size();
+  const int chunks = std::max(1, pipeline.virtual_stages());
   if (pipeline.stages() < 1) {
     errors.Add("pipeline.stages",
                absl::StrCat("is ", pipeline.stages(), "; it must be >= 1 (one process per stage)"));
@@ -201,11 +235,20 @@ void CheckPipeline(const pb::Plan& plan, PlanErrors& errors) {
                absl::StrCat(pipeline.stages(), " stages need at least ", pipeline.stages(),
                             " layers but the model has ", layers,
                             "; set pipeline.stages to at most ", layers));
+  } else if (layers >= 1 && int64_t{pipeline.stages()} * chunks > layers) {
+    errors.Add(
+        "pipeline.virtual_stages",
+        absl::StrCat(pipeline.stages(), " stages x ", chunks, " chunks need at least ",
+                     int64_t{pipeline.stages()} * chunks, " layers but the model has ", layers,
+                     "; use fewer stages or chunks (this model allows ",
+                     layers / pipeline.stages(), " chunk(s) per stage with ", pipeline.stages(),
+                     " stages)"));
   }
   if (pipeline.micro_batches() < 1) {
     errors.Add("pipeline.micro_batches",
                absl::StrCat("is ", pipeline.micro_batches(), "; it must be >= 1"));
   }
+  CheckSchedule(pipeline, errors);
   CheckBoundaries(plan, errors);
 }
 

@@ -100,9 +100,12 @@ std::string FormatStageTable(const AnalyzedPlan& plan) {
   std::string out;
   const std::string title =
       plan.plan.name().empty() ? "plan" : absl::StrCat("plan '", plan.plan.name(), "'");
-  absl::StrAppend(&out, title, ": ", plan.layers.size(), " layers in ", plan.stages.size(),
-                  " stages, ", WithSeparators(parameters), " parameters, ", Human(flops),
-                  " FLOP/sample (forward+backward)\n");
+  const bool interleaved = pipeline.virtual_stages() > 1;
+  absl::StrAppend(
+      &out, title, ": ", plan.layers.size(), " layers in ", pipeline.stages(), " stages",
+      interleaved ? absl::StrCat(" x ", pipeline.virtual_stages(), " chunks") : std::string(), ", ",
+      WithSeparators(parameters), " parameters, ", Human(flops),
+      " FLOP/sample (forward+backward)\n");
   if (!plan.layers.empty()) {
     const pb::Loss& loss = plan.plan.model().loss();
     const auto* loss_oneof = pb::Loss::descriptor()->FindOneofByName("kind");
@@ -126,24 +129,28 @@ std::string FormatStageTable(const AnalyzedPlan& plan) {
           : absl::StrCat("balanced on ", EnumName(pb::Balance_descriptor(), pipeline.balance())),
       "\n\n");
 
-  TextTable stages(
-      {"stage", "layers", "parameters", "share", "FLOP/sample", "share", "input", "output"},
-      {true, false, true, true, true, true, false, false});
+  // "stage" is the process; interleaved parts show as stage.chunk ("1.0", "1.1").
+  auto label = [interleaved](const StageInfo& stage) {
+    return interleaved ? absl::StrCat(stage.stage, ".", stage.chunk) : absl::StrCat(stage.stage);
+  };
+  TextTable stages({interleaved ? "stage.chunk" : "stage", "layers", "parameters", "share",
+                    "FLOP/sample", "share", "input", "output"},
+                   {true, false, true, true, true, true, false, false});
   for (const StageInfo& stage : plan.stages) {
-    stages.Add({absl::StrCat(stage.stage), StageLayerNames(plan, stage),
-                WithSeparators(stage.parameters), Percent(stage.parameters, parameters),
-                Human(stage.flops_per_sample), Percent(stage.flops_per_sample, flops),
-                stage.input_shape.ToString(), stage.output_shape.ToString()});
+    stages.Add({label(stage), StageLayerNames(plan, stage), WithSeparators(stage.parameters),
+                Percent(stage.parameters, parameters), Human(stage.flops_per_sample),
+                Percent(stage.flops_per_sample, flops), stage.input_shape.ToString(),
+                stage.output_shape.ToString()});
   }
   absl::StrAppend(&out, stages.Render(), "\n");
 
-  TextTable layers(
-      {"layer", "name", "kind", "stage", "input", "output", "parameters", "FLOP/sample"},
-      {true, false, false, true, false, false, true, true});
+  TextTable layers({"layer", "name", "kind", interleaved ? "stage.chunk" : "stage", "input",
+                    "output", "parameters", "FLOP/sample"},
+                   {true, false, false, true, false, false, true, true});
   for (const StageInfo& stage : plan.stages) {
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {
       const LayerInfo& layer = plan.layers[l];
-      layers.Add({absl::StrCat(l), layer.name, layer.kind, absl::StrCat(stage.stage),
+      layers.Add({absl::StrCat(l), layer.name, layer.kind, label(stage),
                   layer.input_shape.ToString(), layer.output_shape.ToString(),
                   WithSeparators(layer.parameters), Human(layer.flops_per_sample)});
     }

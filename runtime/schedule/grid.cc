@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 
 namespace gpipe::schedule {
 namespace {
@@ -13,15 +14,36 @@ namespace {
 // Relative tolerance for "this time is a whole number of slots".
 constexpr double kTimeTolerance = 1e-9;
 
-// One Forward or Backward as drawn: [start, end) on its stage.
+// One compute instruction as drawn: [start, end) on its stage.
 struct Block {
   double start;
   double end;
-  char letter;  // 'F' or 'B'
+  char letter;  // see kPasses
   std::string label;
 };
 
-// Forward/Backward blocks of positive length, per stage, in time order.
+// The compute passes, in legend order: the letter a cell shows and the name the legend gives.
+struct PassLook {
+  char letter;
+  const char* name;
+};
+constexpr PassLook kPasses[] = {
+    {'F', "forward"},
+    {'B', "backward"},
+    {'b', "input-gradient"},   // zero-bubble B
+    {'W', "weight-gradient"},  // zero-bubble W
+};
+
+// The letter of a compute instruction; 0 for the others.
+char LetterOf(const Instruction& instruction) {
+  if (std::holds_alternative<Forward>(instruction)) return 'F';
+  if (std::holds_alternative<Backward>(instruction)) return 'B';
+  if (std::holds_alternative<BackwardInput>(instruction)) return 'b';
+  if (std::holds_alternative<BackwardWeight>(instruction)) return 'W';
+  return 0;
+}
+
+// Compute blocks of positive length, per stage, in time order.
 std::vector<std::vector<Block>> CollectBlocks(const Program& program, const VerifyResult& result) {
   std::vector<std::vector<Block>> blocks(program.stages);
   for (const TimelineEntry& entry : result.timeline) {
@@ -32,10 +54,8 @@ std::vector<std::vector<Block>> CollectBlocks(const Program& program, const Veri
     const std::vector<Instruction>& instructions = program.stage_programs[entry.stage].instructions;
     if (entry.index < 0 || entry.index >= static_cast<int>(instructions.size())) continue;
     const Instruction& instruction = instructions[entry.index];
-    const bool forward = std::holds_alternative<Forward>(instruction);
-    if (!forward && !std::holds_alternative<Backward>(instruction)) continue;
-    if (!(entry.end > entry.start)) continue;
-    const char letter = forward ? 'F' : 'B';
+    const char letter = LetterOf(instruction);
+    if (letter == 0 || !(entry.end > entry.start)) continue;
     std::string label = absl::StrCat(std::string(1, letter), *MicroBatchOf(instruction));
     if (program.chunks > 1) label.push_back(static_cast<char>('a' + ChunkOf(instruction) % 26));
     blocks[entry.stage].push_back({entry.start, entry.end, letter, std::move(label)});
@@ -45,6 +65,25 @@ std::vector<std::vector<Block>> CollectBlocks(const Program& program, const Veri
                      [](const Block& a, const Block& b) { return a.start < b.start; });
   }
   return blocks;
+}
+
+// "Fm/Bm = forward/backward of micro-batch m" (labelled) or "F/b/W = forward/input-gradient/
+// weight-gradient" (letters only), naming only the passes drawn.
+std::string PassLegend(const std::vector<std::vector<Block>>& blocks, bool labelled) {
+  std::vector<std::string> letters, names;
+  for (const PassLook& pass : kPasses) {
+    bool drawn = false;
+    for (const auto& stage_blocks : blocks) {
+      for (const Block& block : stage_blocks) drawn = drawn || block.letter == pass.letter;
+    }
+    if (!drawn) continue;
+    letters.push_back(labelled ? absl::StrCat(std::string(1, pass.letter), "m")
+                               : std::string(1, pass.letter));
+    names.push_back(pass.name);
+  }
+  std::string legend = absl::StrCat(absl::StrJoin(letters, "/"), " = ", absl::StrJoin(names, "/"));
+  if (labelled) absl::StrAppend(&legend, " of micro-batch m");
+  return legend;
 }
 
 bool IsMultiple(double time, double quantum) {
@@ -134,6 +173,28 @@ std::string Ruler(int prefix_width, int cell_width, int label_offset, int column
   return ruler;
 }
 
+// The papers' bubble for equal stages and free transfers, to compare with the prediction:
+// "; equal stages: (K-1)/(M+K-1) = 27.3%", or "" for kinds without a closed form here.
+std::string PublishedBubble(const Program& program) {
+  const int k = program.stages;
+  const int m = program.micro_batches;
+  const int v = program.chunks;
+  std::string formula;
+  double value = 0;
+  const bool one_chunk = v == 1;
+  if (one_chunk &&
+      (program.kind == pb::GPIPE || program.kind == pb::ONE_F_ONE_B || program.kind == pb::EVAL)) {
+    formula = "(K-1)/(M+K-1)";
+    value = static_cast<double>(k - 1) / (m + k - 1);
+  } else if (program.kind == pb::INTERLEAVED_1F1B) {
+    formula = "(K-1)/(v*M+K-1)";
+    value = static_cast<double>(k - 1) / (static_cast<double>(v) * m + k - 1);
+  } else {
+    return "";
+  }
+  return absl::StrCat("; equal stages: ", formula, " = ", absl::StrFormat("%.1f%%", 100.0 * value));
+}
+
 }  // namespace
 
 std::string DrawGrid(const Program& program, const VerifyResult& result, int max_columns) {
@@ -195,22 +256,16 @@ std::string DrawGrid(const Program& program, const VerifyResult& result, int max
 
   const std::string chunk_note = program.chunks > 1 ? " (letter = chunk)" : "";
   if (labelled) {
-    absl::StrAppend(&out, "legend: Fm/Bm = forward/backward of micro-batch m", chunk_note,
+    absl::StrAppend(&out, "legend: ", PassLegend(blocks, true), chunk_note,
                     ", . = idle; right: bubble per stage\n");
   } else {
-    absl::StrAppend(&out, "legend: F/B = forward/backward (micro-batch numbers do not fit in ",
-                    max_columns, " columns), . = idle; right: bubble per stage\n");
+    absl::StrAppend(&out, "legend: ", PassLegend(blocks, false),
+                    " (micro-batch numbers do not fit in ", max_columns,
+                    " columns), . = idle; right: bubble per stage\n");
   }
   absl::StrAppend(&out, "bubble: ", absl::StrFormat("%.1f%%", 100.0 * result.bubble_fraction),
                   " overall (mean over stages of idle time / makespan)");
-  if (program.kind == pb::GPIPE && program.chunks == 1) {
-    // The paper's figure for equal stages and free transfers, to compare with the prediction.
-    const double formula =
-        static_cast<double>(program.stages - 1) / (program.micro_batches + program.stages - 1);
-    absl::StrAppend(&out,
-                    "; equal stages: (K-1)/(M+K-1) = ", absl::StrFormat("%.1f%%", 100.0 * formula));
-  }
-  absl::StrAppend(&out, "\n");
+  absl::StrAppend(&out, PublishedBubble(program), "\n");
   return out;
 }
 

@@ -10,7 +10,8 @@ namespace {
 // Instructions that carry a micro-batch and a chunk (everything except the step-level ones).
 template <typename T>
 constexpr bool kIsMicroBatchInstruction =
-    !std::is_same_v<T, AllReduceGrads> && !std::is_same_v<T, OptimizerStep>;
+    !std::is_same_v<T, AllReduceGrads> && !std::is_same_v<T, OptimizerStep> &&
+    !std::is_same_v<T, ReportEval>;
 
 template <typename T>
 const char* NameOf() {
@@ -20,9 +21,12 @@ const char* NameOf() {
   if constexpr (std::is_same_v<T, SendActivation>) return "SendActivation";
   if constexpr (std::is_same_v<T, RecvGrad>) return "RecvGrad";
   if constexpr (std::is_same_v<T, Backward>) return "Backward";
+  if constexpr (std::is_same_v<T, BackwardInput>) return "BackwardInput";
+  if constexpr (std::is_same_v<T, BackwardWeight>) return "BackwardWeight";
   if constexpr (std::is_same_v<T, SendGrad>) return "SendGrad";
   if constexpr (std::is_same_v<T, AllReduceGrads>) return "AllReduceGrads";
   if constexpr (std::is_same_v<T, OptimizerStep>) return "OptimizerStep";
+  if constexpr (std::is_same_v<T, ReportEval>) return "ReportEval";
 }
 
 }  // namespace

@@ -26,8 +26,8 @@ struct RecvActivation {
   int chunk = 0;
   bool operator==(const RecvActivation&) const = default;
 };
-// Run the stage's layers forward on micro-batch m (the last stage also computes the loss and
-// its gradient). Needs m's input: LoadMicroBatch or RecvActivation before it.
+// Run the stage's layers forward on micro-batch m (the last stage also computes the loss and,
+// when training, its gradient). Needs m's input: LoadMicroBatch or RecvActivation before it.
 struct Forward {
   int micro_batch = 0;
   int chunk = 0;
@@ -53,6 +53,23 @@ struct Backward {
   int chunk = 0;
   bool operator==(const Backward&) const = default;
 };
+// Zero-bubble split of Backward, part B: dL/d(input) of micro-batch m through the stage
+// (recomputing its forward first under re-materialization). Layers that split their backward
+// defer their parameter gradients to BackwardWeight(m); layers that cannot split accumulate them
+// here. Needs what Backward needs. Unblocks SendGrad(m).
+struct BackwardInput {
+  int micro_batch = 0;
+  int chunk = 0;
+  bool operator==(const BackwardInput&) const = default;
+};
+// Zero-bubble split of Backward, part W: the parameter gradients BackwardInput(m) deferred,
+// accumulated. Needs BackwardInput(m); no pairing. A micro-batch uses either Backward or
+// BackwardInput + BackwardWeight.
+struct BackwardWeight {
+  int micro_batch = 0;
+  int chunk = 0;
+  bool operator==(const BackwardWeight&) const = default;
+};
 // Send dL/d(input) of micro-batch m to stage s-1. Pairs with its RecvGrad(m).
 struct SendGrad {
   int micro_batch = 0;
@@ -69,14 +86,21 @@ struct OptimizerStep {
   bool operator==(const OptimizerStep&) const = default;
 };
 
+// Forward-only (EVAL) programs end with this instead of AllReduceGrads, OptimizerStep: report
+// the step's loss (last stage) to rank 0 through the same gate; nothing is updated.
+struct ReportEval {
+  bool operator==(const ReportEval&) const = default;
+};
+
 using Instruction = std::variant<LoadMicroBatch, RecvActivation, Forward, SendActivation, RecvGrad,
-                                 Backward, SendGrad, AllReduceGrads, OptimizerStep>;
+                                 Backward, BackwardInput, BackwardWeight, SendGrad, AllReduceGrads,
+                                 OptimizerStep, ReportEval>;
 
 // "Forward(mb=3)", "OptimizerStep"; chunk shown only when non-zero: "Forward(mb=3, chunk=1)".
 std::string ToString(const Instruction& instruction);
 
 // The micro-batch an instruction works on; nullopt for the step-level ones (AllReduceGrads,
-// OptimizerStep).
+// OptimizerStep, ReportEval).
 std::optional<int> MicroBatchOf(const Instruction& instruction);
 
 // The virtual chunk an instruction works on (0 for the step-level ones).

@@ -5,32 +5,16 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/schedule/eval_builder.h"
 #include "runtime/schedule/gpipe_builder.h"
+#include "runtime/schedule/interleaved_builder.h"
+#include "runtime/schedule/one_f_one_b_builder.h"
+#include "runtime/schedule/zero_bubble_builder.h"
 
 namespace gpipe::schedule {
 namespace {
 
 using Kind = pb::InstructionProto::Kind;
-
-std::string SupportedKinds() { return "GPIPE"; }
-
-absl::Status ValidateShape(int stages, int micro_batches) {
-  if (stages < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "pipeline.stages is ", stages, "; it must be at least 1 (one process per stage)"));
-  }
-  if (micro_batches < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("pipeline.micro_batches is ", micro_batches, "; it must be at least 1"));
-  }
-  const long long pairs = static_cast<long long>(stages) * micro_batches;
-  if (pairs > kMaxStageMicroBatches) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "pipeline.stages * pipeline.micro_batches is ", stages, " * ", micro_batches, " = ", pairs,
-        "; at most ", kMaxStageMicroBatches, " is supported: use fewer micro-batches"));
-  }
-  return absl::OkStatus();
-}
 
 // One overload per instruction: a new instruction without a wire kind does not compile.
 Kind KindOfOp(const LoadMicroBatch&) { return pb::InstructionProto::LOAD_MICRO_BATCH; }
@@ -39,9 +23,12 @@ Kind KindOfOp(const Forward&) { return pb::InstructionProto::FORWARD; }
 Kind KindOfOp(const SendActivation&) { return pb::InstructionProto::SEND_ACTIVATION; }
 Kind KindOfOp(const RecvGrad&) { return pb::InstructionProto::RECV_GRAD; }
 Kind KindOfOp(const Backward&) { return pb::InstructionProto::BACKWARD; }
+Kind KindOfOp(const BackwardInput&) { return pb::InstructionProto::BACKWARD_INPUT; }
+Kind KindOfOp(const BackwardWeight&) { return pb::InstructionProto::BACKWARD_WEIGHT; }
 Kind KindOfOp(const SendGrad&) { return pb::InstructionProto::SEND_GRAD; }
 Kind KindOfOp(const AllReduceGrads&) { return pb::InstructionProto::ALL_REDUCE_GRADS; }
 Kind KindOfOp(const OptimizerStep&) { return pb::InstructionProto::OPTIMIZER_STEP; }
+Kind KindOfOp(const ReportEval&) { return pb::InstructionProto::REPORT_EVAL; }
 
 Kind KindOf(const Instruction& instruction) {
   return std::visit([](const auto& op) { return KindOfOp(op); }, instruction);
@@ -61,7 +48,8 @@ absl::StatusOr<Instruction> FromInstructionProto(const pb::InstructionProto& pro
   }
   const Kind kind = proto.kind();
   const bool step_level = kind == pb::InstructionProto::ALL_REDUCE_GRADS ||
-                          kind == pb::InstructionProto::OPTIMIZER_STEP;
+                          kind == pb::InstructionProto::OPTIMIZER_STEP ||
+                          kind == pb::InstructionProto::REPORT_EVAL;
   if (step_level) {
     if (proto.has_micro_batch() || proto.chunk() != 0) {
       return absl::InvalidArgumentError(
@@ -69,6 +57,7 @@ absl::StatusOr<Instruction> FromInstructionProto(const pb::InstructionProto& pro
                        " is step-level and takes no micro_batch or chunk"));
     }
     if (kind == pb::InstructionProto::ALL_REDUCE_GRADS) return AllReduceGrads{};
+    if (kind == pb::InstructionProto::REPORT_EVAL) return ReportEval{};
     return OptimizerStep{};
   }
   if (!proto.has_micro_batch()) {
@@ -96,10 +85,15 @@ absl::StatusOr<Instruction> FromInstructionProto(const pb::InstructionProto& pro
       return MakeMicroBatchInstruction<RecvGrad>(m, c);
     case pb::InstructionProto::BACKWARD:
       return MakeMicroBatchInstruction<Backward>(m, c);
+    case pb::InstructionProto::BACKWARD_INPUT:
+      return MakeMicroBatchInstruction<BackwardInput>(m, c);
+    case pb::InstructionProto::BACKWARD_WEIGHT:
+      return MakeMicroBatchInstruction<BackwardWeight>(m, c);
     case pb::InstructionProto::SEND_GRAD:
       return MakeMicroBatchInstruction<SendGrad>(m, c);
     case pb::InstructionProto::ALL_REDUCE_GRADS:
     case pb::InstructionProto::OPTIMIZER_STEP:
+    case pb::InstructionProto::REPORT_EVAL:
       break;  // handled above
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown kind ", static_cast<int>(kind)));
@@ -107,17 +101,28 @@ absl::StatusOr<Instruction> FromInstructionProto(const pb::InstructionProto& pro
 
 }  // namespace
 
-absl::StatusOr<Program> BuildProgram(pb::Schedule kind, int stages, int micro_batches) {
-  RETURN_IF_ERROR(ValidateShape(stages, micro_batches));
-  // New schedules (1F1B, interleaved with chunks > 1, zero-bubble) add a case here and a
-  // builder file of their own; -Wswitch flags a proto enum value without a case.
+absl::StatusOr<Program> BuildProgram(pb::Schedule kind, int stages, int micro_batches,
+                                     int virtual_stages) {
+  RETURN_IF_ERROR(CheckScheduleShape(kind, stages, micro_batches, virtual_stages));
+  // A new schedule adds a case here and a builder file of its own; -Wswitch flags a proto enum
+  // value without a case (CheckScheduleShape has already rejected values outside the enum).
   switch (kind) {
     case pb::GPIPE:
       return BuildGpipeProgram(stages, micro_batches);
+    case pb::ONE_F_ONE_B:
+      return BuildOneFOneBProgram(stages, micro_batches);
+    case pb::INTERLEAVED_1F1B:
+      return BuildInterleavedProgram(stages, micro_batches, virtual_stages);
+    case pb::ZERO_BUBBLE_H1:
+      return BuildZeroBubbleProgram(ZeroBubbleVariant::kH1, stages, micro_batches);
+    case pb::ZERO_BUBBLE_H2:
+      return BuildZeroBubbleProgram(ZeroBubbleVariant::kH2, stages, micro_batches);
+    case pb::EVAL:
+      return BuildEvalProgram(stages, micro_batches);
   }
   return absl::InvalidArgumentError(
       absl::StrCat("pipeline.schedule ", static_cast<int>(kind),
-                   " is not supported; supported schedules: ", SupportedKinds()));
+                   " is not supported; supported schedules: ", ScheduleNames()));
 }
 
 std::string DescribeInstruction(const Program& program, int stage, int index) {

@@ -1,6 +1,7 @@
-// A Program is the whole pipeline's schedule for one training step: one instruction list per
-// stage (index = stage). BuildProgram is the single entry point that dispatches on the schedule
-// kind to a pure builder; VerifyProgram (verifier.h) checks any Program before it runs.
+// A Program is the whole pipeline's schedule for one step (a training step, or a forward-only
+// EVAL pass): one instruction list per stage (index = stage). BuildProgram is the single entry
+// point that dispatches on the schedule kind to a pure builder; VerifyProgram (verifier.h)
+// checks any Program before it runs.
 // ToProto/FromProto carry one stage's list from rank 0 to the rank that runs it.
 #ifndef GPIPE_RUNTIME_SCHEDULE_PROGRAM_H_
 #define GPIPE_RUNTIME_SCHEDULE_PROGRAM_H_
@@ -12,6 +13,7 @@
 #include "proto/control.pb.h"
 #include "proto/plan.pb.h"
 #include "runtime/schedule/instruction.h"
+#include "runtime/schedule/schedule_shape.h"
 #include "runtime/schedule/topology.h"
 
 namespace gpipe::schedule {
@@ -20,20 +22,21 @@ struct Program {
   pb::Schedule kind = pb::GPIPE;
   int stages = 0;
   int micro_batches = 0;
-  // Virtual chunks per stage (interleaved schedules); 1 for GPipe. See topology.h.
+  // Virtual chunks per stage (pipeline.virtual_stages; > 1 only for INTERLEAVED_1F1B). See
+  // topology.h.
   int chunks = 1;
   std::vector<StageProgram> stage_programs;  // index = stage
 
   Topology topology() const { return {stages, chunks}; }
+  // EVAL: no backward side at all, and every stage ends with ReportEval.
+  bool forward_only() const { return IsForwardOnly(kind); }
 };
 
-// Largest stages * micro_batches BuildProgram accepts (keeps programs a few tens of MB at most).
-inline constexpr long long kMaxStageMicroBatches = 1 << 20;
-
-// The program of schedule `kind` for `stages` stages and `micro_batches` micro-batches.
-// INVALID_ARGUMENT naming the numbers to change when (kind, stages, micro_batches) is not
-// supported: stages < 1, micro_batches < 1, a kind without a builder, a program too large.
-absl::StatusOr<Program> BuildProgram(pb::Schedule kind, int stages, int micro_batches);
+// The program of schedule `kind` for `stages` stages, `micro_batches` micro-batches and
+// `virtual_stages` chunks per stage. INVALID_ARGUMENT naming the plan fields to change when the
+// combination is not supported (CheckScheduleShape in schedule_shape.h has the rules).
+absl::StatusOr<Program> BuildProgram(pb::Schedule kind, int stages, int micro_batches,
+                                     int virtual_stages = 1);
 
 // "stage 1, instruction #7 Backward(mb=0)": how every message names an instruction.
 std::string DescribeInstruction(const Program& program, int stage, int index);

@@ -1,6 +1,7 @@
 #include "runtime/schedule/simulator.h"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -8,12 +9,24 @@
 namespace gpipe::schedule {
 namespace {
 
-double ForwardCost(const OpCosts& costs, int stage) {
-  return costs.stage_forward.empty() ? costs.forward : costs.stage_forward[stage];
+// One uniform cost, or its per-virtual-stage override.
+double CostAt(double uniform, const std::vector<double>& per_virtual_stage, int virtual_stage) {
+  return per_virtual_stage.empty() ? uniform : per_virtual_stage[virtual_stage];
 }
 
-double BackwardCost(const OpCosts& costs, int stage) {
-  return costs.stage_backward.empty() ? costs.backward : costs.stage_backward[stage];
+// How long a compute instruction occupies its stage; nullopt for everything else.
+std::optional<double> ComputeCost(const OpCosts& costs, const Topology& topology, int stage,
+                                  const Instruction& instruction) {
+  const int v = topology.VirtualStage({stage, ChunkOf(instruction)});
+  const double input = CostAt(costs.backward_input, costs.stage_backward_input, v);
+  const double weight = CostAt(costs.backward_weight, costs.stage_backward_weight, v);
+  if (std::holds_alternative<Forward>(instruction)) {
+    return CostAt(costs.forward, costs.stage_forward, v);
+  }
+  if (std::holds_alternative<Backward>(instruction)) return input + weight;
+  if (std::holds_alternative<BackwardInput>(instruction)) return input;
+  if (std::holds_alternative<BackwardWeight>(instruction)) return weight;
+  return std::nullopt;
 }
 
 // Where one stage is: its next instruction and the time it is free to start it.
@@ -28,6 +41,7 @@ struct StageState {
 absl::StatusOr<Simulation> Simulate(const Program& program, const Transfers& transfers,
                                     const OpCosts& costs) {
   const int stages = program.stages;
+  const Topology topology = program.topology();
   std::vector<StageState> state(stages);
   // Issue time of every send so far, per link, in link order.
   std::vector<std::vector<double>> sent(transfers.links().size());
@@ -55,12 +69,10 @@ absl::StatusOr<Simulation> Simulate(const Program& program, const Transfers& tra
           end = std::max(start, issued[slot.position] + costs.send);
         } else if (slot.link >= 0) {
           sent[slot.link].push_back(start);
-        } else if (std::holds_alternative<Forward>(instruction)) {
-          end = start + ForwardCost(costs, s);
-          simulation.busy[s] += end - start;
-        } else if (std::holds_alternative<Backward>(instruction)) {
-          end = start + BackwardCost(costs, s);
-          simulation.busy[s] += end - start;
+        } else if (const std::optional<double> cost =
+                       ComputeCost(costs, topology, s, instruction)) {
+          end = start + *cost;
+          simulation.busy[s] += *cost;
         } else if (std::holds_alternative<LoadMicroBatch>(instruction)) {
           end = start + costs.load;
         }

@@ -1,8 +1,9 @@
 // The dependency model behind VerifyProgram: every stage runs its list in order; a receive
 // completes when its paired send has been issued plus the transfer latency; sends never block;
-// Forward, Backward and LoadMicroBatch occupy their stage for their cost. When no stage can
-// progress before all have finished, the program deadlocks: INVALID_ARGUMENT naming each stuck
-// stage's instruction and the send it waits for.
+// Forward, Backward, BackwardInput, BackwardWeight and LoadMicroBatch occupy their stage for
+// their cost (OpCosts, per virtual stage). When no stage can progress before all have
+// finished, the program deadlocks: INVALID_ARGUMENT naming each stuck stage's instruction and
+// the send it waits for.
 #ifndef GPIPE_RUNTIME_SCHEDULE_SIMULATOR_H_
 #define GPIPE_RUNTIME_SCHEDULE_SIMULATOR_H_
 
@@ -17,7 +18,7 @@ namespace gpipe::schedule {
 
 struct Simulation {
   double makespan = 0;
-  std::vector<double> busy;             // per stage: time in Forward and Backward
+  std::vector<double> busy;  // per stage: time in Forward, Backward, BackwardInput, BackwardWeight
   std::vector<TimelineEntry> timeline;  // ordered by (stage, index)
 };
 

@@ -16,32 +16,167 @@ std::optional<Step> StepOfOp(const Forward&) { return Step::kForward; }
 std::optional<Step> StepOfOp(const SendActivation&) { return Step::kSendActivation; }
 std::optional<Step> StepOfOp(const RecvGrad&) { return Step::kRecvGrad; }
 std::optional<Step> StepOfOp(const Backward&) { return Step::kBackward; }
+std::optional<Step> StepOfOp(const BackwardInput&) { return Step::kBackwardInput; }
+std::optional<Step> StepOfOp(const BackwardWeight&) { return Step::kBackwardWeight; }
 std::optional<Step> StepOfOp(const SendGrad&) { return Step::kSendGrad; }
 std::optional<Step> StepOfOp(const AllReduceGrads&) { return std::nullopt; }
 std::optional<Step> StepOfOp(const OptimizerStep&) { return std::nullopt; }
+std::optional<Step> StepOfOp(const ReportEval&) { return std::nullopt; }
 
 std::optional<Step> StepOf(const Instruction& instruction) {
   return std::visit([](const auto& op) { return StepOfOp(op); }, instruction);
 }
 
-Instruction MakeInstruction(Step step, int m, int c) {
-  switch (step) {
-    case Step::kLoad:
-      return LoadMicroBatch{m, c};
-    case Step::kRecvActivation:
-      return RecvActivation{m, c};
-    case Step::kForward:
-      return Forward{m, c};
-    case Step::kSendActivation:
-      return SendActivation{m, c};
-    case Step::kRecvGrad:
-      return RecvGrad{m, c};
-    case Step::kBackward:
-      return Backward{m, c};
-    case Step::kSendGrad:
-      return SendGrad{m, c};
+// Instructions that only a training step has.
+bool IsBackwardSide(const Instruction& instruction) {
+  return std::holds_alternative<RecvGrad>(instruction) ||
+         std::holds_alternative<Backward>(instruction) ||
+         std::holds_alternative<BackwardInput>(instruction) ||
+         std::holds_alternative<BackwardWeight>(instruction) ||
+         std::holds_alternative<SendGrad>(instruction) ||
+         std::holds_alternative<AllReduceGrads>(instruction) ||
+         std::holds_alternative<OptimizerStep>(instruction);
+}
+
+std::string KindName(pb::Schedule kind) {
+  return pb::Schedule_IsValid(kind) ? pb::Schedule_Name(kind)
+                                    : absl::StrCat("schedule ", static_cast<int>(kind));
+}
+
+// Where an instruction may not stand whatever its micro-batch, checked before the
+// per-micro-batch rules: nothing follows the step's last instruction, AllReduceGrads is
+// followed only by OptimizerStep, and training and forward-only programs each hold only their
+// own kinds.
+absl::Status CheckPlace(const Program& program, const StageWalk& walk,
+                        const Instruction& instruction) {
+  if (walk.optimizer_step >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("comes after OptimizerStep (instruction #", walk.optimizer_step,
+                     "), which must be the stage's last instruction"));
   }
-  return Forward{m, c};
+  if (walk.report_eval >= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("comes after ReportEval (instruction #", walk.report_eval,
+                     "), which must be the stage's last instruction"));
+  }
+  if (program.forward_only() && IsBackwardSide(instruction)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        KindName(program.kind),
+        " programs are forward-only: no RecvGrad, Backward, BackwardInput, BackwardWeight, "
+        "SendGrad, AllReduceGrads or OptimizerStep; a stage forwards its micro-batches and ends "
+        "with ReportEval"));
+  }
+  const bool is_report_eval = std::holds_alternative<ReportEval>(instruction);
+  if (!program.forward_only() && is_report_eval) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("ReportEval ends forward-only (EVAL) programs; a ", KindName(program.kind),
+                     " training step ends with AllReduceGrads, OptimizerStep"));
+  }
+  const bool is_optimizer_step = std::holds_alternative<OptimizerStep>(instruction);
+  if (walk.all_reduce_grads >= 0 && !is_optimizer_step) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("comes after AllReduceGrads (instruction #", walk.all_reduce_grads,
+                     "); a stage ends with AllReduceGrads, OptimizerStep and nothing else"));
+  }
+  if (is_optimizer_step && walk.all_reduce_grads < 0) {
+    return absl::InvalidArgumentError(
+        "comes before AllReduceGrads; a stage ends with AllReduceGrads, OptimizerStep");
+  }
+  return absl::OkStatus();
+}
+
+// The rules of the backward-side steps of one micro-batch (training programs only).
+absl::Status CheckBackwardStep(const Program& program, StageChunk at, int m, Step step,
+                               const MicroBatchSteps& seen) {
+  const Topology topology = program.topology();
+  const bool first = topology.IsFirst(at);
+  const bool last = topology.IsLast(at);
+  const int c = at.chunk;
+  auto done = [&](Step s) { return seen.at(s); };
+  auto name = [&](Step s) { return ToString(InstructionOf(s, m, c)); };
+  auto twice = [&](const std::string& what) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, " twice (first at instruction #", done(step), ")"));
+  };
+  // Backward, or BackwardInput + BackwardWeight: never both for one micro-batch.
+  auto mixed = [&](Step other) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "micro-batch ", m, " already has ", name(other), " at instruction #", done(other),
+        "; a micro-batch is backwarded by Backward, or by BackwardInput then BackwardWeight, "
+        "not both"));
+  };
+  // What Backward and BackwardInput both need: the forward and the output gradient.
+  auto needs_forward_and_gradient = [&](const char* what) -> absl::Status {
+    if (done(Step::kForward) < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " before ", name(Step::kForward),
+                                                     ": micro-batch ", m,
+                                                     " has not been forwarded on this stage yet"));
+    }
+    if (!last && done(Step::kRecvGrad) < 0) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " before its output gradient: no ",
+                                                     name(Step::kRecvGrad),
+                                                     " earlier on this stage"));
+    }
+    return absl::OkStatus();
+  };
+  switch (step) {
+    case Step::kRecvGrad:
+      if (last) {
+        return absl::InvalidArgumentError(
+            "the last stage computes its output gradient from the loss; it receives none");
+      }
+      if (done(step) >= 0) {
+        return twice(absl::StrCat("micro-batch ", m, " is received a gradient for"));
+      }
+      if (seen.input_gradient() >= 0) {
+        const Step consumer = done(Step::kBackward) >= 0 ? Step::kBackward : Step::kBackwardInput;
+        return absl::InvalidArgumentError(
+            absl::StrCat("receives after ", name(consumer), " at instruction #", done(consumer),
+                         "; the ", consumer == Step::kBackward ? "backward" : "input-gradient pass",
+                         " needs this gradient"));
+      }
+      break;
+    case Step::kBackward:
+      if (done(step) >= 0) return twice(absl::StrCat("micro-batch ", m, " is backwarded"));
+      if (done(Step::kBackwardInput) >= 0) return mixed(Step::kBackwardInput);
+      if (done(Step::kBackwardWeight) >= 0) return mixed(Step::kBackwardWeight);
+      return needs_forward_and_gradient("Backward");
+    case Step::kBackwardInput:
+      if (done(step) >= 0) {
+        return twice(absl::StrCat("micro-batch ", m, " has its input gradient computed"));
+      }
+      if (done(Step::kBackward) >= 0) return mixed(Step::kBackward);
+      return needs_forward_and_gradient("BackwardInput");
+    case Step::kBackwardWeight:
+      if (done(step) >= 0) {
+        return twice(absl::StrCat("micro-batch ", m, " has its weight gradients accumulated"));
+      }
+      if (done(Step::kBackward) >= 0) return mixed(Step::kBackward);
+      if (done(Step::kBackwardInput) < 0) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "BackwardWeight before ", name(Step::kBackwardInput),
+            ": the weight gradients are what the input-gradient pass deferred; run it first"));
+      }
+      break;
+    case Step::kSendGrad:
+      if (first) {
+        return absl::InvalidArgumentError(
+            "the first stage has no previous stage to send gradients to");
+      }
+      if (done(step) >= 0) return twice(absl::StrCat("micro-batch ", m, " is sent back"));
+      if (seen.input_gradient() < 0) {
+        return absl::InvalidArgumentError(absl::StrCat("sends before ", name(Step::kBackward),
+                                                       " (or ", name(Step::kBackwardInput),
+                                                       ") has produced the gradient"));
+      }
+      break;
+    case Step::kLoad:
+    case Step::kRecvActivation:
+    case Step::kForward:
+    case Step::kSendActivation:
+      break;  // forward-side steps: CheckStep
+  }
+  return absl::OkStatus();
 }
 
 // Checks one per-micro-batch instruction against what the stage has done so far.
@@ -52,7 +187,7 @@ absl::Status CheckStep(const Program& program, StageChunk at, int m, Step step,
   const bool last = topology.IsLast(at);
   const int c = at.chunk;
   auto done = [&](Step s) { return seen.at(s); };
-  auto name = [&](Step s) { return ToString(MakeInstruction(s, m, c)); };
+  auto name = [&](Step s) { return ToString(InstructionOf(s, m, c)); };
   auto twice = [&](const char* what) {
     return absl::InvalidArgumentError(absl::StrCat(
         "micro-batch ", m, " is ", what, " twice (first at instruction #", done(step), ")"));
@@ -111,46 +246,40 @@ absl::Status CheckStep(const Program& program, StageChunk at, int m, Step step,
       }
       break;
     case Step::kRecvGrad:
-      if (last) {
-        return absl::InvalidArgumentError(
-            "the last stage computes its output gradient from the loss; it receives none");
-      }
-      if (done(step) >= 0) return twice("received a gradient for");
-      if (done(Step::kBackward) >= 0) {
-        return absl::InvalidArgumentError(absl::StrCat("receives after ", name(Step::kBackward),
-                                                       " at instruction #", done(Step::kBackward),
-                                                       "; the backward needs this gradient"));
-      }
-      break;
     case Step::kBackward:
-      if (done(step) >= 0) return twice("backwarded");
-      if (done(Step::kForward) < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("Backward before ", name(Step::kForward), ": micro-batch ", m,
-                         " has not been forwarded on this stage yet"));
-      }
-      if (!last && done(Step::kRecvGrad) < 0) {
-        return absl::InvalidArgumentError(absl::StrCat("Backward before its output gradient: no ",
-                                                       name(Step::kRecvGrad),
-                                                       " earlier on this stage"));
-      }
-      break;
+    case Step::kBackwardInput:
+    case Step::kBackwardWeight:
     case Step::kSendGrad:
-      if (first) {
-        return absl::InvalidArgumentError(
-            "the first stage has no previous stage to send gradients to");
-      }
-      if (done(step) >= 0) return twice("sent back");
-      if (done(Step::kBackward) < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("sends before ", name(Step::kBackward), " has produced the gradient"));
-      }
-      break;
+      return CheckBackwardStep(program, at, m, step, seen);
   }
   return absl::OkStatus();
 }
 
 }  // namespace
+
+Instruction InstructionOf(Step step, int m, int c) {
+  switch (step) {
+    case Step::kLoad:
+      return LoadMicroBatch{m, c};
+    case Step::kRecvActivation:
+      return RecvActivation{m, c};
+    case Step::kForward:
+      return Forward{m, c};
+    case Step::kSendActivation:
+      return SendActivation{m, c};
+    case Step::kRecvGrad:
+      return RecvGrad{m, c};
+    case Step::kBackward:
+      return Backward{m, c};
+    case Step::kBackwardInput:
+      return BackwardInput{m, c};
+    case Step::kBackwardWeight:
+      return BackwardWeight{m, c};
+    case Step::kSendGrad:
+      return SendGrad{m, c};
+  }
+  return Forward{m, c};
+}
 
 absl::StatusOr<StageWalk> WalkStage(const Program& program, int stage) {
   const int m_count = program.micro_batches;
@@ -164,24 +293,14 @@ absl::StatusOr<StageWalk> WalkStage(const Program& program, int stage) {
       return absl::InvalidArgumentError(
           absl::StrCat(DescribeInstruction(program, stage, i), ": ", status.message()));
     };
-    if (walk.optimizer_step >= 0) {
-      return fail(absl::InvalidArgumentError(
-          absl::StrCat("comes after OptimizerStep (instruction #", walk.optimizer_step,
-                       "), which must be the stage's last instruction")));
-    }
-    const bool is_optimizer_step = std::holds_alternative<OptimizerStep>(instruction);
-    if (walk.all_reduce_grads >= 0 && !is_optimizer_step) {
-      return fail(absl::InvalidArgumentError(
-          absl::StrCat("comes after AllReduceGrads (instruction #", walk.all_reduce_grads,
-                       "); a stage ends with AllReduceGrads, OptimizerStep and nothing else")));
+    if (absl::Status status = CheckPlace(program, walk, instruction); !status.ok()) {
+      return fail(status);
     }
     const std::optional<Step> step = StepOf(instruction);
-    if (!step) {  // AllReduceGrads or OptimizerStep
-      if (is_optimizer_step && walk.all_reduce_grads < 0) {
-        return fail(absl::InvalidArgumentError(
-            "comes before AllReduceGrads; a stage ends with AllReduceGrads, OptimizerStep"));
-      }
-      (is_optimizer_step ? walk.optimizer_step : walk.all_reduce_grads) = i;
+    if (!step) {  // AllReduceGrads, OptimizerStep or ReportEval, in a place CheckPlace allows
+      if (std::holds_alternative<AllReduceGrads>(instruction)) walk.all_reduce_grads = i;
+      if (std::holds_alternative<OptimizerStep>(instruction)) walk.optimizer_step = i;
+      if (std::holds_alternative<ReportEval>(instruction)) walk.report_eval = i;
       continue;
     }
 
@@ -201,80 +320,14 @@ absl::StatusOr<StageWalk> WalkStage(const Program& program, int stage) {
     const absl::Status status = CheckStep(program, {stage, c}, m, *step, seen);
     if (!status.ok()) return fail(status);
     seen.at(*step) = i;
-    if (*step == Step::kForward) {
+    // Activations are kept from the forward until the backward is complete: Backward, or the
+    // BackwardWeight that ends a split one. A forward-only program keeps none.
+    if (*step == Step::kForward && !program.forward_only()) {
       walk.peak_live_activations = std::max(walk.peak_live_activations, ++live);
     }
-    if (*step == Step::kBackward) --live;
+    if (*step == Step::kBackward || *step == Step::kBackwardWeight) --live;
   }
   return walk;
-}
-
-absl::Status CheckStageComplete(const Program& program, int stage, const StageWalk& walk) {
-  const Topology topology = program.topology();
-  const int m_count = program.micro_batches;
-  for (int c = 0; c < program.chunks; ++c) {
-    const StageChunk at{stage, c};
-    const bool first = topology.IsFirst(at);
-    const bool last = topology.IsLast(at);
-    for (int m = 0; m < m_count; ++m) {
-      const MicroBatchSteps& seen = walk.micro_batches[static_cast<size_t>(c) * m_count + m];
-      for (int s = 0; s < kNumSteps; ++s) {
-        const Step step = static_cast<Step>(s);
-        if (seen.at(step) >= 0) continue;
-        std::string why;
-        switch (step) {
-          case Step::kLoad:
-            if (first) why = "the first stage loads every micro-batch's inputs";
-            if (last)
-              why = first ? "a single stage loads every micro-batch's inputs and targets"
-                          : "the last stage loads every micro-batch's targets";
-            break;
-          case Step::kRecvActivation:
-            if (!first)
-              why = absl::StrCat("the input of micro-batch ", m, " comes from stage ",
-                                 topology.Previous(at).stage);
-            break;
-          case Step::kForward:
-            why = "every micro-batch is forwarded once on every stage";
-            break;
-          case Step::kSendActivation:
-            if (!last)
-              why = absl::StrCat("micro-batch ", m, " is forwarded at instruction #",
-                                 seen.at(Step::kForward), " but never sent to stage ",
-                                 topology.Next(at).stage);
-            break;
-          case Step::kRecvGrad:
-            if (!last)
-              why = absl::StrCat("the output gradient of micro-batch ", m, " comes from stage ",
-                                 topology.Next(at).stage);
-            break;
-          case Step::kBackward:
-            why = "every micro-batch is backwarded once on every stage";
-            break;
-          case Step::kSendGrad:
-            if (!first)
-              why = absl::StrCat(
-                  "micro-batch ", m, " is backwarded at instruction #", seen.at(Step::kBackward),
-                  " but its gradient is never sent to stage ", topology.Previous(at).stage);
-            break;
-        }
-        if (why.empty()) continue;  // this step does not apply at this position
-        return absl::InvalidArgumentError(absl::StrCat(
-            "stage ", stage, ": ", ToString(MakeInstruction(step, m, c)), " is missing: ", why));
-      }
-    }
-  }
-  if (walk.all_reduce_grads < 0 || walk.optimizer_step < 0) {
-    const std::vector<Instruction>& instructions = program.stage_programs[stage].instructions;
-    const std::string ends =
-        instructions.empty() ? std::string("the stage has no instructions")
-                             : absl::StrCat("its last instruction is #", instructions.size() - 1,
-                                            " ", ToString(instructions.back()));
-    return absl::InvalidArgumentError(absl::StrCat(
-        "stage ", stage, ": ", walk.all_reduce_grads < 0 ? "AllReduceGrads" : "OptimizerStep",
-        " is missing: every stage ends with AllReduceGrads, OptimizerStep (", ends, ")"));
-  }
-  return absl::OkStatus();
 }
 
 }  // namespace gpipe::schedule

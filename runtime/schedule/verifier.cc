@@ -20,26 +20,33 @@ absl::Status CheckCost(const char* name, double value) {
   return absl::OkStatus();
 }
 
-absl::Status CheckPerStage(const char* name, const std::vector<double>& values, int stages) {
+absl::Status CheckPerVirtualStage(const char* name, const std::vector<double>& values,
+                                  const Topology& topology) {
   if (values.empty()) return absl::OkStatus();
-  if (static_cast<int>(values.size()) != stages) {
-    return absl::InvalidArgumentError(absl::StrCat("costs.", name, " has ", values.size(),
-                                                   " entries but the program has ", stages,
-                                                   " stages: give one per stage, or none"));
+  const int count = topology.virtual_stages();
+  if (static_cast<int>(values.size()) != count) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "costs.", name, " has ", values.size(), " entries but the program has ", count,
+        " virtual stages (", topology.stages, " stages x ", topology.chunks,
+        " chunk(s)): give one per virtual stage, index chunk * stages + stage, or none"));
   }
-  for (int s = 0; s < stages; ++s) {
-    RETURN_IF_ERROR(CheckCost(absl::StrCat(name, "[", s, "]").c_str(), values[s]));
+  for (int v = 0; v < count; ++v) {
+    RETURN_IF_ERROR(CheckCost(absl::StrCat(name, "[", v, "]").c_str(), values[v]));
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckCosts(const OpCosts& costs, int stages) {
+absl::Status CheckCosts(const OpCosts& costs, const Topology& topology) {
   RETURN_IF_ERROR(CheckCost("forward", costs.forward));
-  RETURN_IF_ERROR(CheckCost("backward", costs.backward));
+  RETURN_IF_ERROR(CheckCost("backward_input", costs.backward_input));
+  RETURN_IF_ERROR(CheckCost("backward_weight", costs.backward_weight));
   RETURN_IF_ERROR(CheckCost("send", costs.send));
   RETURN_IF_ERROR(CheckCost("load", costs.load));
-  RETURN_IF_ERROR(CheckPerStage("stage_forward", costs.stage_forward, stages));
-  RETURN_IF_ERROR(CheckPerStage("stage_backward", costs.stage_backward, stages));
+  RETURN_IF_ERROR(CheckPerVirtualStage("stage_forward", costs.stage_forward, topology));
+  RETURN_IF_ERROR(
+      CheckPerVirtualStage("stage_backward_input", costs.stage_backward_input, topology));
+  RETURN_IF_ERROR(
+      CheckPerVirtualStage("stage_backward_weight", costs.stage_backward_weight, topology));
   return absl::OkStatus();
 }
 
@@ -68,7 +75,7 @@ absl::Status CheckShape(const Program& program) {
 
 absl::StatusOr<VerifyResult> VerifyProgram(const Program& program, const OpCosts& costs) {
   RETURN_IF_ERROR(CheckShape(program));
-  RETURN_IF_ERROR(CheckCosts(costs, program.stages));
+  RETURN_IF_ERROR(CheckCosts(costs, program.topology()));
 
   // Order matters for the message a user sees: the first out-of-place instruction on a stage,
   // then unpaired or reordered transfers, then whatever a stage never does, then deadlock.

@@ -16,6 +16,7 @@ class CountingHostAllocator final : public Allocator {
  public:
   absl::StatusOr<void*> Allocate(int64_t bytes, MemoryKind kind) override;
   void Free(void* ptr, int64_t bytes, MemoryKind kind) override;
+  void Recount(int64_t, MemoryKind, MemoryKind) override {}  // counts bytes, not kinds
   bool host_accessible() const override { return true; }
   int64_t live_bytes() const { return live_bytes_; }
 

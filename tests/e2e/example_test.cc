@@ -41,8 +41,10 @@ TEST(ExampleTest, MainExampleLearns) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
   ASSERT_EQ(lines.size(), 60u);
-  for (const char* key : {"\"step\"", "\"loss\"", "\"samples_per_s\"", "\"step_ms\"",
-                          "\"peak_bytes\"", "\"busy_ms\"", "\"bubble\"", "\"accuracy\""}) {
+  for (const char* key :
+       {"\"step\"", "\"loss\"", "\"samples_per_s\"", "\"step_ms\"", "\"peak_bytes\"",
+        "\"peak_boundary_bytes\"", "\"peak_activation_bytes\"", "\"peak_boundary_grad_bytes\"",
+        "\"busy_ms\"", "\"bubble\"", "\"accuracy\""}) {
     EXPECT_TRUE(absl::StrContains(lines.front(), key)) << key << " in " << lines.front();
   }
   // Per-stage lists have one entry per stage.
@@ -73,6 +75,13 @@ TEST(ExampleTest, PlanToolShowsTheSchedule) {
   EXPECT_EQ(show.exit_code, 0) << show.output;
   EXPECT_TRUE(absl::StrContains(show.output, "(K-1)/(M+K-1) = 27.3%")) << show.output;
   EXPECT_TRUE(absl::StrContains(show.output, "predicted peak memory per stage")) << show.output;
+  const testing::ProcessResult compare =
+      testing::RunProcess({testing::BinPath("gpipe-plan"), "show", plan, "--compare"}, 30);
+  EXPECT_EQ(compare.exit_code, 0) << compare.output;
+  for (const char* row : {"\nGPIPE ", "\nONE_F_ONE_B ", "\nINTERLEAVED_1F1B v=2 ",
+                          "\nZERO_BUBBLE_H1 ", "\nZERO_BUBBLE_H2 "}) {
+    EXPECT_TRUE(absl::StrContains(compare.output, row)) << row << " in " << compare.output;
+  }
   const testing::ProcessResult bad =
       testing::RunProcess({testing::BinPath("gpipe-plan"), "check",
                            testing::SourcePath("tests/e2e/testdata/syntax_error.pbtxt")},

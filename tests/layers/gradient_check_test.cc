@@ -24,6 +24,7 @@ class FakeSquareScale final : public Layer {
     return {{"weight", Shape{features_}, ParamInit::kOnes, 0.0}};
   }
   double ForwardFlopsPerSample() const override { return 2.0 * features_; }
+  std::vector<SavedSpec> SavedPerSample() const override { return {{SavedRef::kInput}}; }
 
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                  const Tensor& x, SavedTensors& saved) const override {

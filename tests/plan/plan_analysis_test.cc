@@ -406,3 +406,46 @@ data { synthetic {} }
 
 }  // namespace
 }  // namespace gpipe
+
+namespace gpipe {
+namespace {
+
+TEST(PlanAnalysisTest, InterleavingCutsStagesTimesChunksPartsMappedRoundRobin) {
+  // The three-layer MLP has too few layers for 2 x 2 parts; repeat its hidden layer.
+  const std::string text = R"pb(
+    model {
+      input { shape: [ 8 ] }
+      layers { name: "a" linear { out_features: 8 } }
+      layers { name: "b" linear { out_features: 8 } }
+      layers { name: "c" linear { out_features: 8 } }
+      layers { name: "d" linear { out_features: 3 } }
+      loss { softmax_cross_entropy {} }
+    }
+    pipeline {
+      stages: 2
+      micro_batches: 2
+      schedule: INTERLEAVED_1F1B
+      virtual_stages: 2
+    }
+    training { global_batch: 4 steps: 1 optimizer { sgd { lr: 0.1 } } }
+    data { synthetic {} }
+  )pb";
+  auto plan = AnalyzeText(text, LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->stages.size(), 4u);
+  EXPECT_EQ(Starts(*plan), (std::vector<int>{0, 1, 2, 3}));
+  // Part j runs on stage j % 2 as chunk j / 2.
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_EQ(plan->stages[j].part, j);
+    EXPECT_EQ(plan->stages[j].stage, j % 2);
+    EXPECT_EQ(plan->stages[j].chunk, j / 2);
+  }
+  const std::vector<pb::StageSpec> specs = ToStageSpecs(*plan);
+  ASSERT_EQ(specs.size(), 4u);
+  EXPECT_EQ(specs[3].stage(), 3);
+  EXPECT_EQ(specs[3].first_layer(), 3);
+  EXPECT_THAT(FormatStageTable(*plan), HasSubstr("stage.chunk"));
+}
+
+}  // namespace
+}  // namespace gpipe

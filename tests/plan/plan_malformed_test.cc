@@ -209,6 +209,41 @@ std::vector<MalformedCase> Cases() {
        {{8, "pipeline { stages: 2 boundaries: \"fc1\" }"}},
        {"bad.pbtxt:8:22: pipeline.boundaries[0]: 'fc1' is the model's first layer, which always "
         "starts stage 0, so stage 0 would be empty"}},
+      {"EvalIsNotATrainingSchedule",
+       {{8, "pipeline { stages: 2 micro_batches: 2 schedule: EVAL }"}},
+       {"bad.pbtxt:8:39: pipeline.schedule: EVAL is forward-only (it evaluates, it cannot "
+        "train); choose a training schedule: GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, "
+        "ZERO_BUBBLE_H1 or ZERO_BUBBLE_H2"}},
+      {"VirtualStagesOnlyWithInterleaving",
+       {{8, "pipeline { stages: 1 micro_batches: 2 virtual_stages: 2 }"}},
+       {"bad.pbtxt:8:39: pipeline.virtual_stages: pipeline.virtual_stages is 2 but "
+        "pipeline.schedule GPIPE runs one chunk per stage: set pipeline.virtual_stages to 1, or "
+        "use pipeline.schedule INTERLEAVED_1F1B"}},
+      {"InterleavingNeedsEnoughLayers",
+       {{8, "pipeline { stages: 2 micro_batches: 2 schedule: INTERLEAVED_1F1B virtual_stages: 2 "
+            "}"}},
+       {"bad.pbtxt:8:66: pipeline.virtual_stages: 2 stages x 2 chunks need at least 4 layers but "
+        "the model has 3; use fewer stages or chunks (this model allows 1 chunk(s) per stage "
+        "with 2 stages)"}},
+      {"InterleavingNeedsMicroBatchesAMultipleOfStages",
+       {{4, "  layers { name: \"act\" relu {} } layers { name: \"act2\" relu {} }"},
+        {8, "pipeline { stages: 2 micro_batches: 3 schedule: INTERLEAVED_1F1B virtual_stages: 2 "
+            "}"},
+        {9, "training { global_batch: 6 steps: 1" + sgd}},
+       {"bad.pbtxt:8:39: pipeline.schedule: INTERLEAVED_1F1B needs pipeline.micro_batches to be "
+        "a multiple of pipeline.stages (got 3 and 2): use 2 or 4 micro-batches"}},
+      {"InterleavingNeedsTwoChunks",
+       {{8, "pipeline { stages: 2 micro_batches: 2 schedule: INTERLEAVED_1F1B }"}},
+       {"bad.pbtxt:8:39: pipeline.schedule: INTERLEAVED_1F1B needs pipeline.virtual_stages >= 2 "
+        "(got 1): set it to the number of chunks per stage (2 or more), or use "
+        "pipeline.schedule ONE_F_ONE_B"}},
+      {"InterleavedBoundariesNameEveryPart",
+       {{4, "  layers { name: \"act\" relu {} } layers { name: \"act2\" relu {} }"},
+        {8, "pipeline { stages: 2 micro_batches: 2 schedule: INTERLEAVED_1F1B virtual_stages: 2 "
+            "boundaries: \"act\" }"}},
+       {"bad.pbtxt:8:84: pipeline.boundaries: lists 1 layer name(s) but pipeline.stages 2 x "
+        "pipeline.virtual_stages 2 parts need 3 (the first layer of each part after the first, "
+        "in model order); fix the list, or remove it to let the balancer choose"}},
       {"RuntimeLimits",
        {{11, "runtime { threads: 0 log_every: -1 timeouts { wait_seconds: 0 } }"}},
        {"bad.pbtxt:11:11: runtime.threads: is 0; use at least 1 compute thread per process",

@@ -13,6 +13,7 @@ namespace {
 
 using ::gpipe::schedule::testing::GpipeProgram;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Draw(const Program& program, const OpCosts& costs = {}, int max_columns = 120) {
   const absl::StatusOr<VerifyResult> result = VerifyProgram(program, costs);
@@ -89,7 +90,8 @@ TEST(GridTest, EveryGpipeGridFitsIn120Columns) {
 TEST(GridTest, VeryShortOpsNextToLongOnesStillFit) {
   OpCosts costs;
   costs.forward = 1e-9;  // a column per forward would need billions of columns
-  costs.backward = 1;
+  costs.backward_input = 0.5;
+  costs.backward_weight = 0.5;
   const std::vector<std::string> lines = Lines(Draw(GpipeProgram(2, 2), costs));
   ASSERT_EQ(lines.size(), 6u);
   for (const std::string& line : lines) EXPECT_LE(line.size(), 120u) << line;
@@ -130,10 +132,64 @@ TEST(GridTest, ChunksAreLetteredInCells) {
   EXPECT_THAT(lines[4], HasSubstr("(letter = chunk)"));
 }
 
+// The ZB-H1 run zero_bubble_builder_test.cc works out by hand: b = input-gradient pass, W =
+// weight-gradient pass.
+TEST(GridTest, ZeroBubbleGoldenDrawsInputAndWeightGradientsApart) {
+  EXPECT_EQ(
+      Draw(testing::BuildOk(pb::ZERO_BUBBLE_H1, 2, 3)),
+      R"(ZERO_BUBBLE_H1 schedule: 2 stages, 3 micro-batches, makespan 10, one column = 1 time unit
+time    | 0              5
+stage 0 | F0 F1 .  b0 W0 F2 b1 W1 b2 W2 |  10.0%
+stage 1 | .  F0 b0 F1 b1 W0 F2 b2 W1 W2 |  10.0%
+legend: Fm/bm/Wm = forward/input-gradient/weight-gradient of micro-batch m, . = idle; right: bubble per stage
+bubble: 10.0% overall (mean over stages of idle time / makespan)
+)");
+}
+
+TEST(GridTest, LegendNamesEveryPassDrawnInOrder) {
+  Program program;
+  program.kind = pb::ZERO_BUBBLE_H1;
+  program.stages = 1;
+  program.micro_batches = 2;
+  program.stage_programs = {
+      {0,
+       {LoadMicroBatch{0}, Forward{0}, Backward{0}, LoadMicroBatch{1}, Forward{1}, BackwardInput{1},
+        BackwardWeight{1}, AllReduceGrads{}, OptimizerStep{}}}};
+  const std::vector<std::string> lines = Lines(Draw(program));
+  EXPECT_EQ(lines[2], "stage 0 | F0 B0 B0 F1 b1 W1 |   0.0%");
+  EXPECT_EQ(lines[3],
+            "legend: Fm/Bm/bm/Wm = forward/backward/input-gradient/weight-gradient of "
+            "micro-batch m, . = idle; right: bubble per stage");
+  const std::vector<std::string> narrow = Lines(Draw(program, OpCosts{}, 24));
+  EXPECT_EQ(narrow[2], "stage 0 |FBBFbW|   0.0%");
+  EXPECT_THAT(narrow[3], HasSubstr("legend: F/B/b/W = forward/backward/input-gradient/"
+                                   "weight-gradient (micro-batch numbers do not fit"));
+}
+
+TEST(GridTest, EvalShowsOnlyForwardsAndTheFillDrainFormula) {
+  const std::vector<std::string> lines = Lines(Draw(testing::BuildOk(pb::EVAL, 3, 4)));
+  ASSERT_EQ(lines.size(), 7u);
+  EXPECT_EQ(lines[2], "stage 0 | F0 F1 F2 F3 .  .  |  33.3%");
+  EXPECT_EQ(lines[4], "stage 2 | .  .  F0 F1 F2 F3 |  33.3%");
+  EXPECT_EQ(lines[5], "legend: Fm = forward of micro-batch m, . = idle; right: bubble per stage");
+  EXPECT_THAT(lines[6], HasSubstr("; equal stages: (K-1)/(M+K-1) = 33.3%"));
+}
+
+TEST(GridTest, PublishedBubbleIsQuotedWhereItHasAClosedForm) {
+  EXPECT_THAT(Draw(testing::BuildOk(pb::ONE_F_ONE_B, 4, 8)),
+              HasSubstr("bubble: 27.3% overall (mean over stages of idle time / makespan); equal "
+                        "stages: (K-1)/(M+K-1) = 27.3%"));
+  EXPECT_THAT(Draw(testing::BuildOk(pb::INTERLEAVED_1F1B, 4, 8, 2)),
+              HasSubstr("bubble: 15.8% overall (mean over stages of idle time / makespan); equal "
+                        "stages: (K-1)/(v*M+K-1) = 15.8%"));
+  EXPECT_THAT(Draw(testing::BuildOk(pb::ZERO_BUBBLE_H2, 4, 8)), Not(HasSubstr("equal stages")));
+}
+
 TEST(GridTest, ZeroTimeScheduleSaysThereIsNothingToDraw) {
   OpCosts costs;
   costs.forward = 0;
-  costs.backward = 0;
+  costs.backward_input = 0;
+  costs.backward_weight = 0;
   EXPECT_EQ(Draw(GpipeProgram(2, 1), costs),
             "GPIPE schedule: 2 stages, 1 micro-batch, makespan 0\n"
             "(no forward or backward takes time: nothing to draw)\n");

@@ -17,6 +17,16 @@ TEST(InstructionTest, ToStringNamesKindAndMicroBatch) {
   EXPECT_EQ(ToString(OptimizerStep{}), "OptimizerStep");
 }
 
+TEST(InstructionTest, ZeroBubbleAndEvalInstructionsHaveTheirOwnNames) {
+  EXPECT_EQ(ToString(BackwardInput{2}), "BackwardInput(mb=2)");
+  EXPECT_EQ(ToString(BackwardWeight{2, 1}), "BackwardWeight(mb=2, chunk=1)");
+  EXPECT_EQ(ToString(ReportEval{}), "ReportEval");
+  EXPECT_EQ(MicroBatchOf(BackwardWeight{5}), 5);
+  EXPECT_EQ(MicroBatchOf(ReportEval{}), std::nullopt);
+  EXPECT_NE(Instruction(BackwardInput{1}), Instruction(BackwardWeight{1}));
+  EXPECT_NE(Instruction(BackwardInput{1}), Instruction(Backward{1}));
+}
+
 TEST(InstructionTest, ToStringShowsChunkOnlyWhenNonZero) {
   EXPECT_EQ(ToString(Forward{3, 0}), "Forward(mb=3)");
   EXPECT_EQ(ToString(Forward{3, 1}), "Forward(mb=3, chunk=1)");

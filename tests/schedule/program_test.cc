@@ -33,7 +33,8 @@ TEST(BuildProgramTest, RejectsUnknownScheduleKind) {
   ASSERT_FALSE(program.ok());
   EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(program.status().message()),
-              HasSubstr("pipeline.schedule 42 is not supported; supported schedules: GPIPE"));
+              HasSubstr("pipeline.schedule 42 is not supported; supported schedules: GPIPE, "
+                        "ONE_F_ONE_B, INTERLEAVED_1F1B, ZERO_BUBBLE_H1, ZERO_BUBBLE_H2, EVAL"));
 }
 
 TEST(BuildProgramTest, RejectsProgramsTooLargeToHold) {
@@ -74,6 +75,51 @@ TEST(ProgramProtoTest, RoundTripKeepsChunks) {
   const absl::StatusOr<StageProgram> back = FromProto(proto);
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->instructions, stage.instructions);
+}
+
+TEST(ProgramProtoTest, RoundTripKeepsZeroBubbleAndEvalInstructions) {
+  StageProgram stage;
+  stage.stage = 3;
+  stage.instructions = {RecvGrad{4, 2},   BackwardInput{4, 2}, SendGrad{4, 2}, BackwardWeight{4, 2},
+                        BackwardInput{0}, BackwardWeight{0},   ReportEval{}};
+  const pb::StageProgramProto proto = ToProto(stage);
+  ASSERT_EQ(proto.instructions_size(), 7);
+  EXPECT_EQ(proto.instructions(1).kind(), pb::InstructionProto::BACKWARD_INPUT);
+  EXPECT_EQ(proto.instructions(3).kind(), pb::InstructionProto::BACKWARD_WEIGHT);
+  EXPECT_EQ(proto.instructions(3).micro_batch(), 4);
+  EXPECT_EQ(proto.instructions(3).chunk(), 2);
+  EXPECT_EQ(proto.instructions(6).kind(), pb::InstructionProto::REPORT_EVAL);
+  EXPECT_FALSE(proto.instructions(6).has_micro_batch());
+  pb::StageProgramProto parsed;
+  ASSERT_TRUE(parsed.ParseFromString(proto.SerializeAsString()));
+  const absl::StatusOr<StageProgram> back = FromProto(parsed);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->stage, 3);
+  EXPECT_EQ(back->instructions, stage.instructions);
+}
+
+TEST(ProgramProtoTest, RoundTripKeepsEveryBuiltProgram) {
+  for (pb::Schedule kind : AllSchedules()) {
+    const int chunks = kind == pb::INTERLEAVED_1F1B ? 2 : 1;
+    const absl::StatusOr<Program> program = BuildProgram(kind, 3, 6, chunks);
+    ASSERT_TRUE(program.ok()) << program.status();
+    for (const StageProgram& stage : program->stage_programs) {
+      const absl::StatusOr<StageProgram> back = FromProto(ToProto(stage));
+      ASSERT_TRUE(back.ok()) << back.status();
+      EXPECT_EQ(back->instructions, stage.instructions) << pb::Schedule_Name(kind);
+    }
+  }
+}
+
+TEST(ProgramProtoTest, FromProtoRejectsMicroBatchOnReportEval) {
+  pb::StageProgramProto proto;
+  proto.set_stage(0);
+  pb::InstructionProto* instruction = proto.add_instructions();
+  instruction->set_kind(pb::InstructionProto::REPORT_EVAL);
+  instruction->set_micro_batch(1);
+  EXPECT_THAT(std::string(FromProto(proto).status().message()),
+              HasSubstr("instruction #0: REPORT_EVAL is step-level and takes no micro_batch or "
+                        "chunk"));
 }
 
 TEST(ProgramProtoTest, FromProtoRejectsMissingKind) {

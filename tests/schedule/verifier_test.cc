@@ -34,12 +34,14 @@ TEST(GpipeVerifyTest, AcceptsEveryGpipeProgramUpTo16StagesAnd64MicroBatches) {
 // Uniform costs, no transfer latency: makespan (M+K-1)(F+B), bubble (K-1)/(M+K-1) on every
 // stage (the GPipe paper's formula).
 TEST(GpipeVerifyTest, MakespanAndBubbleMatchFillDrainFormula) {
-  const OpCosts costs;  // F = 1, B = 2, send = 0, load = 0
+  const OpCosts costs;  // F = 1, Backward = 1 + 1, send = 0, load = 0
   for (int k = 1; k <= kMaxStages; ++k) {
     for (int m = 1; m <= kMaxMicroBatches; ++m) {
       const VerifyResult result = VerifyOk(GpipeProgram(k, m), costs);
       const double expected_bubble = static_cast<double>(k - 1) / (m + k - 1);
-      EXPECT_NEAR(result.makespan, (m + k - 1) * (costs.forward + costs.backward), 1e-12)
+      EXPECT_NEAR(result.makespan,
+                  (m + k - 1) * (costs.forward + costs.backward_input + costs.backward_weight),
+                  1e-12)
           << "K=" << k << " M=" << m;
       EXPECT_NEAR(result.bubble_fraction, expected_bubble, 1e-12) << "K=" << k << " M=" << m;
       ASSERT_EQ(result.stage_bubble.size(), static_cast<size_t>(k));
@@ -63,7 +65,8 @@ TEST(GpipeVerifyTest, PeakLiveActivationsIsMicroBatchesOnEveryStage) {
 TEST(GpipeVerifyTest, FormulaHoldsForOtherUniformCosts) {
   OpCosts costs;
   costs.forward = 0.75;
-  costs.backward = 1.5;
+  costs.backward_input = 1.0;
+  costs.backward_weight = 0.5;
   const VerifyResult result = VerifyOk(GpipeProgram(4, 8), costs);
   EXPECT_NEAR(result.makespan, 11 * 2.25, 1e-12);
   EXPECT_NEAR(result.bubble_fraction, 3.0 / 11.0, 1e-12);
@@ -128,7 +131,8 @@ TEST(GpipeVerifyTest, TwoStageTimelineHasExpectedComputeTimes) {
 TEST(GpipeVerifyTest, PerStageCostsSetTheCriticalPath) {
   OpCosts costs;
   costs.stage_forward = {1, 3};
-  costs.stage_backward = {2, 6};
+  costs.stage_backward_input = {1.5, 4};
+  costs.stage_backward_weight = {0.5, 2};
   // stage 1: F0 [1,4] F1 [4,7] B1 [7,13] B0 [13,19]; stage 0: B1 [13,15] B0 [19,21].
   const VerifyResult result = VerifyOk(GpipeProgram(2, 2), costs);
   EXPECT_DOUBLE_EQ(result.makespan, 21);
@@ -158,7 +162,8 @@ TEST(GpipeVerifyTest, LoadTimeCountsAsIdleNotCompute) {
 TEST(GpipeVerifyTest, ZeroCostsGiveZeroMakespanAndBubble) {
   OpCosts costs;
   costs.forward = 0;
-  costs.backward = 0;
+  costs.backward_input = 0;
+  costs.backward_weight = 0;
   const VerifyResult result = VerifyOk(GpipeProgram(3, 2), costs);
   EXPECT_EQ(result.makespan, 0);
   EXPECT_EQ(result.bubble_fraction, 0);
@@ -166,12 +171,12 @@ TEST(GpipeVerifyTest, ZeroCostsGiveZeroMakespanAndBubble) {
 
 TEST(VerifyCostsTest, RejectsNegativeCost) {
   OpCosts costs;
-  costs.backward = -1;
+  costs.backward_weight = -1;
   const absl::StatusOr<VerifyResult> result = VerifyProgram(GpipeProgram(2, 2), costs);
   ASSERT_FALSE(result.ok());
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(result.status().message()),
-              HasSubstr("costs.backward is -1; costs must be finite and >= 0"));
+              HasSubstr("costs.backward_weight is -1; costs must be finite and >= 0"));
 }
 
 TEST(VerifyCostsTest, RejectsNonFiniteCost) {
@@ -184,11 +189,13 @@ TEST(VerifyCostsTest, RejectsNonFiniteCost) {
 
 TEST(VerifyCostsTest, RejectsPerStageCostsOfWrongLength) {
   OpCosts costs;
-  costs.stage_backward = {1, 2, 3};
+  costs.stage_backward_input = {1, 2, 3};
   const absl::StatusOr<VerifyResult> result = VerifyProgram(GpipeProgram(2, 2), costs);
   ASSERT_FALSE(result.ok());
   EXPECT_THAT(std::string(result.status().message()),
-              HasSubstr("costs.stage_backward has 3 entries but the program has 2 stages"));
+              HasSubstr("costs.stage_backward_input has 3 entries but the program has 2 virtual "
+                        "stages (2 stages x 1 chunk(s)): give one per virtual stage, index "
+                        "chunk * stages + stage, or none"));
 }
 
 // Two stages with two chunks each (virtual stages 0..3 = (s0,c0), (s1,c0), (s0,c1), (s1,c1)),
@@ -233,6 +240,37 @@ TEST(ChunkedVerifyTest, RejectsChunkBeyondTheProgramsChunks) {
   EXPECT_THAT(std::string(result.status().message()),
               HasSubstr("stage 0, instruction #6 RecvActivation(mb=0, chunk=1): chunk 1 is out "
                         "of range: the program has 1 chunk(s) per stage (0..0)"));
+}
+
+// With chunks, overrides are per virtual stage: one per (stage, chunk), not one per stage.
+TEST(VerifyCostsTest, PerVirtualStageCostsNeedOnePerChunkOfEveryStage) {
+  OpCosts costs;
+  costs.stage_forward = {1, 1};
+  const absl::StatusOr<VerifyResult> result = VerifyProgram(TwoChunkProgram(), costs);
+  ASSERT_FALSE(result.ok());
+  EXPECT_THAT(std::string(result.status().message()),
+              HasSubstr("costs.stage_forward has 2 entries but the program has 4 virtual stages "
+                        "(2 stages x 2 chunk(s))"));
+}
+
+// Chunk 1 of stage 0 (virtual stage 2) is slow: only its forwards and backwards take longer.
+TEST(VerifyCostsTest, PerVirtualStageCostsApplyToTheirChunkOnly) {
+  OpCosts costs;
+  costs.stage_forward = {1, 1, 3, 1};
+  costs.stage_backward_input = {1, 1, 2, 1};
+  costs.stage_backward_weight = {1, 1, 2, 1};
+  const Program program = TwoChunkProgram();
+  const VerifyResult result = VerifyOk(program, costs);
+  for (const TimelineEntry& entry : result.timeline) {
+    const Instruction& instruction = program.stage_programs[entry.stage].instructions[entry.index];
+    const bool slow = entry.stage == 0 && ChunkOf(instruction) == 1;
+    if (std::holds_alternative<Forward>(instruction)) {
+      EXPECT_DOUBLE_EQ(entry.end - entry.start, slow ? 3 : 1) << ToString(instruction);
+    }
+    if (std::holds_alternative<Backward>(instruction)) {
+      EXPECT_DOUBLE_EQ(entry.end - entry.start, slow ? 4 : 2) << ToString(instruction);
+    }
+  }
 }
 
 }  // namespace

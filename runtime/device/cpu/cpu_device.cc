@@ -39,6 +39,10 @@ void CpuDevice::Free(void* ptr, int64_t bytes, MemoryKind kind) {
   memory_.Freed(kind, bytes);
 }
 
+void CpuDevice::Recount(int64_t bytes, MemoryKind from, MemoryKind to) {
+  memory_.Moved(from, to, bytes);
+}
+
 absl::Status CpuDevice::Gemm(const GemmArgs& g) {
   if (g.m < 0 || g.n < 0 || g.k < 0) return absl::InvalidArgumentError("negative GEMM size");
   if (g.m == 0 || g.n == 0) return absl::OkStatus();

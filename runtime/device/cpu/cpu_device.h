@@ -26,6 +26,7 @@ class CpuDevice final : public Device {
 
   absl::StatusOr<void*> Allocate(int64_t bytes, MemoryKind kind) override;
   void Free(void* ptr, int64_t bytes, MemoryKind kind) override;
+  void Recount(int64_t bytes, MemoryKind from, MemoryKind to) override;
   bool host_accessible() const override { return true; }
 
   DeviceKind kind() const override { return DeviceKind::kCpu; }

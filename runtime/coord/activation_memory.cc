@@ -1,0 +1,248 @@
+#include "runtime/coord/activation_memory.h"
+
+#include <algorithm>
+#include <deque>
+#include <variant>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/exec/micro_batch_plan.h"
+#include "runtime/exec/stage_model.h"
+#include "runtime/schedule/topology.h"
+
+namespace gpipe {
+namespace {
+
+constexpr int64_t kF32 = 4;
+
+// What one micro-batch of a stage model saves for backward, each distinct tensor once (a layer
+// saving its input saves the previous layer's output, which that layer may save as its own output
+// too). The stage input and output are reported as flags, not bytes.
+PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size) {
+  PartBytes part;
+  int64_t& bytes = part.saved;
+  const int64_t b = micro_batch_size;
+  // Which layer outputs are already counted: saved as an output, or as the next layer's input.
+  std::vector<bool> output_counted(model.num_layers(), false);
+  for (int l = 0; l < model.num_layers(); ++l) {
+    const Layer& layer = model.layer(l);
+    const int64_t output_bytes = layer.output_shape().num_elements() * kF32 * b;
+    for (const SavedSpec& spec : layer.SavedPerSample()) {
+      switch (spec.ref) {
+        case SavedRef::kNew:
+          bytes += spec.NewBytes(b);
+          break;
+        case SavedRef::kOutput:
+          if (!output_counted[l]) bytes += output_bytes;
+          output_counted[l] = true;
+          break;
+        case SavedRef::kInput:
+          if (l == 0) {
+            part.input_deferred = layer.SplitsBackward();
+          } else if (!output_counted[l - 1]) {
+            bytes += model.layer(l - 1).output_shape().num_elements() * kF32 * b;
+            output_counted[l - 1] = true;
+          }
+          break;
+      }
+    }
+  }
+  // The last layer's output is the stage output: not part of `saved`.
+  const int last = model.num_layers() - 1;
+  if (output_counted[last]) {
+    part.output_saved = true;
+    bytes -= model.layer(last).output_shape().num_elements() * kF32 * b;
+  }
+  return part;
+}
+
+// What one (chunk, micro-batch) holds right now.
+struct Held {
+  int64_t input = 0;
+  int64_t saved = 0;
+  int64_t output = 0;
+  int64_t output_grad = 0;
+  int64_t input_grad = 0;
+};
+
+class StageReplay {
+ public:
+  StageReplay(const schedule::Program& program, int stage, const std::vector<PartBytes>& parts,
+              pb::Remat remat, int lookahead)
+      : program_(program),
+        stage_(stage),
+        parts_(parts),
+        topology_(program.topology()),
+        plan_(program.stage_programs[stage], program.chunks, program.micro_batches, remat),
+        lookahead_(lookahead) {}
+
+  StageActivationMemory Run() {
+    const auto& instructions = program_.stage_programs[stage_].instructions;
+    for (size_t i = 0; i < instructions.size(); ++i) {
+      if (IsReceive(instructions[i])) receives_.push_back(i);
+    }
+    PostUpTo();
+    for (size_t i = 0; i < instructions.size(); ++i) Apply(instructions[i]);
+    return peak_;
+  }
+
+ private:
+  static bool IsReceive(const schedule::Instruction& instruction) {
+    return std::holds_alternative<schedule::RecvActivation>(instruction) ||
+           std::holds_alternative<schedule::RecvGrad>(instruction);
+  }
+
+  const PartBytes& Part(int chunk) const { return parts_[topology_.VirtualStage({stage_, chunk})]; }
+  int64_t Key(int chunk, int m) const {
+    return static_cast<int64_t>(chunk) * program_.micro_batches + m;
+  }
+
+  void Note() {
+    peak_.boundary = std::max(peak_.boundary, now_.boundary);
+    peak_.activation = std::max(peak_.activation, now_.activation);
+    peak_.boundary_grad = std::max(peak_.boundary_grad, now_.boundary_grad);
+  }
+
+  // Receive buffers are allocated when posted, up to `lookahead_` ahead of their instruction.
+  void PostUpTo() {
+    while (next_post_ < receives_.size() && posted_ahead_ < lookahead_) {
+      const schedule::Instruction& r =
+          program_.stage_programs[stage_].instructions[receives_[next_post_]];
+      const int chunk = schedule::ChunkOf(r);
+      if (std::holds_alternative<schedule::RecvActivation>(r)) {
+        now_.boundary += Part(chunk).input;
+      } else {
+        now_.boundary_grad += Part(chunk).output;
+      }
+      ++next_post_;
+      ++posted_ahead_;
+    }
+    Note();
+  }
+
+  void Apply(const schedule::Instruction& instruction) {
+    const std::optional<int> m = schedule::MicroBatchOf(instruction);
+    if (!m) return;
+    const int c = schedule::ChunkOf(instruction);
+    const PartBytes& part = Part(c);
+    Held& held = held_[Key(c, *m)];
+    const schedule::StageChunk at{stage_, c};
+    if (std::holds_alternative<schedule::LoadMicroBatch>(instruction)) {
+      if (topology_.IsFirst(at)) {
+        held.input = part.input;
+        now_.boundary += part.input;
+      }
+    } else if (std::holds_alternative<schedule::RecvActivation>(instruction)) {
+      held.input = part.input;  // the buffer posted earlier
+      --posted_ahead_;
+      PostUpTo();
+    } else if (std::holds_alternative<schedule::RecvGrad>(instruction)) {
+      held.output_grad = part.output;
+      --posted_ahead_;
+      PostUpTo();
+    } else if (std::holds_alternative<schedule::Forward>(instruction)) {
+      const bool keep = plan_.KeepsActivations(c, *m);
+      const int64_t built = plan_.forward_only() ? 0 : part.saved;
+      now_.activation += built + part.output;  // built during the forward
+      if (topology_.IsLast(at) && !plan_.forward_only()) {
+        held.output_grad = part.output;  // the loss gradient
+        now_.boundary_grad += part.output;
+      }
+      Note();
+      // The output outlives the send when the last layer keeps it for backward.
+      const int64_t output_kept = keep && part.output_saved ? part.output : 0;
+      if (keep) {
+        held.saved = part.saved + output_kept;
+      } else {
+        now_.activation -= built;
+      }
+      if (topology_.IsLast(at)) {
+        now_.activation -= part.output - output_kept;  // the loss consumed it
+      } else {
+        held.output = part.output - output_kept;  // freed by the send
+      }
+      if (plan_.forward_only()) {
+        now_.boundary -= held.input;
+        held.input = 0;
+      }
+    } else if (std::holds_alternative<schedule::SendActivation>(instruction)) {
+      now_.activation -= held.output;
+      held.output = 0;
+    } else if (std::holds_alternative<schedule::Backward>(instruction) ||
+               std::holds_alternative<schedule::BackwardInput>(instruction)) {
+      const bool split = std::holds_alternative<schedule::BackwardInput>(instruction);
+      if (held.saved == 0) {  // re-materialization rebuilds them
+        held.saved = part.saved + (part.output_saved ? part.output : 0);
+        now_.activation += held.saved;
+      }
+      if (!topology_.IsFirst(at)) {
+        held.input_grad = part.input;
+        now_.boundary_grad += part.input;
+      }
+      Note();
+      now_.boundary_grad -= held.output_grad;
+      held.output_grad = 0;
+      if (!split) {
+        now_.activation -= held.saved;
+        held.saved = 0;
+      }
+      if (!split || !part.input_deferred) {
+        now_.boundary -= held.input;
+        held.input = 0;
+      }
+    } else if (std::holds_alternative<schedule::BackwardWeight>(instruction)) {
+      now_.activation -= held.saved;
+      held.saved = 0;
+      now_.boundary -= held.input;
+      held.input = 0;
+    } else if (std::holds_alternative<schedule::SendGrad>(instruction)) {
+      now_.boundary_grad -= held.input_grad;
+      held.input_grad = 0;
+    }
+    Note();
+  }
+
+  const schedule::Program& program_;
+  const int stage_;
+  const std::vector<PartBytes>& parts_;
+  const schedule::Topology topology_;
+  const MicroBatchPlan plan_;
+  const int lookahead_;
+  std::vector<size_t> receives_;
+  size_t next_post_ = 0;
+  int posted_ahead_ = 0;
+  absl::flat_hash_map<int64_t, Held> held_;
+  StageActivationMemory now_;
+  StageActivationMemory peak_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::vector<PartBytes>> MeasurePartBytes(const AnalyzedPlan& plan,
+                                                        const LayerRegistry& registry,
+                                                        int64_t micro_batch_size) {
+  std::vector<PartBytes> parts;
+  for (const StageInfo& info : plan.stages) {
+    ASSIGN_OR_RETURN(StageModel model,
+                     StageModel::Create(plan.plan.model(), info.first_layer, info.end_layer,
+                                        info.input_shape, registry));
+    PartBytes part = SavedBytes(model, micro_batch_size);
+    part.input = info.input_shape.num_elements() * kF32 * micro_batch_size;
+    part.output = info.output_shape.num_elements() * kF32 * micro_batch_size;
+    parts.push_back(part);
+  }
+  return parts;
+}
+
+std::vector<StageActivationMemory> PredictActivationMemory(const schedule::Program& program,
+                                                           const std::vector<PartBytes>& parts,
+                                                           pb::Remat remat, int recv_lookahead) {
+  std::vector<StageActivationMemory> out;
+  for (int s = 0; s < program.stages; ++s) {
+    out.push_back(StageReplay(program, s, parts, remat, recv_lookahead).Run());
+  }
+  return out;
+}
+
+}  // namespace gpipe

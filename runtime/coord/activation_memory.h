@@ -1,0 +1,64 @@
+// PredictActivationMemory: the per-micro-batch memory a schedule makes each stage hold, by kind,
+// predicted from the program and the tensor sizes of each model part, before anything runs.
+//
+// It replays each stage's instruction list the way StageExecutor allocates and frees:
+//   boundary       a micro-batch's stage input, from its LoadMicroBatch / receive buffer until
+//                  its backward (Backward or BackwardInput) finishes; receive buffers are
+//                  allocated when posted, `recv_lookahead` receives ahead of their instruction;
+//   activation     tensors the layers save for backward (kept from Forward when the micro-batch
+//                  keeps its activations, else rebuilt for the backward), and the stage output
+//                  until its SendActivation; under a split backward, the saved tensors stay until
+//                  BackwardWeight (the output gradients the weight half also keeps are not
+//                  modelled: a split backward's peak may be slightly higher than predicted);
+//   boundary_grad  dL/d(stage output) from its receive buffer (or the loss) until the backward,
+//                  and dL/d(stage input) from the backward until its SendGrad.
+// Sends are taken to complete at their instruction. The peaks are of held memory at instruction
+// boundaries plus the activations a Forward or a re-materializing backward builds; temporaries
+// inside one layer (an output about to be replaced, a gradient being formed) are not modelled,
+// so a measured peak is at or slightly above the prediction (tests/exec pins by how much).
+#ifndef GPIPE_RUNTIME_COORD_ACTIVATION_MEMORY_H_
+#define GPIPE_RUNTIME_COORD_ACTIVATION_MEMORY_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "layers/registry.h"
+#include "proto/plan.pb.h"
+#include "runtime/plan/analyzed_plan.h"
+#include "runtime/schedule/program.h"
+
+namespace gpipe {
+
+// One micro-batch's tensors of one model part, in bytes.
+struct PartBytes {
+  int64_t input = 0;            // the part's input
+  int64_t output = 0;           // the part's output (and the gradient of it)
+  int64_t saved = 0;            // what its layers save for backward, beyond its input and output
+  bool output_saved = false;    // the last layer saves its output (it then outlives the send)
+  bool input_deferred = false;  // the first layer saves its input and splits its backward, so
+                                // a split backward keeps the input until BackwardWeight
+};
+
+// Held bytes at a stage's peak, per kind (each kind's own peak).
+struct StageActivationMemory {
+  int64_t boundary = 0;
+  int64_t activation = 0;
+  int64_t boundary_grad = 0;
+  int64_t total() const { return boundary + activation + boundary_grad; }
+};
+
+// Sizes of every part of the plan (index = part) for micro-batches of `micro_batch_size`
+// samples, from the layers' own SavedPerSample declarations.
+absl::StatusOr<std::vector<PartBytes>> MeasurePartBytes(const AnalyzedPlan& plan,
+                                                        const LayerRegistry& registry,
+                                                        int64_t micro_batch_size);
+
+// Per stage. `parts` has program.stages * program.chunks entries (index = virtual stage).
+std::vector<StageActivationMemory> PredictActivationMemory(const schedule::Program& program,
+                                                           const std::vector<PartBytes>& parts,
+                                                           pb::Remat remat, int recv_lookahead);
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_COORD_ACTIVATION_MEMORY_H_

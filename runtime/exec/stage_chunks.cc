@@ -1,0 +1,68 @@
+#include "runtime/exec/stage_chunks.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+
+namespace gpipe {
+
+absl::StatusOr<StageChunks> StageChunks::Create(Device& device, const pb::Plan& plan,
+                                                const std::vector<ChunkSpec>& specs,
+                                                const LayerRegistry& registry) {
+  if (specs.empty()) return absl::InvalidArgumentError("a stage needs at least one chunk");
+  StageChunks chunks;
+  for (size_t c = 0; c < specs.size(); ++c) {
+    const ChunkSpec& spec = specs[c];
+    auto model = StageModel::Create(plan.model(), spec.first_layer, spec.end_layer,
+                                    spec.input_shape, registry);
+    if (!model.ok()) return WithContext(model.status(), absl::StrCat("chunk ", c));
+    chunks.models_.push_back(std::make_unique<StageModel>(*std::move(model)));
+    ASSIGN_OR_RETURN(ParameterStore store, ParameterStore::Create(device, *chunks.models_.back(),
+                                                                  plan.training().seed()));
+    chunks.parameters_.push_back(std::make_unique<ParameterStore>(std::move(store)));
+    ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
+                     CreateOptimizer(plan.training().optimizer()));
+    chunks.optimizers_.push_back(std::move(optimizer));
+  }
+  return chunks;
+}
+
+std::vector<ChunkSpec> StageChunks::SpecsForStage(const std::vector<pb::StageSpec>& parts,
+                                                  int stage, int stages) {
+  std::vector<ChunkSpec> specs;
+  for (size_t part = stage; part < parts.size(); part += stages) {
+    const pb::StageSpec& p = parts[part];
+    specs.push_back({.first_layer = p.first_layer(),
+                     .end_layer = p.end_layer(),
+                     .input_shape = Shape(
+                         std::vector<int64_t>(p.input_shape().begin(), p.input_shape().end()))});
+  }
+  return specs;
+}
+
+std::vector<ChunkRefs> StageChunks::refs() {
+  std::vector<ChunkRefs> out;
+  for (size_t c = 0; c < models_.size(); ++c) {
+    out.push_back({models_[c].get(), parameters_[c].get(), optimizers_[c].get()});
+  }
+  return out;
+}
+
+std::vector<NamedTensorData> StageChunks::Export() const {
+  std::vector<NamedTensorData> all;
+  for (const auto& store : parameters_) {
+    std::vector<NamedTensorData> part = store->Export();
+    for (NamedTensorData& t : part) all.push_back(std::move(t));
+  }
+  return all;
+}
+
+absl::Status StageChunks::Import(const std::vector<NamedTensorData>& tensors) {
+  for (size_t c = 0; c < parameters_.size(); ++c) {
+    RETURN_IF_ERROR(parameters_[c]->Import(tensors));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpipe

@@ -1,0 +1,71 @@
+// StageChunks: everything one stage owns for its model chunks. A stage runs one contiguous slice
+// of the model, or, under INTERLEAVED_1F1B, `virtual_stages` slices that are not contiguous
+// (chunk c of stage s is model part c*K+s). Each chunk has its layers (StageModel), their
+// parameters and gradients (ParameterStore) and its optimizer state (Optimizer); the optimizer
+// rules are elementwise, so one optimizer per chunk updates exactly as one for the stage would.
+// Move-only; owns its parts.
+#ifndef GPIPE_RUNTIME_EXEC_STAGE_CHUNKS_H_
+#define GPIPE_RUNTIME_EXEC_STAGE_CHUNKS_H_
+
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "layers/registry.h"
+#include "proto/control.pb.h"
+#include "proto/plan.pb.h"
+#include "runtime/ckpt/safetensors.h"
+#include "runtime/device/device.h"
+#include "runtime/exec/parameter_store.h"
+#include "runtime/exec/stage_model.h"
+#include "runtime/train/optimizer.h"
+
+namespace gpipe {
+
+// The part of the model one chunk runs: layers [first_layer, end_layer) whose first layer
+// takes per-sample inputs of `input_shape`.
+struct ChunkSpec {
+  int first_layer = 0;
+  int end_layer = 0;
+  Shape input_shape;
+};
+
+// What the executor needs of one chunk; pointers into a StageChunks (or a test's own objects).
+struct ChunkRefs {
+  const StageModel* model = nullptr;
+  ParameterStore* parameters = nullptr;
+  Optimizer* optimizer = nullptr;
+};
+
+class StageChunks {
+ public:
+  // One chunk per spec, in chunk order. Parameters are initialized from `training.seed`.
+  static absl::StatusOr<StageChunks> Create(Device& device, const pb::Plan& plan,
+                                            const std::vector<ChunkSpec>& specs,
+                                            const LayerRegistry& registry);
+  // The specs of stage `stage`'s chunks from the resolved stage table (one entry per model
+  // part, part j running on stage j % stages as chunk j / stages).
+  static std::vector<ChunkSpec> SpecsForStage(const std::vector<pb::StageSpec>& parts, int stage,
+                                              int stages);
+
+  int num_chunks() const { return static_cast<int>(models_.size()); }
+  std::vector<ChunkRefs> refs();
+  const ParameterStore& parameters(int chunk) const { return *parameters_[chunk]; }
+  const Optimizer& optimizer(int chunk) const { return *optimizers_[chunk]; }
+
+  // Every chunk's parameters by name, chunk order.
+  std::vector<NamedTensorData> Export() const;
+  // Overwrites every chunk's parameters by name (see ParameterStore::Import).
+  absl::Status Import(const std::vector<NamedTensorData>& tensors);
+
+ private:
+  StageChunks() = default;
+  // unique_ptr: ChunkRefs point at these, and StageChunks moves.
+  std::vector<std::unique_ptr<StageModel>> models_;
+  std::vector<std::unique_ptr<ParameterStore>> parameters_;
+  std::vector<std::unique_ptr<Optimizer>> optimizers_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_EXEC_STAGE_CHUNKS_H_

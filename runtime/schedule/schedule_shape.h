@@ -1,0 +1,42 @@
+// Which (schedule, stages, micro-batches, virtual stages) combinations have a program.
+// CheckScheduleShape is the one place the rules live: BuildProgram calls it first, and a view
+// that compares schedules (--compare) calls it to skip the kinds a plan's numbers do not fit.
+// Its INVALID_ARGUMENT messages name the plan fields to change (pipeline.stages,
+// pipeline.micro_batches, pipeline.virtual_stages, pipeline.schedule) and values that work.
+#ifndef GPIPE_RUNTIME_SCHEDULE_SCHEDULE_SHAPE_H_
+#define GPIPE_RUNTIME_SCHEDULE_SCHEDULE_SHAPE_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "proto/plan.pb.h"
+
+namespace gpipe::schedule {
+
+// Largest stages * virtual_stages * micro_batches BuildProgram accepts (keeps programs a few
+// tens of MB at most).
+inline constexpr long long kMaxStageMicroBatches = 1 << 20;
+
+// Every kind BuildProgram has a builder for, in proto order.
+std::vector<pb::Schedule> AllSchedules();
+
+// "GPIPE, ONE_F_ONE_B, ...": AllSchedules() as a user reads them in a message.
+std::string ScheduleNames();
+
+// Forward-only kinds (EVAL): no backward, no update; programs end with ReportEval.
+bool IsForwardOnly(pb::Schedule kind);
+
+// OK when BuildProgram(kind, stages, micro_batches, virtual_stages) builds a program. Rules:
+// stages, micro_batches, virtual_stages >= 1; virtual_stages == 1 except for INTERLEAVED_1F1B,
+// which needs stages >= 2, virtual_stages >= 2 and micro_batches % stages == 0;
+// stages * virtual_stages * micro_batches <= kMaxStageMicroBatches; kind has a builder.
+absl::Status CheckScheduleShape(pb::Schedule kind, int stages, int micro_batches,
+                                int virtual_stages = 1);
+
+// The kinds, in proto order, for which CheckScheduleShape(kind, ...) is OK.
+std::vector<pb::Schedule> SchedulesFitting(int stages, int micro_batches, int virtual_stages = 1);
+
+}  // namespace gpipe::schedule
+
+#endif  // GPIPE_RUNTIME_SCHEDULE_SCHEDULE_SHAPE_H_

@@ -1,0 +1,155 @@
+// Layer::SavedPerSample against what Forward really keeps, for every layer kind: the same
+// entries in the same order, kInput and kOutput entries sharing the input's and output's
+// storage, kNew entries distinct allocations of exactly the declared bytes, and the device's
+// activation bytes growing by the output plus the declared new bytes and nothing else, so a
+// planner can predict a micro-batch's activation memory without running the stage.
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "layers/registry.h"
+#include "runtime/device/cpu/cpu_device.h"
+#include "tests/layers/make_layer.h"
+#include "tests/layers/test_tensors.h"
+
+namespace gpipe::testing {
+namespace {
+
+struct SpecCase {
+  std::string name;  // test suffix
+  std::string spec;  // plan entry
+};
+
+void PrintTo(const SpecCase& c, std::ostream* os) { *os << c.name; }
+
+const std::vector<SpecCase>& Cases() {
+  static const auto* cases = new std::vector<SpecCase>{
+      {"LinearWithBias", "name: 'a' linear { out_features: 5 }"},
+      {"LinearWithoutBias", "name: 'a' linear { out_features: 5 bias: false }"},
+      {"Relu", "name: 'a' relu {}"},
+      {"Gelu", "name: 'a' gelu {}"},
+      {"Tanh", "name: 'a' tanh {}"},
+      {"LayerNormAffine", "name: 'a' layer_norm {}"},
+      {"LayerNormWithoutAffine", "name: 'a' layer_norm { elementwise_affine: false }"},
+      {"Dropout", "name: 'a' dropout { p: 0.3 }"},
+      {"DropoutWithZeroProbability", "name: 'a' dropout { p: 0 }"},
+  };
+  return *cases;
+}
+
+const Shape kSampleShape{3, 8};
+
+int64_t ActivationBytes(Device& device) { return device.memory().current(MemoryKind::kActivation); }
+
+// The bytes the spec promises for one training Forward on `batch` samples: the output (unless
+// it is the input itself) plus every kNew entry.
+int64_t PredictedBytes(const std::vector<SavedSpec>& specs, int64_t batch, const Tensor& x,
+                       const Tensor& y) {
+  int64_t bytes = y.SharesStorageWith(x) ? 0 : y.bytes();
+  for (const SavedSpec& spec : specs) bytes += spec.NewBytes(batch);
+  return bytes;
+}
+
+class SavedSpecTest : public ::testing::TestWithParam<SpecCase> {};
+
+TEST_P(SavedSpecTest, ForwardSavesExactlyWhatTheSpecDeclares) {
+  std::unique_ptr<Layer> layer = MakeLayer(GetParam().spec, kSampleShape);
+  const std::vector<SavedSpec> specs = layer->SavedPerSample();
+  // Two batch sizes tell bytes per sample from bytes per call.
+  for (int64_t batch : {1, 4}) {
+    SCOPED_TRACE(batch);
+    CpuDevice device;
+    const std::vector<Tensor> params = UniformParams(*layer, device, 1);
+    const Tensor x = UniformTensor(device, kSampleShape.WithBatch(batch), 2, -1.0f, 1.0f);
+    const LayerContext ctx{.device = device, .training = true, .seed = 3, .step = 1};
+    const int64_t before = ActivationBytes(device);
+    SavedTensors saved;
+    absl::StatusOr<Tensor> y = layer->Forward(ctx, params, x, saved);
+    ASSERT_TRUE(y.ok()) << y.status();
+
+    ASSERT_EQ(saved.tensors.size(), specs.size());
+    for (size_t i = 0; i < specs.size(); ++i) {
+      SCOPED_TRACE(i);
+      const Tensor& kept = saved.tensors[i];
+      ASSERT_TRUE(kept.defined());
+      switch (specs[i].ref) {
+        case SavedRef::kInput:
+          EXPECT_TRUE(kept.SharesStorageWith(x));
+          EXPECT_EQ(specs[i].NewBytes(batch), 0);
+          break;
+        case SavedRef::kOutput:
+          EXPECT_TRUE(kept.SharesStorageWith(*y));
+          EXPECT_EQ(specs[i].NewBytes(batch), 0);
+          break;
+        case SavedRef::kNew:
+          EXPECT_FALSE(kept.SharesStorageWith(x));
+          EXPECT_FALSE(kept.SharesStorageWith(*y));
+          for (size_t j = 0; j < i; ++j) EXPECT_FALSE(kept.SharesStorageWith(saved.tensors[j]));
+          EXPECT_EQ(kept.bytes(), specs[i].NewBytes(batch));
+          EXPECT_EQ(kept.memory_kind(), MemoryKind::kActivation);
+          break;
+      }
+    }
+    // The tracker sees allocations, not views: this pins that each kNew entry is its own
+    // allocation of exactly its declared size and that Forward kept nothing undeclared.
+    EXPECT_EQ(ActivationBytes(device) - before, PredictedBytes(specs, batch, x, *y));
+  }
+}
+
+TEST_P(SavedSpecTest, EvaluationSavesNoMoreThanTraining) {
+  std::unique_ptr<Layer> layer = MakeLayer(GetParam().spec, kSampleShape);
+  const std::vector<SavedSpec> specs = layer->SavedPerSample();
+  const int64_t batch = 4;
+  CpuDevice device;
+  const std::vector<Tensor> params = UniformParams(*layer, device, 1);
+  const Tensor x = UniformTensor(device, kSampleShape.WithBatch(batch), 2, -1.0f, 1.0f);
+  const LayerContext ctx{.device = device, .training = false};
+  const int64_t before = ActivationBytes(device);
+  SavedTensors saved;
+  absl::StatusOr<Tensor> y = layer->Forward(ctx, params, x, saved);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_LE(saved.tensors.size(), specs.size());
+  EXPECT_LE(ActivationBytes(device) - before, PredictedBytes(specs, batch, x, *y));
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryLayerKind, SavedSpecTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<SpecCase>& info) {
+                           return info.param.name;
+                         });
+
+// A new layer kind in the plan needs a case above before its spec is trusted.
+TEST(SavedSpecCoverageTest, EveryPlanLayerKindHasACase) {
+  const auto* oneof = pb::Layer::descriptor()->FindOneofByName("kind");
+  for (int i = 0; i < oneof->field_count(); ++i) {
+    const std::string kind(oneof->field(i)->name());
+    bool covered = false;
+    for (const SpecCase& c : Cases()) {
+      covered = covered || LayerRegistry::KindOf(ParseLayer(c.spec)) == kind;
+    }
+    EXPECT_TRUE(covered) << "no SavedSpecTest case for layer kind '" << kind << "'";
+  }
+}
+
+TEST(SavedSpecValuesTest, DeclaredBytesOfTheBuiltinsWithNewStorage) {
+  // layer_norm: [rows, 3] f32 statistics, 3 rows per {3, 8} sample.
+  const std::vector<SavedSpec> norm =
+      MakeLayer("name: 'a' layer_norm {}", kSampleShape)->SavedPerSample();
+  ASSERT_EQ(norm.size(), 2u);
+  EXPECT_EQ(norm[0].ref, SavedRef::kInput);
+  EXPECT_EQ(norm[1].ref, SavedRef::kNew);
+  EXPECT_EQ(norm[1].bytes_per_sample, 3 * 3 * 4);
+  EXPECT_EQ(norm[1].bytes_per_call, 0);
+  // dropout: five i64 key words per call, however many samples.
+  const std::vector<SavedSpec> drop =
+      MakeLayer("name: 'a' dropout { p: 0.5 }", kSampleShape)->SavedPerSample();
+  ASSERT_EQ(drop.size(), 1u);
+  EXPECT_EQ(drop[0].ref, SavedRef::kNew);
+  EXPECT_EQ(drop[0].bytes_per_sample, 0);
+  EXPECT_EQ(drop[0].bytes_per_call, 40);
+  EXPECT_EQ(drop[0].NewBytes(1000), 40);
+}
+
+}  // namespace
+}  // namespace gpipe::testing

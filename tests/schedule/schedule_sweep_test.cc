@@ -1,0 +1,88 @@
+// The exhaustive sweep: every schedule kind's program for every K in 1..64, M in 1..256 (and
+// v in 2..4 for INTERLEAVED_1F1B, where M is a multiple of K) is built and passes
+// VerifyProgram; the zero-bubble schedules also reach their unit-cost makespan, 3M+K-1 for
+// M >= K and 2K+2M-1 for M < K, and ZB-H1 holds min(K, M) micro-batches on every stage. Slow
+// (minutes), so it is its own binary with the ctest label `sweep`; it prints how many programs
+// it verified and how long that took.
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/schedule/program.h"
+#include "runtime/schedule/verifier.h"
+#include "tests/schedule/schedule_test_util.h"
+
+namespace gpipe::schedule {
+namespace {
+
+using ::gpipe::schedule::testing::ShapeName;
+using ::gpipe::schedule::testing::VirtualStagesToTry;
+
+constexpr int kMaxStages = 64;
+constexpr int kMaxMicroBatches = 256;
+
+// Shapes of `kind` in the sweep, counted from the rules in schedule_shape.h rather than by
+// asking CheckScheduleShape, so a rule that wrongly skips shapes fails the count.
+long long ExpectedShapes(pb::Schedule kind) {
+  if (kind != pb::INTERLEAVED_1F1B) return static_cast<long long>(kMaxStages) * kMaxMicroBatches;
+  long long shapes = 0;
+  for (int k = 2; k <= kMaxStages; ++k) shapes += kMaxMicroBatches / k;
+  return shapes * static_cast<long long>(VirtualStagesToTry(kind).size());
+}
+
+// "" when a zero-bubble result has the makespan (and, for ZB-H1, the peaks) the builder's
+// header states; else what differs. Other kinds: "".
+std::string ZeroBubbleMismatch(pb::Schedule kind, int k, int m, const VerifyResult& result) {
+  if (kind != pb::ZERO_BUBBLE_H1 && kind != pb::ZERO_BUBBLE_H2) return "";
+  const double makespan = m >= k ? 3.0 * m + k - 1 : 2.0 * k + 2 * m - 1;
+  if (result.makespan != makespan) {
+    return ShapeName(kind, k, m) + ": makespan " + std::to_string(result.makespan) + ", expected " +
+           std::to_string(makespan);
+  }
+  if (kind == pb::ZERO_BUBBLE_H1 &&
+      result.peak_live_activations != std::vector<int>(k, std::min(k, m))) {
+    return ShapeName(kind, k, m) + ": a stage's peak live micro-batches is not min(K, M)";
+  }
+  return "";
+}
+
+TEST(ScheduleSweepTest, EveryKindVerifiesForEveryShapeUpTo64StagesAnd256MicroBatches) {
+  const auto start = std::chrono::steady_clock::now();
+  long long total = 0;
+  for (pb::Schedule kind : AllSchedules()) {
+    const auto kind_start = std::chrono::steady_clock::now();
+    long long verified = 0;
+    long long instructions = 0;
+    for (int k = 1; k <= kMaxStages; ++k) {
+      for (int m = 1; m <= kMaxMicroBatches; ++m) {
+        for (int v : VirtualStagesToTry(kind)) {
+          if (!CheckScheduleShape(kind, k, m, v).ok()) continue;
+          const absl::StatusOr<Program> program = BuildProgram(kind, k, m, v);
+          ASSERT_TRUE(program.ok()) << ShapeName(kind, k, m, v) << ": " << program.status();
+          const absl::StatusOr<VerifyResult> result = VerifyProgram(*program, OpCosts{});
+          ASSERT_TRUE(result.ok()) << ShapeName(kind, k, m, v) << ": " << result.status();
+          const std::string mismatch = ZeroBubbleMismatch(kind, k, m, *result);
+          ASSERT_EQ(mismatch, "");
+          ++verified;
+          for (const StageProgram& stage : program->stage_programs) {
+            instructions += static_cast<long long>(stage.instructions.size());
+          }
+        }
+      }
+    }
+    EXPECT_EQ(verified, ExpectedShapes(kind)) << pb::Schedule_Name(kind);
+    total += verified;
+    std::printf(
+        "%-16s verified %6lld programs (%10lld instructions) in %6.1f s\n",
+        pb::Schedule_Name(kind).c_str(), verified, instructions,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - kind_start).count());
+  }
+  std::printf("all kinds: verified %lld programs in %.1f s\n", total,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+}  // namespace
+}  // namespace gpipe::schedule

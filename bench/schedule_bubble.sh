@@ -11,14 +11,16 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-12}
 width=${2:-512}
-bin=build/bin
+bin=${GPIPE_BIN:-build/bin}  # where gpipe-plan and gpipe-run are
 [ -x "$bin/gpipe-run" ] || { echo "build first: scripts/build.sh" >&2; exit 1; }
 # More ranks than cores (K=8 here) needs oversubscription.
 export OMPI_MCA_rmaps_base_oversubscribe=${OMPI_MCA_rmaps_base_oversubscribe:-1}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 
-# 16 blocks of linear + tanh: 32 layers, enough for 8 stages x 2 chunks.
+# 16 blocks of linear + tanh: 32 layers, enough for 8 stages x 2 chunks; 16 classes, so that
+# loading a micro-batch (cheap synthetic clusters) costs next to nothing, as the simulator
+# assumes.
 python3 - "$out/plan.pbtxt" "$width" <<'PY'
 import sys
 path, width = sys.argv[1], int(sys.argv[2])
@@ -26,12 +28,12 @@ layers = []
 for b in range(16):
     layers.append(f'layers {{ name: "fc{b}" linear {{ out_features: {width} }} }}')
     layers.append(f'layers {{ name: "act{b}" tanh {{}} }}')
-layers[-2] = 'layers { name: "head" linear { out_features: %d } }' % width
+layers[-2] = 'layers { name: "head" linear { out_features: 16 } }'
 open(path, "w").write(f"""name: "schedule-bubble"
 model {{
   input {{ shape: [{width}] }}
   {chr(10).join('  ' + l for l in layers)}
-  loss {{ mse {{}} }}
+  loss {{ softmax_cross_entropy {{}} }}
 }}
 pipeline {{ balance: FLOPS remat: NEVER }}
 training {{ global_batch: 16 steps: 1 seed: 1 optimizer {{ sgd {{ lr: 0.001 }} }} }}

@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/core/check.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/micro_batch_plan.h"
 #include "runtime/exec/stage_model.h"
@@ -20,6 +21,7 @@ constexpr int64_t kF32 = 4;
 // saving its input saves the previous layer's output, which that layer may save as its own output
 // too). The stage input and output are reported as flags, not bytes.
 PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size) {
+  GPIPE_CHECK(model.num_layers() > 0) << "a part has at least one layer";
   PartBytes part;
   int64_t& bytes = part.saved;
   const int64_t b = micro_batch_size;
@@ -54,6 +56,29 @@ PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size) {
     part.output_saved = true;
     bytes -= model.layer(last).output_shape().num_elements() * kF32 * b;
   }
+
+  // Between BackwardInput and BackwardWeight the executor keeps, for each layer that splits, its
+  // saved tensors and its output gradient dy; everything else of the backward is freed. Layer
+  // outputs are distinct storages (counted once however many layers save them); the stage input
+  // is boundary memory and the last layer's dy is the stage's output gradient.
+  std::vector<bool> output_kept(model.num_layers(), false);
+  for (int l = 0; l < model.num_layers(); ++l) {
+    const Layer& layer = model.layer(l);
+    if (!layer.SplitsBackward()) continue;
+    for (const SavedSpec& spec : layer.SavedPerSample()) {
+      if (spec.ref == SavedRef::kNew) part.deferred += spec.NewBytes(b);
+      if (spec.ref == SavedRef::kOutput) output_kept[l] = true;
+      if (spec.ref == SavedRef::kInput && l > 0) output_kept[l - 1] = true;
+    }
+    if (l == last) {
+      part.output_grad_deferred = true;
+    } else {
+      part.deferred += layer.output_shape().num_elements() * kF32 * b;  // its dy
+    }
+  }
+  for (int l = 0; l < model.num_layers(); ++l) {
+    if (output_kept[l]) part.deferred += model.layer(l).output_shape().num_elements() * kF32 * b;
+  }
   return part;
 }
 
@@ -64,6 +89,7 @@ struct Held {
   int64_t output = 0;
   int64_t output_grad = 0;
   int64_t input_grad = 0;
+  int64_t deferred = 0;  // activation bytes kept from BackwardInput to BackwardWeight
 };
 
 class StageReplay {
@@ -102,6 +128,7 @@ class StageReplay {
     peak_.boundary = std::max(peak_.boundary, now_.boundary);
     peak_.activation = std::max(peak_.activation, now_.activation);
     peak_.boundary_grad = std::max(peak_.boundary_grad, now_.boundary_grad);
+    peak_.total = std::max(peak_.total, now_.boundary + now_.activation + now_.boundary_grad);
   }
 
   // Receive buffers are allocated when posted, up to `lookahead_` ahead of their instruction.
@@ -176,24 +203,33 @@ class StageReplay {
         held.saved = part.saved + (part.output_saved ? part.output : 0);
         now_.activation += held.saved;
       }
+      if (split) {  // what the weight half will read, built up during the backward
+        held.deferred = part.deferred;
+        now_.activation += part.deferred;
+      }
+      Note();
+      // Everything else of the backward is freed as it goes: the output gradient as soon as
+      // the last layer has used it, before the input gradient becomes a boundary tensor.
+      now_.activation -= held.saved;
+      held.saved = 0;
+      if (!split || !part.output_grad_deferred) {
+        now_.boundary_grad -= held.output_grad;
+        held.output_grad = 0;
+      }
       if (!topology_.IsFirst(at)) {
         held.input_grad = part.input;
         now_.boundary_grad += part.input;
       }
       Note();
-      now_.boundary_grad -= held.output_grad;
-      held.output_grad = 0;
-      if (!split) {
-        now_.activation -= held.saved;
-        held.saved = 0;
-      }
       if (!split || !part.input_deferred) {
         now_.boundary -= held.input;
         held.input = 0;
       }
     } else if (std::holds_alternative<schedule::BackwardWeight>(instruction)) {
-      now_.activation -= held.saved;
-      held.saved = 0;
+      now_.activation -= held.deferred;
+      held.deferred = 0;
+      now_.boundary_grad -= held.output_grad;
+      held.output_grad = 0;
       now_.boundary -= held.input;
       held.input = 0;
     } else if (std::holds_alternative<schedule::SendGrad>(instruction)) {

@@ -3,15 +3,16 @@
 //
 // It replays each stage's instruction list the way StageExecutor allocates and frees:
 //   boundary       a micro-batch's stage input, from its LoadMicroBatch / receive buffer until
-//                  its backward (Backward or BackwardInput) finishes; receive buffers are
+//                  its backward (Backward or BackwardInput) finishes, or until BackwardWeight
+//                  when the first layer keeps it for its weight half; receive buffers are
 //                  allocated when posted, `recv_lookahead` receives ahead of their instruction;
 //   activation     tensors the layers save for backward (kept from Forward when the micro-batch
 //                  keeps its activations, else rebuilt for the backward), and the stage output
-//                  until its SendActivation; under a split backward, the saved tensors stay until
-//                  BackwardWeight (the output gradients the weight half also keeps are not
-//                  modelled: a split backward's peak may be slightly higher than predicted);
-//   boundary_grad  dL/d(stage output) from its receive buffer (or the loss) until the backward,
-//                  and dL/d(stage input) from the backward until its SendGrad.
+//                  until its SendActivation; under a split backward, the saved tensors and output
+//                  gradients of the layers that split stay until BackwardWeight;
+//   boundary_grad  dL/d(stage output) from its receive buffer (or the loss) until the backward
+//                  (until BackwardWeight when the last layer splits), and dL/d(stage input)
+//                  from the backward until its SendGrad.
 // Sends are taken to complete at their instruction. The peaks are of held memory at instruction
 // boundaries plus the activations a Forward or a re-materializing backward builds; temporaries
 // inside one layer (an output about to be replaced, a gradient being formed) are not modelled,
@@ -38,14 +39,21 @@ struct PartBytes {
   bool output_saved = false;    // the last layer saves its output (it then outlives the send)
   bool input_deferred = false;  // the first layer saves its input and splits its backward, so
                                 // a split backward keeps the input until BackwardWeight
+  // Held from BackwardInput to BackwardWeight: the saved tensors and output gradients of the
+  // layers that split (activation), and whether the last one does (then the part's output
+  // gradient, boundary_grad, is kept too).
+  int64_t deferred = 0;
+  bool output_grad_deferred = false;
 };
 
-// Held bytes at a stage's peak, per kind (each kind's own peak).
+// Held bytes at a stage's peak, per kind (each kind's own peak) and together.
 struct StageActivationMemory {
   int64_t boundary = 0;
   int64_t activation = 0;
   int64_t boundary_grad = 0;
-  int64_t total() const { return boundary + activation + boundary_grad; }
+  // Peak of the three together (at most the sum of their own peaks, which may come at
+  // different instructions).
+  int64_t total = 0;
 };
 
 // Sizes of every part of the plan (index = part) for micro-batches of `micro_batch_size`

@@ -7,13 +7,11 @@
 #include "runtime/coord/setup_builder.h"
 #include "runtime/coord/step_summary.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/exec/stage_executor.h"
 #include "runtime/schedule/grid.h"
 
 namespace gpipe {
 namespace {
-
-// The executor's default receive lookahead (ExecutorConfig::recv_lookahead).
-constexpr int kRecvLookahead = 2;
 
 // Optimizer state elements per parameter element.
 int OptimizerStateFactor(const pb::Optimizer& optimizer) {
@@ -42,7 +40,8 @@ absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
   const int64_t micro_batch_size = plan.plan.training().global_batch() / pipeline.micro_batches();
   ASSIGN_OR_RETURN(const std::vector<PartBytes> parts,
                    MeasurePartBytes(plan, registry, micro_batch_size));
-  out.activations = PredictActivationMemory(out.program, parts, pipeline.remat(), kRecvLookahead);
+  out.activations =
+      PredictActivationMemory(out.program, parts, pipeline.remat(), kDefaultRecvLookahead);
   out.parameter_bytes.assign(pipeline.stages(), 0);
   const int state = OptimizerStateFactor(plan.plan.training().optimizer());
   for (const StageInfo& part : plan.stages) {
@@ -85,7 +84,7 @@ absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
                           Percent(prediction.simulation.stage_bubble[s]),
                           FormatBytes(prediction.parameter_bytes[s]), FormatBytes(m.boundary),
                           FormatBytes(m.activation), FormatBytes(m.boundary_grad),
-                          FormatBytes(prediction.parameter_bytes[s] + m.total()));
+                          FormatBytes(prediction.parameter_bytes[s] + m.total));
   }
   return out;
 }
@@ -131,7 +130,7 @@ absl::StatusOr<std::string> FormatScheduleComparison(const LoadedPlan& loaded,
     StageActivationMemory fullest;
     for (size_t s = 0; s < prediction->activations.size(); ++s) {
       live = std::max(live, prediction->simulation.peak_live_activations[s]);
-      if (prediction->activations[s].total() > fullest.total()) {
+      if (prediction->activations[s].total > fullest.total) {
         fullest = prediction->activations[s];
       }
     }
@@ -139,7 +138,7 @@ absl::StatusOr<std::string> FormatScheduleComparison(const LoadedPlan& loaded,
                           prediction->simulation.makespan,
                           Percent(prediction->simulation.bubble_fraction), live,
                           FormatBytes(fullest.boundary), FormatBytes(fullest.activation),
-                          FormatBytes(fullest.boundary_grad), FormatBytes(fullest.total()));
+                          FormatBytes(fullest.boundary_grad), FormatBytes(fullest.total));
   }
   if (!skipped.empty()) absl::StrAppend(&out, "not applicable:\n", skipped);
   return out;

@@ -27,7 +27,8 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
                                        const LayerRegistry& registry);
 
 // Verifier costs from each part's FLOPs, normalized so a mean stage's forward costs 1:
-// forward = FLOPs/3, and the backward's input-gradient and weight-gradient halves FLOPs/3 each.
+// forward = FLOPs/3, backward = 2 FLOPs/3, of which the weight-gradient half is the share of
+// the layers that split their backward (1 forward's worth when every layer does).
 schedule::OpCosts CostsFromFlops(const AnalyzedPlan& plan);
 
 }  // namespace gpipe

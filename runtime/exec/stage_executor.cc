@@ -1,5 +1,6 @@
 #include "runtime/exec/stage_executor.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <utility>
@@ -49,6 +50,9 @@ class StageExecutor::Step {
         micro_batch_size_(config_.global_batch / config_.micro_batches),
         topology_{config_.num_stages, config_.chunks},
         plan_(*executor.plan_),
+        finished_(static_cast<size_t>(std::max(config_.chunks, 0)) *
+                      static_cast<size_t>(std::max(micro_batches_, 0)),
+                  false),
         receives_(program_.instructions.size()) {}
 
   absl::StatusOr<pb::StepReport> Run() {
@@ -150,21 +154,31 @@ class StageExecutor::Step {
 
   int64_t Slot(int chunk, int m) const { return static_cast<int64_t>(chunk) * micro_batches_ + m; }
 
+  // The state of the op's (chunk, micro-batch), created on first use. A micro-batch whose work
+  // on this stage is complete has no state left, and an instruction for it repeats work.
   template <typename Op>
-  MicroBatch& State(const Op& op) {
-    auto [it, inserted] = state_.try_emplace(Slot(op.chunk, op.micro_batch));
-    return it->second;
+  absl::StatusOr<MicroBatch*> State(const Op& op) {
+    const int64_t slot = Slot(op.chunk, op.micro_batch);
+    if (finished_[slot]) {
+      return absl::FailedPreconditionError(
+          "the micro-batch already finished on this stage: the instruction repeats work");
+    }
+    return &state_.try_emplace(slot).first->second;
   }
 
   // Drops a micro-batch's state once nothing of it is left to do on this stage.
   template <typename Op>
   void ReleaseIfDone(const Op& op) {
-    auto it = state_.find(Slot(op.chunk, op.micro_batch));
+    const int64_t slot = Slot(op.chunk, op.micro_batch);
+    auto it = state_.find(slot);
     if (it == state_.end()) return;
     const MicroBatch& mb = it->second;
     const bool backward_done =
         plan_.forward_only() ? mb.forwarded : mb.input_grad_done && !mb.weight_grad_pending;
-    if (backward_done && !mb.output.defined() && !mb.input_grad.defined()) state_.erase(it);
+    if (backward_done && !mb.output.defined() && !mb.input_grad.defined()) {
+      state_.erase(it);
+      finished_[slot] = true;
+    }
   }
 
   schedule::StageChunk At(int chunk) const { return {config_.stage, chunk}; }
@@ -376,7 +390,8 @@ class StageExecutor::Step {
       return absl::FailedPreconditionError(
           "only the pipeline's first and last chunk load micro-batches");
     }
-    MicroBatch& mb = State(op);
+    ASSIGN_OR_RETURN(MicroBatch * state, State(op));
+    MicroBatch& mb = *state;
     const auto indices = IndicesOf(op.micro_batch);
     if (loads_inputs) {
       ASSIGN_OR_RETURN(
@@ -398,14 +413,16 @@ class StageExecutor::Step {
 
   absl::Status Execute(const schedule::RecvActivation& op) {
     RETURN_IF_ERROR(CheckOp(op));
-    ASSIGN_OR_RETURN(State(op).input, CompleteReceive());
+    ASSIGN_OR_RETURN(MicroBatch * state, State(op));
+    ASSIGN_OR_RETURN(state->input, CompleteReceive());
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::Forward& op) {
     RETURN_IF_ERROR(CheckOp(op));
     const absl::Time begin = absl::Now();
-    MicroBatch& mb = State(op);
+    ASSIGN_OR_RETURN(MicroBatch * state, State(op));
+    MicroBatch& mb = *state;
     if (mb.forwarded) return absl::FailedPreconditionError("the micro-batch was forwarded twice");
     if (!mb.input.defined()) {
       return absl::FailedPreconditionError("the micro-batch's input has not arrived");
@@ -442,7 +459,8 @@ class StageExecutor::Step {
 
   absl::Status Execute(const schedule::SendActivation& op) {
     RETURN_IF_ERROR(CheckOp(op));
-    MicroBatch& mb = State(op);
+    ASSIGN_OR_RETURN(MicroBatch * state, State(op));
+    MicroBatch& mb = *state;
     if (!mb.output.defined()) return absl::FailedPreconditionError("no forward output to send");
     if (topology_.IsLast(At(op.chunk))) {
       return absl::FailedPreconditionError("the pipeline's last chunk has no next stage");
@@ -458,14 +476,16 @@ class StageExecutor::Step {
 
   absl::Status Execute(const schedule::RecvGrad& op) {
     RETURN_IF_ERROR(CheckOp(op));
-    ASSIGN_OR_RETURN(State(op).output_grad, CompleteReceive());
+    ASSIGN_OR_RETURN(MicroBatch * state, State(op));
+    ASSIGN_OR_RETURN(state->output_grad, CompleteReceive());
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::Backward& op) {
     RETURN_IF_ERROR(CheckOp(op));
     const absl::Time begin = absl::Now();
-    MicroBatch& mb = State(op);
+    ASSIGN_OR_RETURN(MicroBatch * state, State(op));
+    MicroBatch& mb = *state;
     RETURN_IF_ERROR(PrepareBackward(op.chunk, op.micro_batch, mb));
     RETURN_IF_ERROR(RunBackward(op.chunk, op.micro_batch, mb, /*split=*/false));
     busy_ += absl::Now() - begin;
@@ -476,7 +496,8 @@ class StageExecutor::Step {
   absl::Status Execute(const schedule::BackwardInput& op) {
     RETURN_IF_ERROR(CheckOp(op));
     const absl::Time begin = absl::Now();
-    MicroBatch& mb = State(op);
+    ASSIGN_OR_RETURN(MicroBatch * state, State(op));
+    MicroBatch& mb = *state;
     RETURN_IF_ERROR(PrepareBackward(op.chunk, op.micro_batch, mb));
     RETURN_IF_ERROR(RunBackward(op.chunk, op.micro_batch, mb, /*split=*/true));
     busy_ += absl::Now() - begin;
@@ -487,9 +508,14 @@ class StageExecutor::Step {
   absl::Status Execute(const schedule::BackwardWeight& op) {
     RETURN_IF_ERROR(CheckOp(op));
     const absl::Time begin = absl::Now();
-    MicroBatch& mb = State(op);
+    ASSIGN_OR_RETURN(MicroBatch * state, State(op));
+    MicroBatch& mb = *state;
     if (!mb.input_grad_done) {
       return absl::FailedPreconditionError("BackwardWeight before BackwardInput");
+    }
+    if (!mb.weight_grad_pending) {
+      return absl::FailedPreconditionError(
+          "BackwardWeight with no weight half pending (a whole Backward ran, or it ran already)");
     }
     const StageModel& model = ModelOf(op.chunk);
     ParameterStore& parameters = ParametersOf(op.chunk);
@@ -510,7 +536,8 @@ class StageExecutor::Step {
 
   absl::Status Execute(const schedule::SendGrad& op) {
     RETURN_IF_ERROR(CheckOp(op));
-    MicroBatch& mb = State(op);
+    ASSIGN_OR_RETURN(MicroBatch * state, State(op));
+    MicroBatch& mb = *state;
     if (!mb.input_grad.defined()) return absl::FailedPreconditionError("no input gradient to send");
     const TransferKey key{.step = command_.step(),
                           .micro_batch = op.micro_batch,
@@ -567,7 +594,8 @@ class StageExecutor::Step {
   absl::Status FinishStep() {
     RETURN_IF_ERROR(WaitForSends());
     if (!state_.empty()) {
-      const int64_t slot = state_.begin()->first;
+      int64_t slot = state_.begin()->first;
+      for (const auto& [s, unused] : state_) slot = std::min(slot, s);  // deterministic message
       return absl::InternalError(absl::StrCat("micro-batch ", slot % micro_batches_, " (chunk ",
                                               slot / micro_batches_,
                                               ") still holds tensors at the end of the step"));
@@ -604,6 +632,7 @@ class StageExecutor::Step {
   const MicroBatchPlan& plan_;
 
   absl::flat_hash_map<int64_t, MicroBatch> state_;  // by Slot(chunk, micro-batch)
+  std::vector<bool> finished_;                      // by Slot: its work here is complete
   std::vector<PostedReceive> receives_;             // indexed by instruction position
   std::vector<size_t> receive_positions_;
   size_t next_receive_ = 0;       // receive_positions_[next_receive_] is the next to post

@@ -32,6 +32,9 @@
 
 namespace gpipe {
 
+// How many receives the executor posts ahead by default (the memory predictor assumes it).
+inline constexpr int kDefaultRecvLookahead = 2;
+
 struct ExecutorConfig {
   int rank = 0;
   int stage = 0;
@@ -49,7 +52,8 @@ struct ExecutorConfig {
   int next_rank = -1;
   std::vector<int> replica_group;  // ranks holding this stage in every replica (this one included)
   absl::Duration wait_timeout = absl::Seconds(300);
-  int recv_lookahead = 2;  // receives posted ahead of the instruction that consumes them
+  // Receives posted ahead of the instruction that consumes them.
+  int recv_lookahead = kDefaultRecvLookahead;
 };
 
 // What the executor works with; all references must outlive it.

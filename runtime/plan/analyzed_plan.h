@@ -22,6 +22,8 @@ struct LayerInfo {
   Shape output_shape;  // per sample
   int64_t parameters = 0;
   double flops_per_sample = 0;  // forward + backward = 3x forward
+  // Whether its backward splits into input- and weight-gradient halves (Layer::SplitsBackward).
+  bool splits_backward = false;
 };
 
 // One part of the partition. Without interleaving part s is stage s. Under INTERLEAVED_1F1B the
@@ -37,6 +39,9 @@ struct StageInfo {
   Shape output_shape;
   int64_t parameters = 0;
   double flops_per_sample = 0;  // forward + backward
+  // The part of flops_per_sample in layers whose backward splits (zero-bubble schedules defer
+  // their weight gradients; the rest of the backward runs whole in BackwardInput).
+  double split_flops_per_sample = 0;
 };
 
 struct AnalyzedPlan {

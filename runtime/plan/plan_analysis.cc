@@ -51,6 +51,7 @@ std::vector<StageInfo> BuildStages(const std::vector<int>& starts,
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {
       stage.parameters += layers[l].parameters;
       stage.flops_per_sample += layers[l].flops_per_sample;
+      if (layers[l].splits_backward) stage.split_flops_per_sample += layers[l].flops_per_sample;
     }
     stages.push_back(std::move(stage));
   }

@@ -35,12 +35,18 @@ std::string LayerNamesForHelp(const pb::Model& model) {
   return absl::StrJoin(names, ", ");
 }
 
+// Parts per stage the partition cuts: virtual_stages under INTERLEAVED_1F1B, else 1 (a
+// virtual_stages set for another schedule is reported once, by CheckSchedule).
+int PartsPerStage(const pb::Pipeline& pipeline) {
+  return pipeline.schedule() == pb::INTERLEAVED_1F1B ? std::max(1, pipeline.virtual_stages()) : 1;
+}
+
 void CheckBoundaries(const pb::Plan& plan, PlanErrors& errors) {
   const pb::Pipeline& pipeline = plan.pipeline();
   const int count = pipeline.boundaries_size();
   if (count == 0) return;
   const int stages = pipeline.stages();
-  const int chunks = pipeline.virtual_stages();
+  const int chunks = PartsPerStage(pipeline);
   if (stages >= 1 && chunks == 1 && count != stages - 1) {
     errors.Add("pipeline.boundaries",
                absl::StrCat("lists ", count, " layer name(s) but pipeline.stages ", stages,
@@ -217,16 +223,25 @@ void CheckSchedule(const pb::Pipeline& pipeline, PlanErrors& errors) {
       pipeline.schedule(), pipeline.stages(), pipeline.micro_batches(), pipeline.virtual_stages());
   if (shape.ok()) return;
   // Blame the field the user most likely has to change.
-  const bool about_chunks =
-      pipeline.virtual_stages() != 1 && pipeline.schedule() != pb::INTERLEAVED_1F1B;
-  errors.Add(about_chunks ? "pipeline.virtual_stages" : "pipeline.schedule",
-             std::string(shape.message()));
+  const int stages = pipeline.stages();
+  const int micro_batches = pipeline.micro_batches();
+  const bool interleaved = pipeline.schedule() == pb::INTERLEAVED_1F1B;
+  std::string field = "pipeline.schedule";
+  if (pipeline.virtual_stages() != 1 && !interleaved) {
+    field = "pipeline.virtual_stages";
+  } else if ((interleaved && stages >= 2 && pipeline.virtual_stages() >= 2 &&
+              micro_batches % stages != 0) ||
+             int64_t{stages} * pipeline.virtual_stages() * micro_batches >
+                 schedule::kMaxStageMicroBatches) {
+    field = "pipeline.micro_batches";
+  }
+  errors.Add(field, std::string(shape.message()));
 }
 
 void CheckPipeline(const pb::Plan& plan, PlanErrors& errors) {
   const pb::Pipeline& pipeline = plan.pipeline();
   const int layers = plan.model().layers_size();
-  const int chunks = std::max(1, pipeline.virtual_stages());
+  const int chunks = PartsPerStage(pipeline);
   if (pipeline.stages() < 1) {
     errors.Add("pipeline.stages",
                absl::StrCat("is ", pipeline.stages(), "; it must be >= 1 (one process per stage)"));
@@ -240,9 +255,8 @@ void CheckPipeline(const pb::Plan& plan, PlanErrors& errors) {
         "pipeline.virtual_stages",
         absl::StrCat(pipeline.stages(), " stages x ", chunks, " chunks need at least ",
                      int64_t{pipeline.stages()} * chunks, " layers but the model has ", layers,
-                     "; use fewer stages or chunks (this model allows ",
-                     layers / pipeline.stages(), " chunk(s) per stage with ", pipeline.stages(),
-                     " stages)"));
+                     "; use fewer stages or chunks (this model allows ", layers / pipeline.stages(),
+                     " chunk(s) per stage with ", pipeline.stages(), " stages)"));
   }
   if (pipeline.micro_batches() < 1) {
     errors.Add("pipeline.micro_batches",

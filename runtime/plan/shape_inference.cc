@@ -125,6 +125,7 @@ LayerInfo Describe(const Layer& layer, const std::string& kind) {
     info.parameters += spec.shape.num_elements();
   }
   info.flops_per_sample = 3.0 * layer.ForwardFlopsPerSample();
+  info.splits_backward = layer.SplitsBackward();
   return info;
 }
 

@@ -149,6 +149,7 @@ PipelineRun RunPipeline(const RunOptions& options) {
   auto program = schedule::BuildProgram(plan.pipeline().schedule(), stages,
                                         plan.pipeline().micro_batches(), chunks);
   GPIPE_CHECK(program.ok()) << program.status();
+  if (options.edit_program) options.edit_program(*program);
   auto eval_program = schedule::BuildProgram(pb::EVAL, stages, plan.pipeline().micro_batches());
   GPIPE_CHECK(eval_program.ok()) << eval_program.status();
   const std::vector<pb::StageSpec> parts = ToStageSpecs(*analyzed);
@@ -201,6 +202,21 @@ PipelineRun RunPipeline(const RunOptions& options) {
       absl::MutexLock lock(&weights_mu);
       for (const NamedTensorData& t : params.Export()) run.initial_weights[t.name] = t.values;
     }
+    // One EVAL step (forward only) on step 0's samples; one chunk per stage (EVAL does not
+    // interleave).
+    auto evaluate = [&]() -> absl::Status {
+      GPIPE_CHECK(chunks == 1) << "evaluation runs without interleaving";
+      StageExecutor evaluator(
+          config, eval_program->stage_programs[s],
+          ExecutorResources{device, params.refs(), dataset.get(), channel, gate});
+      pb::StepCommand command;
+      command.set_step(options.eval_before ? -1 : plan.training().steps());
+      for (int64_t i : sampler.IndicesForStep(0)) command.add_sample_indices(i);
+      ASSIGN_OR_RETURN(const pb::StepReport report, evaluator.RunStep(command));
+      if (report.has_loss()) run.eval_loss = report.loss();
+      return absl::OkStatus();
+    };
+    if (options.eval_before) RETURN_IF_ERROR(evaluate());
     pb::StepReport last;
     for (int64_t step = 0; step < plan.training().steps(); ++step) {
       pb::StepCommand command;
@@ -213,19 +229,7 @@ PipelineRun RunPipeline(const RunOptions& options) {
     run.peak_activation[s] = device.memory().peak(MemoryKind::kActivation);
     run.peak_boundary[s] = device.memory().peak(MemoryKind::kBoundary);
     run.peak_boundary_grad[s] = device.memory().peak(MemoryKind::kBoundaryGrad);
-    if (options.eval_after) {
-      // Forward only (one chunk per stage: the EVAL program does not interleave).
-      GPIPE_CHECK(chunks == 1) << "eval_after runs without interleaving";
-      ExecutorConfig eval_config = config;
-      StageExecutor evaluator(
-          eval_config, eval_program->stage_programs[s],
-          ExecutorResources{device, params.refs(), dataset.get(), channel, gate});
-      pb::StepCommand command;
-      command.set_step(plan.training().steps());
-      for (int64_t i : sampler.IndicesForStep(0)) command.add_sample_indices(i);
-      ASSIGN_OR_RETURN(const pb::StepReport report, evaluator.RunStep(command));
-      if (report.has_loss()) run.eval_loss = report.loss();
-    }
+    if (options.eval_after) RETURN_IF_ERROR(evaluate());
     absl::MutexLock lock(&weights_mu);
     for (const NamedTensorData& t : params.Export()) run.weights[t.name] = t.values;
     run.end_transient[s] = device.memory().current(MemoryKind::kActivation) +

@@ -5,12 +5,14 @@
 #define GPIPE_TESTS_EXEC_PIPELINE_HARNESS_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "proto/control.pb.h"
+#include "runtime/schedule/program.h"
 #include "tests/exec/loopback_channel.h"
 
 namespace gpipe::testing {
@@ -26,7 +28,7 @@ struct PipelineRun {
   std::vector<int64_t> peak_activation;                       // per stage, bytes (kActivation)
   std::vector<int64_t> peak_boundary;                         // per stage, bytes (kBoundary)
   std::vector<int64_t> peak_boundary_grad;                    // per stage, bytes (kBoundaryGrad)
-  double eval_loss = -1;  // the EVAL pass after training (when asked for), last stage
+  double eval_loss = -1;  // the EVAL pass (when asked for), from the last stage
   // Per stage: activation + boundary + boundary_grad bytes after the run.
   std::vector<int64_t> end_transient;
   std::vector<pb::StepReport> last_reports;
@@ -38,7 +40,11 @@ struct RunOptions {
   LoopbackChannel::FaultHook fault;
   bool poison_input = false;  // make sample inputs non-finite on the first stage
   double wait_seconds = 20;
-  bool eval_after = false;  // run one EVAL step (forward only) after training
+  bool eval_after = false;   // run one EVAL step (forward only) after training
+  bool eval_before = false;  // run one EVAL step before training (initial weights)
+  // Edits the built program before it runs (to feed the executor programs the verifier would
+  // reject).
+  std::function<void(schedule::Program&)> edit_program;
 };
 
 // Runs the plan (kPlan with `options.overrides`) on `options.stages` threads.

@@ -2,10 +2,13 @@
 // loopback channel): within fp32 rounding of GPipe's order, and bit for bit between the
 // schedules whose gradient accumulation order is the same (1F1B, interleaved, zero-bubble all
 // accumulate micro-batches 0..M-1 on every stage). EVAL runs forward only.
+#include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "tests/exec/pipeline_harness.h"
@@ -72,6 +75,18 @@ TEST(SchedulesTest, EveryScheduleMatchesSingleStageTraining) {
     cases.push_back({"INTERLEAVED_1F1B", 2, 2, remat});
     cases.push_back({"INTERLEAVED_1F1B", 2, 3, remat});
   }
+  // Where ZB-H2's larger cap (2K-1-s) differs from H1's: more micro-batches than stages.
+  const PipelineRun h2 =
+      RunPipeline({.stages = 3,
+                   .overrides = {"pipeline { schedule: ZERO_BUBBLE_H2 micro_batches: 8 }",
+                                 "training { global_batch: 32 }"}});
+  const PipelineRun in_order_8 =
+      RunPipeline({.stages = 1,
+                   .overrides = {"pipeline { schedule: ONE_F_ONE_B micro_batches: 8 }",
+                                 "training { global_batch: 32 }"}});
+  ExpectSucceeded(h2);
+  ExpectSucceeded(in_order_8);
+  EXPECT_EQ(h2.weights, in_order_8.weights);
   for (const ScheduleCase& c : cases) {
     SCOPED_TRACE(Describe(c));
     const PipelineRun run = RunCase(c);
@@ -98,6 +113,74 @@ TEST(SchedulesTest, EvalRunsForwardOnlyAndLeavesWeightsAlone) {
   const PipelineRun trained = RunPipeline({.stages = 2});
   ExpectSucceeded(trained);
   EXPECT_EQ(runs[1].weights, trained.weights);
+  // Inference mode switches dropout off: before any training (same initial weights), the eval
+  // loss with dropout p = 0.2 equals the one with p = 0, and a training-mode forward would not.
+  const PipelineRun with_dropout = RunPipeline({.stages = 2, .eval_before = true});
+  const PipelineRun without = RunPipeline(
+      {.stages = 2,
+       // A repeated field in an override replaces the whole list: kPlan's layers, p = 0.
+       .overrides = {"model { layers { name: 'fc1' linear { out_features: 16 } } "
+                     "layers { name: 'act1' gelu {} } layers { name: 'drop1' dropout { p: 0 } } "
+                     "layers { name: 'fc2' linear { out_features: 12 } } "
+                     "layers { name: 'norm2' layer_norm {} } layers { name: 'act2' tanh {} } "
+                     "layers { name: 'fc3' linear { out_features: 4 } } }"},
+       .eval_before = true});
+  ExpectSucceeded(with_dropout);
+  ExpectSucceeded(without);
+  EXPECT_EQ(with_dropout.eval_loss, without.eval_loss);
+}
+
+// Programs the verifier would reject, fed to the executor directly: it stops with an error
+// that names rank, stage, step and instruction instead of computing a wrong update.
+TEST(SchedulesTest, ExecutorRejectsRepeatedOrMisplacedWork) {
+  struct Case {
+    const char* what;
+    std::function<void(schedule::Program&)> edit;
+    const char* message;
+  };
+  auto append_before_end = [](schedule::Instruction instruction) {
+    return [instruction](schedule::Program& program) {
+      auto& list = program.stage_programs[0].instructions;
+      list.insert(list.end() - 2, instruction);  // before AllReduceGrads, OptimizerStep
+    };
+  };
+  const Case cases[] = {
+      {"a second BackwardWeight", append_before_end(schedule::BackwardWeight{0, 0}),
+       "instruction BackwardWeight(mb=0): the micro-batch already finished on this stage"},
+      {"a chunk the stage does not have", append_before_end(schedule::Forward{0, 1}),
+       "instruction Forward(mb=0, chunk=1): chunk 1 is outside [0, 1)"},
+      {"a second Forward", append_before_end(schedule::Forward{1, 0}),
+       "instruction Forward(mb=1): the micro-batch already finished on this stage"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    const PipelineRun run = RunPipeline(
+        {.stages = 1,
+         .overrides = {"pipeline { schedule: ZERO_BUBBLE_H1 }", "training { steps: 1 }"},
+         .wait_seconds = 2,
+         .edit_program = c.edit});
+    ASSERT_FALSE(run.statuses[0].ok());
+    EXPECT_TRUE(absl::StrContains(run.statuses[0].message(), "rank 0, stage 0, step 0: "))
+        << run.statuses[0];
+    EXPECT_TRUE(absl::StrContains(run.statuses[0].message(), c.message)) << run.statuses[0];
+  }
+  // A whole Backward leaves no weight half to run.
+  const PipelineRun whole =
+      RunPipeline({.stages = 1,
+                   .overrides = {"pipeline { schedule: ONE_F_ONE_B }", "training { steps: 1 }"},
+                   .wait_seconds = 2,
+                   .edit_program = [](schedule::Program& program) {
+                     auto& list = program.stage_programs[0].instructions;
+                     // F0 B0 ...: put W0 right after B0, while micro-batch 0 is still... finished.
+                     const auto b0 = std::find(list.begin(), list.end(),
+                                               schedule::Instruction(schedule::Backward{0, 0}));
+                     list.insert(b0 + 1, schedule::BackwardWeight{0, 0});
+                   }});
+  ASSERT_FALSE(whole.statuses[0].ok());
+  EXPECT_TRUE(absl::StrContains(whole.statuses[0].message(),
+                                "instruction BackwardWeight(mb=0): the micro-batch already "
+                                "finished on this stage"))
+      << whole.statuses[0];
 }
 
 }  // namespace

@@ -73,8 +73,8 @@ TEST(StageExecutorTest, RematerializationBoundsActivationMemory) {
   ExpectSucceeded(always);
   EXPECT_GT(never.peak_activation[0], 4 * always.peak_activation[0])
       << never.peak_activation[0] << " vs " << always.peak_activation[0];
-  // Stage 0 keeps 8 micro-batches x 4 samples x 6 input floats (plus gradient receives posted
-  // ahead), the same whatever the policy.
+  // Stage 0 keeps 8 micro-batches x 4 samples x 6 input floats, the same whatever the policy
+  // (gradient receives posted ahead count as boundary_grad).
   for (const char* policy : {"EXCEPT_LAST", "ALWAYS"}) {
     EXPECT_EQ(runs[policy].peak_boundary[0], runs["NEVER"].peak_boundary[0]) << policy;
   }

@@ -220,17 +220,20 @@ std::vector<MalformedCase> Cases() {
         "pipeline.schedule GPIPE runs one chunk per stage: set pipeline.virtual_stages to 1, or "
         "use pipeline.schedule INTERLEAVED_1F1B"}},
       {"InterleavingNeedsEnoughLayers",
-       {{8, "pipeline { stages: 2 micro_batches: 2 schedule: INTERLEAVED_1F1B virtual_stages: 2 "
-            "}"}},
+       {{8,
+         "pipeline { stages: 2 micro_batches: 2 schedule: INTERLEAVED_1F1B virtual_stages: 2 "
+         "}"}},
        {"bad.pbtxt:8:66: pipeline.virtual_stages: 2 stages x 2 chunks need at least 4 layers but "
         "the model has 3; use fewer stages or chunks (this model allows 1 chunk(s) per stage "
         "with 2 stages)"}},
       {"InterleavingNeedsMicroBatchesAMultipleOfStages",
        {{4, "  layers { name: \"act\" relu {} } layers { name: \"act2\" relu {} }"},
-        {8, "pipeline { stages: 2 micro_batches: 3 schedule: INTERLEAVED_1F1B virtual_stages: 2 "
-            "}"},
+        {8,
+         "pipeline { stages: 2 micro_batches: 3 schedule: INTERLEAVED_1F1B virtual_stages: 2 "
+         "}"},
         {9, "training { global_batch: 6 steps: 1" + sgd}},
-       {"bad.pbtxt:8:39: pipeline.schedule: INTERLEAVED_1F1B needs pipeline.micro_batches to be "
+       {"bad.pbtxt:8:22: pipeline.micro_batches: INTERLEAVED_1F1B needs pipeline.micro_batches to "
+        "be "
         "a multiple of pipeline.stages (got 3 and 2): use 2 or 4 micro-batches"}},
       {"InterleavingNeedsTwoChunks",
        {{8, "pipeline { stages: 2 micro_batches: 2 schedule: INTERLEAVED_1F1B }"}},
@@ -239,8 +242,9 @@ std::vector<MalformedCase> Cases() {
         "pipeline.schedule ONE_F_ONE_B"}},
       {"InterleavedBoundariesNameEveryPart",
        {{4, "  layers { name: \"act\" relu {} } layers { name: \"act2\" relu {} }"},
-        {8, "pipeline { stages: 2 micro_batches: 2 schedule: INTERLEAVED_1F1B virtual_stages: 2 "
-            "boundaries: \"act\" }"}},
+        {8,
+         "pipeline { stages: 2 micro_batches: 2 schedule: INTERLEAVED_1F1B virtual_stages: 2 "
+         "boundaries: \"act\" }"}},
        {"bad.pbtxt:8:84: pipeline.boundaries: lists 1 layer name(s) but pipeline.stages 2 x "
         "pipeline.virtual_stages 2 parts need 3 (the first layer of each part after the first, "
         "in model order); fix the list, or remove it to let the balancer choose"}},

@@ -326,8 +326,8 @@ class StageExecutor::Step {
   }
 
   // The stage input and the saved tensors backward needs, recomputing the forward first when
-  // re-materialization dropped them (dropout masks are keyed by micro-batch, so the replay is
-  // exact).
+  // re-materialization dropped them (dropout masks are keyed by step, layer and sample, so the
+  // replay is exact).
   absl::Status PrepareBackward(int chunk, int m, MicroBatch& mb) {
     if (!mb.forwarded || !mb.input.defined()) {
       return absl::FailedPreconditionError("backward before Forward");

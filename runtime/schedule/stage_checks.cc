@@ -85,19 +85,34 @@ absl::Status CheckPlace(const Program& program, const StageWalk& walk,
   return absl::OkStatus();
 }
 
+// One per-micro-batch instruction being checked: where it runs, what its micro-batch has done
+// on this stage so far, and the message pieces every rule uses.
+struct StepCheck {
+  int m;
+  int chunk;
+  Step step;
+  const MicroBatchSteps& seen;
+  bool first;  // the pipeline's first virtual stage (loads inputs)
+  bool last;   // the pipeline's last virtual stage (loads targets, computes the loss)
+
+  int done(Step s) const { return seen.at(s); }
+  std::string name(Step s) const { return ToString(InstructionOf(s, m, chunk)); }
+  // "micro-batch 3 <what> twice (first at instruction #8)".
+  absl::Status Twice(const std::string& what) const {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "micro-batch ", m, " ", what, " twice (first at instruction #", done(step), ")"));
+  }
+};
+
 // The rules of the backward-side steps of one micro-batch (training programs only).
-absl::Status CheckBackwardStep(const Program& program, StageChunk at, int m, Step step,
-                               const MicroBatchSteps& seen) {
-  const Topology topology = program.topology();
-  const bool first = topology.IsFirst(at);
-  const bool last = topology.IsLast(at);
-  const int c = at.chunk;
-  auto done = [&](Step s) { return seen.at(s); };
-  auto name = [&](Step s) { return ToString(InstructionOf(s, m, c)); };
-  auto twice = [&](const std::string& what) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " twice (first at instruction #", done(step), ")"));
-  };
+absl::Status CheckBackwardStep(const StepCheck& check) {
+  const int m = check.m;
+  const Step step = check.step;
+  const MicroBatchSteps& seen = check.seen;
+  const bool first = check.first;
+  const bool last = check.last;
+  auto done = [&check](Step s) { return check.done(s); };
+  auto name = [&check](Step s) { return check.name(s); };
   // Backward, or BackwardInput + BackwardWeight: never both for one micro-batch.
   auto mixed = [&](Step other) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -126,7 +141,7 @@ absl::Status CheckBackwardStep(const Program& program, StageChunk at, int m, Ste
             "the last stage computes its output gradient from the loss; it receives none");
       }
       if (done(step) >= 0) {
-        return twice(absl::StrCat("micro-batch ", m, " is received a gradient for"));
+        return check.Twice("is received a gradient for");
       }
       if (seen.input_gradient() >= 0) {
         const Step consumer = done(Step::kBackward) >= 0 ? Step::kBackward : Step::kBackwardInput;
@@ -137,19 +152,19 @@ absl::Status CheckBackwardStep(const Program& program, StageChunk at, int m, Ste
       }
       break;
     case Step::kBackward:
-      if (done(step) >= 0) return twice(absl::StrCat("micro-batch ", m, " is backwarded"));
+      if (done(step) >= 0) return check.Twice("is backwarded");
       if (done(Step::kBackwardInput) >= 0) return mixed(Step::kBackwardInput);
       if (done(Step::kBackwardWeight) >= 0) return mixed(Step::kBackwardWeight);
       return needs_forward_and_gradient("Backward");
     case Step::kBackwardInput:
       if (done(step) >= 0) {
-        return twice(absl::StrCat("micro-batch ", m, " has its input gradient computed"));
+        return check.Twice("has its input gradient computed");
       }
       if (done(Step::kBackward) >= 0) return mixed(Step::kBackward);
       return needs_forward_and_gradient("BackwardInput");
     case Step::kBackwardWeight:
       if (done(step) >= 0) {
-        return twice(absl::StrCat("micro-batch ", m, " has its weight gradients accumulated"));
+        return check.Twice("has its weight gradients accumulated");
       }
       if (done(Step::kBackward) >= 0) return mixed(Step::kBackward);
       if (done(Step::kBackwardInput) < 0) {
@@ -163,7 +178,7 @@ absl::Status CheckBackwardStep(const Program& program, StageChunk at, int m, Ste
         return absl::InvalidArgumentError(
             "the first stage has no previous stage to send gradients to");
       }
-      if (done(step) >= 0) return twice(absl::StrCat("micro-batch ", m, " is sent back"));
+      if (done(step) >= 0) return check.Twice("is sent back");
       if (seen.input_gradient() < 0) {
         return absl::InvalidArgumentError(absl::StrCat("sends before ", name(Step::kBackward),
                                                        " (or ", name(Step::kBackwardInput),
@@ -183,22 +198,23 @@ absl::Status CheckBackwardStep(const Program& program, StageChunk at, int m, Ste
 absl::Status CheckStep(const Program& program, StageChunk at, int m, Step step,
                        const MicroBatchSteps& seen) {
   const Topology topology = program.topology();
-  const bool first = topology.IsFirst(at);
-  const bool last = topology.IsLast(at);
-  const int c = at.chunk;
-  auto done = [&](Step s) { return seen.at(s); };
-  auto name = [&](Step s) { return ToString(InstructionOf(s, m, c)); };
-  auto twice = [&](const char* what) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "micro-batch ", m, " is ", what, " twice (first at instruction #", done(step), ")"));
-  };
+  const StepCheck check{.m = m,
+                        .chunk = at.chunk,
+                        .step = step,
+                        .seen = seen,
+                        .first = topology.IsFirst(at),
+                        .last = topology.IsLast(at)};
+  const bool first = check.first;
+  const bool last = check.last;
+  auto done = [&check](Step s) { return check.done(s); };
+  auto name = [&check](Step s) { return check.name(s); };
   switch (step) {
     case Step::kLoad:
       if (!first && !last) {
         return absl::InvalidArgumentError(
             "only the first stage (inputs) and the last stage (targets) load micro-batches");
       }
-      if (done(Step::kLoad) >= 0) return twice("loaded");
+      if (done(Step::kLoad) >= 0) return check.Twice("is loaded");
       if (done(Step::kForward) >= 0) {
         return absl::InvalidArgumentError(absl::StrCat("loads after ", name(Step::kForward),
                                                        " at instruction #", done(Step::kForward),
@@ -210,7 +226,7 @@ absl::Status CheckStep(const Program& program, StageChunk at, int m, Step step,
         return absl::InvalidArgumentError(
             "the first stage has no previous stage to receive activations from");
       }
-      if (done(step) >= 0) return twice("received");
+      if (done(step) >= 0) return check.Twice("is received");
       if (done(Step::kForward) >= 0) {
         return absl::InvalidArgumentError(absl::StrCat("receives after ", name(Step::kForward),
                                                        " at instruction #", done(Step::kForward),
@@ -218,7 +234,7 @@ absl::Status CheckStep(const Program& program, StageChunk at, int m, Step step,
       }
       break;
     case Step::kForward:
-      if (done(step) >= 0) return twice("forwarded");
+      if (done(step) >= 0) return check.Twice("is forwarded");
       if (first && done(Step::kLoad) < 0) {
         return absl::InvalidArgumentError(absl::StrCat(
             "Forward before its input: no ", name(Step::kLoad), " earlier on this stage"));
@@ -239,7 +255,7 @@ absl::Status CheckStep(const Program& program, StageChunk at, int m, Step step,
         return absl::InvalidArgumentError(
             "the last stage has no next stage to send activations to");
       }
-      if (done(step) >= 0) return twice("sent forward");
+      if (done(step) >= 0) return check.Twice("is sent forward");
       if (done(Step::kForward) < 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("sends before ", name(Step::kForward), " has produced the activation"));
@@ -250,7 +266,7 @@ absl::Status CheckStep(const Program& program, StageChunk at, int m, Step step,
     case Step::kBackwardInput:
     case Step::kBackwardWeight:
     case Step::kSendGrad:
-      return CheckBackwardStep(program, at, m, step, seen);
+      return CheckBackwardStep(check);
   }
   return absl::OkStatus();
 }

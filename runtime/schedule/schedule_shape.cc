@@ -106,14 +106,4 @@ absl::Status CheckScheduleShape(pb::Schedule kind, int stages, int micro_batches
                    " is not supported; supported schedules: ", ScheduleNames()));
 }
 
-std::vector<pb::Schedule> SchedulesFitting(int stages, int micro_batches, int virtual_stages) {
-  std::vector<pb::Schedule> fitting;
-  for (pb::Schedule kind : AllSchedules()) {
-    if (CheckScheduleShape(kind, stages, micro_batches, virtual_stages).ok()) {
-      fitting.push_back(kind);
-    }
-  }
-  return fitting;
-}
-
 }  // namespace gpipe::schedule

@@ -1,6 +1,7 @@
 // Which (schedule, stages, micro-batches, virtual stages) combinations have a program.
-// CheckScheduleShape is the one place the rules live: BuildProgram calls it first, and a view
-// that compares schedules (--compare) calls it to skip the kinds a plan's numbers do not fit.
+// CheckScheduleShape is the one place the rules live: BuildProgram calls it first, and plan
+// validation calls it to report a plan whose numbers do not fit its schedule (gpipe-plan show
+// --compare reaches it through both and lists the kinds it rejects).
 // Its INVALID_ARGUMENT messages name the plan fields to change (pipeline.stages,
 // pipeline.micro_batches, pipeline.virtual_stages, pipeline.schedule) and values that work.
 #ifndef GPIPE_RUNTIME_SCHEDULE_SCHEDULE_SHAPE_H_
@@ -33,9 +34,6 @@ bool IsForwardOnly(pb::Schedule kind);
 // stages * virtual_stages * micro_batches <= kMaxStageMicroBatches; kind has a builder.
 absl::Status CheckScheduleShape(pb::Schedule kind, int stages, int micro_batches,
                                 int virtual_stages = 1);
-
-// The kinds, in proto order, for which CheckScheduleShape(kind, ...) is OK.
-std::vector<pb::Schedule> SchedulesFitting(int stages, int micro_batches, int virtual_stages = 1);
 
 }  // namespace gpipe::schedule
 

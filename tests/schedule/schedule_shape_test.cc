@@ -84,7 +84,18 @@ TEST(ScheduleShapeTest, EveryProtoScheduleHasABuilder) {
   EXPECT_FALSE(IsForwardOnly(pb::ZERO_BUBBLE_H2));
 }
 
-TEST(ScheduleShapeTest, SchedulesFittingSkipsKindsTheNumbersDoNotFit) {
+// The kinds, in proto order, that CheckScheduleShape accepts for these numbers.
+std::vector<pb::Schedule> SchedulesFitting(int stages, int micro_batches, int virtual_stages = 1) {
+  std::vector<pb::Schedule> fitting;
+  for (pb::Schedule kind : AllSchedules()) {
+    if (CheckScheduleShape(kind, stages, micro_batches, virtual_stages).ok()) {
+      fitting.push_back(kind);
+    }
+  }
+  return fitting;
+}
+
+TEST(ScheduleShapeTest, EachKindAcceptsOnlyTheNumbersItFits) {
   EXPECT_THAT(SchedulesFitting(4, 8), ElementsAre(pb::GPIPE, pb::ONE_F_ONE_B, pb::ZERO_BUBBLE_H1,
                                                   pb::ZERO_BUBBLE_H2, pb::EVAL));
   EXPECT_THAT(SchedulesFitting(4, 8, 2), ElementsAre(pb::INTERLEAVED_1F1B));

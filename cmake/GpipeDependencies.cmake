@@ -3,6 +3,8 @@ find_package(Threads REQUIRED)
 find_package(MPI REQUIRED COMPONENTS C)
 find_package(Protobuf REQUIRED)
 find_package(absl REQUIRED)
+# zlib: the IDX reader (runtime/train/idx.cc) reads plain and gzip-compressed files alike.
+find_package(ZLIB REQUIRED)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 if(GPIPE_BUILD_TESTS)

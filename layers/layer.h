@@ -24,14 +24,15 @@
 
 namespace gpipe {
 
-// How a parameter starts out. Uniform draws from U(-bound, bound).
-enum class ParamInit { kZeros, kOnes, kUniform };
+// How a parameter starts out. kUniform draws from U(-bound, bound), kNormal from
+// N(0, bound^2) (bound is the standard deviation).
+enum class ParamInit { kZeros, kOnes, kUniform, kNormal };
 
 struct ParamSpec {
-  std::string name;  // suffix after "<layer>.": "weight", "bias"
+  std::string name;  // suffix after "<layer>.": "weight", "bias", "attn.qkv.weight"
   Shape shape;
   ParamInit init = ParamInit::kZeros;
-  double bound = 0.0;  // for kUniform
+  double bound = 0.0;  // for kUniform and kNormal
 };
 
 // Everything a layer call needs besides tensors.
@@ -47,6 +48,11 @@ struct LayerContext {
   int64_t sample_offset = 0;
   int layer_index = 0;          // index in model.layers (global, not per stage)
   bool need_input_grad = true;  // false for the model's first layer: Backward may skip dx
+  // The layer's buffers (see Layer::buffer_specs), in order; empty for layers without any.
+  std::span<Tensor> buffers;
+  // Whether a training Forward updates the buffers (batch norm's running statistics). False
+  // when a re-materialized forward replays a micro-batch whose forward already updated them.
+  bool update_buffers = true;
 };
 
 // What one Forward call kept for the matching Backward (one per layer per micro-batch).
@@ -87,9 +93,16 @@ class Layer {
   virtual std::string_view type() const = 0;
   // Per-sample shapes.
   const Shape& input_shape() const { return input_shape_; }
+  // Element type Forward takes: f32, except for layers that read ids (embedding: i64). Every
+  // layer's output is f32.
+  virtual DType input_dtype() const { return DType::kF32; }
   const Shape& output_shape() const { return output_shape_; }
   // Parameters in a fixed order; Forward/Backward receive tensors in this order.
   virtual std::vector<ParamSpec> parameter_specs() const { return {}; }
+  // State that is not trained but changes with training (batch norm's running_mean and
+  // running_var), in a fixed order: initialized like parameters, given to every call through
+  // LayerContext::buffers, exported beside the parameters; it has no gradient.
+  virtual std::vector<ParamSpec> buffer_specs() const { return {}; }
   // Multiply-adds x2 (FLOPs) of one sample's forward; backward is counted as twice that.
   virtual double ForwardFlopsPerSample() const = 0;
 

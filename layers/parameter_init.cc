@@ -41,6 +41,17 @@ absl::Status InitializeParameter(const ParamSpec& spec, uint64_t seed, int layer
       }
       return absl::OkStatus();
     }
+    case ParamInit::kNormal: {
+      if (!(spec.bound >= 0.0) || !std::isfinite(spec.bound)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("parameter '", spec.name,
+                         "': normal standard deviation must be finite and >= 0, got ", spec.bound));
+      }
+      RandomStream stream(seed, {kInitStreamTag, static_cast<uint64_t>(layer_index),
+                                 static_cast<uint64_t>(param_index)});
+      for (int64_t i = 0; i < n; ++i) out[i] = static_cast<float>(spec.bound * stream.NextNormal());
+      return absl::OkStatus();
+    }
   }
   return absl::InvalidArgumentError(
       absl::StrCat("parameter '", spec.name, "' has an unknown init kind"));

@@ -1,5 +1,6 @@
-// Parameter initialization from a ParamSpec: zeros, ones, or U(-bound, bound) where element i
-// is the i-th draw of RandomStream(seed, {kInitStreamTag, layer_index, param_index}).
+// Parameter initialization from a ParamSpec: zeros, ones, U(-bound, bound) or N(0, bound^2),
+// where element i is the i-th uniform (or normal) draw of
+// RandomStream(seed, {kInitStreamTag, layer_index, param_index}).
 // Values depend only on (seed, the layer's index in the model, the parameter's index in the
 // layer's parameter_specs()), never on the partition into stages or on the rank.
 #ifndef GPIPE_LAYERS_PARAMETER_INIT_H_

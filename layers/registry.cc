@@ -1,25 +1,58 @@
 #include "layers/registry.h"
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/check.h"
+#include "layers/batch_norm.h"
+#include "layers/causal_self_attention.h"
+#include "layers/conv2d.h"
 #include "layers/dropout.h"
+#include "layers/embedding.h"
+#include "layers/flatten.h"
 #include "layers/gelu.h"
+#include "layers/global_avg_pool2d.h"
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
 #include "layers/mse.h"
+#include "layers/pool2d.h"
+#include "layers/positional_embedding.h"
 #include "layers/relu.h"
+#include "layers/residual.h"
 #include "layers/softmax_cross_entropy.h"
 #include "layers/tanh.h"
+#include "layers/transformer_block.h"
 
 namespace gpipe {
 
 LayerRegistry LayerRegistry::WithBuiltins() {
   LayerRegistry registry;
-  registry.factories_.emplace("linear", &Linear::Create);
-  registry.factories_.emplace("relu", &Relu::Create);
-  registry.factories_.emplace("gelu", &Gelu::Create);
-  registry.factories_.emplace("tanh", &Tanh::Create);
-  registry.factories_.emplace("layer_norm", &LayerNorm::Create);
-  registry.factories_.emplace("dropout", &Dropout::Create);
+  const std::pair<const char*, LeafLayerFactory> leaves[] = {
+      {"linear", &Linear::Create},
+      {"relu", &Relu::Create},
+      {"gelu", &Gelu::Create},
+      {"tanh", &Tanh::Create},
+      {"layer_norm", &LayerNorm::Create},
+      {"dropout", &Dropout::Create},
+      {"batch_norm1d", &BatchNorm::Create},
+      {"batch_norm2d", &BatchNorm::Create},
+      {"conv2d", &Conv2d::Create},
+      {"max_pool2d", &MaxPool2d::Create},
+      {"avg_pool2d", &AvgPool2d::Create},
+      {"global_avg_pool2d", &GlobalAvgPool2d::Create},
+      {"flatten", &Flatten::Create},
+      {"embedding", &Embedding::Create},
+      {"positional_embedding", &PositionalEmbedding::Create},
+      {"causal_self_attention", &CausalSelfAttention::Create},
+  };
+  for (const auto& [kind, factory] : leaves) {
+    GPIPE_CHECK(registry.Register(kind, factory).ok()) << kind;
+  }
+  const std::pair<const char*, LayerFactory> composites[] = {
+      {"residual", &Residual::Create},
+      {"transformer_block", &TransformerBlock::Create},
+  };
+  for (const auto& [kind, factory] : composites) {
+    GPIPE_CHECK(registry.Register(kind, factory).ok()) << kind;
+  }
   return registry;
 }
 
@@ -28,6 +61,14 @@ absl::Status LayerRegistry::Register(std::string kind, LayerFactory factory) {
     return absl::AlreadyExistsError(absl::StrCat("layer kind '", kind, "' is already registered"));
   }
   return absl::OkStatus();
+}
+
+absl::Status LayerRegistry::Register(std::string kind, LeafLayerFactory factory) {
+  return Register(std::move(kind),
+                  [leaf = std::move(factory)](const pb::Layer& spec, const Shape& input_shape,
+                                              const LayerRegistry&) {
+                    return leaf(spec, input_shape);
+                  });
 }
 
 std::string LayerRegistry::KindOf(const pb::Layer& spec) {
@@ -46,7 +87,7 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerRegistry::Create(const pb::Layer& sp
   if (it == factories_.end()) {
     return absl::InvalidArgumentError(absl::StrCat("layer kind '", kind, "' is not registered"));
   }
-  return it->second(spec, input_shape);
+  return it->second(spec, input_shape, *this);
 }
 
 absl::StatusOr<std::unique_ptr<Loss>> CreateLoss(const pb::Loss& spec) {

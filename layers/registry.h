@@ -20,8 +20,12 @@ namespace gpipe {
 // Builds a layer from its plan entry and per-sample input shape; rejects bad configuration or
 // an input shape the layer cannot take with INVALID_ARGUMENT naming the problem (the caller
 // adds the layer name and plan location).
-using LayerFactory = std::function<absl::StatusOr<std::unique_ptr<Layer>>(
+using LeafLayerFactory = std::function<absl::StatusOr<std::unique_ptr<Layer>>(
     const pb::Layer& spec, const Shape& input_shape)>;
+class LayerRegistry;
+// A factory for layers that contain layers (residual): it builds them through `registry`.
+using LayerFactory = std::function<absl::StatusOr<std::unique_ptr<Layer>>(
+    const pb::Layer& spec, const Shape& input_shape, const LayerRegistry& registry)>;
 
 class LayerRegistry {
  public:
@@ -29,6 +33,7 @@ class LayerRegistry {
 
   // Fails with ALREADY_EXISTS if `kind` is taken.
   absl::Status Register(std::string kind, LayerFactory factory);
+  absl::Status Register(std::string kind, LeafLayerFactory factory);
   bool Contains(const std::string& kind) const { return factories_.contains(kind); }
 
   // The plan entry's kind name ("" when none is set).

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
@@ -66,14 +68,52 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
                      prediction.status().message()));
   }
   job.prediction = *std::move(prediction);
+  std::optional<schedule::Program> eval_program;
+  if (job.analyzed.plan.training().eval_every() > 0) {
+    ASSIGN_OR_RETURN(eval_program,
+                     schedule::BuildProgram(pb::EVAL, pipeline.stages(), pipeline.micro_batches(),
+                                            pipeline.virtual_stages()));
+    if (absl::Status verified = schedule::VerifyProgram(*eval_program, CostsFromFlops(job.analyzed)).status();
+        !verified.ok()) {
+      return absl::InternalError(absl::StrCat(
+          "the evaluation schedule failed verification (a gpipe bug; please report it): ",
+          verified.message()));
+    }
+  }
+
+  // Tied parameters: which ranks own a member (one replica: the part's stage is its rank).
+  std::vector<pb::TieGroup> ties;
+  for (const TieInfo& tie : job.analyzed.ties) {
+    pb::TieGroup& group = ties.emplace_back();
+    std::set<int> ranks;
+    for (const TieInfo::Member& member : tie.members) {
+      group.add_parameters(member.name);
+      for (const StageInfo& part : job.analyzed.stages) {
+        if (member.layer >= part.first_layer && member.layer < part.end_layer) {
+          ranks.insert(part.stage);
+        }
+      }
+    }
+    const TieInfo::Member& first = tie.members.front();
+    const ParamSpec& spec = job.analyzed.layers[first.layer].parameter_specs[first.parameter];
+    group.set_init_layer(first.layer);
+    group.set_init_parameter(first.parameter);
+    group.set_init_kind(static_cast<int>(spec.init));
+    group.set_init_bound(spec.bound);
+    for (int r : ranks) group.add_ranks(r);
+  }
 
   for (int rank = 0; rank < world_size; ++rank) {
     pb::Setup setup;
+    for (const pb::TieGroup& group : ties) *setup.add_ties() = group;
     *setup.mutable_plan() = job.analyzed.plan;
     for (pb::StageSpec& spec : ToStageSpecs(job.analyzed)) *setup.add_stages() = std::move(spec);
     setup.set_rank(rank);
     setup.set_stage(rank);  // one replica: rank r owns stage r
     *setup.mutable_program() = schedule::ToProto(program.stage_programs[rank]);
+    if (eval_program.has_value()) {
+      *setup.mutable_eval_program() = schedule::ToProto(eval_program->stage_programs[rank]);
+    }
     if (!options.init_from.empty()) setup.set_init_from(options.init_from);
     setup.set_export_parameters(!options.export_path.empty());
     for (int64_t d : job.analyzed.target_shape.dims()) setup.add_target_shape(d);

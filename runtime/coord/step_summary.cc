@@ -8,7 +8,8 @@
 namespace gpipe {
 
 absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepReport>& reports,
-                                      int64_t global_batch, double step_ms, bool applied) {
+                                      int64_t global_batch, double step_ms, bool applied,
+                                      int64_t predictions_per_sample) {
   StepSummary s;
   s.step = step;
   s.applied = applied;
@@ -23,8 +24,9 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
                                               step));
     }
     if (report.has_loss()) s.loss = report.loss();
-    if (report.has_correct() && global_batch > 0) {
-      s.accuracy = static_cast<double>(report.correct()) / global_batch;
+    if (report.has_correct() && global_batch > 0 && predictions_per_sample > 0) {
+      s.accuracy = static_cast<double>(report.correct()) /
+                   (static_cast<double>(global_batch) * predictions_per_sample);
     }
     s.peak_bytes.push_back(report.peak_bytes());
     auto kind = [&report](const char* name) -> int64_t {

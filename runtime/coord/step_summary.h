@@ -16,7 +16,9 @@ namespace gpipe {
 struct StepSummary {
   int64_t step = 0;
   double loss = 0.0;
-  double accuracy = -1.0;  // fraction correct in the mini-batch; < 0 when not classification
+  // Fraction of the mini-batch's predictions (one per sample, or per position of a sequence)
+  // that are correct; < 0 when not classification.
+  double accuracy = -1.0;
   bool applied = true;     // whether the optimizer step was applied
   double step_ms = 0.0;    // rank 0's wall time for the step (command to decision)
   double samples_per_s = 0.0;
@@ -31,8 +33,10 @@ struct StepSummary {
 };
 
 // `reports` indexed by rank (= stage here). Fails if one is missing or from another step.
+// predictions_per_sample: class ids per sample (1, or the positions of a sequence target).
 absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepReport>& reports,
-                                      int64_t global_batch, double step_ms, bool applied);
+                                      int64_t global_batch, double step_ms, bool applied,
+                                      int64_t predictions_per_sample = 1);
 
 // "step 10/200 | loss 0.4312 | acc 87.5% | 5321 samples/s | step 48.1 ms | bubble 27.4% |
 //  peak mem 1.2 MiB (stage 0)"

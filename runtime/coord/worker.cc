@@ -20,6 +20,7 @@
 //              own failure handling covers a rank that dies without a word.
 #include "runtime/coord/worker.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -33,6 +34,7 @@
 #include "runtime/ckpt/safetensors.h"
 #include "runtime/comm/control_channel.h"
 #include "runtime/comm/mpi_data_channel.h"
+#include "runtime/coord/eval_summary.h"
 #include "runtime/coord/setup_builder.h"
 #include "runtime/coord/step_summary.h"
 #include "runtime/core/status_macros.h"
@@ -101,7 +103,15 @@ DataRequirements RequirementsOf(const pb::Setup& setup) {
   req.target_dtype = setup.class_targets() ? DType::kI64 : DType::kF32;
   req.num_classes = setup.num_classes();
   req.seed = plan.training().seed();
+  req.input_dtype = plan.model().input().type() == pb::INT64 ? DType::kI64 : DType::kF32;
   return req;
+}
+
+// Class ids per sample: 1, or the positions of a sequence target ([T] for a language model).
+int64_t PredictionsPerSample(const pb::Setup& setup) {
+  int64_t n = 1;
+  for (int64_t d : setup.target_shape()) n *= d;
+  return n;
 }
 
 class Worker {
@@ -186,7 +196,9 @@ class Worker {
                                               " parts, not ", stages, " stages x ", chunks,
                                               " chunks"));
     }
-    ASSIGN_OR_RETURN(StageChunks parts, StageChunks::Create(device, plan, specs, registry_));
+    const std::vector<pb::TieGroup> ties(setup_.ties().begin(), setup_.ties().end());
+    ASSIGN_OR_RETURN(StageChunks parts,
+                     StageChunks::Create(device, plan, specs, registry_, ties));
     if (setup_.has_init_from()) {
       ASSIGN_OR_RETURN(std::vector<NamedTensorData> initial, ReadSafetensors(setup_.init_from()));
       RETURN_IF_ERROR(
@@ -194,11 +206,16 @@ class Worker {
     }
 
     std::unique_ptr<Dataset> dataset;
+    std::unique_ptr<Dataset> eval_dataset;
+    const bool evaluates = setup_.has_eval_program();
     if (stage == 0 || stage == stages - 1) {
       DataRequirements requirements = RequirementsOf(setup_);
       requirements.keep_inputs = stage == 0;
       requirements.keep_targets = stage == stages - 1;
       ASSIGN_OR_RETURN(dataset, OpenDataset(plan.data(), requirements));
+      if (evaluates) {
+        ASSIGN_OR_RETURN(eval_dataset, OpenDataset(plan.data(), requirements, DataSplit::kEval));
+      }
     }
 
     ASSIGN_OR_RETURN(auto channel, MpiDataChannel::Create(
@@ -221,22 +238,39 @@ class Worker {
     config.next_rank = stage < stages - 1 ? rank_ + 1 : (wraps ? 0 : -1);
     config.replica_group = {rank_};
     config.wait_timeout = timeout_;
+    config.ties = ties;
     CoordinatorGate gate(*control_, timeout_);
     StageExecutor executor(config, std::move(program),
                            ExecutorResources{device, parts.refs(), dataset.get(), *channel, gate});
+    // The forward-only program that evaluates the held-out split with the same parts.
+    std::unique_ptr<StageExecutor> evaluator;
+    if (evaluates) {
+      ASSIGN_OR_RETURN(schedule::StageProgram eval_program,
+                       schedule::FromProto(setup_.eval_program()));
+      evaluator = std::make_unique<StageExecutor>(
+          config, std::move(eval_program),
+          ExecutorResources{device, parts.refs(), eval_dataset.get(), *channel, gate});
+    }
+    Executors executors{executor, evaluator.get()};
 
     if (rank_ == 0) {
-      RETURN_IF_ERROR(Coordinate(plan, *dataset, parts.optimizer(0).base_lr(), executor, gate));
+      RETURN_IF_ERROR(Coordinate(plan, *dataset, eval_dataset.get(),
+                                 parts.optimizer(0).base_lr(), executors, gate));
     } else {
-      RETURN_IF_ERROR(Follow(executor));
+      RETURN_IF_ERROR(Follow(executors));
     }
     if (setup_.export_parameters()) RETURN_IF_ERROR(ExportParameters(plan, parts));
     return absl::OkStatus();
   }
 
-  // Rank 0: drive the steps.
-  absl::Status Coordinate(const pb::Plan& plan, const Dataset& dataset, double base_lr,
-                          StageExecutor& executor, CoordinatorGate& gate) {
+  struct Executors {
+    StageExecutor& train;
+    StageExecutor* eval;  // null without training.eval_every
+  };
+
+  // Rank 0: drive the steps, and the evaluations every eval_every steps and after the last.
+  absl::Status Coordinate(const pb::Plan& plan, const Dataset& dataset, const Dataset* eval_dataset,
+                          double base_lr, Executors& executors, CoordinatorGate& gate) {
     const int64_t steps = plan.training().steps();
     const int64_t batch = plan.training().global_batch();
     const int log_every = plan.runtime().log_every();
@@ -261,13 +295,21 @@ class Worker {
       command.set_lr(base_lr);
       for (int64_t index : sampler.IndicesForStep(step)) command.add_sample_indices(index);
       RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
-      RETURN_IF_ERROR(executor.RunStep(command).status());
+      RETURN_IF_ERROR(executors.train.RunStep(command).status());
       const double step_ms = absl::ToDoubleMilliseconds(absl::Now() - begin);
       ASSIGN_OR_RETURN(StepSummary summary,
-                       Summarize(step, gate.reports(), batch, step_ms, gate.applied()));
+                       Summarize(step, gate.reports(), batch, step_ms, gate.applied(),
+                                 PredictionsPerSample(setup_)));
       if (metrics) RETURN_IF_ERROR(metrics->Write(ToMetricsRecord(summary)));
       if (log_every > 0 && ((step + 1) % log_every == 0 || step + 1 == steps || !summary.applied)) {
         logger_.Info(FormatProgressLine(summary, steps));
+      }
+      const int64_t eval_every = plan.training().eval_every();
+      if (executors.eval != nullptr && ((step + 1) % eval_every == 0 || step + 1 == steps)) {
+        ASSIGN_OR_RETURN(EvalSummary eval,
+                         Evaluate(plan, *eval_dataset, step + 1, *executors.eval, gate));
+        logger_.Info(eval.FormatLine());
+        if (metrics) RETURN_IF_ERROR(metrics->Write(eval.ToMetricsRecord()));
       }
     }
     pb::StepCommand stop;
@@ -275,12 +317,45 @@ class Worker {
     return control_->Broadcast(stop, absl::Now() + timeout_, kControlTagStepCommand);
   }
 
+  // Rank 0: one pass of the forward-only program over the held-out split (its first
+  // training.eval_samples samples, or all), in batches of global_batch; the last batch is padded
+  // with index -1, which counts nowhere. `after_step` training steps are done.
+  absl::StatusOr<EvalSummary> Evaluate(const pb::Plan& plan, const Dataset& eval_dataset,
+                                       int64_t after_step, StageExecutor& evaluator,
+                                       CoordinatorGate& gate) {
+    const absl::Time begin = absl::Now();
+    const int64_t batch = plan.training().global_batch();
+    int64_t samples = eval_dataset.size();
+    if (plan.training().eval_samples() > 0) {
+      samples = std::min(samples, plan.training().eval_samples());
+    }
+    EvalSummary summary(after_step, plan.data().has_text());
+    for (int64_t first = 0; first < samples; first += batch) {
+      pb::StepCommand command;
+      command.set_step(after_step);
+      command.set_eval(true);
+      for (int64_t i = first; i < first + batch; ++i) {
+        command.add_sample_indices(i < samples ? i : -1);
+      }
+      RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
+      RETURN_IF_ERROR(evaluator.RunStep(command).status());
+      RETURN_IF_ERROR(summary.Add(gate.reports()));
+    }
+    summary.set_elapsed_ms(absl::ToDoubleMilliseconds(absl::Now() - begin));
+    return summary;
+  }
+
   // Ranks != 0: follow rank 0's commands until told to stop.
-  absl::Status Follow(StageExecutor& executor) {
+  absl::Status Follow(Executors& executors) {
     while (true) {
       pb::StepCommand command;
       RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
       if (command.stop()) return absl::OkStatus();
+      if (command.eval() && executors.eval == nullptr) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("rank ", rank_, " was told to evaluate but has no evaluation program"));
+      }
+      StageExecutor& executor = command.eval() ? *executors.eval : executors.train;
       RETURN_IF_ERROR(executor.RunStep(command).status());
     }
   }

@@ -11,25 +11,55 @@
 namespace gpipe {
 
 absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const StageModel& model,
-                                                      uint64_t seed) {
+                                                      uint64_t seed,
+                                                      std::span<const pb::TieGroup> ties) {
+  absl::flat_hash_map<std::string, const pb::TieGroup*> tie_of;
+  for (const pb::TieGroup& tie : ties) {
+    for (const std::string& name : tie.parameters()) tie_of[name] = &tie;
+  }
   ParameterStore store;
   store.layer_offsets_.push_back(0);
+  store.buffer_offsets_.push_back(0);
   for (int l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
     const std::vector<ParamSpec> specs = layer.parameter_specs();
     for (int p = 0; p < static_cast<int>(specs.size()); ++p) {
       ASSIGN_OR_RETURN(Tensor value,
                        Tensor::Empty(device, specs[p].shape, DType::kF32, MemoryKind::kParameter));
-      RETURN_IF_ERROR(InitializeParameter(specs[p], seed, model.global_index(l), p, value));
+      const std::string name = absl::StrCat(layer.name(), ".", specs[p].name);
+      if (auto tie = tie_of.find(name); tie != tie_of.end()) {
+        ParamSpec first = specs[p];
+        first.init = static_cast<ParamInit>(tie->second->init_kind());
+        first.bound = tie->second->init_bound();
+        RETURN_IF_ERROR(InitializeParameter(first, seed, tie->second->init_layer(),
+                                            tie->second->init_parameter(), value));
+      } else {
+        RETURN_IF_ERROR(InitializeParameter(specs[p], seed, model.global_index(l), p, value));
+      }
       ASSIGN_OR_RETURN(Tensor grad,
                        Tensor::Zeros(device, specs[p].shape, DType::kF32, MemoryKind::kGradient));
       store.values_.push_back(std::move(value));
       store.grads_.push_back(std::move(grad));
-      store.names_.push_back(absl::StrCat(layer.name(), ".", specs[p].name));
+      store.names_.push_back(name);
     }
     store.layer_offsets_.push_back(store.values_.size());
+    const std::vector<ParamSpec> buffer_specs = layer.buffer_specs();
+    for (int b = 0; b < static_cast<int>(buffer_specs.size()); ++b) {
+      ASSIGN_OR_RETURN(Tensor value, Tensor::Empty(device, buffer_specs[b].shape, DType::kF32,
+                                                   MemoryKind::kParameter));
+      RETURN_IF_ERROR(InitializeParameter(buffer_specs[b], seed, model.global_index(l),
+                                          static_cast<int>(specs.size()) + b, value));
+      store.buffers_.push_back(std::move(value));
+      store.buffer_names_.push_back(absl::StrCat(layer.name(), ".", buffer_specs[b].name));
+    }
+    store.buffer_offsets_.push_back(store.buffers_.size());
   }
   return store;
+}
+
+std::span<Tensor> ParameterStore::buffers_of(int local_layer) {
+  const size_t begin = buffer_offsets_[local_layer];
+  return std::span<Tensor>(buffers_).subspan(begin, buffer_offsets_[local_layer + 1] - begin);
 }
 
 std::span<const Tensor> ParameterStore::values_of(int local_layer) const {
@@ -57,30 +87,44 @@ bool ParameterStore::GradsFinite() const {
 
 std::vector<NamedTensorData> ParameterStore::Export() const {
   std::vector<NamedTensorData> out;
-  out.reserve(values_.size());
-  for (size_t i = 0; i < values_.size(); ++i) {
-    const auto span = values_[i].f32_span();
-    out.push_back(
-        {names_[i], values_[i].shape().dims(), std::vector<float>(span.begin(), span.end())});
-  }
+  out.reserve(values_.size() + buffers_.size());
+  const auto add = [&out](const std::string& name, const Tensor& tensor) {
+    const auto span = tensor.f32_span();
+    out.push_back({name, tensor.shape().dims(), std::vector<float>(span.begin(), span.end())});
+  };
+  for (size_t i = 0; i < values_.size(); ++i) add(names_[i], values_[i]);
+  for (size_t i = 0; i < buffers_.size(); ++i) add(buffer_names_[i], buffers_[i]);
   return out;
 }
 
 absl::Status ParameterStore::Import(const std::vector<NamedTensorData>& tensors) {
   absl::flat_hash_map<std::string, const NamedTensorData*> by_name;
   for (const NamedTensorData& t : tensors) by_name[t.name] = &t;
-  for (size_t i = 0; i < values_.size(); ++i) {
-    auto it = by_name.find(names_[i]);
+  // Everything is checked before anything is overwritten: a bad file changes nothing.
+  const auto find = [&by_name](const char* what, const std::string& name,
+                               const Tensor& into) -> absl::StatusOr<const NamedTensorData*> {
+    auto it = by_name.find(name);
     if (it == by_name.end()) {
-      return absl::NotFoundError(absl::StrCat("parameter '", names_[i], "' is missing"));
+      return absl::NotFoundError(absl::StrCat(what, " '", name, "' is missing"));
     }
-    const NamedTensorData& t = *it->second;
-    if (Shape(t.shape) != values_[i].shape()) {
-      return absl::InvalidArgumentError(absl::StrCat("parameter '", names_[i], "' has shape ",
-                                                     Shape(t.shape).ToString(), ", expected ",
-                                                     values_[i].shape().ToString()));
+    if (Shape(it->second->shape) != into.shape()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, " '", name, "' has shape ",
+                                                     Shape(it->second->shape).ToString(),
+                                                     ", expected ", into.shape().ToString()));
     }
-    std::memcpy(values_[i].f32(), t.values.data(), t.values.size() * sizeof(float));
+    return it->second;
+  };
+  std::vector<std::pair<const NamedTensorData*, Tensor*>> copies;
+  for (size_t i = 0; i < values_.size(); ++i) {
+    ASSIGN_OR_RETURN(const NamedTensorData* t, find("parameter", names_[i], values_[i]));
+    copies.emplace_back(t, &values_[i]);
+  }
+  for (size_t i = 0; i < buffers_.size(); ++i) {
+    ASSIGN_OR_RETURN(const NamedTensorData* t, find("buffer", buffer_names_[i], buffers_[i]));
+    copies.emplace_back(t, &buffers_[i]);
+  }
+  for (const auto& [t, into] : copies) {
+    std::memcpy(into->f32(), t->values.data(), t->values.size() * sizeof(float));
   }
   return absl::OkStatus();
 }

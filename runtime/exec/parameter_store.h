@@ -1,7 +1,9 @@
 // ParameterStore: the parameters of one stage and their accumulated gradients, in layer order,
 // named as PyTorch names them ("fc1.weight"). Values are initialized from (seed, global layer
 // index, parameter index) so they do not depend on the partition; gradients start at zero and
-// accumulate over micro-batches until ZeroGrads.
+// accumulate over micro-batches until ZeroGrads. Layer buffers (batch norm's running statistics)
+// live here too: initialized the same way (after the layer's parameters in its index order),
+// exported and imported beside the parameters, never given gradients or optimizer updates.
 #ifndef GPIPE_RUNTIME_EXEC_PARAMETER_STORE_H_
 #define GPIPE_RUNTIME_EXEC_PARAMETER_STORE_H_
 
@@ -10,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "proto/control.pb.h"
 #include "runtime/ckpt/safetensors.h"
 #include "runtime/core/tensor.h"
 #include "runtime/device/device.h"
@@ -19,12 +22,17 @@ namespace gpipe {
 
 class ParameterStore {
  public:
+  // Members of `ties` other than the first are initialized as the first one is (its init kind,
+  // bound and random stream), so tied parameters start equal on whichever stage they live.
   static absl::StatusOr<ParameterStore> Create(Device& device, const StageModel& model,
-                                               uint64_t seed);
+                                               uint64_t seed,
+                                               std::span<const pb::TieGroup> ties = {});
 
   // Parameters of local layer `local_layer`, in its parameter_specs() order.
   std::span<const Tensor> values_of(int local_layer) const;
   std::span<Tensor> grads_of(int local_layer);
+  // Buffers of local layer `local_layer`, in its buffer_specs() order.
+  std::span<Tensor> buffers_of(int local_layer);
   // All parameters of the stage, in order (for the optimizer).
   std::span<Tensor> values() { return values_; }
   std::span<const Tensor> grads() const { return grads_; }
@@ -33,10 +41,13 @@ class ParameterStore {
   // Whether every gradient element is finite.
   bool GradsFinite() const;
 
-  // Host copies of every parameter, by name (for export).
+  // Parameter names, in values() order ("fc1.weight").
+  const std::vector<std::string>& names() const { return names_; }
+
+  // Host copies of every parameter and then every buffer, by name (for export).
   std::vector<NamedTensorData> Export() const;
-  // Overwrites parameters from `tensors` by name. Every parameter of this stage must be present
-  // with the same shape; names belonging to other stages are ignored.
+  // Overwrites parameters and buffers from `tensors` by name. Every parameter and buffer of this
+  // stage must be present with the same shape; names belonging to other stages are ignored.
   absl::Status Import(const std::vector<NamedTensorData>& tensors);
 
  private:
@@ -45,6 +56,9 @@ class ParameterStore {
   std::vector<Tensor> grads_;
   std::vector<std::string> names_;
   std::vector<size_t> layer_offsets_;  // values_[layer_offsets_[l] .. layer_offsets_[l + 1])
+  std::vector<Tensor> buffers_;
+  std::vector<std::string> buffer_names_;
+  std::vector<size_t> buffer_offsets_;  // buffers_[buffer_offsets_[l] .. buffer_offsets_[l + 1])
 };
 
 }  // namespace gpipe

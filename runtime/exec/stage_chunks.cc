@@ -9,7 +9,8 @@ namespace gpipe {
 
 absl::StatusOr<StageChunks> StageChunks::Create(Device& device, const pb::Plan& plan,
                                                 const std::vector<ChunkSpec>& specs,
-                                                const LayerRegistry& registry) {
+                                                const LayerRegistry& registry,
+                                                std::span<const pb::TieGroup> ties) {
   if (specs.empty()) return absl::InvalidArgumentError("a stage needs at least one chunk");
   StageChunks chunks;
   for (size_t c = 0; c < specs.size(); ++c) {
@@ -19,7 +20,7 @@ absl::StatusOr<StageChunks> StageChunks::Create(Device& device, const pb::Plan& 
     if (!model.ok()) return WithContext(model.status(), absl::StrCat("chunk ", c));
     chunks.models_.push_back(std::make_unique<StageModel>(*std::move(model)));
     ASSIGN_OR_RETURN(ParameterStore store, ParameterStore::Create(device, *chunks.models_.back(),
-                                                                  plan.training().seed()));
+                                                                  plan.training().seed(), ties));
     chunks.parameters_.push_back(std::make_unique<ParameterStore>(std::move(store)));
     ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
                      CreateOptimizer(plan.training().optimizer()));

@@ -40,9 +40,11 @@ struct ChunkRefs {
 class StageChunks {
  public:
   // One chunk per spec, in chunk order. Parameters are initialized from `training.seed`.
+  // `ties`: the model's tied parameters (see ParameterStore::Create).
   static absl::StatusOr<StageChunks> Create(Device& device, const pb::Plan& plan,
                                             const std::vector<ChunkSpec>& specs,
-                                            const LayerRegistry& registry);
+                                            const LayerRegistry& registry,
+                                            std::span<const pb::TieGroup> ties = {});
   // The specs of stage `stage`'s chunks from the resolved stage table (one entry per model
   // part, part j running on stage j % stages as chunk j / stages).
   static std::vector<ChunkSpec> SpecsForStage(const std::vector<pb::StageSpec>& parts, int stage,

@@ -8,6 +8,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/micro_batch_plan.h"
 #include "runtime/schedule/topology.h"
@@ -123,9 +124,12 @@ class StageExecutor::Step {
   const StageModel& ModelOf(int chunk) const { return *res_.chunks[chunk].model; }
   ParameterStore& ParametersOf(int chunk) const { return *res_.chunks[chunk].parameters; }
 
-  LayerContext ContextFor(int chunk, int micro_batch, int local_layer) const {
+  // `replay`: a re-materialized forward, which must not update layer buffers a second time.
+  LayerContext ContextFor(int chunk, int micro_batch, int local_layer, bool replay = false) const {
     const StageModel& model = ModelOf(chunk);
     LayerContext ctx{.device = res_.device};
+    ctx.buffers = ParametersOf(chunk).buffers_of(local_layer);
+    ctx.update_buffers = !replay;
     ctx.training = !plan_.forward_only();
     ctx.seed = config_.seed;
     ctx.step = command_.step();
@@ -305,15 +309,15 @@ class StageExecutor::Step {
   // ---- compute ----------------------------------------------------------------------------
 
   // Runs the stage's layers on `input`; fills `saved` (one entry per layer) and returns the
-  // stage output.
+  // stage output. `replay` re-materializes a micro-batch already forwarded (see ContextFor).
   absl::StatusOr<Tensor> RunLayers(int chunk, int m, const Tensor& input,
-                                   std::vector<SavedTensors>& saved) {
+                                   std::vector<SavedTensors>& saved, bool replay) {
     const StageModel& model = ModelOf(chunk);
     saved.assign(model.num_layers(), SavedTensors{});
     Tensor x = input;
     for (int l = 0; l < model.num_layers(); ++l) {
-      auto y = model.layer(l).Forward(ContextFor(chunk, m, l), ParametersOf(chunk).values_of(l), x,
-                                      saved[l]);
+      auto y = model.layer(l).Forward(ContextFor(chunk, m, l, replay),
+                                      ParametersOf(chunk).values_of(l), x, saved[l]);
       if (!y.ok()) {
         return WithContext(y.status(), absl::StrCat("layer '", model.layer(l).name(), "'"));
       }
@@ -326,8 +330,9 @@ class StageExecutor::Step {
   }
 
   // The stage input and the saved tensors backward needs, recomputing the forward first when
-  // re-materialization dropped them (dropout masks are keyed by step, layer and sample, so the
-  // replay is exact).
+  // re-materialization dropped them (dropout masks are keyed by step, layer and sample, and batch
+  // norm recomputes the same micro-batch statistics without touching its running statistics, so
+  // the replay is exact).
   absl::Status PrepareBackward(int chunk, int m, MicroBatch& mb) {
     if (!mb.forwarded || !mb.input.defined()) {
       return absl::FailedPreconditionError("backward before Forward");
@@ -336,7 +341,9 @@ class StageExecutor::Step {
     if (!mb.output_grad.defined()) {
       return absl::FailedPreconditionError("the gradient of the stage output has not arrived");
     }
-    if (mb.saved.empty()) RETURN_IF_ERROR(RunLayers(chunk, m, mb.input, mb.saved).status());
+    if (mb.saved.empty()) {
+      RETURN_IF_ERROR(RunLayers(chunk, m, mb.input, mb.saved, /*replay=*/true).status());
+    }
     return absl::OkStatus();
   }
 
@@ -427,9 +434,16 @@ class StageExecutor::Step {
     if (!mb.input.defined()) {
       return absl::FailedPreconditionError("the micro-batch's input has not arrived");
     }
-    ASSIGN_OR_RETURN(Tensor output, RunLayers(op.chunk, op.micro_batch, mb.input, mb.saved));
+    ASSIGN_OR_RETURN(Tensor output,
+                     RunLayers(op.chunk, op.micro_batch, mb.input, mb.saved, /*replay=*/false));
     mb.forwarded = true;
-    if (topology_.IsLast(At(op.chunk))) {
+    if (topology_.IsLast(At(op.chunk)) && plan_.forward_only()) {
+      if (!mb.targets.defined()) {
+        return absl::FailedPreconditionError("the micro-batch's targets were not loaded");
+      }
+      RETURN_IF_ERROR(Evaluate(op.chunk, op.micro_batch, output, mb.targets));
+      mb.targets = Tensor();
+    } else if (topology_.IsLast(At(op.chunk))) {
       if (!mb.targets.defined()) {
         return absl::FailedPreconditionError("the micro-batch's targets were not loaded");
       }
@@ -438,10 +452,8 @@ class StageExecutor::Step {
       if (!std::isfinite(loss.loss)) non_finite_ = true;
       loss_sum_ += loss.loss;
       if (loss.correct >= 0) correct_ = (correct_ < 0 ? 0 : correct_) + loss.correct;
-      if (!plan_.forward_only()) {
-        loss.grad.Retag(MemoryKind::kBoundaryGrad);
-        mb.output_grad = std::move(loss.grad);
-      }
+      loss.grad.Retag(MemoryKind::kBoundaryGrad);
+      mb.output_grad = std::move(loss.grad);
       mb.targets = Tensor();
     } else {
       mb.output = std::move(output);
@@ -454,6 +466,34 @@ class StageExecutor::Step {
     }
     busy_ += absl::Now() - begin;
     ReleaseIfDone(op);
+    return absl::OkStatus();
+  }
+
+  // Evaluation of one micro-batch's output: the loss and correct predictions of its real samples
+  // (the padding that fills the held-out split's last batch, index -1, comes last and counts
+  // nowhere), summed per sample rather than scaled to a mini-batch mean.
+  absl::Status Evaluate(int chunk, int m, const Tensor& output, const Tensor& targets) {
+    const auto indices = IndicesOf(m);
+    int64_t real = 0;
+    while (real < static_cast<int64_t>(indices.size()) && indices[real] != -1) ++real;
+    for (size_t i = real; i < indices.size(); ++i) {
+      if (indices[i] != -1) {
+        return absl::InvalidArgumentError("evaluation padding (-1) must come last in the batch");
+      }
+    }
+    if (real == 0) return absl::OkStatus();
+    ASSIGN_OR_RETURN(const Tensor real_output, output.SliceRows(0, real));
+    ASSIGN_OR_RETURN(const Tensor real_targets, targets.SliceRows(0, real));
+    ASSIGN_OR_RETURN(LossResult loss,
+                     ModelOf(chunk).loss()->Compute(res_.device, real_output, real_targets,
+                                                    /*global_batch=*/1));
+    if (!std::isfinite(loss.loss)) non_finite_ = true;
+    eval_loss_sum_ += loss.loss;
+    eval_samples_ += real;
+    if (loss.correct >= 0) {  // classification: one prediction per target id
+      correct_ = (correct_ < 0 ? 0 : correct_) + loss.correct;
+      eval_predictions_ += real_targets.num_elements();
+    }
     return absl::OkStatus();
   }
 
@@ -565,6 +605,7 @@ class StageExecutor::Step {
       return absl::FailedPreconditionError("a forward-only program cannot update parameters");
     }
     RETURN_IF_ERROR(FinishStep());
+    RETURN_IF_ERROR(SumTiedGradients());
     for (const ChunkRefs& chunk : res_.chunks) {
       if (!chunk.parameters->GradsFinite()) non_finite_ = true;
     }
@@ -576,6 +617,43 @@ class StageExecutor::Step {
                                               chunk.parameters->grads()));
       }
       chunk.parameters->ZeroGrads();
+    }
+    return absl::OkStatus();
+  }
+
+  // For each tie group with a member here: the members' gradients summed in member order, then
+  // over the group's ranks, and the sum given to every member, so the identical updates keep
+  // tied parameters equal. With two members a + b == b + a exactly: one stage or two agree.
+  absl::Status SumTiedGradients() {
+    for (const pb::TieGroup& tie : config_.ties) {
+      std::vector<Tensor> members;
+      for (const std::string& name : tie.parameters()) {
+        for (const ChunkRefs& chunk : res_.chunks) {
+          const std::vector<std::string>& names = chunk.parameters->names();
+          for (size_t i = 0; i < names.size(); ++i) {
+            if (names[i] == name) members.push_back(chunk.parameters->grads()[i]);
+          }
+        }
+      }
+      if (members.empty()) continue;
+      const absl::Time begin = absl::Now();
+      Tensor sum = members.front();
+      for (size_t i = 1; i < members.size(); ++i) {
+        float* out = sum.f32();
+        const float* g = members[i].f32();
+        for (int64_t e = 0; e < sum.num_elements(); ++e) out[e] += g[e];
+      }
+      if (tie.ranks_size() > 1) {
+        const std::vector<int> ranks(tie.ranks().begin(), tie.ranks().end());
+        std::vector<Tensor> reduced = {sum};
+        RETURN_IF_ERROR(WithContext(res_.channel.AllReduceSum(reduced, ranks, Deadline()),
+                                    absl::StrCat("summing the gradients of tied parameters ",
+                                                 absl::StrJoin(tie.parameters(), ", "))));
+      }
+      for (size_t i = 1; i < members.size(); ++i) {
+        std::copy_n(sum.f32(), sum.num_elements(), members[i].f32());
+      }
+      busy_ += absl::Now() - begin;
     }
     return absl::OkStatus();
   }
@@ -610,6 +688,11 @@ class StageExecutor::Step {
     if (IsLastStage()) {
       report_.set_loss(loss_sum_);
       if (correct_ >= 0) report_.set_correct(correct_);
+      if (plan_.forward_only()) {
+        report_.set_eval_loss_sum(eval_loss_sum_);
+        report_.set_eval_samples(eval_samples_);
+        report_.set_eval_predictions(eval_predictions_);
+      }
     }
     report_.set_non_finite(non_finite_);
     report_.set_step_ms(Milliseconds(absl::Now() - start_));
@@ -649,6 +732,9 @@ class StageExecutor::Step {
   absl::Duration busy_;
   double loss_sum_ = 0.0;
   int64_t correct_ = -1;
+  double eval_loss_sum_ = 0.0;  // forward-only programs (see Evaluate)
+  int64_t eval_samples_ = 0;
+  int64_t eval_predictions_ = 0;
   bool non_finite_ = false;
   pb::StepReport report_;
 };

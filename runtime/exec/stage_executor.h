@@ -54,6 +54,9 @@ struct ExecutorConfig {
   absl::Duration wait_timeout = absl::Seconds(300);
   // Receives posted ahead of the instruction that consumes them.
   int recv_lookahead = kDefaultRecvLookahead;
+  // Tied parameters: before each update the gradients of every group this rank holds a member
+  // of are summed over its members, here and between the group's ranks.
+  std::vector<pb::TieGroup> ties;
 };
 
 // What the executor works with; all references must outlive it.

@@ -11,6 +11,7 @@
 #include "proto/control.pb.h"
 #include "proto/plan.pb.h"
 #include "runtime/core/dtype.h"
+#include "layers/layer.h"
 #include "runtime/core/shape.h"
 
 namespace gpipe {
@@ -24,6 +25,20 @@ struct LayerInfo {
   double flops_per_sample = 0;  // forward + backward = 3x forward
   // Whether its backward splits into input- and weight-gradient halves (Layer::SplitsBackward).
   bool splits_backward = false;
+  // Its parameters in order: full names ("fc1.weight") and how they start out.
+  std::vector<std::string> parameter_names;
+  std::vector<ParamSpec> parameter_specs;
+};
+
+// One model.ties entry, resolved: every member's layer and parameter index, and the member
+// whose initialization all of them take (the first).
+struct TieInfo {
+  struct Member {
+    std::string name;
+    int layer = 0;      // index in model.layers
+    int parameter = 0;  // index in that layer's parameter_specs()
+  };
+  std::vector<Member> members;
 };
 
 // One part of the partition. Without interleaving part s is stage s. Under INTERLEAVED_1F1B the
@@ -58,6 +73,8 @@ struct AnalyzedPlan {
   DType target_dtype = DType::kF32;
   // The output's last dimension for softmax_cross_entropy, else 0.
   int64_t num_classes = 0;
+  // model.ties, resolved.
+  std::vector<TieInfo> ties;
 };
 
 // The stages as the control plane carries them (control.proto's StageSpec).

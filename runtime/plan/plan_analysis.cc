@@ -84,6 +84,7 @@ absl::StatusOr<AnalyzedPlan> AnalyzePlan(const LoadedPlan& loaded, const LayerRe
   analyzed.target_shape = std::move(shapes.target_shape);
   analyzed.target_dtype = shapes.target_dtype;
   analyzed.num_classes = shapes.num_classes;
+  analyzed.ties = shapes.ties;
   analyzed.plan = plan;
   MakeDefaultsExplicit(&analyzed.plan);
   ResolveDataPaths(loaded.directory, &analyzed.plan);

@@ -78,10 +78,35 @@ std::string ResolvePlanPath(const std::string& directory, const std::string& pat
 }
 
 void ResolveDataPaths(const std::string& directory, pb::Plan* plan) {
-  if (!plan->has_data() || !plan->data().has_npy()) return;
-  pb::Npy* npy = plan->mutable_data()->mutable_npy();
-  if (npy->has_inputs()) npy->set_inputs(ResolvePlanPath(directory, npy->inputs()));
-  if (npy->has_targets()) npy->set_targets(ResolvePlanPath(directory, npy->targets()));
+  if (!plan->has_data()) return;
+  pb::Data* data = plan->mutable_data();
+  const auto resolve = [&directory](std::string* path) {
+    *path = ResolvePlanPath(directory, *path);
+  };
+  switch (data->source_case()) {
+    case pb::Data::kNpy: {
+      pb::Npy* npy = data->mutable_npy();
+      if (npy->has_inputs()) resolve(npy->mutable_inputs());
+      if (npy->has_targets()) resolve(npy->mutable_targets());
+      if (npy->has_eval_inputs()) resolve(npy->mutable_eval_inputs());
+      if (npy->has_eval_targets()) resolve(npy->mutable_eval_targets());
+      break;
+    }
+    case pb::Data::kIdx: {
+      pb::Idx* idx = data->mutable_idx();
+      if (idx->has_train_images()) resolve(idx->mutable_train_images());
+      if (idx->has_train_labels()) resolve(idx->mutable_train_labels());
+      if (idx->has_test_images()) resolve(idx->mutable_test_images());
+      if (idx->has_test_labels()) resolve(idx->mutable_test_labels());
+      break;
+    }
+    case pb::Data::kText:
+      for (std::string& path : *data->mutable_text()->mutable_paths()) resolve(&path);
+      break;
+    case pb::Data::kSynthetic:
+    case pb::Data::SOURCE_NOT_SET:
+      break;
+  }
 }
 
 }  // namespace gpipe

@@ -19,7 +19,8 @@ void MakeDefaultsExplicit(pb::Plan* plan);
 // `path` when absolute, else `directory`/`path`, lexically normalized ("./a/../b" -> "b").
 std::string ResolvePlanPath(const std::string& directory, const std::string& path);
 
-// Rewrites data.npy.inputs and data.npy.targets with ResolvePlanPath.
+// Rewrites every data file path (npy inputs, targets and eval files; idx train and test files;
+// text paths) with ResolvePlanPath.
 void ResolveDataPaths(const std::string& directory, pb::Plan* plan);
 
 }  // namespace gpipe

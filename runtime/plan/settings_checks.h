@@ -15,7 +15,8 @@ namespace gpipe {
 
 void CheckPipeline(const pb::Plan& plan, PlanErrors& errors);
 void CheckTraining(const pb::Plan& plan, PlanErrors& errors);
-// `directory`: where relative data paths resolve (the plan file's directory).
+// `directory`: where relative data paths resolve (the plan file's directory). Also checks that
+// model.input's type and shape fit the data source (token ids come only from data.text).
 void CheckData(const pb::Plan& plan, const std::string& directory, PlanErrors& errors);
 void CheckRuntime(const pb::Plan& plan, PlanErrors& errors);
 

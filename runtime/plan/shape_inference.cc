@@ -126,6 +126,10 @@ LayerInfo Describe(const Layer& layer, const std::string& kind) {
   }
   info.flops_per_sample = 3.0 * layer.ForwardFlopsPerSample();
   info.splits_backward = layer.SplitsBackward();
+  for (const ParamSpec& spec : layer.parameter_specs()) {
+    info.parameter_names.push_back(absl::StrCat(layer.name(), ".", spec.name));
+    info.parameter_specs.push_back(spec);
+  }
   return info;
 }
 
@@ -133,6 +137,9 @@ LayerInfo Describe(const Layer& layer, const std::string& kind) {
 void InferLayers(const pb::Model& model, const Shape& input, const LayerRegistry& registry,
                  ModelShapes& shapes, PlanErrors& errors) {
   Shape current = input;
+  // Only the model input may hold ids (int64); every layer outputs f32.
+  DType current_dtype =
+      model.input().type() == pb::INT64 ? DType::kI64 : DType::kF32;
   for (int i = 0; i < model.layers_size(); ++i) {
     const pb::Layer& spec = model.layers(i);
     const std::string kind = LayerRegistry::KindOf(spec);
@@ -155,6 +162,18 @@ void InferLayers(const pb::Model& model, const Shape& input, const LayerRegistry
                                             "error"));
       return;
     }
+    if ((*layer)->input_dtype() != current_dtype) {
+      errors.Add(LayerPath(i),
+                 absl::StrCat(context, "takes ", DTypeName((*layer)->input_dtype()),
+                              " input but gets ", DTypeName(current_dtype),
+                              current_dtype == DType::kI64
+                                  ? "; start a model whose input { type: INT64 } holds token ids "
+                                    "with an embedding layer"
+                                  : (i == 0 ? "; set model.input { type: INT64 } for token ids"
+                                            : "; a layer taking ids must be the model's first")));
+      return;
+    }
+    current_dtype = DType::kF32;
     if (const std::string problem = SizeProblem(**layer); !problem.empty()) {
       errors.Add(LayerPath(i), absl::StrCat(context, problem, "; check its configuration"));
       return;
@@ -179,10 +198,11 @@ void CheckLoss(const pb::Model& model, ModelShapes& shapes, PlanErrors& errors) 
   if (!shapes.complete || shapes.layers.empty()) return;  // the output shape is unknown
   const LayerInfo& last = shapes.layers.back();
   const Shape& output = last.output_shape;
-  if (model.loss().has_softmax_cross_entropy() && (output.rank() != 1 || output.last() < 2)) {
+  if (model.loss().has_softmax_cross_entropy() && (output.rank() < 1 || output.last() < 2)) {
     errors.Add("model.loss",
                absl::StrCat("softmax_cross_entropy needs the model output to be [num_classes] "
-                            "with num_classes >= 2, but the last layer '",
+                            "or [positions..., num_classes] with num_classes >= 2, but the last "
+                            "layer '",
                             last.name, "' outputs ", output.ToString(),
                             "; make the last layer output one score per class"));
     return;
@@ -203,6 +223,67 @@ void CheckLoss(const pb::Model& model, ModelShapes& shapes, PlanErrors& errors) 
   shapes.target_shape = (*loss)->target_shape(output);
   shapes.target_dtype = (*loss)->target_dtype();
   shapes.num_classes = model.loss().has_softmax_cross_entropy() ? output.last() : 0;
+}
+
+// Resolves model.ties against the built layers: every name an existing parameter, each tie of
+// two or more parameters of one shape, no parameter in two ties.
+void ResolveTies(const pb::Model& model, ModelShapes& shapes, PlanErrors& errors) {
+  if (model.ties_size() == 0 || !shapes.complete) return;
+  absl::flat_hash_map<std::string, TieInfo::Member> by_name;
+  for (int l = 0; l < static_cast<int>(shapes.layers.size()); ++l) {
+    const LayerInfo& layer = shapes.layers[l];
+    for (int p = 0; p < static_cast<int>(layer.parameter_names.size()); ++p) {
+      by_name[layer.parameter_names[p]] = {layer.parameter_names[p], l, p};
+    }
+  }
+  absl::flat_hash_map<std::string, int> tied_in;
+  for (int t = 0; t < model.ties_size(); ++t) {
+    const pb::Tie& tie = model.ties(t);
+    const std::string path = absl::StrCat("model.ties[", t, "]");
+    if (tie.parameters_size() < 2) {
+      errors.Add(path + ".parameters",
+                 "needs at least two parameter names, e.g. parameters: [\"embed.weight\", "
+                 "\"head.weight\"]");
+      continue;
+    }
+    TieInfo info;
+    bool valid = true;
+    for (int i = 0; i < tie.parameters_size(); ++i) {
+      const std::string field = absl::StrCat(path, ".parameters[", i, "]");
+      const std::string& name = tie.parameters(i);
+      auto it = by_name.find(name);
+      if (it == by_name.end()) {
+        errors.Add(field, absl::StrCat("'", name,
+                                       "' is not a parameter of the model; names are "
+                                       "<layer>.<parameter>, e.g. 'embed.weight'"));
+        valid = false;
+        continue;
+      }
+      if (auto [seen, inserted] = tied_in.emplace(name, t); !inserted) {
+        errors.Add(field, absl::StrCat("'", name, "' is already tied in model.ties[", seen->second,
+                                       "]; put all of its partners in one tie"));
+        valid = false;
+        continue;
+      }
+      info.members.push_back(it->second);
+    }
+    if (!valid) continue;
+    const auto shape_of = [&shapes](const TieInfo::Member& m) {
+      return shapes.layers[m.layer].parameter_specs[m.parameter].shape;
+    };
+    for (size_t i = 1; i < info.members.size(); ++i) {
+      if (shape_of(info.members[i]) != shape_of(info.members[0])) {
+        errors.Add(absl::StrCat(path, ".parameters[", i, "]"),
+                   absl::StrCat("'", info.members[i].name, "' has shape ",
+                                shape_of(info.members[i]).ToString(), " but '",
+                                info.members[0].name, "' has ",
+                                shape_of(info.members[0]).ToString(),
+                                "; tied parameters must have the same shape"));
+        valid = false;
+      }
+    }
+    if (valid) shapes.ties.push_back(std::move(info));
+  }
 }
 
 }  // namespace
@@ -228,6 +309,7 @@ ModelShapes InferModelShapes(const pb::Plan& plan, const LayerRegistry& registry
     InferLayers(model, *input, registry, shapes, errors);
   }
   CheckLoss(model, shapes, errors);
+  ResolveTies(model, shapes, errors);
   return shapes;
 }
 

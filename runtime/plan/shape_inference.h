@@ -20,6 +20,7 @@ struct ModelShapes {
   Shape target_shape;
   DType target_dtype = DType::kF32;
   int64_t num_classes = 0;
+  std::vector<TieInfo> ties;  // model.ties, resolved (when `complete`)
 };
 
 // Reports every model problem into `errors`. Inference stops at the first layer that cannot be

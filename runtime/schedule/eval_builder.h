@@ -1,11 +1,14 @@
 // Forward-only evaluation (EVAL): GPipe's forward half (Huang et al. 2019) and nothing else.
-// Stage s of K:
-//   for m = 0..M-1:  [LoadMicroBatch(m) if first] [RecvActivation(m) if not first]
-//                    [LoadMicroBatch(m) if last and not first: the targets, for the loss]
-//                    Forward(m) [SendActivation(m) if not last]
+// Stage s of K, with v chunks per stage (the model parts of an INTERLEAVED_1F1B training
+// program, chunk c of stage s being part c*K+s; v = 1 otherwise):
+//   for c = 0..v-1, m = 0..M-1:
+//                    [LoadMicroBatch(m) if first part] [RecvActivation(m) if not first part]
+//                    [LoadMicroBatch(m) if last part and not first: the targets, for the loss]
+//                    Forward(m) [SendActivation(m) if not last part]
 //   ReportEval
 // No activations are kept for a backward, so the fill-drain order costs no memory; its bubble
-// is (K-1)/(M+K-1) with equal stages. Pure functions of (K, M); callers validate K, M >= 1.
+// is (K-1)/(M+K-1) with equal stages and one chunk. Pure functions of (K, M, v); callers
+// validate K, M, v >= 1.
 #ifndef GPIPE_RUNTIME_SCHEDULE_EVAL_BUILDER_H_
 #define GPIPE_RUNTIME_SCHEDULE_EVAL_BUILDER_H_
 
@@ -14,10 +17,10 @@
 
 namespace gpipe::schedule {
 
-StageProgram BuildEvalStageProgram(int stage, int stages, int micro_batches);
+StageProgram BuildEvalStageProgram(int stage, int stages, int micro_batches, int chunks = 1);
 
-// All stages' programs, kind EVAL, one chunk.
-Program BuildEvalProgram(int stages, int micro_batches);
+// All stages' programs, kind EVAL.
+Program BuildEvalProgram(int stages, int micro_batches, int chunks = 1);
 
 }  // namespace gpipe::schedule
 

@@ -118,7 +118,7 @@ absl::StatusOr<Program> BuildProgram(pb::Schedule kind, int stages, int micro_ba
     case pb::ZERO_BUBBLE_H2:
       return BuildZeroBubbleProgram(ZeroBubbleVariant::kH2, stages, micro_batches);
     case pb::EVAL:
-      return BuildEvalProgram(stages, micro_batches);
+      return BuildEvalProgram(stages, micro_batches, virtual_stages);
   }
   return absl::InvalidArgumentError(
       absl::StrCat("pipeline.schedule ", static_cast<int>(kind),

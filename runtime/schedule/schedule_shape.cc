@@ -88,11 +88,12 @@ absl::Status CheckScheduleShape(pb::Schedule kind, int stages, int micro_batches
     case pb::INTERLEAVED_1F1B:
       RETURN_IF_ERROR(CheckInterleaved(stages, micro_batches, virtual_stages));
       return CheckSize(stages, micro_batches, virtual_stages);
+    case pb::EVAL:  // any chunk count: it evaluates whatever parts the training program runs
+      return CheckSize(stages, micro_batches, virtual_stages);
     case pb::GPIPE:
     case pb::ONE_F_ONE_B:
     case pb::ZERO_BUBBLE_H1:
     case pb::ZERO_BUBBLE_H2:
-    case pb::EVAL:
       if (virtual_stages != 1) {
         return absl::InvalidArgumentError(absl::StrCat(
             "pipeline.virtual_stages is ", virtual_stages, " but pipeline.schedule ", NameOf(kind),

@@ -1,6 +1,7 @@
-// Dataset: indexed samples (inputs and targets) for training; BatchSampler: which samples
-// each step uses. Both are deterministic functions of the plan and seed, so every rank that
-// needs data (the first stage: inputs; the last stage: targets) computes the same thing.
+// Dataset: indexed samples (inputs and targets) of one split (training or held-out evaluation);
+// BatchSampler: which samples each step uses. Both are deterministic functions of the plan and
+// seed, so every rank that needs data (the first stage: inputs; the last stage: targets) computes
+// the same thing.
 #ifndef GPIPE_RUNTIME_TRAIN_DATASET_H_
 #define GPIPE_RUNTIME_TRAIN_DATASET_H_
 
@@ -18,6 +19,10 @@
 
 namespace gpipe {
 
+// The sample index of padding: the tail of the last evaluation batch when the split's size is not
+// a multiple of the batch. Gathering it writes zeros.
+inline constexpr int64_t kPaddingSample = -1;
+
 class Dataset {
  public:
   virtual ~Dataset() = default;
@@ -27,15 +32,18 @@ class Dataset {
   virtual DType input_dtype() const = 0;
   virtual const Shape& target_shape() const = 0;
   virtual DType target_dtype() const = 0;
-  // Fills out[i] with sample indices[i]. `out` is [indices.size(), shape...] of the right dtype
-  // (host-accessible). OUT_OF_RANGE for an index outside [0, size()).
+  // Fills out[i] with sample indices[i], or with zeros where indices[i] is kPaddingSample. `out`
+  // is [indices.size(), shape...] of the right dtype (host-accessible). OUT_OF_RANGE for any other
+  // index outside [0, size()).
   virtual absl::Status GatherInputs(std::span<const int64_t> indices, Tensor& out) const = 0;
   virtual absl::Status GatherTargets(std::span<const int64_t> indices, Tensor& out) const = 0;
 };
 
 // What the model expects of its data (from shape inference).
 struct DataRequirements {
-  Shape input_shape;   // per-sample model input
+  Shape input_shape;  // per-sample model input
+  // model.input.type: f32 features or i64 token ids.
+  DType input_dtype = DType::kF32;
   Shape target_shape;  // per-sample target (from the loss)
   DType target_dtype = DType::kF32;
   int64_t num_classes = 0;  // > 0 for classification losses
@@ -47,11 +55,20 @@ struct DataRequirements {
   bool keep_targets = true;
 };
 
-// Opens the plan's data source. Paths in `data` must already be resolved (absolute or relative
-// to the working directory). Errors name the file and what is wrong (missing, bad header,
-// dtype or shape not matching `requirements`).
+// Which part of the data a Dataset serves: the training samples or the held-out ones.
+enum class DataSplit { kTrain, kEval };
+
+// Opens `split` of the plan's data source. Paths in `data` must already be resolved (absolute or
+// relative to the working directory). Errors name the file and what is wrong (missing, bad
+// header, dtype or shape not matching `requirements`). kEval on a source without a held-out split
+// (see HasEvalSplit) is FAILED_PRECONDITION naming the field to set.
 absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(const pb::Data& data,
-                                                     const DataRequirements& requirements);
+                                                     const DataRequirements& requirements,
+                                                     DataSplit split = DataSplit::kTrain);
+
+// Whether the source declares a held-out split: npy eval_inputs / eval_targets, synthetic
+// eval_samples > 0, idx test_images / test_labels, text eval_fraction > 0.
+bool HasEvalSplit(const pb::Data& data);
 
 // Step s's sample indices: without shuffle, [s*B, (s+1)*B) modulo N in order; with shuffle,
 // epoch e = floor(s*B / N) visits a permutation drawn from (seed, e), continuing across

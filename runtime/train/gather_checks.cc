@@ -18,10 +18,11 @@ absl::Status CheckGather(const std::string& dataset, const char* what,
                                                    ": the output tensor must be in host memory"));
   }
   for (size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] == kPaddingSample) continue;
     if (indices[i] < 0 || indices[i] >= size) {
-      return absl::OutOfRangeError(absl::StrCat("gathering ", what, " from ", dataset,
-                                                ": sample index ", indices[i], " (position ", i,
-                                                ") is outside [0, ", size, ")"));
+      return absl::OutOfRangeError(absl::StrCat(
+          "gathering ", what, " from ", dataset, ": sample index ", indices[i], " (position ", i,
+          ") is outside [0, ", size, ") and is not the padding index ", kPaddingSample));
     }
   }
   return absl::OkStatus();

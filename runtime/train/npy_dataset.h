@@ -1,6 +1,7 @@
 // NpyDataset: samples held in host memory from a pair of .npy files, inputs float32
 // [N, input shape...] and targets int64 [N] of class ids or float32 [N, target shape...].
-// Everything is checked when the files are opened: shapes, dtypes, N, class id range.
+// Everything is checked when the files are opened: shapes, dtypes, N, class id range. The
+// held-out split is a second pair of files (eval_inputs, eval_targets) in the same formats.
 #ifndef GPIPE_RUNTIME_TRAIN_NPY_DATASET_H_
 #define GPIPE_RUNTIME_TRAIN_NPY_DATASET_H_
 
@@ -18,9 +19,12 @@ namespace gpipe {
 
 class NpyDataset final : public Dataset {
  public:
-  // `spec`'s paths must be resolved already. Errors name the file and the shapes involved.
+  // Opens `split`'s pair of files; `spec`'s paths must be resolved already. Errors name the
+  // field or file and the shapes involved. kEval without eval files is FAILED_PRECONDITION; one
+  // eval file without the other is INVALID_ARGUMENT.
   static absl::StatusOr<std::unique_ptr<NpyDataset>> Open(const pb::Npy& spec,
-                                                          const DataRequirements& requirements);
+                                                          const DataRequirements& requirements,
+                                                          DataSplit split = DataSplit::kTrain);
 
   int64_t size() const override { return size_; }
   const Shape& input_shape() const override { return input_shape_; }

@@ -3,7 +3,6 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/core/rng.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/train/gather_checks.h"
 
@@ -17,17 +16,36 @@ constexpr uint64_t kLabelTag = 0x53594E4C4142454Cull;        // "SYNLABEL"
 constexpr uint64_t kInputTag = 0x53594E494E505554ull;        // "SYNINPUT"
 constexpr uint64_t kTeacherTag = 0x53594E5445414348ull;      // "SYNTEACH"
 constexpr uint64_t kTargetNoiseTag = 0x53594E4E4F495345ull;  // "SYNNOISE"
+// Added to the key of the evaluation split's sample streams (not to the centers or the teacher).
+constexpr uint64_t kEvalSplitTag = 0x53594E4556414C31ull;  // "SYNEVAL1"
 
 constexpr double kTeacherBiasScale = 0.5;
-constexpr char kName[] = "synthetic data";
+// How gather errors name the data set.
+const char* Name(DataSplit split) {
+  return split == DataSplit::kTrain ? "synthetic data" : "synthetic data (held-out split)";
+}
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SyntheticDataset>> SyntheticDataset::Create(
-    const pb::Synthetic& spec, const DataRequirements& requirements) {
+    const pb::Synthetic& spec, const DataRequirements& requirements, DataSplit split) {
   if (spec.num_samples() < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("data.synthetic.num_samples must be >= 1, got ", spec.num_samples()));
+  }
+  if (spec.eval_samples() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("data.synthetic.eval_samples must be >= 0, got ", spec.eval_samples()));
+  }
+  if (split == DataSplit::kEval && spec.eval_samples() == 0) {
+    return absl::FailedPreconditionError(
+        "data.synthetic.eval_samples is 0, so there is no held-out split to evaluate on; set it "
+        "to the number of held-out samples (>= 1)");
+  }
+  if (requirements.input_dtype != DType::kF32) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "data.synthetic makes f32 inputs but the model takes ", DTypeName(requirements.input_dtype),
+        " inputs (model.input.type); token ids come from data.text"));
   }
   if (!(spec.noise() >= 0) || !std::isfinite(spec.noise())) {
     return absl::InvalidArgumentError(
@@ -52,12 +70,14 @@ absl::StatusOr<std::unique_ptr<SyntheticDataset>> SyntheticDataset::Create(
                      DTypeName(requirements.target_dtype), requirements.target_shape.ToString(),
                      " targets (for class ids the loss must report num_classes)"));
   }
-  return std::unique_ptr<SyntheticDataset>(new SyntheticDataset(spec, requirements));
+  return std::unique_ptr<SyntheticDataset>(new SyntheticDataset(spec, requirements, split));
 }
 
-SyntheticDataset::SyntheticDataset(const pb::Synthetic& spec, const DataRequirements& requirements)
+SyntheticDataset::SyntheticDataset(const pb::Synthetic& spec, const DataRequirements& requirements,
+                                   DataSplit split)
     : seed_(requirements.seed),
-      num_samples_(spec.num_samples()),
+      split_(split),
+      num_samples_(split == DataSplit::kEval ? spec.eval_samples() : spec.num_samples()),
       noise_(spec.noise()),
       num_classes_(requirements.num_classes),
       input_shape_(requirements.input_shape),
@@ -84,9 +104,18 @@ SyntheticDataset::SyntheticDataset(const pb::Synthetic& spec, const DataRequirem
   }
 }
 
+RandomStream SyntheticDataset::SampleStream(uint64_t tag, int64_t index) const {
+  const uint64_t sample = static_cast<uint64_t>(index);
+  return split_ == DataSplit::kTrain ? RandomStream(seed_, {tag, sample})
+                                     : RandomStream(seed_, {tag, kEvalSplitTag, sample});
+}
+
 int64_t SyntheticDataset::ClassOf(int64_t index) const {
   GPIPE_CHECK(is_classification() && index >= 0 && index < num_samples_) << index;
-  const uint64_t hash = MixKey({seed_, kLabelTag, static_cast<uint64_t>(index)});
+  const uint64_t sample = static_cast<uint64_t>(index);
+  const uint64_t hash = split_ == DataSplit::kTrain
+                            ? MixKey({seed_, kLabelTag, sample})
+                            : MixKey({seed_, kLabelTag, kEvalSplitTag, sample});
   return static_cast<int64_t>(hash % static_cast<uint64_t>(num_classes_));
 }
 
@@ -99,7 +128,7 @@ std::vector<float> SyntheticDataset::ClassCenter(int64_t c) const {
 }
 
 void SyntheticDataset::FillInput(int64_t index, std::span<float> out) const {
-  RandomStream stream(seed_, {kInputTag, static_cast<uint64_t>(index)});
+  RandomStream stream = SampleStream(kInputTag, index);
   if (is_classification()) {
     const int64_t c = ClassOf(index);
     std::vector<float> regenerated;
@@ -122,7 +151,7 @@ void SyntheticDataset::FillRegressionTarget(int64_t index, std::span<float> out)
   const int64_t features = input_shape_.num_elements();
   std::vector<float> x(features);
   FillInput(index, x);
-  RandomStream noise_stream(seed_, {kTargetNoiseTag, static_cast<uint64_t>(index)});
+  RandomStream noise_stream = SampleStream(kTargetNoiseTag, index);
   for (size_t t = 0; t < out.size(); ++t) {
     double pre_activation = teacher_bias_[t];
     const double* w = &teacher_weight_[t * features];
@@ -132,29 +161,27 @@ void SyntheticDataset::FillRegressionTarget(int64_t index, std::span<float> out)
 }
 
 absl::Status SyntheticDataset::GatherInputs(std::span<const int64_t> indices, Tensor& out) const {
-  RETURN_IF_ERROR(dataset_internal::CheckGather(kName, "inputs", indices, num_samples_,
+  RETURN_IF_ERROR(dataset_internal::CheckGather(Name(split_), "inputs", indices, num_samples_,
                                                 input_shape_, DType::kF32, out));
   const int64_t features = input_shape_.num_elements();
-  float* data = out.f32();
-  for (size_t i = 0; i < indices.size(); ++i) {
-    FillInput(indices[i], std::span<float>(data + i * features, features));
-  }
+  dataset_internal::GatherRows(indices, features, out.f32(), [&](int64_t index, float* row) {
+    FillInput(index, std::span<float>(row, features));
+  });
   return absl::OkStatus();
 }
 
 absl::Status SyntheticDataset::GatherTargets(std::span<const int64_t> indices, Tensor& out) const {
-  RETURN_IF_ERROR(dataset_internal::CheckGather(kName, "targets", indices, num_samples_,
+  RETURN_IF_ERROR(dataset_internal::CheckGather(Name(split_), "targets", indices, num_samples_,
                                                 target_shape_, target_dtype_, out));
   if (is_classification()) {
-    int64_t* classes = out.data<int64_t>();
-    for (size_t i = 0; i < indices.size(); ++i) classes[i] = ClassOf(indices[i]);
+    dataset_internal::GatherRows(indices, 1, out.data<int64_t>(),
+                                 [&](int64_t index, int64_t* row) { *row = ClassOf(index); });
     return absl::OkStatus();
   }
   const int64_t outputs = target_shape_.num_elements();
-  float* data = out.f32();
-  for (size_t i = 0; i < indices.size(); ++i) {
-    FillRegressionTarget(indices[i], std::span<float>(data + i * outputs, outputs));
-  }
+  dataset_internal::GatherRows(indices, outputs, out.f32(), [&](int64_t index, float* row) {
+    FillRegressionTarget(index, std::span<float>(row, outputs));
+  });
   return absl::OkStatus();
 }
 

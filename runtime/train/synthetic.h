@@ -5,6 +5,9 @@
 //     class comes from a hash of (seed, i); its input is center + noise * N(0, 1).
 //   regression (num_classes == 0): inputs x ~ N(0, 1); targets tanh(W x + b) + noise * N(0, 1)
 //     from a fixed random teacher (W ~ N(0, 1/D) of [T, D], b ~ N(0, 0.25)) keyed by the seed.
+// The evaluation split (eval_samples samples) shares the class centers and the teacher; its
+// samples' streams (class, input, target noise) add kEvalSplitTag to their key, so they are
+// draws distinct from the training samples of the same index.
 #ifndef GPIPE_RUNTIME_TRAIN_SYNTHETIC_H_
 #define GPIPE_RUNTIME_TRAIN_SYNTHETIC_H_
 
@@ -15,17 +18,20 @@
 
 #include "absl/status/statusor.h"
 #include "proto/plan.pb.h"
+#include "runtime/core/rng.h"
 #include "runtime/train/dataset.h"
 
 namespace gpipe {
 
 class SyntheticDataset final : public Dataset {
  public:
-  // INVALID_ARGUMENT naming the field for num_samples < 1 or a negative noise, and when the
-  // requirements ask for targets it cannot make (classification needs one int64 class id per
-  // sample; regression needs f32 targets).
+  // INVALID_ARGUMENT naming the field for num_samples < 1 (eval_samples < 0 for kEval) or a
+  // negative noise, and when the requirements ask for data it cannot make (f32 inputs only;
+  // classification needs one int64 class id per sample; regression needs f32 targets).
+  // FAILED_PRECONDITION for kEval with eval_samples 0.
   static absl::StatusOr<std::unique_ptr<SyntheticDataset>> Create(
-      const pb::Synthetic& spec, const DataRequirements& requirements);
+      const pb::Synthetic& spec, const DataRequirements& requirements,
+      DataSplit split = DataSplit::kTrain);
 
   int64_t size() const override { return num_samples_; }
   const Shape& input_shape() const override { return input_shape_; }
@@ -42,12 +48,16 @@ class SyntheticDataset final : public Dataset {
   std::vector<float> ClassCenter(int64_t c) const;
 
  private:
-  SyntheticDataset(const pb::Synthetic& spec, const DataRequirements& requirements);
+  SyntheticDataset(const pb::Synthetic& spec, const DataRequirements& requirements,
+                   DataSplit split);
+  // The random stream of sample `index` for `tag`, keyed by the split.
+  RandomStream SampleStream(uint64_t tag, int64_t index) const;
   // Writes sample `index`'s input / target into `out` (input / target num_elements floats).
   void FillInput(int64_t index, std::span<float> out) const;
   void FillRegressionTarget(int64_t index, std::span<float> out) const;
 
   uint64_t seed_;
+  DataSplit split_;
   int64_t num_samples_;
   double noise_;
   int64_t num_classes_;

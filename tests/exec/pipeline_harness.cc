@@ -173,6 +173,9 @@ PipelineRun RunPipeline(const RunOptions& options) {
         StageChunks params,
         StageChunks::Create(device, plan, StageChunks::SpecsForStage(parts, s, stages), registry));
     DataRequirements req{.input_shape = analyzed->layers.front().input_shape,
+                         .input_dtype = plan.model().input().type() == pb::INT64
+                                            ? DType::kI64
+                                            : DType::kF32,
                          .target_shape = analyzed->target_shape,
                          .target_dtype = analyzed->target_dtype,
                          .num_classes = analyzed->num_classes,

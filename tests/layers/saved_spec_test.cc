@@ -4,6 +4,7 @@
 // activation bytes growing by the output plus the declared new bytes and nothing else, so a
 // planner can predict a micro-batch's activation memory without running the stage.
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -20,6 +21,10 @@ namespace {
 struct SpecCase {
   std::string name;  // test suffix
   std::string spec;  // plan entry
+  // Per-sample input shape; kSampleShape when unset.
+  std::optional<Shape> input_shape;
+  // When > 0, the input is i64 token ids in [0, vocab) instead of f32 values (embedding).
+  int64_t vocab = 0;
 };
 
 void PrintTo(const SpecCase& c, std::ostream* os) { *os << c.name; }
@@ -35,11 +40,39 @@ const std::vector<SpecCase>& Cases() {
       {"LayerNormWithoutAffine", "name: 'a' layer_norm { elementwise_affine: false }"},
       {"Dropout", "name: 'a' dropout { p: 0.3 }"},
       {"DropoutWithZeroProbability", "name: 'a' dropout { p: 0 }"},
+      {"Conv2dWithBias", "name: 'a' conv2d { out_channels: 4 kernel_size: 3 padding: 1 }",
+       Shape{2, 6, 5}},
+      {"Conv2dGroupedWithoutBias",
+       "name: 'a' conv2d { out_channels: 4 kernel_size: [3, 2] stride: 2 dilation: 2 groups: 2 "
+       "bias: false }",
+       Shape{4, 7, 6}},
+      {"MaxPool2d", "name: 'a' max_pool2d { kernel_size: 3 stride: 2 padding: 1 }", Shape{2, 6, 5}},
+      {"AvgPool2d", "name: 'a' avg_pool2d { kernel_size: 2 }", Shape{2, 6, 5}},
+      {"GlobalAvgPool2d", "name: 'a' global_avg_pool2d {}", Shape{2, 6, 5}},
+      {"Flatten", "name: 'a' flatten {}", Shape{2, 6, 5}},
+      {"Embedding", "name: 'a' embedding { num_embeddings: 11 embedding_dim: 8 }", Shape{3}, 11},
+      {"PositionalEmbedding", "name: 'a' positional_embedding { max_positions: 5 }"},
+      {"CausalSelfAttention", "name: 'a' causal_self_attention { num_heads: 2 }"},
+      {"CausalSelfAttentionWithoutBias",
+       "name: 'a' causal_self_attention { num_heads: 4 bias: false }"},
   };
   return *cases;
 }
 
 const Shape kSampleShape{3, 8};
+
+const Shape& SampleShapeOf(const SpecCase& c) {
+  return c.input_shape ? *c.input_shape : kSampleShape;
+}
+
+// `batch` samples of the case's input: f32 values, or token ids in [0, vocab) keyed by index.
+Tensor SampleInput(Device& device, const SpecCase& c, int64_t batch) {
+  const Shape shape = SampleShapeOf(c).WithBatch(batch);
+  if (c.vocab == 0) return UniformTensor(device, shape, 2, -1.0f, 1.0f);
+  std::vector<int64_t> ids(shape.num_elements());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i * 7 + 3) % c.vocab;
+  return I64Tensor(device, shape, ids);
+}
 
 int64_t ActivationBytes(Device& device) { return device.memory().current(MemoryKind::kActivation); }
 
@@ -55,14 +88,14 @@ int64_t PredictedBytes(const std::vector<SavedSpec>& specs, int64_t batch, const
 class SavedSpecTest : public ::testing::TestWithParam<SpecCase> {};
 
 TEST_P(SavedSpecTest, ForwardSavesExactlyWhatTheSpecDeclares) {
-  std::unique_ptr<Layer> layer = MakeLayer(GetParam().spec, kSampleShape);
+  std::unique_ptr<Layer> layer = MakeLayer(GetParam().spec, SampleShapeOf(GetParam()));
   const std::vector<SavedSpec> specs = layer->SavedPerSample();
   // Two batch sizes tell bytes per sample from bytes per call.
   for (int64_t batch : {1, 4}) {
     SCOPED_TRACE(batch);
     CpuDevice device;
     const std::vector<Tensor> params = UniformParams(*layer, device, 1);
-    const Tensor x = UniformTensor(device, kSampleShape.WithBatch(batch), 2, -1.0f, 1.0f);
+    const Tensor x = SampleInput(device, GetParam(), batch);
     const LayerContext ctx{.device = device, .training = true, .seed = 3, .step = 1};
     const int64_t before = ActivationBytes(device);
     SavedTensors saved;
@@ -99,12 +132,12 @@ TEST_P(SavedSpecTest, ForwardSavesExactlyWhatTheSpecDeclares) {
 }
 
 TEST_P(SavedSpecTest, EvaluationSavesNoMoreThanTraining) {
-  std::unique_ptr<Layer> layer = MakeLayer(GetParam().spec, kSampleShape);
+  std::unique_ptr<Layer> layer = MakeLayer(GetParam().spec, SampleShapeOf(GetParam()));
   const std::vector<SavedSpec> specs = layer->SavedPerSample();
   const int64_t batch = 4;
   CpuDevice device;
   const std::vector<Tensor> params = UniformParams(*layer, device, 1);
-  const Tensor x = UniformTensor(device, kSampleShape.WithBatch(batch), 2, -1.0f, 1.0f);
+  const Tensor x = SampleInput(device, GetParam(), batch);
   const LayerContext ctx{.device = device, .training = false};
   const int64_t before = ActivationBytes(device);
   SavedTensors saved;

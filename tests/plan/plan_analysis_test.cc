@@ -235,6 +235,48 @@ TEST(PlanAnalysisTest, AbsoluteDataPathsAreKept) {
   EXPECT_EQ(plan->plan.data().npy().inputs(), inputs);
 }
 
+TEST(PlanAnalysisTest, HeldOutAndIdxPathsResolveAgainstThePlanDirectory) {
+  const std::string dir = kTestdata + "/npy_plan";
+  auto npy = AnalyzeFile(dir + "/plan.pbtxt",
+                         {"data { npy { eval_inputs: \"data/inputs.npy\" eval_targets: "
+                          "\"./data/targets.npy\" } }"});
+  ASSERT_TRUE(npy.ok()) << npy.status();
+  EXPECT_EQ(npy->plan.data().npy().eval_inputs(), dir + "/data/inputs.npy");
+  EXPECT_EQ(npy->plan.data().npy().eval_targets(), dir + "/data/targets.npy");
+  auto idx = AnalyzeFile(dir + "/plan.pbtxt",
+                         {"data { idx { train_images: \"data/inputs.npy\" train_labels: "
+                          "\"data/targets.npy\" test_images: \"./data/inputs.npy\" "
+                          "test_labels: \"" +
+                          dir + "/data/targets.npy\" } }"});
+  ASSERT_TRUE(idx.ok()) << idx.status();
+  const pb::Idx& files = idx->plan.data().idx();
+  EXPECT_EQ(files.train_images(), dir + "/data/inputs.npy");
+  EXPECT_EQ(files.train_labels(), dir + "/data/targets.npy");
+  EXPECT_EQ(files.test_images(), dir + "/data/inputs.npy");
+  EXPECT_EQ(files.test_labels(), dir + "/data/targets.npy");
+}
+
+TEST(PlanAnalysisTest, TextPathsResolveAgainstThePlanDirectory) {
+  auto plan = AnalyzeText(R"(
+model {
+  input { shape: [8] type: INT64 }
+  layers { name: "embed" embedding { num_embeddings: 256 embedding_dim: 4 } }
+  layers { name: "head" linear { out_features: 256 } }
+  loss { softmax_cross_entropy {} }
+}
+training { global_batch: 2 steps: 1 optimizer { adam {} } }
+data { text { paths: ["mlp.pbtxt", "npy_plan/../syntax_error.pbtxt"] } }
+)",
+                          LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const pb::Text& text = plan->plan.data().text();
+  ASSERT_EQ(text.paths_size(), 2);
+  EXPECT_EQ(text.paths(0), kTestdata + "/mlp.pbtxt");
+  EXPECT_EQ(text.paths(1), kTestdata + "/syntax_error.pbtxt");
+  EXPECT_TRUE(text.has_eval_fraction());
+  EXPECT_EQ(text.eval_fraction(), 0.1);
+}
+
 TEST(PlanAnalysisTest, LayerFactoryErrorsNameTheLayerAndItsInputShape) {
   LayerRegistry registry;
   ASSERT_TRUE(registry.Register("linear", &Linear::Create).ok());

@@ -167,7 +167,8 @@ std::vector<MalformedCase> Cases() {
       {"MissingData", {{10, ""}}, {"bad.pbtxt: data: is missing; add data { synthetic {} }"}},
       {"DataWithoutSource",
        {{10, "data { shuffle: true }"}},
-       {"bad.pbtxt:10:1: data: has no source; set synthetic {} or npy"}},
+       {"bad.pbtxt:10:1: data: has no source; set synthetic {}, npy { inputs: ... targets: ... "
+        "}, idx { train_images: ... train_labels: ... } or text { paths: ... }"}},
       {"SyntheticWithoutSamples",
        {{10, "data { synthetic { num_samples: 0 } }"}},
        {"bad.pbtxt:10:20: data.synthetic.num_samples: is 0; it must be >= 1"}},
@@ -183,6 +184,59 @@ std::vector<MalformedCase> Cases() {
       {"NpyInputsIsADirectory",
        {{10, "data { npy { inputs: \"npy_plan/data\" targets: \"npy_plan/data/targets.npy\" } }"}},
        {"bad.pbtxt:10:14: data.npy.inputs: $TESTDATA/npy_plan/data is a directory"}},
+      {"SyntheticNegativeEvalSamples",
+       {{10, "data { synthetic { eval_samples: -1 } }"}},
+       {"bad.pbtxt:10:20: data.synthetic.eval_samples: is -1; it must be >= 0 (the held-out "
+        "samples; 0: none)"}},
+      {"NpyEvalTargetsWithoutEvalInputs",
+       {{10,
+         "data { npy { inputs: \"npy_plan/data/inputs.npy\" targets: "
+         "\"npy_plan/data/targets.npy\" eval_targets: \"npy_plan/data/targets.npy\" } }"}},
+       {"bad.pbtxt:10:8: data.npy.eval_inputs: is missing but data.npy.eval_targets is set (at "
+        "bad.pbtxt:10:86); give both held-out files or neither"}},
+      {"NpyEvalInputsFileMissing",
+       {{10,
+         "data { npy { inputs: \"npy_plan/data/inputs.npy\" targets: "
+         "\"npy_plan/data/targets.npy\" eval_inputs: \"nope.npy\" eval_targets: "
+         "\"npy_plan/data/targets.npy\" } }"}},
+       {"bad.pbtxt:10:86: data.npy.eval_inputs: file $TESTDATA/nope.npy does not exist"}},
+      {"IdxFilesMissingAndUnpaired",
+       {{10,
+         "data { idx { train_images: \"nope-images.gz\" test_labels: "
+         "\"npy_plan/data/targets.npy\" std: 0 } }"}},
+       {"bad.pbtxt:10:14: data.idx.train_images: file $TESTDATA/nope-images.gz does not exist "
+        "(relative paths resolve against the plan's directory $TESTDATA)",
+        "bad.pbtxt:10:8: data.idx.train_labels: is missing; give the path of an IDX file of "
+        "uint8 labels [N]",
+        "bad.pbtxt:10:8: data.idx.test_images: is missing but data.idx.test_labels is set (at "
+        "bad.pbtxt:10:45)",
+        "bad.pbtxt:10:86: data.idx.std: is 0; it must be > 0 (pixels are divided by it)"}},
+      {"TextWithoutPaths",
+       {{2, "  input { shape: [4] type: INT64 }"},
+        {3, "  layers { name: \"fc1\" embedding { num_embeddings: 256 embedding_dim: 8 } }"},
+        {10, "data { text { eval_fraction: 1 } }"}},
+       {"bad.pbtxt:10:8: data.text.paths: is empty; list at least one text file",
+        "bad.pbtxt:10:15: data.text.eval_fraction: is 1; it must be in [0, 1)"}},
+      {"TextPathMissing",
+       {{2, "  input { shape: [4] type: INT64 }"},
+        {3, "  layers { name: \"fc1\" embedding { num_embeddings: 256 embedding_dim: 8 } }"},
+        {10, "data { text { paths: [\"mlp.pbtxt\", \"nope.txt\"] } }"}},
+       {"bad.pbtxt:10:15: data.text.paths[1]: file $TESTDATA/nope.txt does not exist"}},
+      {"TextNeedsInt64Input",
+       {{10, "data { text { paths: \"mlp.pbtxt\" } }"}},
+       {"bad.pbtxt:2:3: model.input.type: is FLOAT32 but data.text (at bad.pbtxt:10:8) gives "
+        "int64 token ids (one per byte); set model.input { type: INT64 shape: [seq_len] }"}},
+      {"TextNeedsOneDimensionalTokenIdInput",
+       {{2, "  input { shape: [2, 4] }"}, {10, "data { text { paths: \"mlp.pbtxt\" } }"}},
+       {"bad.pbtxt:2:3: model.input.type: is FLOAT32 but data.text (at bad.pbtxt:10:8) gives "
+        "int64 token ids",
+        "bad.pbtxt:2:11: model.input.shape: has 2 dimensions but a data.text sample is a window "
+        "of seq_len token ids; use shape: [seq_len]"}},
+      {"Int64InputNeedsTextData",
+       {{2, "  input { shape: [4] type: INT64 }"},
+        {3, "  layers { name: \"fc1\" embedding { num_embeddings: 256 embedding_dim: 8 } }"}},
+       {"bad.pbtxt:2:22: model.input.type: is INT64 (token ids) but data.synthetic gives float32 "
+        "inputs; only data.text gives int64 token ids"}},
       {"BoundariesOfTheWrongCount",
        {{8, "pipeline { stages: 3 boundaries: [\"act\"] }"}},
        {"bad.pbtxt:8:22: pipeline.boundaries: lists 1 layer name(s) but pipeline.stages 3 needs "

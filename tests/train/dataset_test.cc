@@ -1,4 +1,5 @@
-// OpenDataset (synthetic and .npy sources, every check at open) and BatchSampler.
+// OpenDataset (synthetic and .npy sources, every check at open; held-out splits and padding
+// across sources) and BatchSampler.
 #include "runtime/train/dataset.h"
 
 #include <algorithm>
@@ -6,6 +7,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -57,8 +59,9 @@ pb::Data WriteClassificationFiles(const std::string& dir, std::vector<int64_t> c
   return NpyData(dir + "/x.npy", dir + "/y.npy");
 }
 
-void ExpectOpenFails(const pb::Data& data, const DataRequirements& r, const std::string& fragment) {
-  absl::StatusOr<std::unique_ptr<Dataset>> dataset = OpenDataset(data, r);
+void ExpectOpenFails(const pb::Data& data, const DataRequirements& r, const std::string& fragment,
+                     DataSplit split = DataSplit::kTrain) {
+  absl::StatusOr<std::unique_ptr<Dataset>> dataset = OpenDataset(data, r, split);
   ASSERT_FALSE(dataset.ok()) << "expected: " << fragment;
   EXPECT_NE(dataset.status().message().find(fragment), std::string::npos) << dataset.status();
 }
@@ -206,6 +209,104 @@ TEST(OpenDatasetTest, NpyEmptyDataSetIsRejected) {
   const std::string dir = FreshTempDir();
   ExpectOpenFails(WriteClassificationFiles(dir, {}), ClassificationRequirements(),
                   "the data set is empty");
+}
+
+TEST(OpenDatasetTest, NpyEvalSplitReadsTheEvalFilesWithTheSameChecks) {
+  CpuDevice device;
+  const std::string dir = FreshTempDir();
+  pb::Data data = WriteClassificationFiles(dir, {3, 0, 2, 1, 1});
+  EXPECT_FALSE(HasEvalSplit(data));
+  ASSERT_TRUE(WriteNpy(dir + "/ex.npy", Shape{2, 2, 3}, Iota(12)).ok());
+  ASSERT_TRUE(WriteNpy(dir + "/ey.npy", Shape{2}, std::vector<int64_t>{1, 3}).ok());
+  data.mutable_npy()->set_eval_inputs(dir + "/ex.npy");
+  data.mutable_npy()->set_eval_targets(dir + "/ey.npy");
+  EXPECT_TRUE(HasEvalSplit(data));
+  auto eval = OpenDataset(data, ClassificationRequirements(), DataSplit::kEval);
+  ASSERT_TRUE(eval.ok()) << eval.status();
+  EXPECT_EQ((*eval)->size(), 2);
+  Tensor targets = *Tensor::Empty(device, Shape{2}, DType::kI64, MemoryKind::kData);
+  ASSERT_TRUE((*eval)->GatherTargets(std::vector<int64_t>{1, 0}, targets).ok());
+  EXPECT_EQ(targets.data<int64_t>()[0], 3);
+  EXPECT_EQ(targets.data<int64_t>()[1], 1);
+  auto training = OpenDataset(data, ClassificationRequirements(), DataSplit::kTrain);
+  ASSERT_TRUE(training.ok()) << training.status();
+  EXPECT_EQ((*training)->size(), 5);
+
+  // The eval files are checked like the training files, and named.
+  ASSERT_TRUE(WriteNpy(dir + "/ey.npy", Shape{2}, std::vector<int64_t>{1, 4}).ok());
+  ExpectOpenFails(data, ClassificationRequirements(),
+                  dir + "/ey.npy: class id 4 of sample 1 is outside [0, 4)", DataSplit::kEval);
+  ASSERT_TRUE(WriteNpy(dir + "/ex.npy", Shape{2, 6}, Iota(12)).ok());
+  ExpectOpenFails(data, ClassificationRequirements(),
+                  dir + "/ex.npy: inputs have shape [2, 6] but the model needs [N, 2, 3]",
+                  DataSplit::kEval);
+  data.mutable_npy()->set_eval_inputs(dir + "/none.npy");
+  ExpectOpenFails(data, ClassificationRequirements(),
+                  "data.npy.eval_inputs: cannot open " + dir + "/none.npy", DataSplit::kEval);
+}
+
+TEST(OpenDatasetTest, NpyEvalFilesComeInPairs) {
+  const std::string dir = FreshTempDir();
+  pb::Data data = WriteClassificationFiles(dir, {0, 1});
+  data.mutable_npy()->set_eval_targets(dir + "/y.npy");
+  EXPECT_TRUE(HasEvalSplit(data));
+  ExpectOpenFails(data, ClassificationRequirements(),
+                  "data.npy.eval_inputs is required (a float32 .npy file) (give both eval files "
+                  "or neither)",
+                  DataSplit::kEval);
+}
+
+TEST(OpenDatasetTest, EvalSplitOfASourceWithoutOneNamesTheFieldToSet) {
+  const std::string dir = FreshTempDir();
+  pb::Data synthetic;
+  synthetic.mutable_synthetic();
+  pb::Data text;
+  text.mutable_text()->add_paths(dir + "/corpus.txt");
+  text.mutable_text()->set_eval_fraction(0);
+  pb::Data idx;
+  idx.mutable_idx()->set_train_images(dir + "/images");
+  idx.mutable_idx()->set_train_labels(dir + "/labels");
+  const std::vector<std::pair<pb::Data, std::string>> cases = {
+      {synthetic, "set data.synthetic.eval_samples"},
+      {WriteClassificationFiles(dir, {0, 1}), "set data.npy.eval_inputs and data.npy.eval_targets"},
+      {idx, "set data.idx.test_images and data.idx.test_labels"},
+      {text, "set data.text.eval_fraction in (0, 1)"},
+  };
+  for (const auto& [data, fragment] : cases) {
+    EXPECT_FALSE(HasEvalSplit(data)) << data.ShortDebugString();
+    absl::StatusOr<std::unique_ptr<Dataset>> dataset =
+        OpenDataset(data, ClassificationRequirements(), DataSplit::kEval);
+    ASSERT_FALSE(dataset.ok()) << data.ShortDebugString();
+    EXPECT_EQ(dataset.status().code(), absl::StatusCode::kFailedPrecondition) << dataset.status();
+    EXPECT_NE(dataset.status().message().find(fragment), std::string::npos) << dataset.status();
+  }
+  EXPECT_FALSE(HasEvalSplit(pb::Data()));
+}
+
+TEST(OpenDatasetTest, NpyPaddingSamplesAreZeros) {
+  CpuDevice device;
+  const pb::Data data = WriteClassificationFiles(FreshTempDir(), {3, 2, 1});
+  auto dataset = OpenDataset(data, ClassificationRequirements());
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  Tensor inputs = *Tensor::Empty(device, Shape{2, 2, 3}, DType::kF32, MemoryKind::kData);
+  Tensor targets = *Tensor::Empty(device, Shape{3}, DType::kI64, MemoryKind::kData);
+  ASSERT_TRUE((*dataset)->GatherInputs(std::vector<int64_t>{kPaddingSample, 1}, inputs).ok());
+  EXPECT_EQ(std::vector<float>(inputs.f32(), inputs.f32() + 6), std::vector<float>(6, 0.0f));
+  EXPECT_EQ(inputs.f32()[6], 6.0f);
+  ASSERT_TRUE((*dataset)
+                  ->GatherTargets(std::vector<int64_t>{0, kPaddingSample, kPaddingSample}, targets)
+                  .ok());
+  EXPECT_EQ(std::vector<int64_t>(targets.data<int64_t>(), targets.data<int64_t>() + 3),
+            (std::vector<int64_t>{3, 0, 0}));
+  EXPECT_EQ((*dataset)->GatherTargets(std::vector<int64_t>{0, -2, 1}, targets).code(),
+            absl::StatusCode::kOutOfRange);
+}
+
+TEST(OpenDatasetTest, NpyRejectsTokenIdInputs) {
+  DataRequirements ids = ClassificationRequirements();
+  ids.input_dtype = DType::kI64;
+  ExpectOpenFails(WriteClassificationFiles(FreshTempDir(), {0, 1}), ids,
+                  "data.npy gives float32 inputs but the model takes i64 inputs");
 }
 
 TEST(BatchSamplerTest, WithoutShuffleStepsWalkTheDataInOrderModuloN) {

@@ -1,4 +1,5 @@
-// SyntheticDataset: determinism, per-sample independence, learnable structure, errors.
+// SyntheticDataset: determinism, per-sample independence, learnable structure, the held-out
+// split, padding, errors.
 #include "runtime/train/synthetic.h"
 
 #include <cmath>
@@ -250,8 +251,162 @@ TEST(SyntheticDatasetTest, IndexOutsideTheDataSetIsOutOfRange) {
             std::string::npos)
       << status;
   Tensor targets = *Tensor::Empty(device, Shape{1}, DType::kI64, MemoryKind::kData);
-  status = dataset->GatherTargets(std::vector<int64_t>{-1}, targets);
+  status = dataset->GatherTargets(std::vector<int64_t>{-2}, targets);
   EXPECT_EQ(status.code(), absl::StatusCode::kOutOfRange);
+  EXPECT_NE(status.message().find("sample index -2 (position 0) is outside [0, 10) and is not "
+                                  "the padding index -1"),
+            std::string::npos)
+      << status;
+}
+
+TEST(SyntheticDatasetTest, PaddingSamplesAreZeros) {
+  CpuDevice device;
+  for (const DataRequirements& r : {Classification(3, 4, 2), Regression(Shape{3}, Shape{2}, 2)}) {
+    auto dataset = Make(Spec(10, 0.5), r);
+    const std::vector<float> inputs = Inputs(device, *dataset, {4, kPaddingSample, 4});
+    EXPECT_EQ(std::vector<float>(inputs.begin() + 3, inputs.begin() + 6),
+              std::vector<float>(3, 0.0f));
+    EXPECT_EQ(std::vector<float>(inputs.begin(), inputs.begin() + 3),
+              std::vector<float>(inputs.begin() + 6, inputs.end()));
+    if (dataset->is_classification()) {
+      EXPECT_EQ(ClassTargets(device, *dataset, {kPaddingSample, 4}),
+                (std::vector<int64_t>{0, dataset->ClassOf(4)}));
+    } else {
+      const std::vector<float> targets = FloatTargets(device, *dataset, {kPaddingSample});
+      EXPECT_EQ(targets, std::vector<float>(2, 0.0f));
+    }
+  }
+}
+
+pb::Synthetic SpecWithEval(int64_t samples, int64_t eval_samples, double noise) {
+  pb::Synthetic spec = Spec(samples, noise);
+  spec.set_eval_samples(eval_samples);
+  return spec;
+}
+
+std::unique_ptr<SyntheticDataset> MakeEval(const pb::Synthetic& spec, const DataRequirements& r) {
+  absl::StatusOr<std::unique_ptr<SyntheticDataset>> dataset =
+      SyntheticDataset::Create(spec, r, DataSplit::kEval);
+  EXPECT_TRUE(dataset.ok()) << dataset.status();
+  return dataset.ok() ? std::move(*dataset) : nullptr;
+}
+
+TEST(SyntheticDatasetTest, EvalSplitSharesTheCentersButDrawsOtherSamples) {
+  CpuDevice device;
+  constexpr int64_t kFeatures = 8, kClasses = 4, kEval = 400;
+  const DataRequirements r = Classification(kFeatures, kClasses, 21);
+  auto training = Make(SpecWithEval(1000, kEval, 0.5), r);
+  auto eval = MakeEval(SpecWithEval(1000, kEval, 0.5), r);
+  ASSERT_NE(eval, nullptr);
+  EXPECT_EQ(training->size(), 1000);
+  EXPECT_EQ(eval->size(), kEval);
+  // The held-out split does not change the training samples.
+  auto without_eval = Make(Spec(1000, 0.5), r);
+  EXPECT_EQ(Inputs(device, *training, {0, 5, 999}), Inputs(device, *without_eval, {0, 5, 999}));
+  std::vector<int64_t> all(kEval);
+  std::iota(all.begin(), all.end(), 0);
+  const std::vector<float> eval_inputs = Inputs(device, *eval, all);
+  const std::vector<int64_t> eval_classes = ClassTargets(device, *eval, all);
+  EXPECT_NE(std::vector<float>(eval_inputs.begin(), eval_inputs.begin() + 10 * kFeatures),
+            Inputs(device, *training, {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  int64_t same_class = 0, nearest_center_correct = 0;
+  std::vector<int64_t> counts(kClasses, 0);
+  for (int64_t i = 0; i < kEval; ++i) {
+    same_class += eval_classes[i] == training->ClassOf(i);
+    ++counts[eval_classes[i]];
+    int64_t best = -1;
+    double best_distance = 1e300;
+    for (int64_t c = 0; c < kClasses; ++c) {
+      EXPECT_EQ(eval->ClassCenter(c), training->ClassCenter(c));
+      double d = 0;
+      const std::vector<float> center = training->ClassCenter(c);
+      for (int64_t f = 0; f < kFeatures; ++f) {
+        d += std::pow(eval_inputs[i * kFeatures + f] - center[f], 2);
+      }
+      if (d < best_distance) best_distance = d, best = c;
+    }
+    nearest_center_correct += best == eval_classes[i];
+  }
+  // The training classes' centers classify the held-out samples: same distribution.
+  EXPECT_GT(nearest_center_correct, kEval * 97 / 100);
+  // Labels are independent draws: about a quarter agree with the training label of the index.
+  EXPECT_GT(same_class, kEval / 8);
+  EXPECT_LT(same_class, kEval / 2);
+  for (int64_t c = 0; c < kClasses; ++c) EXPECT_GT(counts[c], kEval / 8) << c;
+  // Deterministic.
+  auto again = MakeEval(SpecWithEval(1000, kEval, 0.5), r);
+  EXPECT_EQ(Inputs(device, *again, {7, 399}), Inputs(device, *eval, {7, 399}));
+}
+
+TEST(SyntheticDatasetTest, EvalSplitRegressionFollowsTheTrainingTeacher) {
+  // Fit atanh(y) = W x + b on 5 noiseless training samples; it predicts held-out samples.
+  CpuDevice device;
+  const DataRequirements r = Regression(Shape{4}, Shape{1}, 11);
+  auto training = Make(SpecWithEval(5, 3, 0.0), r);
+  auto eval = MakeEval(SpecWithEval(5, 3, 0.0), r);
+  ASSERT_NE(eval, nullptr);
+  const std::vector<int64_t> all = {0, 1, 2, 3, 4};
+  const std::vector<float> x = Inputs(device, *training, all);
+  const std::vector<float> y = FloatTargets(device, *training, all);
+  double a[5][6];
+  for (int i = 0; i < 5; ++i) {
+    for (int f = 0; f < 4; ++f) a[i][f] = x[i * 4 + f];
+    a[i][4] = 1.0;
+    a[i][5] = std::atanh(static_cast<double>(y[i]));
+  }
+  for (int col = 0; col < 5; ++col) {
+    int pivot = col;
+    for (int row = col + 1; row < 5; ++row) {
+      if (std::fabs(a[row][col]) > std::fabs(a[pivot][col])) pivot = row;
+    }
+    std::swap(a[col], a[pivot]);
+    for (int row = 0; row < 5; ++row) {
+      if (row == col) continue;
+      const double factor = a[row][col] / a[col][col];
+      for (int k = col; k < 6; ++k) a[row][k] -= factor * a[col][k];
+    }
+  }
+  const std::vector<float> eval_x = Inputs(device, *eval, {0, 1, 2});
+  const std::vector<float> eval_y = FloatTargets(device, *eval, {0, 1, 2});
+  EXPECT_NE(std::vector<float>(eval_x.begin(), eval_x.begin() + 4),
+            std::vector<float>(x.begin(), x.begin() + 4));
+  for (int j = 0; j < 3; ++j) {
+    double prediction = a[4][5] / a[4][4];
+    for (int f = 0; f < 4; ++f) prediction += a[f][5] / a[f][f] * eval_x[j * 4 + f];
+    EXPECT_NEAR(std::tanh(prediction), eval_y[j], 1e-4) << j;
+  }
+}
+
+TEST(SyntheticDatasetTest, EvalSplitNeedsEvalSamples) {
+  absl::StatusOr<std::unique_ptr<SyntheticDataset>> d =
+      SyntheticDataset::Create(Spec(10, 0.5), Classification(2, 2, 0), DataSplit::kEval);
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(d.status().message().find("data.synthetic.eval_samples is 0"), std::string::npos)
+      << d.status();
+  d = SyntheticDataset::Create(SpecWithEval(10, -1, 0.5), Classification(2, 2, 0));
+  EXPECT_NE(d.status().message().find("data.synthetic.eval_samples must be >= 0, got -1"),
+            std::string::npos)
+      << d.status();
+  pb::Data data;
+  *data.mutable_synthetic() = Spec(10, 0.5);
+  EXPECT_FALSE(HasEvalSplit(data));
+  data.mutable_synthetic()->set_eval_samples(3);
+  EXPECT_TRUE(HasEvalSplit(data));
+  absl::StatusOr<std::unique_ptr<Dataset>> opened =
+      OpenDataset(data, Classification(2, 2, 0), DataSplit::kEval);
+  ASSERT_TRUE(opened.ok()) << opened.status();
+  EXPECT_EQ((*opened)->size(), 3);
+}
+
+TEST(SyntheticDatasetTest, TokenIdInputsAreRejected) {
+  DataRequirements ids = Classification(2, 2, 0);
+  ids.input_dtype = DType::kI64;
+  absl::StatusOr<std::unique_ptr<SyntheticDataset>> d =
+      SyntheticDataset::Create(Spec(10, 0.5), ids);
+  EXPECT_NE(d.status().message().find("data.synthetic makes f32 inputs but the model takes i64"),
+            std::string::npos)
+      << d.status();
 }
 
 TEST(SyntheticDatasetTest, WrongOutputTensorIsRejected) {

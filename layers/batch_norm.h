@@ -1,0 +1,76 @@
+// BatchNorm: batch normalization per channel (torch.nn.BatchNorm1d / BatchNorm2d), with GPipe's
+// micro-batch semantics.
+//
+// The per-sample input is [C] or [C, L] (batch_norm1d) or [C, H, W] (batch_norm2d); channel c's
+// statistics run over the batch and every remaining position. Training normalizes with the
+// call's own batch mean and biased variance: under pipelining a call is one micro-batch, so the
+// result depends on the micro-batch size (as in GPipe), never on the number of stages or the
+// schedule. When ctx.update_buffers, a training call also updates the running statistics once:
+// running = (1 - momentum) * running + momentum * statistic, with the unbiased variance for
+// running_var (PyTorch's rule); a re-materialized forward passes update_buffers = false.
+// Evaluation normalizes with the running statistics and saves nothing.
+//
+// Parameters weight [C] (ones) and bias [C] (zeros) with `affine`; buffers running_mean [C]
+// (zeros) and running_var [C] (ones). Statistics are accumulated in double. Forward saves its
+// input (shared) and a [2, C] f32 tensor of the batch mean and 1/sqrt(var + eps).
+#ifndef GPIPE_LAYERS_BATCH_NORM_H_
+#define GPIPE_LAYERS_BATCH_NORM_H_
+
+#include <memory>
+
+#include "layers/layer.h"
+#include "proto/plan.pb.h"
+
+namespace gpipe {
+
+class BatchNorm final : public Layer {
+ public:
+  // Builds batch_norm1d or batch_norm2d (whichever `spec` sets). INVALID_ARGUMENT for an input
+  // rank the kind cannot take, eps <= 0 or momentum outside (0, 1].
+  static absl::StatusOr<std::unique_ptr<Layer>> Create(const pb::Layer& spec,
+                                                       const Shape& input_shape);
+
+  std::string_view type() const override { return type_; }
+  std::vector<ParamSpec> parameter_specs() const override;
+  std::vector<ParamSpec> buffer_specs() const override;
+  double ForwardFlopsPerSample() const override;
+  // Training on a batch with one value per channel (batch x positions == 1) has no variance:
+  // INVALID_ARGUMENT saying to use larger micro-batches, as PyTorch refuses it too.
+  absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
+                                 const Tensor& x, SavedTensors& saved) const override;
+  absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
+                                  std::span<Tensor> grads, const SavedTensors& saved,
+                                  const Tensor& dy) const override;
+  // {kInput, kNew of 8 * C bytes per call}.
+  std::vector<SavedSpec> SavedPerSample() const override;
+  // With `affine`, Backward is exactly BackwardWeight then BackwardInput.
+  bool SplitsBackward() const override { return affine_; }
+  absl::StatusOr<Tensor> BackwardInput(const LayerContext& ctx, std::span<const Tensor> params,
+                                       const SavedTensors& saved, const Tensor& dy) const override;
+  absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
+                              const SavedTensors& saved, const Tensor& dy) const override;
+
+ private:
+  BatchNorm(std::string name, const char* type, Shape input_shape, double eps,
+            double momentum, bool affine);
+  // Checks that `saved` holds a training Forward's tensors and dy matches its output.
+  absl::Status CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const;
+  // Per channel: sum of dy and sum of dy * x_hat, in double.
+  void ChannelSums(const Tensor& x, const Tensor& stats, const Tensor& dy,
+                   std::vector<double>& sum_dy, std::vector<double>& sum_dy_xhat) const;
+  absl::StatusOr<Tensor> InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
+                                   const SavedTensors& saved, const Tensor& dy) const;
+  absl::Status WeightGrad(std::span<Tensor> grads, const SavedTensors& saved,
+                          const Tensor& dy) const;
+
+  const char* type_;  // "batch_norm1d" or "batch_norm2d"
+  int64_t channels_;
+  int64_t positions_;  // per sample and channel: L, H * W, or 1
+  double eps_;
+  double momentum_;
+  bool affine_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_LAYERS_BATCH_NORM_H_

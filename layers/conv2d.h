@@ -1,0 +1,80 @@
+// Conv2d: 2-D convolution (cross-correlation, as torch.nn.Conv2d) over per-sample
+// [in_channels, H, W] inputs, with stride, zero padding, dilation, channel groups and bias.
+// weight [out_channels, in_channels / groups, kernel_h, kernel_w], bias [out_channels], both
+// U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in_channels / groups * kernel_h * kernel_w.
+// Computed as im2col + Device::Gemm per sample and group. Forward saves only its input; each
+// backward half rebuilds the column matrix in a workspace buffer freed before it returns.
+#ifndef GPIPE_LAYERS_CONV2D_H_
+#define GPIPE_LAYERS_CONV2D_H_
+
+#include <memory>
+
+#include "layers/layer.h"
+#include "layers/window2d.h"
+#include "proto/plan.pb.h"
+
+namespace gpipe {
+
+class Conv2d final : public Layer {
+ public:
+  // Fails with INVALID_ARGUMENT naming the field for a bad configuration (missing
+  // out_channels or kernel_size, a field with other than 1 or 2 values or a value out of range,
+  // groups not dividing both channel counts) or naming the shape for an input that is not
+  // [C, H, W] or too small for the window.
+  static absl::StatusOr<std::unique_ptr<Layer>> Create(const pb::Layer& spec,
+                                                       const Shape& input_shape);
+
+  std::string_view type() const override { return "conv2d"; }
+  std::vector<ParamSpec> parameter_specs() const override;
+  // 2 * out_channels * H_out * W_out * in_channels / groups * kernel_h * kernel_w.
+  double ForwardFlopsPerSample() const override;
+  absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
+                                 const Tensor& x, SavedTensors& saved) const override;
+  absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
+                                  std::span<Tensor> grads, const SavedTensors& saved,
+                                  const Tensor& dy) const override;
+  // Saves its input: {kInput}.
+  std::vector<SavedSpec> SavedPerSample() const override;
+  // Backward is exactly AccumulateParamGrads then InputGrad, so the halves match it bit for bit.
+  bool SplitsBackward() const override { return true; }
+  absl::StatusOr<Tensor> BackwardInput(const LayerContext& ctx, std::span<const Tensor> params,
+                                       const SavedTensors& saved, const Tensor& dy) const override;
+  absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
+                              const SavedTensors& saved, const Tensor& dy) const override;
+
+ private:
+  Conv2d(std::string name, const Shape& input_shape, const Window2d& window, int64_t out_channels,
+         int64_t groups, bool bias);
+  // Checks that `saved` holds a Forward's input and dy matches that Forward's output.
+  absl::Status CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const;
+  // dW += sum over samples of dY col^T; db += sum of dY over samples and positions.
+  absl::Status AccumulateParamGrads(Device& device, std::span<Tensor> grads, const Tensor& x,
+                                    const Tensor& dy) const;
+  // dx = col2im(W^T dY) per sample (undefined when !ctx.need_input_grad).
+  absl::StatusOr<Tensor> InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
+                                   const Tensor& x, const Tensor& dy) const;
+  // Without a spatial window (1x1 kernel, stride 1, no padding) a sample is its own column
+  // matrix, and neither im2col nor a workspace is needed.
+  bool ColumnsAreInput() const;
+  // Allocates the workspace for one sample's column matrix [in_channels * kh * kw, H_out * W_out]
+  // (an undefined Tensor when ColumnsAreInput()).
+  absl::StatusOr<Tensor> ColumnWorkspace(Device& device) const;
+  // columns[(c * kh + i) * kw + j, oh * W_out + ow] = x[c, oh*sh - ph + i*dh, ow*sw - pw + j*dw]
+  // (zero in the padding), for one sample.
+  void Im2Col(const float* x, float* columns) const;
+  // The adjoint of Im2Col: dx = sum of the columns over every tap that reads each input element.
+  void Col2Im(const float* columns, float* dx) const;
+
+  Window2d window_;
+  int64_t out_channels_;
+  int64_t groups_;
+  bool bias_;
+  // Per group: input channels, output channels, and column rows (in_channels/groups * kh * kw).
+  int64_t group_in_;
+  int64_t group_out_;
+  int64_t group_rows_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_LAYERS_CONV2D_H_

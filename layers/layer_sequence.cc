@@ -1,0 +1,176 @@
+#include "layers/layer_sequence.h"
+
+#include <utility>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+#include "runtime/core/rng.h"
+#include "runtime/core/status_macros.h"
+
+namespace gpipe {
+namespace {
+
+// Mixed into a child's seed ("SEQCHILD" in ASCII), with the child's position.
+constexpr uint64_t kChildSeedTag = 0x534551434849444Cull;
+
+}  // namespace
+
+absl::StatusOr<LayerSequence> LayerSequence::Create(std::vector<std::unique_ptr<Layer>> children) {
+  if (children.empty()) return absl::InvalidArgumentError("a layer sequence needs a layer");
+  for (size_t i = 0; i < children.size(); ++i) {
+    if (children[i]->input_dtype() != DType::kF32) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("layer '", children[i]->name(), "' (", std::string(children[i]->type()),
+                       ") takes ids; only a model's first layer can"));
+    }
+    if (i > 0 && children[i]->input_shape() != children[i - 1]->output_shape()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "layer '", children[i]->name(), "' takes ", children[i]->input_shape().ToString(),
+          " but layer '", children[i - 1]->name(), "' gives ",
+          children[i - 1]->output_shape().ToString()));
+    }
+  }
+  return LayerSequence(std::move(children));
+}
+
+LayerSequence::LayerSequence(std::vector<std::unique_ptr<Layer>> children)
+    : children_(std::move(children)) {
+  const int last = size() - 1;
+  param_offsets_.push_back(0);
+  buffer_offsets_.push_back(0);
+  // Slots of the tensors produced inside the sequence, by producer: -1 the input, i child i.
+  absl::flat_hash_map<int, int> produced_slot;
+  const auto slot_of_produced = [&](int producer) {
+    auto [it, inserted] = produced_slot.emplace(producer, static_cast<int>(saved_specs_.size()));
+    if (inserted) {
+      if (producer < 0) {
+        saved_specs_.push_back({SavedRef::kInput});
+      } else if (producer == last) {
+        saved_specs_.push_back({SavedRef::kOutput});
+      } else {
+        saved_specs_.push_back(
+            {SavedRef::kNew, children_[producer]->output_shape().num_elements() * 4, 0});
+      }
+    }
+    return it->second;
+  };
+  for (int i = 0; i <= last; ++i) {
+    const Layer& layer = *children_[i];
+    param_offsets_.push_back(param_offsets_.back() + layer.parameter_specs().size());
+    buffer_offsets_.push_back(buffer_offsets_.back() + layer.buffer_specs().size());
+    std::vector<int>& slots = slot_of_.emplace_back();
+    for (const SavedSpec& spec : layer.SavedPerSample()) {
+      switch (spec.ref) {
+        case SavedRef::kInput:
+          slots.push_back(slot_of_produced(i - 1));
+          break;
+        case SavedRef::kOutput:
+          slots.push_back(slot_of_produced(i));
+          break;
+        case SavedRef::kNew:
+          slots.push_back(static_cast<int>(saved_specs_.size()));
+          saved_specs_.push_back(spec);
+          break;
+      }
+    }
+  }
+}
+
+std::vector<ParamSpec> LayerSequence::parameter_specs() const {
+  std::vector<ParamSpec> specs;
+  for (const auto& child : children_) {
+    for (ParamSpec spec : child->parameter_specs()) {
+      if (!child->name().empty()) spec.name = absl::StrCat(child->name(), ".", spec.name);
+      specs.push_back(std::move(spec));
+    }
+  }
+  return specs;
+}
+
+std::vector<ParamSpec> LayerSequence::buffer_specs() const {
+  std::vector<ParamSpec> specs;
+  for (const auto& child : children_) {
+    for (ParamSpec spec : child->buffer_specs()) {
+      if (!child->name().empty()) spec.name = absl::StrCat(child->name(), ".", spec.name);
+      specs.push_back(std::move(spec));
+    }
+  }
+  return specs;
+}
+
+double LayerSequence::ForwardFlopsPerSample() const {
+  double flops = 0.0;
+  for (const auto& child : children_) flops += child->ForwardFlopsPerSample();
+  return flops;
+}
+
+LayerContext LayerSequence::ChildContext(const LayerContext& ctx, int i) const {
+  LayerContext child = ctx;
+  child.seed = MixKey({ctx.seed, kChildSeedTag, static_cast<uint64_t>(i)});
+  child.need_input_grad = i > 0 || ctx.need_input_grad;
+  if (!ctx.buffers.empty()) {
+    child.buffers =
+        ctx.buffers.subspan(buffer_offsets_[i], buffer_offsets_[i + 1] - buffer_offsets_[i]);
+  }
+  return child;
+}
+
+absl::StatusOr<Tensor> LayerSequence::Forward(const LayerContext& ctx,
+                                              std::span<const Tensor> params, const Tensor& x,
+                                              SavedTensors& saved) const {
+  if (params.size() != param_offsets_.back() ||
+      (ctx.buffers.size() != buffer_offsets_.back() && !ctx.buffers.empty())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a layer sequence with ", param_offsets_.back(), " parameters and ",
+                     buffer_offsets_.back(), " buffers got ", params.size(), " and ",
+                     ctx.buffers.size()));
+  }
+  std::vector<Tensor> slots(saved_specs_.size());
+  Tensor current = x;
+  for (int i = 0; i < size(); ++i) {
+    SavedTensors kept;
+    const Layer& child = *children_[i];
+    auto y = child.Forward(ChildContext(ctx, i),
+                           params.subspan(param_offsets_[i], param_offsets_[i + 1] - param_offsets_[i]),
+                           current, kept);
+    if (!y.ok()) return WithContext(y.status(), absl::StrCat("layer '", child.name(), "'"));
+    if (ctx.training) {
+      if (kept.tensors.size() != slot_of_[i].size()) {
+        return absl::InternalError(absl::StrCat("layer '", child.name(), "' saved ",
+                                                kept.tensors.size(), " tensors, its spec says ",
+                                                slot_of_[i].size()));
+      }
+      for (size_t k = 0; k < kept.tensors.size(); ++k) {
+        slots[slot_of_[i][k]] = std::move(kept.tensors[k]);
+      }
+    }
+    current = *std::move(y);
+  }
+  if (ctx.training) {
+    for (Tensor& slot : slots) saved.tensors.push_back(std::move(slot));
+  }
+  return current;
+}
+
+absl::StatusOr<Tensor> LayerSequence::Backward(const LayerContext& ctx,
+                                               std::span<const Tensor> params,
+                                               std::span<Tensor> grads, const SavedTensors& saved,
+                                               const Tensor& dy) const {
+  GPIPE_CHECK(saved.tensors.size() == saved_specs_.size())
+      << "layer sequence: Backward without a matching training Forward";
+  Tensor grad = dy;
+  for (int i = size() - 1; i >= 0; --i) {
+    const Layer& child = *children_[i];
+    SavedTensors kept;
+    for (int slot : slot_of_[i]) kept.tensors.push_back(saved.tensors[slot]);
+    const size_t first = param_offsets_[i];
+    const size_t count = param_offsets_[i + 1] - first;
+    auto dx = child.Backward(ChildContext(ctx, i), params.subspan(first, count),
+                             grads.subspan(first, count), kept, grad);
+    if (!dx.ok()) return WithContext(dx.status(), absl::StrCat("layer '", child.name(), "'"));
+    grad = *std::move(dx);
+  }
+  return grad;
+}
+
+}  // namespace gpipe

@@ -1,0 +1,69 @@
+// LayerSequence: layers applied in order as one unit, the body of a composite layer (residual,
+// transformer block). Not a Layer itself: the composite owns one and adds what it does around it.
+//
+// Parameters and buffers are the children's, in order, named "<child>.<name>" ("conv1.weight"),
+// or just "<name>" for an unnamed child (the residual halves of a transformer block).
+// What the children save for backward is kept once per distinct tensor: a child saving its input
+// and its predecessor saving its output keep one tensor, not two. SavedPerSample() describes
+// those tensors in terms of the sequence's own input (kInput), its last child's output (kOutput)
+// and everything else (kNew: intermediate outputs, the children's own kNew entries), so the
+// planner's memory prediction of a composite is as exact as that of a plain layer.
+// A child's random streams (dropout) are keyed by the composite's layer index and a seed mixed
+// with the child's position, so two children never share a mask.
+// Immutable after Create; all methods const (thread-compatible).
+#ifndef GPIPE_LAYERS_LAYER_SEQUENCE_H_
+#define GPIPE_LAYERS_LAYER_SEQUENCE_H_
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "layers/layer.h"
+
+namespace gpipe {
+
+class LayerSequence {
+ public:
+  // `children` non-empty, each taking f32 input of the previous child's output shape.
+  static absl::StatusOr<LayerSequence> Create(std::vector<std::unique_ptr<Layer>> children);
+
+  LayerSequence(LayerSequence&&) = default;
+  LayerSequence& operator=(LayerSequence&&) = default;
+
+  int size() const { return static_cast<int>(children_.size()); }
+  const Layer& child(int i) const { return *children_[i]; }
+  const Shape& input_shape() const { return children_.front()->input_shape(); }
+  const Shape& output_shape() const { return children_.back()->output_shape(); }
+  std::vector<ParamSpec> parameter_specs() const;
+  std::vector<ParamSpec> buffer_specs() const;
+  double ForwardFlopsPerSample() const;
+  std::vector<SavedSpec> SavedPerSample() const { return saved_specs_; }
+
+  // Runs every child. In training, `saved` receives the tensors SavedPerSample() describes; in
+  // evaluation nothing is saved.
+  absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
+                                 const Tensor& x, SavedTensors& saved) const;
+  // Backpropagates through every child (each adding its parameter gradients); returns dx
+  // (undefined when !ctx.need_input_grad).
+  absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
+                                  std::span<Tensor> grads, const SavedTensors& saved,
+                                  const Tensor& dy) const;
+
+ private:
+  explicit LayerSequence(std::vector<std::unique_ptr<Layer>> children);
+  // The context child `i` runs in: its buffers, its own dropout seed, and whether it may skip dx.
+  LayerContext ChildContext(const LayerContext& ctx, int i) const;
+
+  std::vector<std::unique_ptr<Layer>> children_;
+  std::vector<size_t> param_offsets_;   // child i: params [param_offsets_[i], [i + 1])
+  std::vector<size_t> buffer_offsets_;  // child i: buffers [buffer_offsets_[i], [i + 1])
+  // slot_of_[i][k]: the position in the sequence's saved tensors of child i's k-th saved entry.
+  std::vector<std::vector<int>> slot_of_;
+  std::vector<SavedSpec> saved_specs_;  // one per slot
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_LAYERS_LAYER_SEQUENCE_H_

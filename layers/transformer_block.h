@@ -1,0 +1,53 @@
+// TransformerBlock: a pre-LayerNorm transformer block over per-sample [T, D] (GPT-2):
+//   h = x + attn(ln_1(x)),  y = h + mlp(ln_2(h)),  mlp(z) = proj(gelu(fc(z))),
+// attn a causal_self_attention layer. Built from those layers (two residuals of a layer_norm
+// and the attention or the MLP), so it computes, saves and backpropagates exactly as they do.
+// Parameters, prefixed by the block's name: ln_1.{weight,bias}, attn.qkv.{weight,bias},
+// attn.proj.{weight,bias}, ln_2.{weight,bias}, mlp.fc.{weight,bias} ([hidden, D]),
+// mlp.proj.{weight,bias} ([D, hidden]), hidden = mlp_ratio * D.
+#ifndef GPIPE_LAYERS_TRANSFORMER_BLOCK_H_
+#define GPIPE_LAYERS_TRANSFORMER_BLOCK_H_
+
+#include <memory>
+#include <string>
+
+#include "layers/layer.h"
+#include "layers/layer_sequence.h"
+#include "proto/plan.pb.h"
+
+namespace gpipe {
+
+class LayerRegistry;
+
+class TransformerBlock final : public Layer {
+ public:
+  // INVALID_ARGUMENT for an input that is not [T, D], num_heads not dividing D, mlp_ratio < 1 or
+  // eps <= 0 (naming the field).
+  static absl::StatusOr<std::unique_ptr<Layer>> Create(const pb::Layer& spec,
+                                                       const Shape& input_shape,
+                                                       const LayerRegistry& registry);
+
+  std::string_view type() const override { return "transformer_block"; }
+  std::vector<ParamSpec> parameter_specs() const override { return body_.parameter_specs(); }
+  std::vector<ParamSpec> buffer_specs() const override { return body_.buffer_specs(); }
+  double ForwardFlopsPerSample() const override { return body_.ForwardFlopsPerSample(); }
+  absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
+                                 const Tensor& x, SavedTensors& saved) const override {
+    return body_.Forward(ctx, params, x, saved);
+  }
+  absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
+                                  std::span<Tensor> grads, const SavedTensors& saved,
+                                  const Tensor& dy) const override {
+    return body_.Backward(ctx, params, grads, saved, dy);
+  }
+  std::vector<SavedSpec> SavedPerSample() const override { return body_.SavedPerSample(); }
+
+ private:
+  TransformerBlock(std::string name, LayerSequence body);
+
+  LayerSequence body_;  // the two residuals
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_LAYERS_TRANSFORMER_BLOCK_H_

@@ -1,0 +1,51 @@
+#include "runtime/coord/eval_summary.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace gpipe {
+
+absl::Status EvalSummary::Add(const std::vector<pb::StepReport>& reports) {
+  for (const pb::StepReport& report : reports) {
+    if (!report.has_eval_samples()) continue;
+    loss_sum_ += report.eval_loss_sum();
+    samples_ += report.eval_samples();
+    if (report.has_correct()) {
+      classification_ = true;
+      correct_ += report.correct();
+      predictions_ += report.eval_predictions();
+    }
+    return absl::OkStatus();
+  }
+  return absl::InternalError("no stage reported evaluation sums for an evaluation batch");
+}
+
+double EvalSummary::accuracy() const {
+  if (!classification_ || predictions_ == 0) return -1.0;
+  return static_cast<double>(correct_) / static_cast<double>(predictions_);
+}
+
+double EvalSummary::bits_per_byte() const {
+  return bits_per_byte_ ? loss() / std::log(2.0) : -1.0;
+}
+
+std::string EvalSummary::FormatLine() const {
+  std::string line = absl::StrFormat("eval after step %d | loss %.4f", after_step_, loss());
+  if (bits_per_byte() >= 0) absl::StrAppendFormat(&line, " | %.3f bits/byte", bits_per_byte());
+  if (accuracy() >= 0) absl::StrAppendFormat(&line, " | acc %.2f%%", 100.0 * accuracy());
+  absl::StrAppendFormat(&line, " | %d samples | %.0f ms", samples_, elapsed_ms_);
+  return line;
+}
+
+JsonObject EvalSummary::ToMetricsRecord() const {
+  JsonObject json;
+  json.AddBool("eval", true).AddInt("step", after_step_).AddDouble("loss", loss());
+  if (accuracy() >= 0) json.AddDouble("accuracy", accuracy());
+  if (bits_per_byte() >= 0) json.AddDouble("bits_per_byte", bits_per_byte());
+  json.AddInt("samples", samples_).AddDouble("eval_ms", elapsed_ms_);
+  return json;
+}
+
+}  // namespace gpipe

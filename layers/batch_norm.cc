@@ -90,6 +90,15 @@ absl::StatusOr<Tensor> BatchNorm::Forward(const LayerContext& ctx, std::span<con
         type_, " layer '", name(), "' needs its running_mean and running_var buffers, got ",
         ctx.buffers.size(), " buffers"));
   }
+  for (const Tensor& buffer : ctx.buffers) {
+    // Written in place below: a buffer of the wrong size would be written out of bounds.
+    if (!buffer.defined() || buffer.dtype() != DType::kF32 ||
+        buffer.num_elements() != channels_) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          type_, " layer '", name(), "' needs running_mean and running_var buffers of f32[",
+          channels_, "], got ", buffer.DebugString()));
+    }
+  }
   const int64_t batch = x.shape().dim(0);
   const int64_t n = batch * positions_;
   const float* in = x.f32();

@@ -12,7 +12,8 @@
 //
 // Parameters weight [C] (ones) and bias [C] (zeros) with `affine`; buffers running_mean [C]
 // (zeros) and running_var [C] (ones). Statistics are accumulated in double. Forward saves its
-// input (shared) and a [2, C] f32 tensor of the batch mean and 1/sqrt(var + eps).
+// input (shared) and a [3, C] f32 tensor of the batch mean (as a hi + lo pair) and
+// 1/sqrt(var + eps).
 #ifndef GPIPE_LAYERS_BATCH_NORM_H_
 #define GPIPE_LAYERS_BATCH_NORM_H_
 
@@ -41,7 +42,7 @@ class BatchNorm final : public Layer {
   absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                   std::span<Tensor> grads, const SavedTensors& saved,
                                   const Tensor& dy) const override;
-  // {kInput, kNew of 8 * C bytes per call}.
+  // {kInput, kNew of 12 * C bytes per call}.
   std::vector<SavedSpec> SavedPerSample() const override;
   // With `affine`, Backward is exactly BackwardWeight then BackwardInput.
   bool SplitsBackward() const override { return affine_; }

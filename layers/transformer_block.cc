@@ -84,4 +84,34 @@ absl::StatusOr<std::unique_ptr<Layer>> TransformerBlock::Create(const pb::Layer&
 TransformerBlock::TransformerBlock(std::string name, LayerSequence body)
     : Layer(std::move(name), body.input_shape(), body.output_shape()), body_(std::move(body)) {}
 
+// The tensors are checked here, not only by the unnamed residuals inside, so that an error names
+// this block.
+absl::StatusOr<Tensor> TransformerBlock::Forward(const LayerContext& ctx,
+                                                 std::span<const Tensor> params, const Tensor& x,
+                                                 SavedTensors& saved) const {
+  if (!x.defined() || x.dtype() != DType::kF32 || x.shape().rank() < 1 ||
+      x.shape().WithoutBatch() != input_shape()) {
+    return absl::InvalidArgumentError(absl::StrCat("transformer_block '", name(),
+                                                   "' expects f32 samples of shape ",
+                                                   input_shape().ToString(), ", got ",
+                                                   x.DebugString()));
+  }
+  return body_.Forward(ctx, params, x, saved);
+}
+
+absl::StatusOr<Tensor> TransformerBlock::Backward(const LayerContext& ctx,
+                                                  std::span<const Tensor> params,
+                                                  std::span<Tensor> grads,
+                                                  const SavedTensors& saved,
+                                                  const Tensor& dy) const {
+  if (!dy.defined() || dy.dtype() != DType::kF32 || dy.shape().rank() < 1 ||
+      dy.shape().WithoutBatch() != output_shape()) {
+    return absl::InvalidArgumentError(absl::StrCat("transformer_block '", name(),
+                                                   "': output gradient ", dy.DebugString(),
+                                                   " does not match samples of ",
+                                                   output_shape().ToString()));
+  }
+  return body_.Backward(ctx, params, grads, saved, dy);
+}
+
 }  // namespace gpipe

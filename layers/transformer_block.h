@@ -32,14 +32,10 @@ class TransformerBlock final : public Layer {
   std::vector<ParamSpec> buffer_specs() const override { return body_.buffer_specs(); }
   double ForwardFlopsPerSample() const override { return body_.ForwardFlopsPerSample(); }
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
-                                 const Tensor& x, SavedTensors& saved) const override {
-    return body_.Forward(ctx, params, x, saved);
-  }
+                                 const Tensor& x, SavedTensors& saved) const override;
   absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                   std::span<Tensor> grads, const SavedTensors& saved,
-                                  const Tensor& dy) const override {
-    return body_.Backward(ctx, params, grads, saved, dy);
-  }
+                                  const Tensor& dy) const override;
   std::vector<SavedSpec> SavedPerSample() const override { return body_.SavedPerSample(); }
 
  private:

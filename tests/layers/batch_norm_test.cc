@@ -530,6 +530,19 @@ TEST(BatchNormTest, RejectsMissingBuffersAndInputOfTheWrongShape) {
     EXPECT_THAT(std::string(y.status().message()), HasSubstr("'bn7'"));
     EXPECT_THAT(std::string(y.status().message()), HasSubstr("running_mean and running_var"));
   }
+  // Buffers of another layer's size are refused, not written out of bounds.
+  std::vector<Tensor> wrong = InitialBuffers(*MakeLayer("name: 'bn' batch_norm1d {}", Shape{3}),
+                                             device);
+  for (bool training : {true, false}) {
+    SCOPED_TRACE(training);
+    const LayerContext ctx{.device = device, .training = training, .buffers = wrong};
+    SavedTensors saved;
+    absl::StatusOr<Tensor> y = layer->Forward(ctx, params, x, saved);
+    ASSERT_FALSE(y.ok());
+    EXPECT_EQ(y.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(y.status().message()), HasSubstr("buffers of f32[2], got f32[3]"));
+    EXPECT_THAT(Values(wrong[0]), ::testing::Each(0.0f));
+  }
   std::vector<Tensor> buffers = InitialBuffers(*layer, device);
   const LayerContext ctx{.device = device, .buffers = buffers};
   SavedTensors saved;

@@ -181,8 +181,11 @@ TEST(TransformerBlockTest, OutputsBeforeAPositionIgnoreInputsAtAndAfterIt) {
     SCOPED_TRACE(changed);
     absl::StatusOr<Tensor> perturbed = x.Clone(MemoryKind::kData);
     ASSERT_TRUE(perturbed.ok());
-    // Sample 1, position `changed`: every feature.
-    for (int64_t i = 0; i < kD; ++i) perturbed->f32()[(kT + changed) * kD + i] += 0.5f;
+    // Sample 1, position `changed`: every feature, by different amounts (a common shift would
+    // vanish in ln_1 and only reach the position itself through the skip connection).
+    for (int64_t i = 0; i < kD; ++i) {
+      perturbed->f32()[(kT + changed) * kD + i] += 0.1f * static_cast<float>(i + 1);
+    }
     absl::StatusOr<Tensor> y = layer->Forward(ctx, params, *perturbed, saved);
     ASSERT_TRUE(y.ok()) << y.status();
     const std::vector<float> y1 = Values(*y);
@@ -215,7 +218,9 @@ TEST(TransformerBlockTest, SavesEachInnerTensorOnce) {
   EXPECT_EQ(specs[0].ref, SavedRef::kInput);
   for (size_t i = 0; i < specs.size(); ++i) {
     SCOPED_TRACE(i);
-    if (i > 0) EXPECT_EQ(specs[i].ref, SavedRef::kNew);
+    if (i > 0) {
+      EXPECT_EQ(specs[i].ref, SavedRef::kNew);
+    }
     EXPECT_EQ(specs[i].bytes_per_sample, per_sample[i]);
     EXPECT_EQ(specs[i].bytes_per_call, 0);
   }
@@ -254,6 +259,28 @@ TEST(TransformerBlockTest, RejectsBadConfigurationNamingTheField) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(status.message()), HasSubstr(c.message));
   }
+}
+
+TEST(TransformerBlockTest, RejectsInputAndGradientOfTheWrongShapeNamingTheBlock) {
+  CpuDevice device;
+  std::unique_ptr<Layer> layer = MakeLayer(kBlock, Shape{3, 4});
+  const std::vector<Tensor> params = UniformParams(*layer, device, 3);
+  const LayerContext ctx{.device = device};
+  SavedTensors saved;
+  absl::StatusOr<Tensor> bad =
+      layer->Forward(ctx, params, UniformTensor(device, Shape{2, 4, 4}, 4, -1, 1), saved);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("transformer_block 'h0'"));
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("[3, 4]"));
+  ASSERT_TRUE(
+      layer->Forward(ctx, params, UniformTensor(device, Shape{2, 3, 4}, 4, -1, 1), saved).ok());
+  std::vector<Tensor> grads = ZeroGrads(*layer, device);
+  const absl::Status status =
+      layer->Backward(ctx, params, grads, saved, UniformTensor(device, Shape{2, 3, 5}, 5, -1, 1))
+          .status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("transformer_block 'h0'"));
 }
 
 }  // namespace

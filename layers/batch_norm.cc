@@ -30,8 +30,8 @@ absl::StatusOr<std::unique_ptr<Layer>> BatchNorm::Create(const pb::Layer& spec,
   }
   for (int64_t dim : input_shape.dims()) {
     if (dim < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          type, " needs every input dimension >= 1, got ", input_shape.ToString()));
+      return absl::InvalidArgumentError(
+          absl::StrCat(type, " needs every input dimension >= 1, got ", input_shape.ToString()));
     }
   }
   if (!(config.eps() > 0.0) || !std::isfinite(config.eps())) {
@@ -92,8 +92,7 @@ absl::StatusOr<Tensor> BatchNorm::Forward(const LayerContext& ctx, std::span<con
   }
   for (const Tensor& buffer : ctx.buffers) {
     // Written in place below: a buffer of the wrong size would be written out of bounds.
-    if (!buffer.defined() || buffer.dtype() != DType::kF32 ||
-        buffer.num_elements() != channels_) {
+    if (!buffer.defined() || buffer.dtype() != DType::kF32 || buffer.num_elements() != channels_) {
       return absl::InvalidArgumentError(absl::StrCat(
           type_, " layer '", name(), "' needs running_mean and running_var buffers of f32[",
           channels_, "], got ", buffer.DebugString()));

@@ -91,10 +91,9 @@ absl::StatusOr<Tensor> TransformerBlock::Forward(const LayerContext& ctx,
                                                  SavedTensors& saved) const {
   if (!x.defined() || x.dtype() != DType::kF32 || x.shape().rank() < 1 ||
       x.shape().WithoutBatch() != input_shape()) {
-    return absl::InvalidArgumentError(absl::StrCat("transformer_block '", name(),
-                                                   "' expects f32 samples of shape ",
-                                                   input_shape().ToString(), ", got ",
-                                                   x.DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("transformer_block '", name(), "' expects f32 samples of shape ",
+                     input_shape().ToString(), ", got ", x.DebugString()));
   }
   return body_.Forward(ctx, params, x, saved);
 }
@@ -106,10 +105,9 @@ absl::StatusOr<Tensor> TransformerBlock::Backward(const LayerContext& ctx,
                                                   const Tensor& dy) const {
   if (!dy.defined() || dy.dtype() != DType::kF32 || dy.shape().rank() < 1 ||
       dy.shape().WithoutBatch() != output_shape()) {
-    return absl::InvalidArgumentError(absl::StrCat("transformer_block '", name(),
-                                                   "': output gradient ", dy.DebugString(),
-                                                   " does not match samples of ",
-                                                   output_shape().ToString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("transformer_block '", name(), "': output gradient ", dy.DebugString(),
+                     " does not match samples of ", output_shape().ToString()));
   }
   return body_.Backward(ctx, params, grads, saved, dy);
 }

@@ -10,6 +10,8 @@ packages=(
   libabsl-dev
   libgtest-dev libgmock-dev
   libopenblas-dev
+  zlib1g-dev
+  dataset-fashion-mnist fortunes
   python3
 )
 

@@ -216,7 +216,9 @@ PipelineRun RunPipeline(const RunOptions& options) {
       command.set_step(options.eval_before ? -1 : plan.training().steps());
       for (int64_t i : sampler.IndicesForStep(0)) command.add_sample_indices(i);
       ASSIGN_OR_RETURN(const pb::StepReport report, evaluator.RunStep(command));
-      if (report.has_loss()) run.eval_loss = report.loss();
+      if (report.eval_samples() > 0) {
+        run.eval_loss = report.eval_loss_sum() / static_cast<double>(report.eval_samples());
+      }
       return absl::OkStatus();
     };
     if (options.eval_before) RETURN_IF_ERROR(evaluate());

@@ -28,7 +28,7 @@ struct PipelineRun {
   std::vector<int64_t> peak_activation;                       // per stage, bytes (kActivation)
   std::vector<int64_t> peak_boundary;                         // per stage, bytes (kBoundary)
   std::vector<int64_t> peak_boundary_grad;                    // per stage, bytes (kBoundaryGrad)
-  double eval_loss = -1;  // the EVAL pass (when asked for), from the last stage
+  double eval_loss = -1;  // the EVAL pass (when asked for): mean loss per sample, last stage
   // Per stage: activation + boundary + boundary_grad bytes after the run.
   std::vector<int64_t> end_transient;
   std::vector<pb::StepReport> last_reports;

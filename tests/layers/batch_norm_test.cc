@@ -93,8 +93,8 @@ void ExpectMatchesOracle(const OracleCase& c) {
   EXPECT_THAT(Values(*y), Pointwise(FloatNear(2e-6), c.y));
 
   std::vector<Tensor> grads = ZeroGrads(*layer, device);
-  absl::StatusOr<Tensor> dx =
-      layer->Backward(ctx, params, grads, saved, PatternTensor(device, x.shape(), c.salt + 3, 0.25));
+  absl::StatusOr<Tensor> dx = layer->Backward(ctx, params, grads, saved,
+                                              PatternTensor(device, x.shape(), c.salt + 3, 0.25));
   ASSERT_TRUE(dx.ok()) << dx.status();
   EXPECT_THAT(Values(*dx), Pointwise(FloatNear(1e-5), c.dx));
   ASSERT_EQ(grads.size(), c.affine ? 2u : 0u);
@@ -141,14 +141,14 @@ TEST(BatchNormTest, TwoDimensionalMatchesIndependentValues) {
        2,
        9,
        true,
-       {0.908252589f, -1.97353039f,  0.043717695f,  2.06096578f,   -0.820817199f, 1.19643089f,
-        -0.888218461f, 0.0545808144f, 0.99738009f,  -0.349476018f, 0.593323258f,  -0.753532851f,
-        0.620074291f,  2.63732238f,   -0.244460603f, 1.77278748f,   -1.1089955f,   0.908252589f,
-        -1.02290407f,  -0.0801047964f, 0.862694479f, -0.484161629f, 0.458637647f,  -0.888218461f},
-       {-1.40230227f, -1.01358185f,  2.1436356f,   0.401821993f,  0.790542408f,  -0.951271202f,
-        -0.15256022f, -1.07525977f,  0.291696067f, 0.628557404f,  -0.29414215f,  0.0427191855f,
-        -1.85333333f, 1.30388412f,   1.69260454f,  -0.0492090741f, 0.339511344f, -1.40230227f,
-        -0.347839621f, 1.01911621f,  0.0964166595f, 0.433277998f, -0.489421553f, -0.152560215f},
+       {0.908252589f,  -1.97353039f,   0.043717695f,  2.06096578f,   -0.820817199f, 1.19643089f,
+        -0.888218461f, 0.0545808144f,  0.99738009f,   -0.349476018f, 0.593323258f,  -0.753532851f,
+        0.620074291f,  2.63732238f,    -0.244460603f, 1.77278748f,   -1.1089955f,   0.908252589f,
+        -1.02290407f,  -0.0801047964f, 0.862694479f,  -0.484161629f, 0.458637647f,  -0.888218461f},
+       {-1.40230227f,  -1.01358185f, 2.1436356f,    0.401821993f,   0.790542408f,  -0.951271202f,
+        -0.15256022f,  -1.07525977f, 0.291696067f,  0.628557404f,   -0.29414215f,  0.0427191855f,
+        -1.85333333f,  1.30388412f,  1.69260454f,   -0.0492090741f, 0.339511344f,  -1.40230227f,
+        -0.347839621f, 1.01911621f,  0.0964166595f, 0.433277998f,   -0.489421553f, -0.152560215f},
        {-7.72134868f, -6.88937306f},
        {-1.0f, 1.75f}});
 }
@@ -178,12 +178,11 @@ TEST(BatchNormTest, UsesTheEpsFromThePlan) {
   absl::StatusOr<Tensor> y =
       layer->Forward(ctx, {}, PatternTensor(device, Shape{2, 2, 2, 2}, 25, 0.25), saved);
   ASSERT_TRUE(y.ok()) << y.status();
-  EXPECT_THAT(Values(*y),
-              Pointwise(FloatNear(2e-6),
-                        {-0.445000262f, 0.866579457f, -1.00710586f, 0.304473863f, -1.24131652f,
-                         0.0702631993f, 1.38184292f, -0.491842395f, 0.491842395f, -1.38184292f,
-                         -0.0702631993f, 1.24131652f, -0.304473863f, 1.00710586f, -0.866579457f,
-                         0.445000262f}));
+  EXPECT_THAT(Values(*y), Pointwise(FloatNear(2e-6),
+                                    {-0.445000262f, 0.866579457f, -1.00710586f, 0.304473863f,
+                                     -1.24131652f, 0.0702631993f, 1.38184292f, -0.491842395f,
+                                     0.491842395f, -1.38184292f, -0.0702631993f, 1.24131652f,
+                                     -0.304473863f, 1.00710586f, -0.866579457f, 0.445000262f}));
 }
 
 // running = (1 - m) running + m stat, running_var from the unbiased variance.
@@ -194,7 +193,8 @@ TEST(BatchNormTest, TrainingUpdatesTheRunningStatisticsOncePerCall) {
   std::vector<Tensor> buffers = InitialBuffers(*layer, device);
   const LayerContext ctx{.device = device, .buffers = buffers};
   SavedTensors saved;
-  ASSERT_TRUE(layer->Forward(ctx, params, PatternTensor(device, Shape{4, 3}, 20, 0.25), saved).ok());
+  ASSERT_TRUE(
+      layer->Forward(ctx, params, PatternTensor(device, Shape{4, 3}, 20, 0.25), saved).ok());
   EXPECT_THAT(Values(buffers[0]), Pointwise(FloatNear(1e-7), {-0.0375f, 0.03125f, -0.00625f}));
   EXPECT_THAT(Values(buffers[1]),
               Pointwise(FloatNear(1e-6), {1.10208333f, 1.09322917f, 1.09322917f}));
@@ -212,7 +212,8 @@ TEST(BatchNormTest, MomentumOneKeepsOnlyTheLatestStatistics) {
   std::vector<Tensor> buffers = InitialBuffers(*layer, device);
   const LayerContext ctx{.device = device, .buffers = buffers};
   SavedTensors saved;
-  ASSERT_TRUE(layer->Forward(ctx, params, PatternTensor(device, Shape{4, 3}, 20, 0.25), saved).ok());
+  ASSERT_TRUE(
+      layer->Forward(ctx, params, PatternTensor(device, Shape{4, 3}, 20, 0.25), saved).ok());
   EXPECT_THAT(Values(buffers[0]), Pointwise(FloatNear(1e-7), {-0.375f, 0.3125f, -0.0625f}));
   EXPECT_THAT(Values(buffers[1]),
               Pointwise(FloatNear(1e-6), {2.02083333f, 1.93229167f, 1.93229167f}));
@@ -260,7 +261,8 @@ TEST(BatchNormTest, ReplayWithoutBufferUpdateLeavesBuffersAndReproducesForward) 
   std::vector<Tensor> first_grads = ZeroGrads(*layer, device);
   std::vector<Tensor> replay_grads = ZeroGrads(*layer, device);
   absl::StatusOr<Tensor> first_dx = layer->Backward(first, params, first_grads, first_saved, dy);
-  absl::StatusOr<Tensor> replay_dx = layer->Backward(replay, params, replay_grads, replay_saved, dy);
+  absl::StatusOr<Tensor> replay_dx =
+      layer->Backward(replay, params, replay_grads, replay_saved, dy);
   ASSERT_TRUE(first_dx.ok() && replay_dx.ok());
   EXPECT_TRUE(BitIdentical(*replay_dx, *first_dx));
   for (size_t p = 0; p < first_grads.size(); ++p) {
@@ -280,9 +282,11 @@ TEST(BatchNormTest, EvaluationNormalizesWithTheRunningStatisticsAndSavesNothing)
   std::vector<Tensor> buffers = InitialBuffers(*layer, device);
   const LayerContext train{.device = device, .buffers = buffers};
   SavedTensors saved;
-  ASSERT_TRUE(layer->Forward(train, params, PatternTensor(device, Shape{4, 3}, 20, 0.25), saved).ok());
+  ASSERT_TRUE(
+      layer->Forward(train, params, PatternTensor(device, Shape{4, 3}, 20, 0.25), saved).ok());
   saved.clear();
-  ASSERT_TRUE(layer->Forward(train, params, PatternTensor(device, Shape{4, 3}, 21, 0.5), saved).ok());
+  ASSERT_TRUE(
+      layer->Forward(train, params, PatternTensor(device, Shape{4, 3}, 21, 0.5), saved).ok());
   saved.clear();
   const std::vector<float> mean = Values(buffers[0]);
   const std::vector<float> var = Values(buffers[1]);
@@ -317,8 +321,8 @@ TEST(BatchNormTest, EachCallNormalizesWithItsOwnStatistics) {
   // The second half is shifted, so the halves' means differ from the whole batch's.
   for (size_t i = values.size() / 2; i < values.size(); ++i) values[i] += 2.0f;
   const Tensor x = F32Tensor(device, Shape{4, 2, 3}, values);
-  const Tensor first = F32Tensor(device, Shape{2, 2, 3},
-                                 std::vector<float>(values.begin(), values.begin() + 12));
+  const Tensor first =
+      F32Tensor(device, Shape{2, 2, 3}, std::vector<float>(values.begin(), values.begin() + 12));
   const Tensor second =
       F32Tensor(device, Shape{2, 2, 3}, std::vector<float>(values.begin() + 12, values.end()));
   SavedTensors saved;
@@ -388,13 +392,13 @@ INSTANTIATE_TEST_SUITE_P(
     Configurations, BatchNormGradientTest,
     ::testing::Values(
         GradientCase{"OneDimensionalChannels", "name: 'bn' batch_norm1d {}", Shape{3}, 5},
-        GradientCase{"OneDimensionalChannelsAndLength", "name: 'bn' batch_norm1d {}",
-                     Shape{2, 4}, 3},
+        GradientCase{"OneDimensionalChannelsAndLength", "name: 'bn' batch_norm1d {}", Shape{2, 4},
+                     3},
         GradientCase{"OneDimensionalWithoutAffine", "name: 'bn' batch_norm1d { affine: false }",
                      Shape{2, 3}, 3},
         GradientCase{"TwoDimensional", "name: 'bn' batch_norm2d {}", Shape{2, 3, 2}, 2},
-        GradientCase{"TwoDimensionalWithoutAffine",
-                     "name: 'bn' batch_norm2d { affine: false }", Shape{2, 2, 3}, 2}),
+        GradientCase{"TwoDimensionalWithoutAffine", "name: 'bn' batch_norm2d { affine: false }",
+                     Shape{2, 2, 3}, 2}),
     [](const ::testing::TestParamInfo<GradientCase>& info) { return info.param.name; });
 
 TEST(BatchNormTest, WithoutInputGradientReturnsAnUndefinedTensorAndTheSameGrads) {
@@ -463,12 +467,14 @@ TEST(BatchNormTest, RejectsBadConfigurationNamingTheField) {
     Shape input;
     std::string message;
   } cases[] = {
-      {"name: 'a' batch_norm1d { eps: 0 }", Shape{3}, "batch_norm1d.eps must be a finite number > 0"},
+      {"name: 'a' batch_norm1d { eps: 0 }", Shape{3},
+       "batch_norm1d.eps must be a finite number > 0"},
       {"name: 'a' batch_norm2d { eps: -1 }", Shape{3, 2, 2},
        "batch_norm2d.eps must be a finite number > 0"},
       {"name: 'a' batch_norm1d { eps: nan }", Shape{3}, "batch_norm1d.eps"},
       {"name: 'a' batch_norm1d { eps: inf }", Shape{3}, "batch_norm1d.eps"},
-      {"name: 'a' batch_norm1d { momentum: 0 }", Shape{3}, "batch_norm1d.momentum must be in (0, 1]"},
+      {"name: 'a' batch_norm1d { momentum: 0 }", Shape{3},
+       "batch_norm1d.momentum must be in (0, 1]"},
       {"name: 'a' batch_norm1d { momentum: -0.1 }", Shape{3}, "batch_norm1d.momentum"},
       {"name: 'a' batch_norm2d { momentum: 1.5 }", Shape{3, 2, 2},
        "batch_norm2d.momentum must be in (0, 1], got 1.5"},
@@ -510,9 +516,9 @@ TEST(BatchNormTest, TrainingOnOneValuePerChannelIsRejected) {
   EXPECT_THAT(Values(buffers[1]), ::testing::Each(1.0f));
   // With positions, one sample already gives several values per channel.
   std::unique_ptr<Layer> with_length = MakeLayer("name: 'bn7' batch_norm1d {}", Shape{3, 2});
-  EXPECT_TRUE(with_length
-                  ->Forward(ctx, params, UniformTensor(device, Shape{1, 3, 2}, 4, -1, 1), saved)
-                  .ok());
+  EXPECT_TRUE(
+      with_length->Forward(ctx, params, UniformTensor(device, Shape{1, 3, 2}, 4, -1, 1), saved)
+          .ok());
 }
 
 TEST(BatchNormTest, RejectsMissingBuffersAndInputOfTheWrongShape) {
@@ -531,8 +537,8 @@ TEST(BatchNormTest, RejectsMissingBuffersAndInputOfTheWrongShape) {
     EXPECT_THAT(std::string(y.status().message()), HasSubstr("running_mean and running_var"));
   }
   // Buffers of another layer's size are refused, not written out of bounds.
-  std::vector<Tensor> wrong = InitialBuffers(*MakeLayer("name: 'bn' batch_norm1d {}", Shape{3}),
-                                             device);
+  std::vector<Tensor> wrong =
+      InitialBuffers(*MakeLayer("name: 'bn' batch_norm1d {}", Shape{3}), device);
   for (bool training : {true, false}) {
     SCOPED_TRACE(training);
     const LayerContext ctx{.device = device, .training = training, .buffers = wrong};
@@ -553,10 +559,11 @@ TEST(BatchNormTest, RejectsMissingBuffersAndInputOfTheWrongShape) {
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("[2, 3, 3]"));
   ASSERT_TRUE(layer->Forward(ctx, params, x, saved).ok());
   std::vector<Tensor> grads = ZeroGrads(*layer, device);
-  EXPECT_EQ(layer->Backward(ctx, params, grads, saved, UniformTensor(device, Shape{1, 2, 3, 3}, 5, -1, 1))
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      layer->Backward(ctx, params, grads, saved, UniformTensor(device, Shape{1, 2, 3, 3}, 5, -1, 1))
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

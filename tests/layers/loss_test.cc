@@ -110,16 +110,43 @@ TEST(SoftmaxCrossEntropyTest, RejectsMismatchedTargets) {
       absl::StatusCode::kInvalidArgument);
 }
 
-TEST(SoftmaxCrossEntropyTest, RequiresARank1OutputWithTwoOrMoreClasses) {
+TEST(SoftmaxCrossEntropyTest, RequiresTwoOrMoreClassesPerPrediction) {
   std::unique_ptr<Loss> loss = MakeLoss("softmax_cross_entropy {}");
   EXPECT_TRUE(loss->ValidateOutputShape(Shape{10}).ok());
   EXPECT_TRUE(loss->ValidateOutputShape(Shape{2}).ok());
+  EXPECT_TRUE(loss->ValidateOutputShape(Shape{4, 10}).ok());  // one prediction per position
   EXPECT_EQ(loss->ValidateOutputShape(Shape{1}).code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(loss->ValidateOutputShape(Shape{4, 10}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(loss->ValidateOutputShape(Shape{4, 1}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(loss->ValidateOutputShape(Shape{}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(loss->target_dtype(), DType::kI64);
   EXPECT_EQ(loss->target_shape(Shape{10}), Shape{});
+  EXPECT_EQ(loss->target_shape(Shape{4, 10}), Shape{4});
   EXPECT_EQ(loss->type(), "softmax_cross_entropy");
+}
+
+// A sequence output [b, P, C] is the mean over all b*P positions: the same as the [b*P, C]
+// classification of those rows with a mini-batch of b*P, for the loss, the gradient and the
+// count of correct predictions.
+TEST(SoftmaxCrossEntropyTest, PerPositionLossIsTheMeanOverEveryPosition) {
+  CpuDevice device;
+  std::unique_ptr<Loss> loss = MakeLoss("softmax_cross_entropy {}");
+  const Tensor logits = UniformTensor(device, Shape{2, 3, 4}, 5, -2.0f, 2.0f);
+  const std::vector<int64_t> ids = {0, 3, 1, 2, 2, 0};
+  absl::StatusOr<LossResult> sequence =
+      loss->Compute(device, logits, I64Tensor(device, Shape{2, 3}, ids), /*global_batch=*/4);
+  ASSERT_TRUE(sequence.ok()) << sequence.status();
+  absl::StatusOr<Tensor> rows = logits.Reshaped(Shape{6, 4});
+  ASSERT_TRUE(rows.ok());
+  absl::StatusOr<LossResult> flat =
+      loss->Compute(device, *rows, I64Tensor(device, Shape{6}, ids), /*global_batch=*/12);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  EXPECT_DOUBLE_EQ(sequence->loss, flat->loss);
+  EXPECT_EQ(Values(sequence->grad), Values(flat->grad));
+  EXPECT_EQ(sequence->correct, flat->correct);
+  EXPECT_EQ(sequence->grad.shape(), (Shape{2, 3, 4}));
+  // Targets must be shaped like the output without its class dimension.
+  EXPECT_EQ(loss->Compute(device, logits, I64Tensor(device, Shape{6}, ids), 4).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(MseTest, MatchesIndependentValues) {

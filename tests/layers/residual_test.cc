@@ -30,9 +30,9 @@ constexpr char kMlp[] =
     "}";
 // The inner layers of kMlp, one plan entry each, on [6].
 const std::vector<std::string>& MlpLayers() {
-  static const auto* layers = new std::vector<std::string>{
-      "name: 'fc1' linear { out_features: 6 }", "name: 'act' relu {}",
-      "name: 'fc2' linear { out_features: 6 }"};
+  static const auto* layers =
+      new std::vector<std::string>{"name: 'fc1' linear { out_features: 6 }", "name: 'act' relu {}",
+                                   "name: 'fc2' linear { out_features: 6 }"};
   return *layers;
 }
 
@@ -136,7 +136,8 @@ TEST(ResidualTest, ConvBatchNormOutputAndBuffersMatchInnerLayersRunByHand) {
   ASSERT_EQ(buffers.size(), 4u);
   ByHand by_hand(ConvLayers(), kConvSample, device);
   // Two training calls (running statistics move), then evaluation (they are used).
-  for (const auto& [training, seed] : {std::pair{true, 6}, std::pair{true, 7}, std::pair{false, 8}}) {
+  for (const auto& [training, seed] :
+       {std::pair{true, 6}, std::pair{true, 7}, std::pair{false, 8}}) {
     SCOPED_TRACE(seed);
     const Tensor x = UniformTensor(device, kConvSample.WithBatch(3), seed, -1.0f, 1.0f);
     const LayerContext ctx{.device = device, .training = training, .buffers = buffers};
@@ -192,7 +193,8 @@ TEST(ResidualTest, ParametersAndBuffersAreTheInnerLayersInOrderWithTheirNames) {
   }
   // FLOPs: f's plus the sum.
   double inner = 0.0;
-  for (const std::string& spec : MlpLayers()) inner += MakeLayer(spec, Shape{6})->ForwardFlopsPerSample();
+  for (const std::string& spec : MlpLayers())
+    inner += MakeLayer(spec, Shape{6})->ForwardFlopsPerSample();
   EXPECT_DOUBLE_EQ(mlp->ForwardFlopsPerSample(), inner + 6.0);
   EXPECT_FALSE(mlp->SplitsBackward());
 }

@@ -55,6 +55,25 @@ const std::vector<SpecCase>& Cases() {
       {"CausalSelfAttention", "name: 'a' causal_self_attention { num_heads: 2 }"},
       {"CausalSelfAttentionWithoutBias",
        "name: 'a' causal_self_attention { num_heads: 4 bias: false }"},
+      {"BatchNorm1dOnChannels", "name: 'a' batch_norm1d {}", Shape{4}},
+      {"BatchNorm1dOnChannelsAndLength", "name: 'a' batch_norm1d {}", Shape{3, 8}},
+      {"BatchNorm2d", "name: 'a' batch_norm2d {}", Shape{3, 4, 4}},
+      {"BatchNorm2dWithoutAffine", "name: 'a' batch_norm2d { affine: false }", Shape{3, 4, 4}},
+      {"ResidualLinearReluLinear",
+       "name: 'a' residual { layers { name: 'fc1' linear { out_features: 8 } }"
+       " layers { name: 'act' relu {} } layers { name: 'fc2' linear { out_features: 8 } } }"},
+      // Its last layer saves its output, f(x), which is not the residual's output x + f(x).
+      {"ResidualEndingInRelu",
+       "name: 'a' residual { layers { name: 'fc' linear { out_features: 8 } }"
+       " layers { name: 'act' relu {} } }"},
+      {"ResidualConvBatchNorm",
+       "name: 'a' residual {"
+       " layers { name: 'conv1' conv2d { out_channels: 2 kernel_size: 3 padding: 1 } }"
+       " layers { name: 'bn1' batch_norm2d {} } layers { name: 'act' relu {} }"
+       " layers { name: 'conv2' conv2d { out_channels: 2 kernel_size: 3 padding: 1 } }"
+       " layers { name: 'bn2' batch_norm2d {} } }",
+       Shape{2, 4, 4}},
+      {"TransformerBlock", "name: 'a' transformer_block { num_heads: 2 }"},
   };
   return *cases;
 }
@@ -76,6 +95,19 @@ Tensor SampleInput(Device& device, const SpecCase& c, int64_t batch) {
 
 int64_t ActivationBytes(Device& device) { return device.memory().current(MemoryKind::kActivation); }
 
+// The layer's buffers (batch norm's running statistics), as their specs initialize them; not
+// activations, so they do not enter the byte counts.
+std::vector<Tensor> InitialBuffers(const Layer& layer, Device& device) {
+  std::vector<Tensor> buffers;
+  for (const ParamSpec& spec : layer.buffer_specs()) {
+    const float value = spec.init == ParamInit::kOnes ? 1.0f : 0.0f;
+    buffers.push_back(F32Tensor(device, spec.shape,
+                                std::vector<float>(spec.shape.num_elements(), value),
+                                MemoryKind::kParameter));
+  }
+  return buffers;
+}
+
 // The bytes the spec promises for one training Forward on `batch` samples: the output (unless
 // it is the input itself) plus every kNew entry.
 int64_t PredictedBytes(const std::vector<SavedSpec>& specs, int64_t batch, const Tensor& x,
@@ -90,13 +122,15 @@ class SavedSpecTest : public ::testing::TestWithParam<SpecCase> {};
 TEST_P(SavedSpecTest, ForwardSavesExactlyWhatTheSpecDeclares) {
   std::unique_ptr<Layer> layer = MakeLayer(GetParam().spec, SampleShapeOf(GetParam()));
   const std::vector<SavedSpec> specs = layer->SavedPerSample();
-  // Two batch sizes tell bytes per sample from bytes per call.
-  for (int64_t batch : {1, 4}) {
+  // Two batch sizes tell bytes per sample from bytes per call (batch norm trains on 2 or more).
+  for (int64_t batch : {2, 5}) {
     SCOPED_TRACE(batch);
     CpuDevice device;
     const std::vector<Tensor> params = UniformParams(*layer, device, 1);
+    std::vector<Tensor> buffers = InitialBuffers(*layer, device);
     const Tensor x = SampleInput(device, GetParam(), batch);
-    const LayerContext ctx{.device = device, .training = true, .seed = 3, .step = 1};
+    const LayerContext ctx{
+        .device = device, .training = true, .seed = 3, .step = 1, .buffers = buffers};
     const int64_t before = ActivationBytes(device);
     SavedTensors saved;
     absl::StatusOr<Tensor> y = layer->Forward(ctx, params, x, saved);
@@ -137,8 +171,9 @@ TEST_P(SavedSpecTest, EvaluationSavesNoMoreThanTraining) {
   const int64_t batch = 4;
   CpuDevice device;
   const std::vector<Tensor> params = UniformParams(*layer, device, 1);
+  std::vector<Tensor> buffers = InitialBuffers(*layer, device);
   const Tensor x = SampleInput(device, GetParam(), batch);
-  const LayerContext ctx{.device = device, .training = false};
+  const LayerContext ctx{.device = device, .training = false, .buffers = buffers};
   const int64_t before = ActivationBytes(device);
   SavedTensors saved;
   absl::StatusOr<Tensor> y = layer->Forward(ctx, params, x, saved);

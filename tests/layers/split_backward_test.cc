@@ -58,12 +58,25 @@ std::vector<Tensor> Copies(const std::vector<Tensor>& tensors) {
   return copies;
 }
 
+// The layer's buffers (batch norm's running statistics) as their specs initialize them.
+std::vector<Tensor> InitialBuffers(const Layer& layer, Device& device) {
+  std::vector<Tensor> buffers;
+  for (const ParamSpec& spec : layer.buffer_specs()) {
+    const float value = spec.init == ParamInit::kOnes ? 1.0f : 0.0f;
+    buffers.push_back(F32Tensor(device, spec.shape,
+                                std::vector<float>(spec.shape.num_elements(), value),
+                                MemoryKind::kParameter));
+  }
+  return buffers;
+}
+
 // Everything one backward comparison needs: a layer, its parameters, one Forward's saved
 // tensors and an output gradient, all from seeded random values.
 struct Fixture {
   Fixture(const SplitCase& c, uint64_t seed, bool need_input_grad)
       : layer(MakeLayer(c.spec, c.input_shape)),
-        ctx{.device = device, .seed = 7, .need_input_grad = need_input_grad},
+        buffers(InitialBuffers(*layer, device)),
+        ctx{.device = device, .seed = 7, .need_input_grad = need_input_grad, .buffers = buffers},
         params(UniformParams(*layer, device, seed)),
         x(UniformTensor(device, c.input_shape.WithBatch(5), seed + 1, -2.0f, 2.0f)) {
     absl::StatusOr<Tensor> y = layer->Forward(ctx, params, x, saved);
@@ -73,6 +86,7 @@ struct Fixture {
 
   CpuDevice device;
   std::unique_ptr<Layer> layer;
+  std::vector<Tensor> buffers;
   LayerContext ctx;
   std::vector<Tensor> params;
   Tensor x;
@@ -190,7 +204,12 @@ INSTANTIATE_TEST_SUITE_P(
         // No parameters, so no W to defer: it reports no split, but both halves still work
         // (W does nothing), which these cases pin.
         SplitCase{"LayerNormWithoutAffine", "name: 'ln' layer_norm { elementwise_affine: false }",
-                  Shape{3, 8}, /*splits=*/false}),
+                  Shape{3, 8}, /*splits=*/false},
+        SplitCase{"BatchNorm1dOnChannels", "name: 'bn' batch_norm1d {}", Shape{4}},
+        SplitCase{"BatchNorm1dOnChannelsAndLength", "name: 'bn' batch_norm1d {}", Shape{3, 8}},
+        SplitCase{"BatchNorm2d", "name: 'bn' batch_norm2d {}", Shape{3, 4, 4}},
+        SplitCase{"BatchNorm2dWithoutAffine", "name: 'bn' batch_norm2d { affine: false }",
+                  Shape{3, 4, 4}, /*splits=*/false}),
     [](const ::testing::TestParamInfo<SplitCase>& info) { return info.param.name; });
 
 // A parameter-free layer's Backward is already B; its halves fail loudly instead of running.

@@ -35,13 +35,13 @@ TEST(TransformerBlockTest, ParametersFollowGpt2NamesShapesAndOrder) {
     shapes.push_back(p.shape);
     inits.push_back(p.init);
   }
-  EXPECT_THAT(names, ElementsAre("ln_1.weight", "ln_1.bias", "attn.qkv.weight", "attn.qkv.bias",
-                                 "attn.proj.weight", "attn.proj.bias", "ln_2.weight", "ln_2.bias",
-                                 "mlp.fc.weight", "mlp.fc.bias", "mlp.proj.weight",
-                                 "mlp.proj.bias"));
-  EXPECT_THAT(shapes, ElementsAre(Shape{8}, Shape{8}, Shape{24, 8}, Shape{24}, Shape{8, 8},
-                                  Shape{8}, Shape{8}, Shape{8}, Shape{32, 8}, Shape{32},
-                                  Shape{8, 32}, Shape{8}));
+  EXPECT_THAT(names,
+              ElementsAre("ln_1.weight", "ln_1.bias", "attn.qkv.weight", "attn.qkv.bias",
+                          "attn.proj.weight", "attn.proj.bias", "ln_2.weight", "ln_2.bias",
+                          "mlp.fc.weight", "mlp.fc.bias", "mlp.proj.weight", "mlp.proj.bias"));
+  EXPECT_THAT(shapes,
+              ElementsAre(Shape{8}, Shape{8}, Shape{24, 8}, Shape{24}, Shape{8, 8}, Shape{8},
+                          Shape{8}, Shape{8}, Shape{32, 8}, Shape{32}, Shape{8, 32}, Shape{8}));
   // Layer norms start at ones and zeros; the rest as torch.nn.Linear.
   EXPECT_THAT(inits, ElementsAre(ParamInit::kOnes, ParamInit::kZeros, ParamInit::kUniform,
                                  ParamInit::kUniform, ParamInit::kUniform, ParamInit::kUniform,
@@ -211,9 +211,17 @@ TEST(TransformerBlockTest, OutputsBeforeAPositionIgnoreInputsAtAndAfterIt) {
 TEST(TransformerBlockTest, SavesEachInnerTensorOnce) {
   constexpr int64_t kT = 3, kD = 8, kH = 2, f32 = 4;
   const std::vector<SavedSpec> specs = MakeLayer(kBlock, Shape{kT, kD})->SavedPerSample();
-  const std::vector<int64_t> per_sample = {
-      0,  kT * 3 * f32, kT * kD * f32, 3 * kT * kD * f32, kH * kT * kT * f32, kT * kD * f32,
-      kT * kD * f32, kT * 3 * f32, kT * kD * f32, kT * 4 * kD * f32, kT * 4 * kD * f32};
+  const std::vector<int64_t> per_sample = {0,
+                                           kT * 3 * f32,
+                                           kT * kD * f32,
+                                           3 * kT * kD * f32,
+                                           kH * kT * kT * f32,
+                                           kT * kD * f32,
+                                           kT * kD * f32,
+                                           kT * 3 * f32,
+                                           kT * kD * f32,
+                                           kT * 4 * kD * f32,
+                                           kT * 4 * kD * f32};
   ASSERT_EQ(specs.size(), per_sample.size());
   EXPECT_EQ(specs[0].ref, SavedRef::kInput);
   for (size_t i = 0; i < specs.size(); ++i) {
@@ -233,8 +241,7 @@ TEST(TransformerBlockTest, RejectsBadConfigurationNamingTheField) {
     std::string message;
   } cases[] = {
       {"name: 'h0' transformer_block {}", Shape{3, 8}, "transformer_block.num_heads must be set"},
-      {"name: 'h0' transformer_block { num_heads: 0 }", Shape{3, 8},
-       "transformer_block.num_heads"},
+      {"name: 'h0' transformer_block { num_heads: 0 }", Shape{3, 8}, "transformer_block.num_heads"},
       {"name: 'h0' transformer_block { num_heads: 3 }", Shape{3, 8},
        "transformer_block.num_heads must be set, >= 1 and divide d_model 8, got 3"},
       {"name: 'h0' transformer_block { num_heads: 2 mlp_ratio: 0 }", Shape{3, 8},

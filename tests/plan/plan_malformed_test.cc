@@ -107,11 +107,8 @@ std::vector<MalformedCase> Cases() {
       {"SoftmaxCrossEntropyNeedsTwoClasses",
        {{5, "  layers { name: \"fc2\" linear { out_features: 1 } }"}},
        {"bad.pbtxt:6:3: model.loss: softmax_cross_entropy needs the model output to be "
-        "[num_classes] with num_classes >= 2, but the last layer 'fc2' outputs [1]"}},
-      {"SoftmaxCrossEntropyNeedsARankOneOutput",
-       {{2, "  input { shape: [2, 4] }"}},
-       {"bad.pbtxt:6:3: model.loss: softmax_cross_entropy needs the model output to be "
-        "[num_classes] with num_classes >= 2, but the last layer 'fc2' outputs [2, 3]"}},
+        "[num_classes] or [positions..., num_classes] with num_classes >= 2, but the last "
+        "layer 'fc2' outputs [1]"}},
       {"ZeroStages",
        {{8, "pipeline { stages: 0 micro_batches: 2 }"}},
        {"bad.pbtxt:8:12: pipeline.stages: is 0; it must be >= 1 (one process per stage)"}},

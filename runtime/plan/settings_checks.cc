@@ -388,6 +388,27 @@ void CheckPipeline(const pb::Plan& plan, PlanErrors& errors) {
   CheckBoundaries(plan, errors);
 }
 
+namespace {
+
+// Whether the data source defines a held-out split (the evaluation's data).
+bool HasHeldOutSplit(const pb::Data& data) {
+  switch (data.source_case()) {
+    case pb::Data::kSynthetic:
+      return data.synthetic().eval_samples() > 0;
+    case pb::Data::kNpy:
+      return data.npy().has_eval_inputs();
+    case pb::Data::kIdx:
+      return data.idx().has_test_images();
+    case pb::Data::kText:
+      return data.text().eval_fraction() > 0;
+    case pb::Data::SOURCE_NOT_SET:
+      break;
+  }
+  return false;
+}
+
+}  // namespace
+
 void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
   if (!plan.has_training()) {
     errors.Add("training",
@@ -418,6 +439,21 @@ void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
     errors.Add("training.steps", "is missing; set the number of optimizer steps, e.g. steps: 100");
   } else if (training.steps() < 1) {
     errors.Add("training.steps", absl::StrCat("is ", training.steps(), "; it must be >= 1"));
+  }
+  if (training.eval_every() < 0) {
+    errors.Add("training.eval_every",
+               absl::StrCat("is ", training.eval_every(), "; it must be >= 0 (0: never)"));
+  } else if (training.eval_every() > 0 && plan.has_data() && !HasHeldOutSplit(plan.data())) {
+    errors.Add("training.eval_every",
+               absl::StrCat("is ", training.eval_every(),
+                            " but the data has no held-out split to evaluate: set "
+                            "data.synthetic.eval_samples, data.npy.eval_inputs and eval_targets, "
+                            "data.idx.test_images and test_labels, or data.text.eval_fraction > 0 "
+                            "(or set eval_every to 0)"));
+  }
+  if (training.eval_samples() < 0) {
+    errors.Add("training.eval_samples",
+               absl::StrCat("is ", training.eval_samples(), "; it must be >= 0 (0: all)"));
   }
   CheckOptimizer(training, errors);
 }

@@ -181,6 +181,14 @@ std::vector<MalformedCase> Cases() {
       {"NpyInputsIsADirectory",
        {{10, "data { npy { inputs: \"npy_plan/data\" targets: \"npy_plan/data/targets.npy\" } }"}},
        {"bad.pbtxt:10:14: data.npy.inputs: $TESTDATA/npy_plan/data is a directory"}},
+      {"EvaluationWithoutAHeldOutSplit",
+       {{9, "training { global_batch: 8 steps: 1 eval_every: 5" + sgd}},
+       {"bad.pbtxt:9:37: training.eval_every: is 5 but the data has no held-out split to "
+        "evaluate: set data.synthetic.eval_samples"}},
+      {"NegativeEvalEveryAndEvalSamples",
+       {{9, "training { global_batch: 8 steps: 1 eval_every: -1 eval_samples: -2" + sgd}},
+       {"bad.pbtxt:9:37: training.eval_every: is -1; it must be >= 0 (0: never)",
+        "bad.pbtxt:9:52: training.eval_samples: is -2; it must be >= 0 (0: all)"}},
       {"SyntheticNegativeEvalSamples",
        {{10, "data { synthetic { eval_samples: -1 } }"}},
        {"bad.pbtxt:10:20: data.synthetic.eval_samples: is -1; it must be >= 0 (the held-out "

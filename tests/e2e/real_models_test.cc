@@ -126,6 +126,19 @@ TEST_F(RealModelsTest, ConvnetSchedulesAgree) {
   }
 }
 
+TEST_F(RealModelsTest, InterleavedChunksTrainAndEvaluate) {
+  // Part j on stage j % 2 as chunk j / 2: the evaluation program runs the same four parts.
+  const std::string one_step = "training { steps: 1 optimizer { sgd { lr: 0.1 } } }";
+  const Trained single = Train(kConvnet, 1, {one_step});
+  const Trained interleaved = Train(
+      kConvnet, 2, {one_step, "pipeline { schedule: INTERLEAVED_1F1B virtual_stages: 2 }"});
+  EXPECT_LE(MaxRelativeDifference(interleaved.weights, single.weights), 1e-5);
+  EXPECT_EQ(interleaved.weights.at("bn2.running_var").values,
+            single.weights.at("bn2.running_var").values);
+  ASSERT_EQ(interleaved.eval_lines.size(), 1u);
+  EXPECT_TRUE(absl::StrContains(interleaved.eval_lines[0], "| 40 samples"));
+}
+
 TEST_F(RealModelsTest, TiedLanguageModelStageCountsGiveBitIdenticalWeights) {
   const Trained one = Train(kTinyLm, 1, {});
   const Trained two = Train(kTinyLm, 2, {});

@@ -90,5 +90,45 @@ TEST(ExampleTest, PlanToolShowsTheSchedule) {
   EXPECT_TRUE(absl::StrContains(bad.output, "syntax_error.pbtxt:5:")) << bad.output;
 }
 
+// The real-data examples (their data comes from scripts/setup.sh): a short run learns, and the
+// evaluation of the held-out split reaches the progress output and the metrics file.
+TEST(ExampleTest, FashionMnistConvnetLearnsAndEvaluates) {
+  const std::string metrics = absl::StrCat(::testing::TempDir(), "/fashion_metrics.jsonl");
+  const testing::ProcessResult run = testing::RunProcess(
+      {testing::BinPath("gpipe-run"), testing::SourcePath("examples/fashion_mnist/plan.pbtxt"),
+       "--override", "training { steps: 60 eval_every: 60 eval_samples: 1000 }",
+       "--metrics-out", metrics},
+      300);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "eval after step 60 | loss")) << run.output;
+  std::ifstream in(metrics);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 61u);  // 60 steps and one evaluation
+  EXPECT_TRUE(absl::StrContains(lines.back(), "\"eval\":true")) << lines.back();
+  EXPECT_EQ(NumberField(lines.back(), "samples"), 1000);
+  // Ten classes start at 10%; 60 steps of 64 images already sort most of them.
+  EXPECT_GT(NumberField(lines.back(), "accuracy"), 0.6) << lines.back();
+}
+
+TEST(ExampleTest, CharTransformerLearnsAndReportsBitsPerByte) {
+  const std::string metrics = absl::StrCat(::testing::TempDir(), "/char_metrics.jsonl");
+  const testing::ProcessResult run = testing::RunProcess(
+      {testing::BinPath("gpipe-run"), testing::SourcePath("examples/char_transformer/plan.pbtxt"),
+       "--override", "training { steps: 30 eval_every: 30 eval_samples: 64 }", "--metrics-out",
+       metrics},
+      300);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  std::ifstream in(metrics);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 31u);
+  const double bits = NumberField(lines.back(), "bits_per_byte");
+  // Uniform over 256 byte values is 8 bits; 30 steps learn the byte frequencies at least.
+  EXPECT_LT(bits, 5.5) << lines.back();
+  EXPECT_GT(bits, 0.5) << lines.back();
+  EXPECT_LT(NumberField(lines[29], "loss"), NumberField(lines[0], "loss"));
+}
+
 }  // namespace
 }  // namespace gpipe

@@ -53,7 +53,8 @@ absl::Status CheckChannelsHeightWidth(absl::string_view kind, const Shape& input
 }
 
 IndexRange InBounds(int64_t count, int64_t start, int64_t step, int64_t limit) {
-  const int64_t begin = std::max<int64_t>(0, CeilDiv(-start, step));
+  // Clamped to [0, count]: padding wider than the output leaves no position in range.
+  const int64_t begin = std::clamp<int64_t>(CeilDiv(-start, step), 0, count);
   const int64_t end = std::min<int64_t>(count, FloorDiv(limit - 1 - start, step) + 1);
   return {begin, std::max(begin, end)};
 }

@@ -10,7 +10,14 @@
 //              gathers its StepReport to rank 0 (kStepReport); rank 0 decides apply/skip (skip if
 //              any rank saw a non-finite loss or gradient) and broadcasts a StepDecision
 //              (kDecision); every rank applies or skips the update alike. Rank 0 prints the
-//              progress line and writes the metrics record.
+//              progress line and writes the metrics record. Before the update, ranks holding
+//              tied parameters (Setup.ties) sum those gradients among themselves.
+//   evaluation with training.eval_every, every eval_every steps and after the last, rank 0
+//              broadcasts one StepCommand {eval, indices} per batch of the held-out split (its
+//              last batch padded with -1). Every rank runs Setup.eval_program (forward only, the
+//              same parts) instead of the training program; at its ReportEval the reports meet
+//              at the same barrier (the decision is ignored) and rank 0 adds the last stage's
+//              sums (loss, samples, correct predictions) into the evaluation line and record.
 //   end        rank 0 broadcasts StepCommand {stop}. If export was asked for, every rank gathers
 //              a ParameterShard to rank 0 (kExport), which writes one safetensors file.
 //   failure    a rank whose step fails prints the error (rank, stage, step, micro-batch,

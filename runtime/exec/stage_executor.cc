@@ -69,6 +69,15 @@ class StageExecutor::Step {
           absl::StrCat(Where(), "step command carries ", command_.sample_indices_size(),
                        " sample indices, expected global_batch = ", config_.global_batch));
     }
+    if (!plan_.forward_only()) {
+      for (int i = 0; i < command_.sample_indices_size(); ++i) {
+        if (command_.sample_indices(i) == kPaddingSample) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              Where(), "sample ", i, " of the training batch is evaluation padding (-1); "
+              "only a forward-only program pads"));
+        }
+      }
+    }
     for (size_t i = 0; i < program_.instructions.size(); ++i) {
       if (IsReceive(program_.instructions[i])) receive_positions_.push_back(i);
     }
@@ -475,9 +484,9 @@ class StageExecutor::Step {
   absl::Status Evaluate(int chunk, int m, const Tensor& output, const Tensor& targets) {
     const auto indices = IndicesOf(m);
     int64_t real = 0;
-    while (real < static_cast<int64_t>(indices.size()) && indices[real] != -1) ++real;
+    while (real < static_cast<int64_t>(indices.size()) && indices[real] != kPaddingSample) ++real;
     for (size_t i = real; i < indices.size(); ++i) {
-      if (indices[i] != -1) {
+      if (indices[i] != kPaddingSample) {
         return absl::InvalidArgumentError("evaluation padding (-1) must come last in the batch");
       }
     }
@@ -686,7 +695,7 @@ class StageExecutor::Step {
     report_.set_stage(config_.stage);
     report_.set_step(command_.step());
     if (IsLastStage()) {
-      report_.set_loss(loss_sum_);
+      if (!plan_.forward_only()) report_.set_loss(loss_sum_);
       if (correct_ >= 0) report_.set_correct(correct_);
       if (plan_.forward_only()) {
         report_.set_eval_loss_sum(eval_loss_sum_);

@@ -11,6 +11,7 @@
 #include "google/protobuf/descriptor.h"
 #include "runtime/plan/plan_defaults.h"
 #include "runtime/schedule/schedule_shape.h"
+#include "runtime/train/dataset.h"
 
 namespace gpipe {
 namespace {
@@ -388,27 +389,6 @@ void CheckPipeline(const pb::Plan& plan, PlanErrors& errors) {
   CheckBoundaries(plan, errors);
 }
 
-namespace {
-
-// Whether the data source defines a held-out split (the evaluation's data).
-bool HasHeldOutSplit(const pb::Data& data) {
-  switch (data.source_case()) {
-    case pb::Data::kSynthetic:
-      return data.synthetic().eval_samples() > 0;
-    case pb::Data::kNpy:
-      return data.npy().has_eval_inputs();
-    case pb::Data::kIdx:
-      return data.idx().has_test_images();
-    case pb::Data::kText:
-      return data.text().eval_fraction() > 0;
-    case pb::Data::SOURCE_NOT_SET:
-      break;
-  }
-  return false;
-}
-
-}  // namespace
-
 void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
   if (!plan.has_training()) {
     errors.Add("training",
@@ -443,7 +423,7 @@ void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
   if (training.eval_every() < 0) {
     errors.Add("training.eval_every",
                absl::StrCat("is ", training.eval_every(), "; it must be >= 0 (0: never)"));
-  } else if (training.eval_every() > 0 && plan.has_data() && !HasHeldOutSplit(plan.data())) {
+  } else if (training.eval_every() > 0 && plan.has_data() && !HasEvalSplit(plan.data())) {
     errors.Add("training.eval_every",
                absl::StrCat("is ", training.eval_every(),
                             " but the data has no held-out split to evaluate: set "

@@ -260,8 +260,10 @@ void ResolveTies(const pb::Model& model, ModelShapes& shapes, PlanErrors& errors
         continue;
       }
       if (auto [seen, inserted] = tied_in.emplace(name, t); !inserted) {
-        errors.Add(field, absl::StrCat("'", name, "' is already tied in model.ties[", seen->second,
-                                       "]; put all of its partners in one tie"));
+        errors.Add(field, seen->second == t
+                              ? absl::StrCat("'", name, "' appears twice in this tie")
+                              : absl::StrCat("'", name, "' is already tied in model.ties[",
+                                             seen->second, "]; put all of its partners in one tie"));
         valid = false;
         continue;
       }

@@ -141,6 +141,9 @@ TEST(Conv2dTest, GradientsMatchFiniteDifferences) {
       // 1x1 kernel, stride 1, no padding: the path without im2col.
       {"name: 'conv' conv2d { out_channels: 3 kernel_size: 1 }", Shape{2, 3, 4}},
       {"name: 'conv' conv2d { out_channels: 2 kernel_size: 1 groups: 2 }", Shape{4, 3, 2}},
+      // Padding wider than the output: most taps fall outside the input.
+      {"name: 'conv' conv2d { out_channels: 2 kernel_size: 5 padding: 2 }", Shape{1, 1, 1}},
+      {"name: 'conv' conv2d { out_channels: 2 kernel_size: 7 padding: 3 }", Shape{2, 2, 2}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.spec);
@@ -153,6 +156,33 @@ TEST(Conv2dTest, GradientsMatchFiniteDifferences) {
     ASSERT_TRUE(report.ok()) << report.status();
     EXPECT_TRUE(report->ok()) << report->ToString();
   }
+}
+
+// A 5x5 "same" convolution of a 1x1 map sees only its centre tap: y = w[2][2] x + b.
+TEST(Conv2dTest, PaddingWiderThanTheMapKeepsOnlyTheTapsInside) {
+  CpuDevice device;
+  std::unique_ptr<Layer> layer =
+      MakeLayer("name: 'conv' conv2d { out_channels: 1 kernel_size: 5 padding: 2 }", Shape{1, 1, 1});
+  ASSERT_EQ(layer->output_shape(), (Shape{1, 1, 1}));
+  std::vector<float> weight(25);
+  for (int i = 0; i < 25; ++i) weight[i] = static_cast<float>(i + 1);  // centre tap: 13
+  const std::vector<Tensor> params = {F32Tensor(device, Shape{1, 1, 5, 5}, weight),
+                                      F32Tensor(device, Shape{1}, {0.5f})};
+  const Tensor x = F32Tensor(device, Shape{2, 1, 1, 1}, {2.0f, -1.0f});
+  SavedTensors saved;
+  const LayerContext ctx{.device = device};
+  absl::StatusOr<Tensor> y = layer->Forward(ctx, params, x, saved);
+  ASSERT_TRUE(y.ok()) << y.status();
+  EXPECT_EQ(Values(*y), (std::vector<float>{26.5f, -12.5f}));
+  std::vector<Tensor> grads = ZeroGrads(*layer, device);
+  absl::StatusOr<Tensor> dx =
+      layer->Backward(ctx, params, grads, saved, F32Tensor(device, Shape{2, 1, 1, 1}, {1.0f, 3.0f}));
+  ASSERT_TRUE(dx.ok()) << dx.status();
+  EXPECT_EQ(Values(*dx), (std::vector<float>{13.0f, 39.0f}));
+  std::vector<float> dweight(25, 0.0f);
+  dweight[12] = 2.0f * 1.0f + (-1.0f) * 3.0f;
+  EXPECT_EQ(Values(grads[0]), dweight);
+  EXPECT_EQ(Values(grads[1]), (std::vector<float>{4.0f}));
 }
 
 // Same shape, dtype and bytes.

@@ -181,6 +181,23 @@ std::vector<MalformedCase> Cases() {
       {"NpyInputsIsADirectory",
        {{10, "data { npy { inputs: \"npy_plan/data\" targets: \"npy_plan/data/targets.npy\" } }"}},
        {"bad.pbtxt:10:14: data.npy.inputs: $TESTDATA/npy_plan/data is a directory"}},
+      {"TieOfAnUnknownParameter",
+       {{7, "  ties { parameters: [\"fc1.weight\", \"fc9.weight\"] } }"}},
+       {"bad.pbtxt:7:10: model.ties[0].parameters[1]: 'fc9.weight' is not a parameter of the "
+        "model; names are <layer>.<parameter>, e.g. 'embed.weight'"}},
+      {"TieOfDifferentShapes",
+       {{7, "  ties { parameters: [\"fc1.weight\", \"fc2.weight\"] } }"}},
+       {"bad.pbtxt:7:10: model.ties[0].parameters[1]: 'fc2.weight' has shape [3, 8] but "
+        "'fc1.weight' has [8, 4]; tied parameters must have the same shape"}},
+      {"TieOfOneParameter",
+       {{7, "  ties { parameters: [\"fc1.weight\"] } }"}},
+       {"bad.pbtxt:7:10: model.ties[0].parameters: needs at least two parameter names"}},
+      {"ParameterTiedTwice",
+       {{7, "  ties { parameters: [\"fc1.bias\", \"fc1.bias\"] } ties { parameters: "
+            "[\"fc2.bias\", \"fc1.bias\"] } }"}},
+       {"bad.pbtxt:7:10: model.ties[0].parameters[1]: 'fc1.bias' appears twice in this tie",
+        "bad.pbtxt:7:56: model.ties[1].parameters[1]: 'fc1.bias' is already tied in "
+        "model.ties[0]; put all of its partners in one tie"}},
       {"EvaluationWithoutAHeldOutSplit",
        {{9, "training { global_batch: 8 steps: 1 eval_every: 5" + sgd}},
        {"bad.pbtxt:9:37: training.eval_every: is 5 but the data has no held-out split to "

@@ -5,78 +5,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "layers/dense.h"
 #include "runtime/core/status_macros.h"
 
 namespace gpipe {
-namespace {
-
-// out[rows, n] = in[rows, k] W[n, k]^T (+ b[n]), as torch.nn.Linear.
-absl::Status LinearForward(Device& device, const float* in, int64_t rows, int64_t k,
-                           const float* weight, const float* bias, int64_t n, float* out) {
-  if (bias != nullptr) {
-    for (int64_t r = 0; r < rows; ++r) std::copy(bias, bias + n, out + r * n);
-  }
-  return device.Gemm({.transpose_a = false,
-                      .transpose_b = true,
-                      .m = rows,
-                      .n = n,
-                      .k = k,
-                      .alpha = 1.0f,
-                      .a = in,
-                      .lda = k,
-                      .b = weight,
-                      .ldb = k,
-                      .beta = bias != nullptr ? 1.0f : 0.0f,
-                      .c = out,
-                      .ldc = n});
-}
-
-// The parameter gradients of LinearForward: dW[n, k] += dout[rows, n]^T in[rows, k];
-// db[n] += column sums of dout (summed in double, then added once).
-absl::Status LinearParamGrads(Device& device, const float* in, const float* dout, int64_t rows,
-                              int64_t k, int64_t n, float* dweight, float* dbias) {
-  RETURN_IF_ERROR(device.Gemm({.transpose_a = true,
-                               .transpose_b = false,
-                               .m = n,
-                               .n = k,
-                               .k = rows,
-                               .alpha = 1.0f,
-                               .a = dout,
-                               .lda = n,
-                               .b = in,
-                               .ldb = k,
-                               .beta = 1.0f,
-                               .c = dweight,
-                               .ldc = k}));
-  if (dbias != nullptr) {
-    std::vector<double> sum(n, 0.0);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t o = 0; o < n; ++o) sum[o] += dout[r * n + o];
-    }
-    for (int64_t o = 0; o < n; ++o) dbias[o] += static_cast<float>(sum[o]);
-  }
-  return absl::OkStatus();
-}
-
-// din[rows, k] = dout[rows, n] W[n, k].
-absl::Status LinearInputGrad(Device& device, const float* dout, int64_t rows, int64_t n,
-                             const float* weight, int64_t k, float* din) {
-  return device.Gemm({.transpose_a = false,
-                      .transpose_b = false,
-                      .m = rows,
-                      .n = k,
-                      .k = n,
-                      .alpha = 1.0f,
-                      .a = dout,
-                      .lda = n,
-                      .b = weight,
-                      .ldb = k,
-                      .beta = 0.0f,
-                      .c = din,
-                      .ldc = k});
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Layer>> CausalSelfAttention::Create(const pb::Layer& spec,
                                                                    const Shape& input_shape) {
@@ -209,7 +141,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
   ASSIGN_OR_RETURN(Tensor y,
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
 
-  RETURN_IF_ERROR(LinearForward(device, x.f32(), rows, features_, params[qkv_weight()].f32(),
+  RETURN_IF_ERROR(DenseForward(device, x.f32(), rows, features_, params[qkv_weight()].f32(),
                                 bias_ ? params[qkv_bias()].f32() : nullptr, 3 * features_,
                                 qkv.f32()));
   for (int64_t b = 0; b < batch; ++b) {
@@ -217,7 +149,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
                                  probs.f32() + b * num_heads_ * positions_ * positions_,
                                  heads.f32() + b * positions_ * features_));
   }
-  RETURN_IF_ERROR(LinearForward(device, heads.f32(), rows, features_, params[proj_weight()].f32(),
+  RETURN_IF_ERROR(DenseForward(device, heads.f32(), rows, features_, params[proj_weight()].f32(),
                                 bias_ ? params[proj_bias()].f32() : nullptr, features_, y.f32()));
   saved.tensors.push_back(x);
   saved.tensors.push_back(std::move(qkv));
@@ -332,12 +264,12 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
   const int64_t rows = batch * positions_;
 
   // Output projection.
-  RETURN_IF_ERROR(LinearParamGrads(device, heads.f32(), dy.f32(), rows, features_, features_,
+  RETURN_IF_ERROR(DenseParamGrads(device, heads.f32(), dy.f32(), rows, features_, features_,
                                    grads[proj_weight()].f32(),
                                    bias_ ? grads[proj_bias()].f32() : nullptr));
   ASSIGN_OR_RETURN(Tensor heads_grad,
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kWorkspace));
-  RETURN_IF_ERROR(LinearInputGrad(device, dy.f32(), rows, features_, params[proj_weight()].f32(),
+  RETURN_IF_ERROR(DenseInputGrad(device, dy.f32(), rows, features_, params[proj_weight()].f32(),
                                   features_, heads_grad.f32()));
 
   // Attention, sample by sample.
@@ -354,13 +286,13 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
   }
 
   // qkv projection.
-  RETURN_IF_ERROR(LinearParamGrads(device, x.f32(), qkv_grad.f32(), rows, features_, 3 * features_,
+  RETURN_IF_ERROR(DenseParamGrads(device, x.f32(), qkv_grad.f32(), rows, features_, 3 * features_,
                                    grads[qkv_weight()].f32(),
                                    bias_ ? grads[qkv_bias()].f32() : nullptr));
   if (!ctx.need_input_grad) return Tensor();
   ASSIGN_OR_RETURN(Tensor dx,
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  RETURN_IF_ERROR(LinearInputGrad(device, qkv_grad.f32(), rows, 3 * features_,
+  RETURN_IF_ERROR(DenseInputGrad(device, qkv_grad.f32(), rows, 3 * features_,
                                   params[qkv_weight()].f32(), features_, dx.f32()));
   return dx;
 }

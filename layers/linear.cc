@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "layers/dense.h"
 #include "runtime/core/status_macros.h"
 
 namespace gpipe {
@@ -51,27 +52,8 @@ absl::StatusOr<Tensor> Linear::Forward(const LayerContext& ctx, std::span<const 
   const int64_t rows = x.shape().rows();
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, x.shape().WithLast(out_features_),
                                            DType::kF32, MemoryKind::kActivation));
-  float* out = y.f32();
-  if (bias_) {
-    const float* b = params[1].f32();
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t o = 0; o < out_features_; ++o) out[r * out_features_ + o] = b[o];
-    }
-  }
-  // y[rows, out] (+)= x[rows, in] * W[out, in]^T
-  RETURN_IF_ERROR(ctx.device.Gemm({.transpose_a = false,
-                                   .transpose_b = true,
-                                   .m = rows,
-                                   .n = out_features_,
-                                   .k = in_features_,
-                                   .alpha = 1.0f,
-                                   .a = x.f32(),
-                                   .lda = in_features_,
-                                   .b = params[0].f32(),
-                                   .ldb = in_features_,
-                                   .beta = bias_ ? 1.0f : 0.0f,
-                                   .c = out,
-                                   .ldc = out_features_}));
+  RETURN_IF_ERROR(DenseForward(ctx.device, x.f32(), rows, in_features_, params[0].f32(),
+                               bias_ ? params[1].f32() : nullptr, out_features_, y.f32()));
   saved.tensors.push_back(x);
   return y;
 }
@@ -116,32 +98,8 @@ absl::Status Linear::BackwardWeight(const LayerContext& ctx, std::span<Tensor> g
 
 absl::Status Linear::AccumulateParamGrads(Device& device, std::span<Tensor> grads, const Tensor& x,
                                           const Tensor& dy) const {
-  const int64_t rows = x.shape().rows();
-  // dW[out, in] += dy[rows, out]^T * x[rows, in]
-  RETURN_IF_ERROR(device.Gemm({.transpose_a = true,
-                               .transpose_b = false,
-                               .m = out_features_,
-                               .n = in_features_,
-                               .k = rows,
-                               .alpha = 1.0f,
-                               .a = dy.f32(),
-                               .lda = out_features_,
-                               .b = x.f32(),
-                               .ldb = in_features_,
-                               .beta = 1.0f,
-                               .c = grads[0].f32(),
-                               .ldc = in_features_}));
-  if (bias_) {
-    // Summed over rows in double, then added once: the error does not grow with the rows.
-    std::vector<double> sum(out_features_, 0.0);
-    const float* g = dy.f32();
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t o = 0; o < out_features_; ++o) sum[o] += g[r * out_features_ + o];
-    }
-    float* db = grads[1].f32();
-    for (int64_t o = 0; o < out_features_; ++o) db[o] += static_cast<float>(sum[o]);
-  }
-  return absl::OkStatus();
+  return DenseParamGrads(device, x.f32(), dy.f32(), x.shape().rows(), in_features_, out_features_,
+                         grads[0].f32(), bias_ ? grads[1].f32() : nullptr);
 }
 
 absl::StatusOr<Tensor> Linear::InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
@@ -150,20 +108,8 @@ absl::StatusOr<Tensor> Linear::InputGrad(const LayerContext& ctx, std::span<cons
   const int64_t rows = x.shape().rows();
   ASSIGN_OR_RETURN(Tensor dx,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  // dx[rows, in] = dy[rows, out] * W[out, in]
-  RETURN_IF_ERROR(ctx.device.Gemm({.transpose_a = false,
-                                   .transpose_b = false,
-                                   .m = rows,
-                                   .n = in_features_,
-                                   .k = out_features_,
-                                   .alpha = 1.0f,
-                                   .a = dy.f32(),
-                                   .lda = out_features_,
-                                   .b = params[0].f32(),
-                                   .ldb = in_features_,
-                                   .beta = 0.0f,
-                                   .c = dx.f32(),
-                                   .ldc = in_features_}));
+  RETURN_IF_ERROR(DenseInputGrad(ctx.device, dy.f32(), rows, out_features_, params[0].f32(),
+                                 in_features_, dx.f32()));
   return dx;
 }
 

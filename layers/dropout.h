@@ -36,6 +36,8 @@ class Dropout final : public Layer {
   // With p > 0: {kNew: the 40-byte key, per call, none per sample}; with p == 0: nothing.
   // Evaluation saves nothing either.
   std::vector<SavedSpec> SavedPerSample() const override;
+  // With p = 0, Forward returns its input itself.
+  bool OutputAliasesInput() const override { return p_ == 0.0; }
 
  private:
   Dropout(std::string name, const Shape& input_shape, double p);

@@ -27,6 +27,7 @@ class Flatten final : public Layer {
                                   const Tensor& dy) const override;
   // Nothing.
   std::vector<SavedSpec> SavedPerSample() const override { return {}; }
+  bool OutputAliasesInput() const override { return true; }
 
  private:
   Flatten(std::string name, const Shape& input_shape);

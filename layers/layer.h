@@ -115,6 +115,10 @@ class Layer {
                                           std::span<Tensor> grads, const SavedTensors& saved,
                                           const Tensor& dy) const = 0;
 
+  // Whether a training Forward returns a view of its input (the same storage: flatten, a dropout
+  // of p = 0) rather than new storage. Memory planning counts such an output once, as its input.
+  virtual bool OutputAliasesInput() const { return false; }
+
   // What Forward keeps in SavedTensors when training, entry by entry and in order. Forward
   // in evaluation (ctx.training == false) may keep less (dropout keeps nothing), never more.
   virtual std::vector<SavedSpec> SavedPerSample() const = 0;

@@ -38,14 +38,20 @@ LayerSequence::LayerSequence(std::vector<std::unique_ptr<Layer>> children)
   const int last = size() - 1;
   param_offsets_.push_back(0);
   buffer_offsets_.push_back(0);
-  // Slots of the tensors produced inside the sequence, by producer: -1 the input, i child i.
+  // Whose allocation child i's output is: its own (i), an earlier child's when it is a view of
+  // its input (flatten), or the sequence input (-1).
+  std::vector<int> storage(size());
+  for (int i = 0; i <= last; ++i) {
+    storage[i] = !children_[i]->OutputAliasesInput() ? i : (i == 0 ? -1 : storage[i - 1]);
+  }
+  // Slots of the tensors produced inside the sequence, by storage: -1 the input, i child i's.
   absl::flat_hash_map<int, int> produced_slot;
   const auto slot_of_produced = [&](int producer) {
     auto [it, inserted] = produced_slot.emplace(producer, static_cast<int>(saved_specs_.size()));
     if (inserted) {
       if (producer < 0) {
         saved_specs_.push_back({SavedRef::kInput});
-      } else if (producer == last) {
+      } else if (producer == storage[last]) {
         saved_specs_.push_back({SavedRef::kOutput});
       } else {
         saved_specs_.push_back(
@@ -62,10 +68,10 @@ LayerSequence::LayerSequence(std::vector<std::unique_ptr<Layer>> children)
     for (const SavedSpec& spec : layer.SavedPerSample()) {
       switch (spec.ref) {
         case SavedRef::kInput:
-          slots.push_back(slot_of_produced(i - 1));
+          slots.push_back(slot_of_produced(i == 0 ? -1 : storage[i - 1]));
           break;
         case SavedRef::kOutput:
-          slots.push_back(slot_of_produced(i));
+          slots.push_back(slot_of_produced(storage[i]));
           break;
         case SavedRef::kNew:
           slots.push_back(static_cast<int>(saved_specs_.size()));
@@ -96,6 +102,13 @@ std::vector<ParamSpec> LayerSequence::buffer_specs() const {
     }
   }
   return specs;
+}
+
+bool LayerSequence::OutputAliasesInput() const {
+  for (const auto& child : children_) {
+    if (!child->OutputAliasesInput()) return false;
+  }
+  return true;
 }
 
 double LayerSequence::ForwardFlopsPerSample() const {

@@ -6,7 +6,8 @@
 // What the children save for backward is kept once per distinct tensor: a child saving its input
 // and its predecessor saving its output keep one tensor, not two. SavedPerSample() describes
 // those tensors in terms of the sequence's own input (kInput), its last child's output (kOutput)
-// and everything else (kNew: intermediate outputs, the children's own kNew entries), so the
+// and everything else (kNew: intermediate outputs, the children's own kNew entries; a view such
+// as flatten's output is its input's storage, counted once), so the
 // planner's memory prediction of a composite is as exact as that of a plain layer.
 // A child's random streams (dropout) are keyed by the composite's layer index and a seed mixed
 // with the child's position, so two children never share a mask.
@@ -40,6 +41,8 @@ class LayerSequence {
   std::vector<ParamSpec> buffer_specs() const;
   double ForwardFlopsPerSample() const;
   std::vector<SavedSpec> SavedPerSample() const { return saved_specs_; }
+  // Every child's output is a view of its input.
+  bool OutputAliasesInput() const;
 
   // Runs every child. In training, `saved` receives the tensors SavedPerSample() describes; in
   // evaluation nothing is saved.

@@ -19,56 +19,61 @@ constexpr int64_t kF32 = 4;
 
 // What one micro-batch of a stage model saves for backward, each distinct tensor once (a layer
 // saving its input saves the previous layer's output, which that layer may save as its own output
-// too). The stage input and output are reported as flags, not bytes.
+// too; a layer whose output is a view of its input, such as flatten, adds no storage). The stage
+// input and output are reported as flags, not bytes.
 PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size) {
   GPIPE_CHECK(model.num_layers() > 0) << "a part has at least one layer";
   PartBytes part;
   int64_t& bytes = part.saved;
   const int64_t b = micro_batch_size;
-  // Which layer outputs are already counted: saved as an output, or as the next layer's input.
-  std::vector<bool> output_counted(model.num_layers(), false);
-  for (int l = 0; l < model.num_layers(); ++l) {
+  const int n = model.num_layers();
+  const int last = n - 1;
+  // storage[l]: whose allocation layer l's output is: its own (l), an earlier layer's when it is
+  // a view, or the stage input (-1).
+  std::vector<int> storage(n);
+  for (int l = 0; l < n; ++l) {
+    storage[l] = !model.layer(l).OutputAliasesInput() ? l : (l == 0 ? -1 : storage[l - 1]);
+  }
+  const auto input_storage = [&storage](int l) { return l == 0 ? -1 : storage[l - 1]; };
+  const auto bytes_of = [&model, b](int s) {
+    return model.layer(s).output_shape().num_elements() * kF32 * b;
+  };
+  std::vector<bool> counted(n, false);  // by storage
+  for (int l = 0; l < n; ++l) {
     const Layer& layer = model.layer(l);
-    const int64_t output_bytes = layer.output_shape().num_elements() * kF32 * b;
     for (const SavedSpec& spec : layer.SavedPerSample()) {
-      switch (spec.ref) {
-        case SavedRef::kNew:
-          bytes += spec.NewBytes(b);
-          break;
-        case SavedRef::kOutput:
-          if (!output_counted[l]) bytes += output_bytes;
-          output_counted[l] = true;
-          break;
-        case SavedRef::kInput:
-          if (l == 0) {
-            part.input_deferred = layer.SplitsBackward();
-          } else if (!output_counted[l - 1]) {
-            bytes += model.layer(l - 1).output_shape().num_elements() * kF32 * b;
-            output_counted[l - 1] = true;
-          }
-          break;
+      const int s = spec.ref == SavedRef::kOutput  ? storage[l]
+                    : spec.ref == SavedRef::kInput ? input_storage(l)
+                                                   : -2;
+      if (spec.ref == SavedRef::kNew) {
+        bytes += spec.NewBytes(b);
+      } else if (s < 0) {
+        // The stage input: boundary memory. A split backward keeps it until BackwardWeight.
+        if (spec.ref == SavedRef::kInput && layer.SplitsBackward()) part.input_deferred = true;
+      } else if (!counted[s]) {
+        bytes += bytes_of(s);
+        counted[s] = true;
       }
     }
   }
   // The last layer's output is the stage output: not part of `saved`.
-  const int last = model.num_layers() - 1;
-  if (output_counted[last]) {
+  if (storage[last] >= 0 && counted[storage[last]]) {
     part.output_saved = true;
-    bytes -= model.layer(last).output_shape().num_elements() * kF32 * b;
+    bytes -= bytes_of(storage[last]);
   }
 
   // Between BackwardInput and BackwardWeight the executor keeps, for each layer that splits, its
   // saved tensors and its output gradient dy; everything else of the backward is freed. Layer
   // outputs are distinct storages (counted once however many layers save them); the stage input
   // is boundary memory and the last layer's dy is the stage's output gradient.
-  std::vector<bool> output_kept(model.num_layers(), false);
-  for (int l = 0; l < model.num_layers(); ++l) {
+  std::vector<bool> kept(n, false);  // by storage
+  for (int l = 0; l < n; ++l) {
     const Layer& layer = model.layer(l);
     if (!layer.SplitsBackward()) continue;
     for (const SavedSpec& spec : layer.SavedPerSample()) {
       if (spec.ref == SavedRef::kNew) part.deferred += spec.NewBytes(b);
-      if (spec.ref == SavedRef::kOutput) output_kept[l] = true;
-      if (spec.ref == SavedRef::kInput && l > 0) output_kept[l - 1] = true;
+      const int s = spec.ref == SavedRef::kOutput ? storage[l] : input_storage(l);
+      if (spec.ref != SavedRef::kNew && s >= 0) kept[s] = true;
     }
     if (l == last) {
       part.output_grad_deferred = true;
@@ -76,8 +81,8 @@ PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size) {
       part.deferred += layer.output_shape().num_elements() * kF32 * b;  // its dy
     }
   }
-  for (int l = 0; l < model.num_layers(); ++l) {
-    if (output_kept[l]) part.deferred += model.layer(l).output_shape().num_elements() * kF32 * b;
+  for (int s = 0; s < n; ++s) {
+    if (kept[s]) part.deferred += bytes_of(s);
   }
   return part;
 }

@@ -3,32 +3,159 @@
 //   gpipe-plan show  PLAN [--override TEXT]... [--compare]
 //                                 also the schedule grid, bubble, memory; --compare: every
 //                                 schedule that fits, side by side
+//   gpipe-plan timeline SOURCE -o OUT.svg [--step N] [--override TEXT]...
+//                                 the GPipe-paper stage x time picture of a traced step, or of
+//                                 a plan's simulated step
+//   gpipe-plan profile PLAN -o OUT.json [--override TEXT]... [--repeats N]
+//                                 time each layer on this machine's CPU: the cost profile that
+//                                 runtime { device: SIM sim { profile: ... } } reads
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "launcher/flags.h"
 #include "layers/registry.h"
 #include "runtime/coord/plan_report.h"
+#include "runtime/core/file_io.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/device/cpu/cpu_device.h"
+#include "runtime/exec/layer_profiler.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
+#include "runtime/trace/svg_timeline.h"
+#include "runtime/trace/timeline_from_simulation.h"
+#include "runtime/trace/timeline_from_trace.h"
 
 namespace {
 
 constexpr char kUsage[] =
     "usage: gpipe-plan check PLAN [--override TEXT]... [-n N]\n"
     "       gpipe-plan show  PLAN [--override TEXT]... [--compare]\n"
+    "       gpipe-plan timeline SOURCE -o OUT.svg [--step N] [--override TEXT]...\n"
+    "       gpipe-plan profile PLAN -o OUT.json [--override TEXT]... [--repeats N]\n"
     "  check      validate the plan (errors as file:line:col) and print its stages\n"
     "  show       also draw the schedule as a stage x time grid with the simulated step time,\n"
     "             bubble and per-stage peak memory by kind\n"
     "  --compare  (show) then the same figures for every schedule that fits the plan\n"
     "  -n N       (check) also verify that a job of N processes fits the plan\n"
-    "exit code: 0 valid, 1 invalid plan, 2 usage error\n";
+    "  timeline   draw one step as stages x time boxes (GPipe paper figure 2) into an SVG and\n"
+    "             print each stage's busy time and bubble. SOURCE is a trace JSON written by\n"
+    "             runtime { trace: ... } (measured, in ms) or a plan (simulated as `show`\n"
+    "             predicts it)\n"
+    "  profile    time every layer's forward, backward-input and backward-weight on this\n"
+    "             machine's CPU (runtime.threads threads, the plan's micro-batch size; median\n"
+    "             of --repeats runs, default 5) and write the JSON cost profile that\n"
+    "             runtime { device: SIM sim { profile: ... } } reads\n"
+    "  -o OUT     (timeline) where to write the picture; (profile) the profile\n"
+    "  --step N   (timeline, trace) the training step to draw; default: the last one every\n"
+    "             rank completed\n"
+    "  --override (check, show, profile, timeline of a plan) a plan text merged over the file\n"
+    "exit code: 0 valid, 1 invalid plan or trace, 2 usage error\n";
 
 int Fail(const std::string& message) {
   std::fprintf(stderr, "%s\n", message.c_str());
   return 1;
+}
+
+int Usage(const char* message) {
+  std::fprintf(stderr, "gpipe-plan: %s\n%s", message, kUsage);
+  return 2;
+}
+
+// A trace is a JSON object; a plan is protobuf text, which never starts with '{'.
+bool LooksLikeJson(const std::string& text) {
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  return first != std::string::npos && text[first] == '{';
+}
+
+// The plan's schedule as `gpipe-plan show` predicts it (same simulation, same costs).
+absl::StatusOr<gpipe::trace::Timeline> SimulatedTimeline(
+    const std::string& path, const std::vector<std::string>& overrides) {
+  ASSIGN_OR_RETURN(const gpipe::LoadedPlan loaded, gpipe::LoadPlanFile(path, overrides));
+  const gpipe::LayerRegistry registry = gpipe::LayerRegistry::WithBuiltins();
+  ASSIGN_OR_RETURN(const gpipe::AnalyzedPlan analyzed, gpipe::AnalyzePlan(loaded, registry));
+  ASSIGN_OR_RETURN(const gpipe::SchedulePrediction prediction,
+                   gpipe::PredictSchedule(analyzed, registry));
+  ASSIGN_OR_RETURN(gpipe::trace::Timeline timeline,
+                   gpipe::trace::TimelineFromSimulation(prediction.program, prediction.simulation));
+  const gpipe::pb::Plan& plan = analyzed.plan;
+  timeline.plan = plan.name();
+  timeline.remat = gpipe::pb::Remat_Name(plan.pipeline().remat());
+  timeline.device = gpipe::pb::Device_Name(plan.runtime().device());
+  // PredictSchedule times the simulated device in ms from its cost table, others in FLOP units.
+  if (plan.runtime().device() == gpipe::pb::SIM) {
+    timeline.unit = gpipe::trace::TimeUnit::kMilliseconds;
+    timeline.unit_note = "on the simulated device, from runtime.sim's costs";
+  } else {
+    timeline.unit_note = "1 unit = a mean stage's forward";
+  }
+  return timeline;
+}
+
+int TimelineMain(const gpipe::ParsedFlags& flags, const std::string& source) {
+  if (flags.Has("n") || flags.Has("compare")) return Usage("-n and --compare go with check/show");
+  const std::optional<std::string> out = flags.Get("o");
+  if (!out) return Usage("timeline needs -o OUT.svg");
+  auto text = gpipe::ReadWholeFile(source);
+  if (!text.ok()) return Fail(std::string(text.status().message()));
+  absl::StatusOr<gpipe::trace::Timeline> timeline;
+  if (LooksLikeJson(*text)) {
+    if (flags.Has("override")) return Usage("--override goes with a plan, not a trace");
+    gpipe::trace::TraceTimelineOptions options;
+    if (auto step = flags.Get("step")) {
+      auto parsed = gpipe::ParseIntFlag("--step", *step);
+      if (!parsed.ok()) return Usage(std::string(parsed.status().message()).c_str());
+      options.step = *parsed;
+    }
+    timeline = gpipe::trace::TimelineFromTrace(*text, options);
+    if (!timeline.ok()) return Fail(absl::StrCat(source, ": ", timeline.status().message()));
+  } else {
+    if (flags.Has("step")) return Usage("--step goes with a trace, not a plan");
+    timeline = SimulatedTimeline(source, flags.GetAll("override"));
+    if (!timeline.ok()) return Fail(std::string(timeline.status().message()));
+  }
+  const absl::Status written =
+      gpipe::WriteFileAtomically(*out, gpipe::trace::RenderTimelineSvg(*timeline));
+  if (!written.ok()) return Fail(std::string(written.message()));
+  for (const std::string& note : timeline->notes) {
+    std::fprintf(stderr, "note: %s\n", note.c_str());
+  }
+  std::fputs(gpipe::trace::FormatRowSummary(*timeline).c_str(), stdout);
+  std::printf("wrote %s: %s%.3f %s, mean bubble %.1f%%\n", out->c_str(),
+              timeline->step ? absl::StrCat("step ", *timeline->step, ", ").c_str() : "",
+              timeline->window(), gpipe::trace::TimeUnitName(timeline->unit),
+              100.0 * timeline->MeanBubble());
+  return 0;
+}
+
+int ProfileMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
+  if (flags.Has("n") || flags.Has("compare") || flags.Has("step")) {
+    return Usage("-n, --compare and --step do not go with profile");
+  }
+  const std::optional<std::string> out = flags.Get("o");
+  if (!out) return Usage("profile needs -o OUT.json");
+  gpipe::ProfileOptions options;
+  if (auto repeats = flags.Get("repeats")) {
+    auto parsed = gpipe::ParseIntFlag("--repeats", *repeats);
+    if (!parsed.ok() || *parsed < 1) return Usage("--repeats takes a count >= 1");
+    options.repeats = static_cast<int>(*parsed);
+  }
+  auto loaded = gpipe::LoadPlanFile(plan_path, flags.GetAll("override"));
+  if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+  const gpipe::LayerRegistry registry = gpipe::LayerRegistry::WithBuiltins();
+  auto analyzed = gpipe::AnalyzePlan(*loaded, registry);
+  if (!analyzed.ok()) return Fail(std::string(analyzed.status().message()));
+  gpipe::CpuDevice device(
+      gpipe::CpuDeviceOptions{.threads = analyzed->plan.runtime().threads()});
+  auto profile = gpipe::ProfileAnalyzedPlanLayers(*analyzed, registry, device, options);
+  if (!profile.ok()) return Fail(std::string(profile.status().message()));
+  const absl::Status written = gpipe::WriteFileAtomically(*out, *profile);
+  if (!written.ok()) return Fail(std::string(written.message()));
+  std::printf("wrote %s\n", out->c_str());
+  return 0;
 }
 
 }  // namespace
@@ -36,7 +163,14 @@ int Fail(const std::string& message) {
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   auto flags = gpipe::ParseFlags(
-      {{"override", true, true}, {"n"}, {"compare", false}, {"help", false}}, args);
+      {{"override", true, true},
+       {"n"},
+       {"compare", false},
+       {"help", false},
+       {"o"},
+       {"step"},
+       {"repeats"}},
+      args);
   if (!flags.ok()) {
     std::fprintf(stderr, "gpipe-plan: %s\n%s", std::string(flags.status().message()).c_str(),
                  kUsage);
@@ -47,6 +181,16 @@ int main(int argc, char** argv) {
     return 0;
   }
   const auto& positional = flags->positional();
+  if (positional.size() == 2 && positional[0] == "timeline") {
+    return TimelineMain(*flags, positional[1]);
+  }
+  if (positional.size() == 2 && positional[0] == "profile") {
+    return ProfileMain(*flags, positional[1]);
+  }
+  if (flags->Has("o") || flags->Has("step") || flags->Has("repeats")) {
+    std::fputs("gpipe-plan: -o, --step and --repeats go with timeline or profile\n", stderr);
+    return 2;
+  }
   if (positional.size() != 2 || (positional[0] != "check" && positional[0] != "show")) {
     std::fputs(kUsage, stderr);
     return 2;

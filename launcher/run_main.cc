@@ -26,7 +26,7 @@ constexpr char kUsage[] =
     "  --launcher NAME       mpirun (default) or srun (inside a Slurm allocation)\n"
     "  --launcher-arg ARG    extra argument for the launcher (repeatable), e.g. --hostfile\n"
     "  --dry-run             print the command (arguments joined by spaces, unquoted)\n"
-    "  worker flags          --override TEXT (repeatable), --metrics-out FILE,\n"
+    "  worker flags          --override TEXT (repeatable), --metrics-out FILE, --trace FILE,\n"
     "                        --init-from FILE, --export FILE, --startup-timeout SEC\n"
     "                        (passed to every gpipe-worker; see gpipe-worker --help)\n";
 
@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
                                   {"help", false},
                                   {"override", true, true},
                                   {"metrics-out"},
+                                  {"trace"},
                                   {"init-from"},
                                   {"export"},
                                   {"startup-timeout"}},
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
   for (const std::string& extra : flags->GetAll("launcher-arg")) command.push_back(extra);
   command.insert(command.end(), {WorkerPath(), "--plan", plan_path});
   for (const std::string& o : overrides) command.insert(command.end(), {"--override", o});
-  for (const char* name : {"metrics-out", "init-from", "export", "startup-timeout"}) {
+  for (const char* name : {"metrics-out", "trace", "init-from", "export", "startup-timeout"}) {
     if (auto value = flags->Get(name))
       command.insert(command.end(), {absl::StrCat("--", name), *value});
   }

@@ -18,6 +18,7 @@ constexpr char kUsage[] =
     "  --override TEXT        text-proto fragment merged into the plan (repeatable, in order),\n"
     "                         e.g. --override 'pipeline { micro_batches: 16 }'\n"
     "  --metrics-out FILE     write one JSON object per step (overrides runtime.metrics_out)\n"
+    "  --trace FILE           write a Chrome/Perfetto trace of the run (overrides runtime.trace)\n"
     "  --init-from FILE       load initial parameters from a safetensors file, by name\n"
     "  --export FILE          write all parameters to a safetensors file after training\n"
     "  --startup-timeout SEC  how long ranks wait for rank 0's setup (default 120)\n"
@@ -30,6 +31,7 @@ int main(int argc, char** argv) {
   auto flags = gpipe::ParseFlags({{"plan"},
                                   {"override", true, true},
                                   {"metrics-out"},
+                                  {"trace"},
                                   {"init-from"},
                                   {"export"},
                                   {"startup-timeout"},
@@ -48,6 +50,7 @@ int main(int argc, char** argv) {
   options.plan_path = flags->Get("plan").value_or("");
   options.overrides = flags->GetAll("override");
   options.metrics_out = flags->Get("metrics-out").value_or("");
+  options.trace = flags->Get("trace").value_or("");
   options.init_from = flags->Get("init-from").value_or("");
   options.export_path = flags->Get("export").value_or("");
   if (auto timeout = flags->Get("startup-timeout")) {

@@ -13,6 +13,7 @@ packages=(
   zlib1g-dev
   dataset-fashion-mnist fortunes
   python3
+  librsvg2-bin  # rsvg-convert: the timeline test renders SVG pictures to PNG
 )
 
 missing=()

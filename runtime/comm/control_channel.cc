@@ -45,6 +45,10 @@ std::string ControlTagName(int tag) {
       return "broadcast";
     case kControlTagGather:
       return "gather";
+    case kControlTagClock:
+      return "clock probe";
+    case kControlTagTrace:
+      return "trace";
     default:
       return absl::StrCat("tag ", tag);
   }

@@ -35,6 +35,8 @@ enum ControlTag : int {
   kControlTagAbort = 6,
   kControlTagBroadcast = 7,
   kControlTagGather = 8,
+  kControlTagClock = 9,   // clock-offset probes of a traced run
+  kControlTagTrace = 10,  // every rank's trace, gathered to rank 0
 };
 // "step report" for kControlTagStepReport, "tag 42" for tags outside the enum.
 std::string ControlTagName(int tag);

@@ -9,7 +9,8 @@
 namespace gpipe {
 
 absl::StatusOr<std::unique_ptr<MpiDataChannel>> MpiDataChannel::Create(
-    MPI_Comm world, AbortPoller abort_poller, const Clock* clock, absl::Duration setup_timeout) {
+    MPI_Comm world, AbortPoller abort_poller, const Clock* clock, absl::Duration setup_timeout,
+    MpiDataChannelOptions options) {
   RealClock real_clock;
   const Clock& time = clock != nullptr ? *clock : real_clock;
   ASSIGN_OR_RETURN(PrivateCommunicator private_comm,
@@ -18,12 +19,19 @@ absl::StatusOr<std::unique_ptr<MpiDataChannel>> MpiDataChannel::Create(
   auto context = std::make_shared<DataChannelContext>(
       private_comm.comm, private_comm.rank, private_comm.size, private_comm.tag_upper_bound,
       std::move(abort_poller), clock);
-  return std::unique_ptr<MpiDataChannel>(new MpiDataChannel(std::move(context)));
+  return std::unique_ptr<MpiDataChannel>(
+      new MpiDataChannel(std::move(context), std::move(options)));
 }
 
 absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Send(const Tensor& tensor,
                                                                      int peer_rank,
                                                                      const TransferKey& key) {
+  if (options_.headers_only) {
+    ASSIGN_OR_RETURN(std::unique_ptr<MpiHeaderSendHandle> handle,
+                     MpiHeaderSendHandle::Start(context_, tensor, peer_rank, key,
+                                                options_.transfer_time));
+    return std::unique_ptr<TransferHandle>(std::move(handle));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<MpiSendHandle> handle,
                    MpiSendHandle::Start(context_, tensor, peer_rank, key));
   return std::unique_ptr<TransferHandle>(std::move(handle));
@@ -31,6 +39,12 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Send(const Tenso
 
 absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Recv(Tensor& tensor, int peer_rank,
                                                                      const TransferKey& key) {
+  if (options_.headers_only) {
+    ASSIGN_OR_RETURN(std::unique_ptr<MpiHeaderRecvHandle> handle,
+                     MpiHeaderRecvHandle::Start(context_, tensor, peer_rank, key,
+                                                options_.transfer_time));
+    return std::unique_ptr<TransferHandle>(std::move(handle));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<MpiRecvHandle> handle,
                    MpiRecvHandle::Start(context_, tensor, peer_rank, key));
   return std::unique_ptr<TransferHandle>(std::move(handle));
@@ -38,6 +52,11 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Recv(Tensor& ten
 
 absl::Status MpiDataChannel::AllReduceSum(std::span<Tensor> tensors,
                                           std::span<const int> group_ranks, absl::Time deadline) {
+  if (options_.headers_only && group_ranks.size() > 1) {
+    return absl::FailedPreconditionError(
+        "a headers-only data channel moves no payload and cannot all-reduce; the simulated "
+        "device's channel models the all-reduce instead");
+  }
   return reducer_.AllReduceSum(tensors, group_ranks, deadline);
 }
 

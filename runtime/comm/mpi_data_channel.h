@@ -18,9 +18,21 @@
 #include "runtime/comm/data_channel.h"
 #include "runtime/comm/data_channel_context.h"
 #include "runtime/comm/group_all_reducer.h"
+#include "runtime/comm/mpi_header_transfer.h"
 #include "runtime/comm/wait.h"
 
 namespace gpipe {
+
+struct MpiDataChannelOptions {
+  // Transfers carry the header only (key, dtype, shape, still checked) and never read or write
+  // payload bytes: for tensors whose storage holds no data (a simulated device). See
+  // mpi_header_transfer.h. Every rank of the job must agree. AllReduceSum is then unavailable
+  // (FAILED_PRECONDITION): decorate the channel to model it.
+  bool headers_only = false;
+  // headers_only: the modelled link time of a payload; transfers complete no earlier than it
+  // after their post (empty: as soon as the header is through).
+  TransferTimeModel transfer_time;
+};
 
 class MpiDataChannel final : public DataChannel {
  public:
@@ -28,7 +40,7 @@ class MpiDataChannel final : public DataChannel {
   // `clock` (nullable: real time) must outlive the channel and its handles.
   static absl::StatusOr<std::unique_ptr<MpiDataChannel>> Create(
       MPI_Comm world, AbortPoller abort_poller, const Clock* clock,
-      absl::Duration setup_timeout = absl::Minutes(5));
+      absl::Duration setup_timeout = absl::Minutes(5), MpiDataChannelOptions options = {});
 
   MpiDataChannel(const MpiDataChannel&) = delete;
   MpiDataChannel& operator=(const MpiDataChannel&) = delete;
@@ -54,11 +66,12 @@ class MpiDataChannel final : public DataChannel {
   int cached_groups() const { return reducer_.cached_groups(); }
 
  private:
-  explicit MpiDataChannel(std::shared_ptr<DataChannelContext> context)
-      : context_(context), reducer_(std::move(context)) {}
+  MpiDataChannel(std::shared_ptr<DataChannelContext> context, MpiDataChannelOptions options)
+      : context_(context), reducer_(std::move(context)), options_(std::move(options)) {}
 
   std::shared_ptr<DataChannelContext> context_;
   GroupAllReducer reducer_;
+  MpiDataChannelOptions options_;
 };
 
 }  // namespace gpipe

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/coord/setup_builder.h"
+#include "runtime/coord/sim_schedule_costs.h"
 #include "runtime/coord/step_summary.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/stage_executor.h"
@@ -27,6 +28,10 @@ std::string ScheduleName(const pb::Pipeline& pipeline) {
 
 std::string Percent(double fraction) { return absl::StrFormat("%.1f%%", 100.0 * fraction); }
 
+// On the simulated device the schedule is timed in milliseconds from runtime.sim's cost table
+// (the step time a SIM run should take); otherwise in relative FLOP units.
+bool TimedInMs(const pb::Plan& plan) { return plan.runtime().device() == pb::SIM; }
+
 }  // namespace
 
 absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
@@ -36,7 +41,11 @@ absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
   ASSIGN_OR_RETURN(out.program,
                    schedule::BuildProgram(pipeline.schedule(), pipeline.stages(),
                                           pipeline.micro_batches(), pipeline.virtual_stages()));
-  ASSIGN_OR_RETURN(out.simulation, schedule::VerifyProgram(out.program, CostsFromFlops(plan)));
+  schedule::OpCosts costs = CostsFromFlops(plan);
+  if (TimedInMs(plan.plan)) {
+    ASSIGN_OR_RETURN(costs, SimScheduleCosts(plan));
+  }
+  ASSIGN_OR_RETURN(out.simulation, schedule::VerifyProgram(out.program, costs));
   const int64_t micro_batch_size = plan.plan.training().global_batch() / pipeline.micro_batches();
   ASSIGN_OR_RETURN(const std::vector<PartBytes> parts,
                    MeasurePartBytes(plan, registry, micro_batch_size));
@@ -63,14 +72,17 @@ absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
   ASSIGN_OR_RETURN(const SchedulePrediction prediction, PredictSchedule(plan, registry));
   const int stages = pipeline.stages();
   absl::StrAppend(&out, "\nschedule ", ScheduleName(pipeline),
-                  " (time in units of a mean stage's forward; the input-gradient and "
-                  "weight-gradient halves of a backward each cost a forward)\n",
+                  TimedInMs(plan.plan)
+                      ? " (time in ms on the simulated device, from runtime.sim's costs)\n"
+                      : " (time in units of a mean stage's forward; the input-gradient and "
+                        "weight-gradient halves of a backward each cost a forward)\n",
                   schedule::DrawGrid(prediction.program, prediction.simulation));
   absl::StrAppendFormat(
       &out,
-      "\npredicted step time %.2f, bubble %s (GPipe formula (K-1)/(M+K-1) = "
+      "\npredicted step time %.2f%s, bubble %s (GPipe formula (K-1)/(M+K-1) = "
       "%s)\n",
-      prediction.simulation.makespan, Percent(prediction.simulation.bubble_fraction),
+      prediction.simulation.makespan, TimedInMs(plan.plan) ? " ms" : "",
+      Percent(prediction.simulation.bubble_fraction),
       Percent(static_cast<double>(stages - 1) / (pipeline.micro_batches() + stages - 1)));
   absl::StrAppend(&out, "\npredicted peak memory per stage (fp32, remat ",
                   pb::Remat_Name(pipeline.remat()),
@@ -105,7 +117,9 @@ absl::StatusOr<std::string> FormatScheduleComparison(const LoadedPlan& loaded,
   std::string out =
       absl::StrCat("schedules for ", base.stages(), " stages x ", base.micro_batches(),
                    " micro-batches (remat ", pb::Remat_Name(base.remat()),
-                   "; time in units of a mean stage's forward; memory of the fullest stage)\n");
+                   TimedInMs(loaded.plan) ? "; time in ms on the simulated device"
+                                          : "; time in units of a mean stage's forward",
+                   "; memory of the fullest stage)\n");
   absl::StrAppendFormat(&out, "%-22s %9s %8s %6s %13s %13s %13s %13s\n", "schedule", "step time",
                         "bubble", "live", "boundary", "activation", "boundary_grad", "total");
   std::string skipped;

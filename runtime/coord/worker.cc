@@ -20,6 +20,10 @@
 //              sums (loss, samples, correct predictions) into the evaluation line and record.
 //   end        rank 0 broadcasts StepCommand {stop}. If export was asked for, every rank gathers
 //              a ParameterShard to rank 0 (kExport), which writes one safetensors file.
+//   trace      with runtime.trace, after the setup rank 0 exchanges clock probes with each rank
+//              (kClock) and tells it its clock offset; at the end every rank gathers its events
+//              to rank 0 (kTrace), which writes the trace. After a failure each rank writes its
+//              events beside the trace file instead and rank 0 merges the parts it finds.
 //   failure    a rank whose step fails prints the error (rank, stage, step, micro-batch,
 //              instruction), notifies every rank (kAbort) and exits non-zero; every wait on the
 //              other ranks polls for that notification and ends with "rank R aborted the job:
@@ -43,9 +47,10 @@
 #include "runtime/comm/mpi_data_channel.h"
 #include "runtime/coord/eval_summary.h"
 #include "runtime/coord/setup_builder.h"
+#include "runtime/coord/stage_backend.h"
 #include "runtime/coord/step_summary.h"
+#include "runtime/coord/trace_session.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/device/cpu/cpu_device.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/stage_executor.h"
 #include "runtime/schedule/program.h"
@@ -55,6 +60,9 @@
 
 namespace gpipe {
 namespace {
+
+// After a failure, how long rank 0 waits for the other ranks' parts of the trace.
+constexpr absl::Duration kTracePartsWait = absl::Milliseconds(1500);
 
 // Rank 0 side of the gradient-sync barrier also records the step's reports for the summary.
 class CoordinatorGate final : public GradientSyncGate {
@@ -144,6 +152,7 @@ class Worker {
       }
       return absl::InvalidArgumentError(setup_.error());
     }
+    trace_ = TraceSession::Create(setup_, rank_, control_->size());
     if (absl::Status status = Train(); !status.ok()) return Fail(status);
     return absl::OkStatus();
   }
@@ -152,16 +161,34 @@ class Worker {
   // After a failure: report it, tell the other ranks (unless it came from one of them), and
   // mark MPI as aborting so the process exits without MPI_Finalize.
   absl::Status Fail(const absl::Status& status) {
-    if (status.code() == absl::StatusCode::kAborted) {
+    const bool aborted_elsewhere = status.code() == absl::StatusCode::kAborted;
+    if (aborted_elsewhere) {
       logger_.Error(absl::StrCat("stopping: ", status.message()));
     } else {
       logger_.Error(status.message());
-      if (control_) {
-        control_->NotifyAbort(std::string(status.message()));
-        // mpirun tears the job down as soon as this process exits non-zero; a moment's grace
-        // lets the other ranks see the notification and say why they stop.
-        absl::SleepFor(absl::Milliseconds(500));
+    }
+    // Rank 0 tells the others first, so that they write their parts of the trace while it
+    // waits for them; any other rank writes its part first, before anything that could let
+    // mpirun end the job.
+    const bool notify = !aborted_elsewhere && control_ != nullptr;
+    if (notify && rank_ == 0) control_->NotifyAbort(std::string(status.message()));
+    const bool tracing = trace_ != nullptr && !trace_->finished();
+    if (tracing) {
+      const absl::Status written =
+          trace_->FinishAfterFailure(std::string(status.message()), kTracePartsWait);
+      if (!written.ok()) {
+        logger_.Error(absl::StrCat("the trace was not written: ", written.message()));
+      } else if (rank_ == 0) {
+        logger_.Info(absl::StrCat("wrote the trace of the failed run to ", trace_->path()));
       }
+    }
+    if (notify && rank_ != 0) control_->NotifyAbort(std::string(status.message()));
+    // mpirun tears the job down as soon as a process exits non-zero; a moment's grace lets the
+    // other ranks see the notification and say why they stop, and, when tracing, lets rank 0
+    // collect their parts of the trace.
+    if (control_ && (!aborted_elsewhere || (tracing && rank_ != 0))) {
+      absl::SleepFor(tracing ? kTracePartsWait + absl::Milliseconds(500)
+                             : absl::Milliseconds(500));
     }
     mpi_.MarkAborting();
     return status;
@@ -177,6 +204,9 @@ class Worker {
     if (job.ok()) {
       setups = job->setups;
       prediction_ = job->prediction;
+      if (!options_.trace.empty()) {
+        for (pb::Setup& s : setups) s.mutable_plan()->mutable_runtime()->set_trace(options_.trace);
+      }
     } else {
       for (pb::Setup& s : setups) s.set_error(std::string(job.status().message()));
     }
@@ -194,8 +224,9 @@ class Worker {
     const int chunks = plan.pipeline().virtual_stages();
     timeout_ = absl::Seconds(plan.runtime().timeouts().wait_seconds());
 
-    CpuDevice device(CpuDeviceOptions{.threads = plan.runtime().threads(),
-                                      .memory_limit_bytes = plan.runtime().memory_limit_bytes()});
+    ASSIGN_OR_RETURN(std::unique_ptr<Device> stage_device, CreateStageDevice(plan.runtime()));
+    Device& device = *stage_device;
+    RETURN_IF_ERROR(CheckStageSetup(device, setup_));
     const std::vector<ChunkSpec> specs =
         StageChunks::SpecsForStage({setup_.stages().begin(), setup_.stages().end()}, stage, stages);
     if (static_cast<int>(specs.size()) != chunks) {
@@ -224,10 +255,12 @@ class Worker {
         ASSIGN_OR_RETURN(eval_dataset, OpenDataset(plan.data(), requirements, DataSplit::kEval));
       }
     }
+    dataset = AdaptDataset(device, std::move(dataset));
+    eval_dataset = AdaptDataset(device, std::move(eval_dataset));
 
-    ASSIGN_OR_RETURN(auto channel, MpiDataChannel::Create(
-                                       mpi_.world(), [this] { return control_->PollAbort(); },
-                                       nullptr, timeout_));
+    ASSIGN_OR_RETURN(auto channel, CreateStageChannel(
+                                       device, plan, mpi_.world(),
+                                       [this] { return control_->PollAbort(); }, timeout_));
     ASSIGN_OR_RETURN(schedule::StageProgram program, schedule::FromProto(setup_.program()));
 
     ExecutorConfig config;
@@ -247,8 +280,10 @@ class Worker {
     config.wait_timeout = timeout_;
     config.ties = ties;
     CoordinatorGate gate(*control_, timeout_);
-    StageExecutor executor(config, std::move(program),
-                           ExecutorResources{device, parts.refs(), dataset.get(), *channel, gate});
+    TraceRecorder* recorder = trace_ != nullptr ? trace_->recorder() : nullptr;
+    StageExecutor executor(
+        config, std::move(program),
+        ExecutorResources{device, parts.refs(), dataset.get(), *channel, gate, recorder});
     // The forward-only program that evaluates the held-out split with the same parts.
     std::unique_ptr<StageExecutor> evaluator;
     if (evaluates) {
@@ -256,9 +291,13 @@ class Worker {
                        schedule::FromProto(setup_.eval_program()));
       evaluator = std::make_unique<StageExecutor>(
           config, std::move(eval_program),
-          ExecutorResources{device, parts.refs(), eval_dataset.get(), *channel, gate});
+          ExecutorResources{device, parts.refs(), eval_dataset.get(), *channel, gate, recorder});
     }
     Executors executors{executor, evaluator.get()};
+    if (trace_ != nullptr) {
+      RETURN_IF_ERROR(WithContext(trace_->AlignClocks(*control_, absl::Now() + timeout_),
+                                  "aligning the ranks' clocks for the trace"));
+    }
 
     if (rank_ == 0) {
       RETURN_IF_ERROR(Coordinate(plan, *dataset, eval_dataset.get(),
@@ -267,6 +306,10 @@ class Worker {
       RETURN_IF_ERROR(Follow(executors));
     }
     if (setup_.export_parameters()) RETURN_IF_ERROR(ExportParameters(plan, parts));
+    if (trace_ != nullptr) {
+      RETURN_IF_ERROR(trace_->Finish(*control_, absl::Now() + timeout_));
+      if (rank_ == 0) logger_.Info(absl::StrCat("wrote the trace to ", trace_->path()));
+    }
     return absl::OkStatus();
   }
 
@@ -426,6 +469,7 @@ class Worker {
   pb::Setup setup_;
   schedule::VerifyResult prediction_;
   absl::Duration timeout_ = absl::Seconds(300);
+  std::unique_ptr<TraceSession> trace_;  // runtime.trace; null when not traced
 };
 
 }  // namespace

@@ -14,6 +14,7 @@ struct WorkerOptions {
   std::string plan_path;               // --plan
   std::vector<std::string> overrides;  // --override, in order
   std::string metrics_out;             // --metrics-out (overrides runtime.metrics_out)
+  std::string trace;                   // --trace (overrides runtime.trace)
   std::string init_from;               // --init-from FILE.safetensors
   std::string export_path;             // --export FILE.safetensors
   // How long non-root ranks wait for rank 0's setup message (rank 0 parses the plan meanwhile).

@@ -1,6 +1,7 @@
 #include "runtime/core/file_io.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -21,6 +22,26 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
     return absl::DataLossError(absl::StrCat("reading ", path, " failed: ", std::strerror(errno)));
   }
   return bytes;
+}
+
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
+  const std::string tmp_path = absl::StrCat(path, ".tmp");
+  {
+    std::ofstream file(tmp_path, std::ios::binary | std::ios::trunc);
+    if (file) file.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    file.flush();
+    if (!file) {
+      const std::string reason = std::strerror(errno);
+      std::remove(tmp_path.c_str());
+      return absl::DataLossError(absl::StrCat("writing ", path, " failed: ", reason));
+    }
+  }
+  if (std::rename(tmp_path.c_str(), path.c_str()) != 0) {
+    const std::string reason = std::strerror(errno);
+    std::remove(tmp_path.c_str());
+    return absl::DataLossError(absl::StrCat("writing ", path, " failed (rename): ", reason));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gpipe

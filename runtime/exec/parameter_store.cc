@@ -18,6 +18,8 @@ absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const Stag
     for (const std::string& name : tie.parameters()) tie_of[name] = &tie;
   }
   ParameterStore store;
+  // A simulated device's tensors hold no data: nothing is initialized, zeroed or read.
+  store.shape_only_ = device.kind() == DeviceKind::kSim;
   store.layer_offsets_.push_back(0);
   store.buffer_offsets_.push_back(0);
   for (int l = 0; l < model.num_layers(); ++l) {
@@ -27,7 +29,9 @@ absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const Stag
       ASSIGN_OR_RETURN(Tensor value,
                        Tensor::Empty(device, specs[p].shape, DType::kF32, MemoryKind::kParameter));
       const std::string name = absl::StrCat(layer.name(), ".", specs[p].name);
-      if (auto tie = tie_of.find(name); tie != tie_of.end()) {
+      if (store.shape_only_) {
+        // Shape-only: no values to initialize.
+      } else if (auto tie = tie_of.find(name); tie != tie_of.end()) {
         ParamSpec first = specs[p];
         first.init = static_cast<ParamInit>(tie->second->init_kind());
         first.bound = tie->second->init_bound();
@@ -36,8 +40,11 @@ absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const Stag
       } else {
         RETURN_IF_ERROR(InitializeParameter(specs[p], seed, model.global_index(l), p, value));
       }
-      ASSIGN_OR_RETURN(Tensor grad,
-                       Tensor::Zeros(device, specs[p].shape, DType::kF32, MemoryKind::kGradient));
+      ASSIGN_OR_RETURN(Tensor grad, store.shape_only_
+                                        ? Tensor::Empty(device, specs[p].shape, DType::kF32,
+                                                        MemoryKind::kGradient)
+                                        : Tensor::Zeros(device, specs[p].shape, DType::kF32,
+                                                        MemoryKind::kGradient));
       store.values_.push_back(std::move(value));
       store.grads_.push_back(std::move(grad));
       store.names_.push_back(name);
@@ -47,8 +54,10 @@ absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const Stag
     for (int b = 0; b < static_cast<int>(buffer_specs.size()); ++b) {
       ASSIGN_OR_RETURN(Tensor value, Tensor::Empty(device, buffer_specs[b].shape, DType::kF32,
                                                    MemoryKind::kParameter));
-      RETURN_IF_ERROR(InitializeParameter(buffer_specs[b], seed, model.global_index(l),
-                                          static_cast<int>(specs.size()) + b, value));
+      if (!store.shape_only_) {
+        RETURN_IF_ERROR(InitializeParameter(buffer_specs[b], seed, model.global_index(l),
+                                            static_cast<int>(specs.size()) + b, value));
+      }
       store.buffers_.push_back(std::move(value));
       store.buffer_names_.push_back(absl::StrCat(layer.name(), ".", buffer_specs[b].name));
     }
@@ -73,10 +82,12 @@ std::span<Tensor> ParameterStore::grads_of(int local_layer) {
 }
 
 void ParameterStore::ZeroGrads() {
+  if (shape_only_) return;
   for (Tensor& g : grads_) g.SetZero();
 }
 
 bool ParameterStore::GradsFinite() const {
+  if (shape_only_) return true;
   for (const Tensor& g : grads_) {
     for (float v : g.f32_span()) {
       if (!std::isfinite(v)) return false;
@@ -87,6 +98,7 @@ bool ParameterStore::GradsFinite() const {
 
 std::vector<NamedTensorData> ParameterStore::Export() const {
   std::vector<NamedTensorData> out;
+  if (shape_only_) return out;
   out.reserve(values_.size() + buffers_.size());
   const auto add = [&out](const std::string& name, const Tensor& tensor) {
     const auto span = tensor.f32_span();
@@ -98,6 +110,10 @@ std::vector<NamedTensorData> ParameterStore::Export() const {
 }
 
 absl::Status ParameterStore::Import(const std::vector<NamedTensorData>& tensors) {
+  if (shape_only_) {
+    return absl::FailedPreconditionError(
+        "a simulated device (runtime.device SIM) holds no parameter values to import");
+  }
   absl::flat_hash_map<std::string, const NamedTensorData*> by_name;
   for (const NamedTensorData& t : tensors) by_name[t.name] = &t;
   // Everything is checked before anything is overwritten: a bad file changes nothing.

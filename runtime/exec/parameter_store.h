@@ -4,6 +4,8 @@
 // accumulate over micro-batches until ZeroGrads. Layer buffers (batch norm's running statistics)
 // live here too: initialized the same way (after the layer's parameters in its index order),
 // exported and imported beside the parameters, never given gradients or optimizer updates.
+// On a simulated device (DeviceKind::kSim) tensors are shape-only: they are counted but never
+// initialized, zeroed or read (GradsFinite is true, Export is empty, Import fails).
 #ifndef GPIPE_RUNTIME_EXEC_PARAMETER_STORE_H_
 #define GPIPE_RUNTIME_EXEC_PARAMETER_STORE_H_
 
@@ -52,6 +54,7 @@ class ParameterStore {
 
  private:
   ParameterStore() = default;
+  bool shape_only_ = false;
   std::vector<Tensor> values_;
   std::vector<Tensor> grads_;
   std::vector<std::string> names_;

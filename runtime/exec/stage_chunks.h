@@ -40,7 +40,9 @@ struct ChunkRefs {
 class StageChunks {
  public:
   // One chunk per spec, in chunk order. Parameters are initialized from `training.seed`.
-  // `ties`: the model's tied parameters (see ParameterStore::Create).
+  // `ties`: the model's tied parameters (see ParameterStore::Create). On a simulated device
+  // (DeviceKind::kSim, a SimDevice) layers, loss and optimizer are the shape-only stand-ins of
+  // runtime/device/sim, costed from plan.runtime.sim.
   static absl::StatusOr<StageChunks> Create(Device& device, const pb::Plan& plan,
                                             const std::vector<ChunkSpec>& specs,
                                             const LayerRegistry& registry,

@@ -31,6 +31,43 @@ bool IsReceive(const schedule::Instruction& instruction) {
 
 double Milliseconds(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
+// The trace span an instruction gets as a whole; OptimizerStep and ReportEval record their
+// parts (the gradient-sync barrier, the update) themselves.
+std::optional<TraceKind> TraceKindOf(const schedule::Instruction& instruction) {
+  return std::visit(
+      Overloaded{
+          [](const schedule::LoadMicroBatch&) -> std::optional<TraceKind> {
+            return TraceKind::kLoad;
+          },
+          [](const schedule::Forward&) -> std::optional<TraceKind> { return TraceKind::kForward; },
+          [](const schedule::Backward&) -> std::optional<TraceKind> {
+            return TraceKind::kBackward;
+          },
+          [](const schedule::BackwardInput&) -> std::optional<TraceKind> {
+            return TraceKind::kBackwardInput;
+          },
+          [](const schedule::BackwardWeight&) -> std::optional<TraceKind> {
+            return TraceKind::kBackwardWeight;
+          },
+          [](const schedule::RecvActivation&) -> std::optional<TraceKind> {
+            return TraceKind::kRecvActivation;
+          },
+          [](const schedule::RecvGrad&) -> std::optional<TraceKind> {
+            return TraceKind::kRecvGrad;
+          },
+          [](const schedule::SendActivation&) -> std::optional<TraceKind> {
+            return TraceKind::kSendActivation;
+          },
+          [](const schedule::SendGrad&) -> std::optional<TraceKind> {
+            return TraceKind::kSendGrad;
+          },
+          [](const schedule::AllReduceGrads&) -> std::optional<TraceKind> {
+            return TraceKind::kAllReduce;
+          },
+          [](const auto&) -> std::optional<TraceKind> { return std::nullopt; }},
+      instruction);
+}
+
 // The memory kinds the step report breaks peaks down by.
 constexpr MemoryKind kReportedKinds[] = {MemoryKind::kBoundary,     MemoryKind::kActivation,
                                          MemoryKind::kBoundaryGrad, MemoryKind::kGradient,
@@ -58,6 +95,9 @@ class StageExecutor::Step {
 
   absl::StatusOr<pb::StepReport> Run() {
     start_ = absl::Now();
+    TraceEvent step_event = TraceEventAt(command_.eval() ? TraceKind::kEval : TraceKind::kStep);
+    step_event.instruction = -1;
+    const TraceSpan step_span(res_.trace, step_event);
     res_.device.memory().ResetPeaks();
     if (static_cast<int>(res_.chunks.size()) != config_.chunks) {
       return absl::InternalError(absl::StrCat(Where(), "the executor has ", res_.chunks.size(),
@@ -86,7 +126,14 @@ class StageExecutor::Step {
     for (size_t i = 0; i < program_.instructions.size(); ++i) {
       position_ = i;
       const schedule::Instruction& instruction = program_.instructions[i];
-      absl::Status status = std::visit([this](const auto& op) { return Execute(op); }, instruction);
+      absl::Status status;
+      {
+        std::optional<TraceSpan> span;
+        if (const std::optional<TraceKind> kind = TraceKindOf(instruction)) {
+          span.emplace(res_.trace, InstructionEvent(*kind, instruction));
+        }
+        status = std::visit([this](const auto& op) { return Execute(op); }, instruction);
+      }
       if (status.ok()) status = ReapFinishedSends();
       if (status.ok()) PollPostedReceives();
       if (!status.ok()) {
@@ -129,6 +176,54 @@ class StageExecutor::Step {
   }
 
   absl::Time Deadline() const { return absl::Now() + config_.wait_timeout; }
+
+  // ---- trace ------------------------------------------------------------------------------
+
+  bool Traced() const {
+    return res_.trace != nullptr && res_.trace->Records(command_.step(), command_.eval());
+  }
+  TraceEvent TraceEventAt(TraceKind kind) const {
+    TraceEvent event;
+    event.kind = kind;
+    event.step = command_.step();
+    event.eval = command_.eval();
+    event.instruction = static_cast<int32_t>(position_);
+    return event;
+  }
+  TraceEvent InstructionEvent(TraceKind kind, const schedule::Instruction& instruction) const {
+    TraceEvent event = TraceEventAt(kind);
+    event.micro_batch = schedule::MicroBatchOf(instruction).value_or(-1);
+    event.chunk = schedule::ChunkOf(instruction);
+    switch (kind) {
+      case TraceKind::kRecvActivation:
+      case TraceKind::kSendGrad:
+        event.peer = config_.prev_rank;
+        break;
+      case TraceKind::kRecvGrad:
+      case TraceKind::kSendActivation:
+        event.peer = config_.next_rank;
+        break;
+      default:
+        break;
+    }
+    return event;
+  }
+  // A transfer from its post (begin_ns) until now, when its completion was seen.
+  // `chunk`: this stage's chunk (a send's key names the receiver's).
+  void RecordTransfer(TraceKind kind, const TransferKey& key, int chunk, int peer, int64_t bytes,
+                      int64_t posted_ns, int64_t done_ns = -1) {
+    if (!Traced()) return;
+    TraceEvent event = TraceEventAt(kind);
+    event.instruction = -1;
+    event.micro_batch = key.micro_batch;
+    event.chunk = chunk;
+    event.peer = peer;
+    event.bytes = bytes;
+    event.begin_ns = posted_ns;
+    event.end_ns = done_ns >= 0 ? done_ns : res_.trace->NowNs();
+    res_.trace->Add(event);
+  }
+  int64_t TraceNow() const { return res_.trace != nullptr ? res_.trace->NowNs() : 0; }
 
   const StageModel& ModelOf(int chunk) const { return *res_.chunks[chunk].model; }
   ParameterStore& ParametersOf(int chunk) const { return *res_.chunks[chunk].parameters; }
@@ -207,6 +302,11 @@ class StageExecutor::Step {
   struct PostedReceive {
     Tensor buffer;
     std::unique_ptr<TransferHandle> handle;
+    TransferKey key;
+    int chunk = 0;
+    int peer = -1;
+    int64_t posted_ns = 0;
+    int64_t done_ns = -1;  // when a poll first saw it complete
   };
 
   absl::Status PostReceivesUpTo(int count) {
@@ -253,6 +353,10 @@ class StageExecutor::Step {
                           .micro_batch = m,
                           .chunk = chunk,
                           .kind = activation ? TransferKind::kActivation : TransferKind::kGradient};
+    posted.key = key;
+    posted.chunk = chunk;
+    posted.peer = peer;
+    posted.posted_ns = TraceNow();
     ASSIGN_OR_RETURN(posted.handle, res_.channel.Recv(posted.buffer, peer, key));
     return absl::OkStatus();
   }
@@ -262,7 +366,9 @@ class StageExecutor::Step {
   void PollPostedReceives() {
     for (size_t i = consumed_receives_; i < next_receive_; ++i) {
       PostedReceive& posted = receives_[receive_positions_[i]];
-      if (posted.handle) posted.handle->Done();
+      if (posted.handle && posted.handle->Done() && posted.done_ns < 0) {
+        posted.done_ns = TraceNow();
+      }
     }
   }
 
@@ -276,20 +382,42 @@ class StageExecutor::Step {
     --posted_ahead_;
     ++consumed_receives_;
     RETURN_IF_ERROR(posted.handle->Wait(Deadline()));
+    RecordTransfer(posted.key.kind == TransferKind::kActivation ? TraceKind::kTransferActivationIn
+                                                                 : TraceKind::kTransferGradIn,
+                   posted.key, posted.chunk, posted.peer, posted.buffer.bytes(), posted.posted_ns,
+                   posted.done_ns);
     RETURN_IF_ERROR(PostReceivesUpTo(config_.recv_lookahead));
     return std::move(posted.buffer);
   }
 
   // ---- sends in flight ----------------------------------------------------------------------
 
-  absl::Status StartSend(Tensor tensor, int peer, const TransferKey& key) {
+  struct InFlightSend {
+    TransferKey key;
+    std::unique_ptr<TransferHandle> handle;
+    int chunk = 0;
+    int peer = -1;
+    int64_t bytes = 0;
+    int64_t posted_ns = 0;
+  };
+
+  // `chunk`: the sending chunk (the key names the receiver's).
+  absl::Status StartSend(Tensor tensor, int peer, const TransferKey& key, int chunk) {
     if (peer < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("stage ", config_.stage, " has no peer to send ", ToString(key), " to"));
     }
+    const int64_t posted_ns = TraceNow();
+    const int64_t bytes = tensor.bytes();
     ASSIGN_OR_RETURN(auto handle, res_.channel.Send(tensor, peer, key));
-    sends_.push_back({key, std::move(handle)});
+    sends_.push_back({key, std::move(handle), chunk, peer, bytes, posted_ns});
     return absl::OkStatus();
+  }
+
+  void RecordSend(const InFlightSend& send) {
+    RecordTransfer(send.key.kind == TransferKind::kActivation ? TraceKind::kTransferActivationOut
+                                                               : TraceKind::kTransferGradOut,
+                   send.key, send.chunk, send.peer, send.bytes, send.posted_ns);
   }
 
   // Drops completed sends; a send that failed reports its error here, naming its transfer.
@@ -301,6 +429,7 @@ class StageExecutor::Step {
       }
       RETURN_IF_ERROR(
           WithContext(it->handle->Wait(Deadline()), absl::StrCat("sending ", ToString(it->key))));
+      RecordSend(*it);
       it = sends_.erase(it);
     }
     return absl::OkStatus();
@@ -310,6 +439,7 @@ class StageExecutor::Step {
     for (InFlightSend& send : sends_) {
       RETURN_IF_ERROR(
           WithContext(send.handle->Wait(Deadline()), absl::StrCat("sending ", ToString(send.key))));
+      RecordSend(send);
     }
     sends_.clear();
     return absl::OkStatus();
@@ -518,7 +648,8 @@ class StageExecutor::Step {
                           .micro_batch = op.micro_batch,
                           .chunk = topology_.Next(At(op.chunk)).chunk,
                           .kind = TransferKind::kActivation};
-    RETURN_IF_ERROR(StartSend(std::exchange(mb.output, Tensor()), config_.next_rank, key));
+    RETURN_IF_ERROR(
+        StartSend(std::exchange(mb.output, Tensor()), config_.next_rank, key, op.chunk));
     ReleaseIfDone(op);
     return absl::OkStatus();
   }
@@ -592,7 +723,8 @@ class StageExecutor::Step {
                           .micro_batch = op.micro_batch,
                           .chunk = topology_.Previous(At(op.chunk)).chunk,
                           .kind = TransferKind::kGradient};
-    RETURN_IF_ERROR(StartSend(std::exchange(mb.input_grad, Tensor()), config_.prev_rank, key));
+    RETURN_IF_ERROR(
+        StartSend(std::exchange(mb.input_grad, Tensor()), config_.prev_rank, key, op.chunk));
     ReleaseIfDone(op);
     return absl::OkStatus();
   }
@@ -619,7 +751,12 @@ class StageExecutor::Step {
       if (!chunk.parameters->GradsFinite()) non_finite_ = true;
     }
     FillReport();
-    ASSIGN_OR_RETURN(const bool apply, res_.gate.Synchronize(report_));
+    bool apply = false;
+    {
+      const TraceSpan sync(res_.trace, TraceEventAt(TraceKind::kSync));
+      ASSIGN_OR_RETURN(apply, res_.gate.Synchronize(report_));
+    }
+    const TraceSpan update(res_.trace, TraceEventAt(TraceKind::kOptimizer));
     for (const ChunkRefs& chunk : res_.chunks) {
       if (apply) {
         RETURN_IF_ERROR(chunk.optimizer->Step(command_.lr(), chunk.parameters->values(),
@@ -645,6 +782,7 @@ class StageExecutor::Step {
         }
       }
       if (members.empty()) continue;
+      if (res_.device.kind() == DeviceKind::kSim) continue;  // shape-only: no values to sum
       const absl::Time begin = absl::Now();
       Tensor sum = members.front();
       for (size_t i = 1; i < members.size(); ++i) {
@@ -674,6 +812,7 @@ class StageExecutor::Step {
     RETURN_IF_ERROR(FinishStep());
     FillReport();
     // Rank 0 learns the loss; its apply/skip answer means nothing without an update.
+    const TraceSpan sync(res_.trace, TraceEventAt(TraceKind::kSync));
     return res_.gate.Synchronize(report_).status();
   }
 
@@ -730,10 +869,6 @@ class StageExecutor::Step {
   size_t next_receive_ = 0;       // receive_positions_[next_receive_] is the next to post
   size_t consumed_receives_ = 0;  // receives completed by their instruction, in program order
   int posted_ahead_ = 0;
-  struct InFlightSend {
-    TransferKey key;
-    std::unique_ptr<TransferHandle> handle;
-  };
   std::vector<InFlightSend> sends_;
   size_t position_ = 0;
 

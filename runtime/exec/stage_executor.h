@@ -9,7 +9,9 @@
 // (ReportEval) run the layers in inference mode and report the loss through the same gate.
 // Memory is counted by role: stage inputs kept as kBoundary, saved activations as kActivation,
 // boundary gradients (received, or waiting to be sent) as kBoundaryGrad.
-// Every error names the rank, stage, step, micro-batch and instruction. Single-threaded.
+// With a TraceRecorder, each instruction, each transfer (post to completion) and the step itself
+// are recorded. Every error names the rank, stage, step, micro-batch and instruction.
+// Single-threaded.
 #ifndef GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_
 #define GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_
 
@@ -29,6 +31,7 @@
 #include "runtime/schedule/instruction.h"
 #include "runtime/train/dataset.h"
 #include "runtime/train/optimizer.h"
+#include "runtime/trace/trace_recorder.h"
 
 namespace gpipe {
 
@@ -66,6 +69,8 @@ struct ExecutorResources {
   const Dataset* dataset;         // required on the first and last stage
   DataChannel& channel;
   GradientSyncGate& gate;
+  // runtime.trace: where instructions and transfers are recorded (null: not traced).
+  TraceRecorder* trace = nullptr;
 };
 
 class StageExecutor {

@@ -31,4 +31,11 @@ absl::StatusOr<StageModel> StageModel::Create(const pb::Model& model, int first_
   return stage;
 }
 
+void StageModel::Decorate(const LayerDecorator& layer, const LossDecorator& loss) {
+  for (size_t i = 0; i < layers_.size(); ++i) {
+    layers_[i] = layer(std::move(layers_[i]), first_layer_ + static_cast<int>(i));
+  }
+  if (loss_ != nullptr) loss_ = loss(std::move(loss_));
+}
+
 }  // namespace gpipe

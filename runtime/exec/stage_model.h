@@ -3,6 +3,7 @@
 #ifndef GPIPE_RUNTIME_EXEC_STAGE_MODEL_H_
 #define GPIPE_RUNTIME_EXEC_STAGE_MODEL_H_
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -31,6 +32,13 @@ class StageModel {
   const Loss* loss() const { return loss_.get(); }
   // Whether local layer 0 is the model's first layer (its input gradient is never needed).
   bool holds_model_input() const { return first_layer_ == 0; }
+
+  // Replaces every layer (with its global index) and the loss, if any, by what the functions make
+  // of them: decorators that keep the layer's interface (a simulated device's stand-ins).
+  using LayerDecorator =
+      std::function<std::unique_ptr<Layer>(std::unique_ptr<Layer> layer, int global_index)>;
+  using LossDecorator = std::function<std::unique_ptr<Loss>(std::unique_ptr<Loss> loss)>;
+  void Decorate(const LayerDecorator& layer, const LossDecorator& loss);
 
  private:
   StageModel() = default;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/descriptor.h"
+#include "runtime/device/sim/sim_profile.h"
 #include "runtime/plan/plan_defaults.h"
 #include "runtime/schedule/schedule_shape.h"
 #include "runtime/train/dataset.h"
@@ -307,6 +308,56 @@ void CheckInputMatchesData(const pb::Plan& plan, PlanErrors& errors) {
   }
 }
 
+// runtime.sim, checked only when runtime.device is SIM (other devices ignore it, as plan.proto
+// documents, so one plan can switch devices with an override).
+void CheckSim(const pb::Plan& plan, PlanErrors& errors) {
+  const pb::Sim& sim = plan.runtime().sim();
+  for (const auto& [name, value] : {std::pair<const char*, double>{"peak_gflops", sim.peak_gflops()},
+                                    {"link_gbps", sim.link_gbps()}}) {
+    if (!Positive(value)) {
+      errors.Add(absl::StrCat("runtime.sim.", name),
+                 absl::StrCat("is ", Show(value), "; it must be > 0"));
+    }
+  }
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"link_latency_us", sim.link_latency_us()},
+        {"loss_us", sim.loss_us()},
+        {"optimizer_us", sim.optimizer_us()}}) {
+    if (!(std::isfinite(value) && value >= 0)) {
+      errors.Add(absl::StrCat("runtime.sim.", name),
+                 absl::StrCat("is ", Show(value), "; a time must be >= 0 microseconds"));
+    }
+  }
+  const absl::flat_hash_map<std::string, int> layers = LayerIndex(plan.model());
+  for (int i = 0; i < sim.layer_costs_size(); ++i) {
+    const pb::LayerCost& cost = sim.layer_costs(i);
+    const std::string at = absl::StrCat("runtime.sim.layer_costs[", i, "]");
+    if (!layers.contains(cost.layer())) {
+      errors.Add(at + ".layer",
+                 absl::StrCat("'", cost.layer(), "' is not a layer of model.layers (",
+                              LayerNamesForHelp(plan.model()),
+                              "); name a top-level layer, or remove the entry"));
+    }
+    for (const auto& [name, value] :
+         {std::pair<const char*, double>{"forward_us", cost.forward_us()},
+          {"backward_input_us", cost.backward_input_us()},
+          {"backward_weight_us", cost.backward_weight_us()}}) {
+      if (!(std::isfinite(value) && value >= 0)) {
+        errors.Add(absl::StrCat(at, ".", name),
+                   absl::StrCat("is ", Show(value), "; a time must be >= 0 microseconds"));
+      }
+    }
+  }
+  if (sim.has_profile()) {
+    const absl::StatusOr<SimProfile> profile = LoadSimProfile(sim.profile());
+    if (!profile.ok()) {
+      errors.Add("runtime.sim.profile",
+                 absl::StrCat(profile.status().message(),
+                              " (relative paths resolve against the working directory)"));
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<int64_t> DivisorsNear(int64_t n, int64_t wanted, int count) {
@@ -482,6 +533,10 @@ void CheckRuntime(const pb::Plan& plan, PlanErrors& errors) {
     errors.Add("runtime.memory_limit_bytes", absl::StrCat("is ", runtime.memory_limit_bytes(),
                                                           "; use 0 (no limit) or a byte budget"));
   }
+  if (runtime.trace_steps() < 0) {
+    errors.Add("runtime.trace_steps", absl::StrCat("is ", runtime.trace_steps(),
+                                                   "; use 0 (every step) or a step count"));
+  }
   const pb::Timeouts& timeouts = runtime.timeouts();
   for (const auto& [name, seconds] :
        {std::pair<const char*, double>{"wait_seconds", timeouts.wait_seconds()},
@@ -492,6 +547,7 @@ void CheckRuntime(const pb::Plan& plan, PlanErrors& errors) {
           absl::StrCat("is ", Show(seconds), "; every wait needs a finite deadline > 0 seconds"));
     }
   }
+  if (runtime.device() == pb::SIM) CheckSim(plan, errors);
 }
 
 }  // namespace gpipe

@@ -330,6 +330,9 @@ std::vector<MalformedCase> Cases() {
         "bad.pbtxt:11:22: runtime.log_every: is -1; use 0 (never) or a step interval >= 1",
         "bad.pbtxt:11:47: runtime.timeouts.wait_seconds: is 0; every wait needs a finite "
         "deadline > 0 seconds"}},
+      {"TraceSteps",
+       {{11, "runtime { trace: \"t.json\" trace_steps: -2 }"}},
+       {"bad.pbtxt:11:27: runtime.trace_steps: is -2; use 0 (every step) or a step count"}},
       {"EveryErrorIsReportedNotJustTheFirst",
        {{3, "  layers { name: \"fc1\" linear {} }"},
         {8, "pipeline { stages: 0 micro_batches: 2 }"},

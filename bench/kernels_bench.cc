@@ -1,0 +1,261 @@
+// gpipe-bench-kernels: how close the CPU backend's layers come to the machine's own GEMM speed.
+//
+// It measures the single-thread (or --threads N) SGEMM peak through the CPU device (the best of
+// several large square and rectangular shapes), then times forward and backward (and the split
+// halves where a layer splits) of linear, conv2d and causal self-attention at representative
+// shapes, with layer_norm and gelu as memory-bound references, and prints a markdown section:
+// per layer the median times and the achieved GFLOP/s (forward FLOPs x 3 over forward plus
+// backward time) as a share of the GEMM peak. Layers are timed by the layer profiler
+// (runtime/exec/layer_profiler.h), the same code that writes the simulated device's profile.
+//
+//   gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall]
+//   gpipe-bench-kernels --profile PLAN [-o profile.json] [--override TEXT]... [--repeats N]
+//                       [--threads N] [--clock cpu|wall]
+//
+// With --profile it instead writes the plan's layer profile JSON (ProfileAnalyzedPlanLayers) to
+// -o, or to stdout without it. Timings are benchmarks, not tests: compare within one run.
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "google/protobuf/text_format.h"
+#include "launcher/flags.h"
+#include "layers/registry.h"
+#include "runtime/core/file_io.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/device/cpu/cpu_device.h"
+#include "runtime/exec/layer_profiler.h"
+#include "runtime/plan/plan_analysis.h"
+#include "runtime/plan/plan_loader.h"
+
+namespace gpipe {
+namespace {
+
+constexpr char kUsage[] =
+    "usage: gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall]\n"
+    "       gpipe-bench-kernels --profile PLAN [-o FILE] [--override TEXT]... [--repeats N]"
+    " [--threads N] [--clock cpu|wall]\n"
+    "  --quick        fewer repetitions and GEMM shapes (a smoke run)\n"
+    "  --threads N    OpenBLAS threads (default 1)\n"
+    "  --profile PLAN write PLAN's per-layer profile JSON (forward, backward input and weight\n"
+    "                 halves, microseconds) to -o FILE, or to stdout\n"
+    "  --repeats N    timed calls per phase for --profile (default 5; the median is kept)\n"
+    "  --clock C      cpu (default: the process's CPU time, steady where other processes share\n"
+    "                 the cores) or wall; for the benchmark and --profile alike\n";
+
+struct GemmShape {
+  int64_t m, n, k;
+};
+
+struct GemmPeak {
+  GemmShape shape{};
+  double gflops = 0;
+};
+
+// Median seconds on `clock` of `repeats` calls after one warm-up call.
+template <typename Call>
+absl::StatusOr<double> MedianSeconds(ProfileClock clock, int repeats, Call call) {
+  RETURN_IF_ERROR(call());
+  std::vector<double> seconds;
+  for (int i = 0; i < repeats; ++i) {
+    const double start = NowMicros(clock);
+    RETURN_IF_ERROR(call());
+    seconds.push_back((NowMicros(clock) - start) * 1e-6);
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+absl::StatusOr<Tensor> FilledTensor(Device& device, int64_t rows, int64_t cols, float value) {
+  ASSIGN_OR_RETURN(Tensor t,
+                   Tensor::Empty(device, Shape{rows, cols}, DType::kF32, MemoryKind::kData));
+  std::fill(t.f32(), t.f32() + t.num_elements(), value);
+  return t;
+}
+
+// The best GFLOP/s of C = A B over `shapes`, printed as a table as it goes.
+absl::StatusOr<GemmPeak> MeasureGemmPeak(Device& device, const std::vector<GemmShape>& shapes,
+                                         ProfileClock clock, int repeats) {
+  std::printf("| GEMM m x n x k | ms | GFLOP/s |\n|---|---|---|\n");
+  GemmPeak best;
+  for (const GemmShape& s : shapes) {
+    ASSIGN_OR_RETURN(Tensor a, FilledTensor(device, s.m, s.k, 0.5f));
+    ASSIGN_OR_RETURN(Tensor b, FilledTensor(device, s.k, s.n, 0.25f));
+    ASSIGN_OR_RETURN(Tensor c, FilledTensor(device, s.m, s.n, 0.0f));
+    ASSIGN_OR_RETURN(double seconds, MedianSeconds(clock, repeats, [&] {
+                       return device.Gemm({.m = s.m, .n = s.n, .k = s.k, .a = a.f32(),
+                                           .lda = s.k, .b = b.f32(), .ldb = s.n, .c = c.f32(),
+                                           .ldc = s.n});
+                     }));
+    const double gflops = 2.0 * s.m * s.n * s.k / seconds * 1e-9;
+    std::printf("| %lld x %lld x %lld | %.2f | %.1f |\n", static_cast<long long>(s.m),
+                static_cast<long long>(s.n), static_cast<long long>(s.k), seconds * 1e3, gflops);
+    if (gflops > best.gflops) best = {s, gflops};
+  }
+  return best;
+}
+
+// One benchmarked layer: its plan entry, per-sample input shape and batch.
+struct LayerCase {
+  std::string entry;  // protobuf text of a pb::Layer
+  Shape input_shape;
+  int64_t batch;
+  std::string shape;  // as printed
+  bool memory_bound = false;
+};
+
+std::vector<LayerCase> LayerCases() {
+  return {
+      {"name: 'linear' linear { out_features: 1024 }", Shape{1024}, 256, "256 x 1024 -> 1024"},
+      {"name: 'linear' linear { out_features: 1024 }", Shape{4096}, 256, "256 x 4096 -> 1024"},
+      {"name: 'linear' linear { out_features: 4096 }", Shape{1024}, 256, "256 x 1024 -> 4096"},
+      {"name: 'conv2d' conv2d { out_channels: 64 kernel_size: 3 padding: 1 }",
+       Shape{64, 32, 32}, 32, "32 x 64x32x32 -> 64, 3x3 pad 1"},
+      {"name: 'conv2d' conv2d { out_channels: 64 kernel_size: 3 padding: 1 }",
+       Shape{3, 32, 32}, 32, "32 x 3x32x32 -> 64, 3x3 pad 1"},
+      {"name: 'conv2d' conv2d { out_channels: 64 kernel_size: 1 }", Shape{64, 32, 32}, 32,
+       "32 x 64x32x32 -> 64, 1x1"},
+      {"name: 'attention' causal_self_attention { num_heads: 8 }", Shape{256, 512}, 8,
+       "8 x T 256 x d 512, 8 heads"},
+      {"name: 'layer_norm' layer_norm {}", Shape{1024}, 256, "256 x 1024", true},
+      {"name: 'gelu' gelu {}", Shape{4096}, 256, "256 x 4096", true},
+  };
+}
+
+std::string Millis(double micros) { return absl::StrFormat("%.3f", micros * 1e-3); }
+
+absl::Status BenchLayers(Device& device, const GemmPeak& peak, ProfileClock clock, int repeats) {
+  const LayerRegistry registry = LayerRegistry::WithBuiltins();
+  std::printf(
+      "\n| layer | shape | fwd ms | bwd ms | bwd-input ms | bwd-weight ms | GFLOP/s | "
+      "%% of GEMM peak |\n|---|---|---|---|---|---|---|---|\n");
+  for (const LayerCase& c : LayerCases()) {
+    pb::Layer spec;
+    if (!google::protobuf::TextFormat::ParseFromString(c.entry, &spec)) {
+      return absl::InternalError(absl::StrCat("bad layer entry: ", c.entry));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<Layer> layer, registry.Create(spec, c.input_shape));
+    ASSIGN_OR_RETURN(LayerTiming t,
+                     ProfileLayer(*layer, device, c.batch, /*layer_index=*/1,
+                                  /*need_input_grad=*/true,
+                                  ProfileOptions{.repeats = repeats, .warmup = 1, .clock = clock}));
+    const double flops = 3.0 * layer->ForwardFlopsPerSample() * static_cast<double>(c.batch);
+    const double gflops = flops / ((t.forward_us + t.backward_us) * 1e-6) * 1e-9;
+    std::printf("| %s%s | %s | %s | %s | %s | %s | %.1f | %.0f%% |\n",
+                std::string(layer->type()).c_str(), c.memory_bound ? " (memory-bound)" : "",
+                c.shape.c_str(), Millis(t.forward_us).c_str(), Millis(t.backward_us).c_str(),
+                t.splits ? Millis(t.backward_input_us).c_str() : "—",
+                t.splits ? Millis(t.backward_weight_us).c_str() : "—", gflops,
+                100.0 * gflops / peak.gflops);
+    std::fflush(stdout);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status RunKernelBench(bool quick, int threads, ProfileClock clock) {
+  CpuDevice device(CpuDeviceOptions{.threads = threads});
+  const int repeats = quick ? 2 : 7;
+  std::vector<GemmShape> shapes = {{1024, 1024, 1024}, {256, 1024, 1024}};
+  if (!quick) {
+    shapes = {{512, 512, 512},    {1024, 1024, 1024}, {1536, 1536, 1536}, {2048, 2048, 2048},
+              {256, 1024, 1024},  {256, 1024, 4096},  {2048, 512, 2048},  {512, 2048, 2048},
+              {2048, 2048, 512}};
+  }
+  std::printf("## CPU kernels against the GEMM peak\n\n");
+  std::printf(
+      "SGEMM (C = A B, row-major, through the CPU device's OpenBLAS with %d thread%s) on each "
+      "shape, then forward and backward of each layer on random inputs (the layer profiler: "
+      "parameters initialized as in training, every input gradient computed, outputs allocated "
+      "through the device as in training), each time the median of %d calls after one warm-up, "
+      "in %s. GFLOP/s = forward FLOPs (ForwardFlopsPerSample) x "
+      "batch x 3 / (fwd + bwd time); bwd is the whole Backward, and bwd-input / bwd-weight are "
+      "its split halves timed on their own where the layer splits. The peak is the best GEMM "
+      "row. layer_norm and gelu are memory-bound references (their FLOPs are nominal).%s\n\n",
+      threads, threads == 1 ? "" : "s", repeats,
+      clock == ProfileClock::kWall ? "wall time"
+                                   : "process CPU time (page faults included; other processes "
+                                     "sharing the cores do not inflate it)",
+      quick ? " Quick run: few repetitions." : "");
+  ASSIGN_OR_RETURN(GemmPeak peak, MeasureGemmPeak(device, shapes, clock, repeats));
+  std::printf("\nGEMM peak: %.1f GFLOP/s at %lld x %lld x %lld.\n", peak.gflops,
+              static_cast<long long>(peak.shape.m), static_cast<long long>(peak.shape.n),
+              static_cast<long long>(peak.shape.k));
+  return BenchLayers(device, peak, clock, repeats);
+}
+
+absl::Status RunProfile(const std::string& plan_path, const std::vector<std::string>& overrides,
+                        const std::string& out_path, int repeats, int threads,
+                        ProfileClock clock) {
+  ASSIGN_OR_RETURN(LoadedPlan loaded, LoadPlanFile(plan_path, overrides));
+  const LayerRegistry registry = LayerRegistry::WithBuiltins();
+  ASSIGN_OR_RETURN(AnalyzedPlan analyzed, AnalyzePlan(loaded, registry));
+  CpuDevice device(CpuDeviceOptions{.threads = threads});
+  ASSIGN_OR_RETURN(std::string json,
+                   ProfileAnalyzedPlanLayers(analyzed, registry, device,
+                                             ProfileOptions{.repeats = repeats, .threads = threads, .clock = clock}));
+  if (out_path.empty()) {
+    std::fputs(json.c_str(), stdout);
+    return absl::OkStatus();
+  }
+  return WriteFileAtomically(out_path, json);
+}
+
+int Main(int argc, char** argv) {
+  absl::StatusOr<ParsedFlags> flags = ParseFlags(
+      {{"help", false}, {"quick", false}, {"threads"}, {"profile"}, {"o"}, {"repeats"}, {"clock"},
+       {"override", true, true}},
+      std::vector<std::string>(argv + 1, argv + argc));
+  if (!flags.ok() || !flags->positional().empty()) {
+    std::fprintf(stderr, "gpipe-bench-kernels: %s\n%s",
+                 flags.ok() ? "unexpected positional argument" : flags.status().ToString().c_str(),
+                 kUsage);
+    return 2;
+  }
+  if (flags->Has("help")) {
+    std::fputs(kUsage, stdout);
+    return 0;
+  }
+  int threads = 1;
+  int repeats = 5;
+  for (auto [name, target] : {std::pair{"threads", &threads}, std::pair{"repeats", &repeats}}) {
+    if (auto value = flags->Get(name)) {
+      absl::StatusOr<int64_t> parsed = ParseIntFlag(absl::StrCat("--", name), *value);
+      if (!parsed.ok() || *parsed < 1) {
+        std::fprintf(stderr, "gpipe-bench-kernels: --%s needs a whole number >= 1, got '%s'\n",
+                     name, value->c_str());
+        return 2;
+      }
+      *target = static_cast<int>(*parsed);
+    }
+  }
+  ProfileClock clock = ProfileClock::kProcessCpu;
+  if (const std::string name = flags->Get("clock").value_or("cpu"); name == "wall") {
+    clock = ProfileClock::kWall;
+  } else if (name != "cpu") {
+    std::fprintf(stderr, "gpipe-bench-kernels: --clock takes cpu or wall, got '%s'\n%s",
+                 name.c_str(), kUsage);
+    return 2;
+  }
+  absl::Status status;
+  if (auto plan = flags->Get("profile")) {
+    status = RunProfile(*plan, flags->GetAll("override"), flags->Get("o").value_or(""), repeats,
+                        threads, clock);
+  } else {
+    status = RunKernelBench(flags->Has("quick"), threads, clock);
+  }
+  if (!status.ok()) {
+    std::fprintf(stderr, "gpipe-bench-kernels: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace gpipe
+
+int main(int argc, char** argv) { return gpipe::Main(argc, argv); }

@@ -1,0 +1,140 @@
+#include "runtime/coord/trace_session.h"
+
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/file_io.h"
+#include "runtime/core/status_macros.h"
+
+namespace gpipe {
+
+std::unique_ptr<TraceSession> TraceSession::Create(const pb::Setup& setup, int rank,
+                                                   int world_size) {
+  const pb::Plan& plan = setup.plan();
+  if (plan.runtime().trace().empty()) return nullptr;
+  TraceRunInfo info;
+  info.plan = plan.name();
+  info.schedule = pb::Schedule_Name(plan.pipeline().schedule());
+  info.remat = pb::Remat_Name(plan.pipeline().remat());
+  info.device = pb::Device_Name(plan.runtime().device());
+  info.stages = plan.pipeline().stages();
+  info.micro_batches = plan.pipeline().micro_batches();
+  info.chunks = plan.pipeline().virtual_stages();
+  info.ranks = world_size;
+  std::unique_ptr<TraceSession> session(new TraceSession(
+      plan.runtime().trace(), std::move(info), rank, setup.stage(), plan.runtime().trace_steps()));
+  if (rank == 0) {
+    for (int r = 1; r < world_size; ++r) std::remove(session->PartPath(r).c_str());
+  }
+  return session;
+}
+
+TraceSession::TraceSession(std::string path, TraceRunInfo info, int rank, int stage, int steps)
+    : path_(std::move(path)),
+      info_(std::move(info)),
+      rank_(rank),
+      stage_(stage),
+      recorder_(TraceRecorderOptions{.steps = steps}) {}
+
+std::string TraceSession::PartPath(int rank) const {
+  return absl::StrCat(path_, ".rank", rank, ".pb");
+}
+
+absl::Status TraceSession::AlignClocks(ControlChannel& control, absl::Time deadline, int rounds) {
+  if (rank_ != 0) {
+    while (true) {
+      pb::ClockProbe probe;
+      RETURN_IF_ERROR(control.Recv(0, kControlTagClock, probe, deadline));
+      if (probe.final()) {
+        offset_ns_ = probe.offset_ns();
+        uncertainty_ns_ = probe.uncertainty_ns();
+        return absl::OkStatus();
+      }
+      pb::ClockProbe answer;
+      answer.set_t_ns(recorder_.NowNs());
+      RETURN_IF_ERROR(control.Send(0, kControlTagClock, answer, deadline));
+    }
+  }
+  for (int r = 1; r < control.size(); ++r) {
+    int64_t best_rtt = std::numeric_limits<int64_t>::max();
+    int64_t best_offset = 0;
+    for (int i = 0; i < rounds; ++i) {
+      pb::ClockProbe probe;
+      const int64_t sent = recorder_.NowNs();
+      probe.set_t_ns(sent);
+      RETURN_IF_ERROR(control.Send(r, kControlTagClock, probe, deadline));
+      pb::ClockProbe answer;
+      RETURN_IF_ERROR(control.Recv(r, kControlTagClock, answer, deadline));
+      const int64_t received = recorder_.NowNs();
+      // The rank read its clock somewhere in [sent, received]: assume the middle.
+      if (received - sent < best_rtt) {
+        best_rtt = received - sent;
+        best_offset = sent + (received - sent) / 2 - answer.t_ns();
+      }
+    }
+    pb::ClockProbe final_probe;
+    final_probe.set_final(true);
+    final_probe.set_offset_ns(best_offset);
+    final_probe.set_uncertainty_ns(best_rtt / 2);
+    RETURN_IF_ERROR(control.Send(r, kControlTagClock, final_probe, deadline));
+  }
+  return absl::OkStatus();
+}
+
+pb::RankTrace TraceSession::OwnTrace(const std::string& error) const {
+  pb::RankTrace trace = recorder_.ToProto(rank_, stage_, /*replica=*/0);
+  trace.set_clock_offset_ns(offset_ns_);
+  trace.set_clock_uncertainty_ns(uncertainty_ns_);
+  if (!error.empty()) trace.set_error(error);
+  return trace;
+}
+
+absl::Status TraceSession::Finish(ControlChannel& control, absl::Time deadline) {
+  finished_ = true;
+  ASSIGN_OR_RETURN(std::vector<std::string> gathered,
+                   control.GatherToRoot(OwnTrace(""), deadline, kControlTagTrace));
+  if (rank_ != 0) return absl::OkStatus();
+  std::vector<pb::RankTrace> ranks(gathered.size());
+  for (size_t r = 0; r < gathered.size(); ++r) {
+    if (!ranks[r].ParseFromString(gathered[r])) {
+      return absl::DataLossError(absl::StrCat("unreadable trace from rank ", r));
+    }
+  }
+  return WithContext(WriteChromeTrace(path_, info_, ranks), "runtime.trace");
+}
+
+absl::Status TraceSession::FinishAfterFailure(const std::string& error, absl::Duration wait) {
+  if (finished_) return absl::OkStatus();
+  finished_ = true;
+  const pb::RankTrace own = OwnTrace(error);
+  if (rank_ != 0) return WriteFileAtomically(PartPath(rank_), own.SerializeAsString());
+
+  // Rank 0: the parts of the other ranks that arrive in time.
+  std::vector<pb::RankTrace> ranks = {own};
+  std::vector<bool> have(info_.ranks, false);
+  have[0] = true;
+  const absl::Time until = absl::Now() + wait;
+  int missing = info_.ranks - 1;
+  while (true) {
+    for (int r = 1; r < info_.ranks; ++r) {
+      if (have[r] || !std::filesystem::exists(PartPath(r))) continue;
+      auto bytes = ReadWholeFile(PartPath(r));
+      pb::RankTrace part;
+      if (!bytes.ok() || !part.ParseFromString(*bytes)) continue;  // retried until the wait ends
+      ranks.push_back(std::move(part));
+      have[r] = true;
+      --missing;
+      std::remove(PartPath(r).c_str());
+    }
+    if (missing == 0 || absl::Now() >= until) break;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  TraceRunInfo info = info_;
+  info.status = error;
+  return WithContext(WriteChromeTrace(path_, info, ranks), "runtime.trace");
+}
+
+}  // namespace gpipe

@@ -1,0 +1,60 @@
+// TraceSession: a worker's part in runtime.trace. It owns the rank's TraceRecorder, aligns the
+// ranks' clocks at start-up (rank 0 pings every rank over the control channel and keeps the
+// round trip that was shortest: Cristian's algorithm; the rank learns its offset too), and at
+// the end gathers every rank's events to rank 0, which writes the merged Chrome/Perfetto trace.
+// A run that fails still leaves a trace: each failing rank writes its part beside the trace
+// file (`<trace>.rank<R>.pb`, no MPI needed), and rank 0 merges the parts that arrive within a
+// short wait with its own, lists the ranks it never heard from, and records the error.
+#ifndef GPIPE_RUNTIME_COORD_TRACE_SESSION_H_
+#define GPIPE_RUNTIME_COORD_TRACE_SESSION_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "proto/control.pb.h"
+#include "runtime/comm/control_channel.h"
+#include "runtime/trace/chrome_trace.h"
+#include "runtime/trace/trace_recorder.h"
+
+namespace gpipe {
+
+class TraceSession {
+ public:
+  // Null when the resolved plan asks for no trace. Rank 0 removes parts a previous failed run
+  // left at the same path.
+  static std::unique_ptr<TraceSession> Create(const pb::Setup& setup, int rank, int world_size);
+
+  TraceRecorder* recorder() { return &recorder_; }
+  const std::string& path() const { return path_; }
+  bool finished() const { return finished_; }
+
+  // Collective, right after the setup: estimates this rank's clock offset to rank 0.
+  absl::Status AlignClocks(ControlChannel& control, absl::Time deadline, int rounds = 16);
+  // Collective, at the end of a run that succeeded: rank 0 gathers and writes the trace.
+  absl::Status Finish(ControlChannel& control, absl::Time deadline);
+  // After this rank failed with `error` (or saw another rank abort). Ranks != 0 write their
+  // part; rank 0 waits up to `wait` for the other ranks' parts, then writes the trace.
+  absl::Status FinishAfterFailure(const std::string& error, absl::Duration wait);
+
+  // "<trace>.rank<R>.pb"
+  std::string PartPath(int rank) const;
+
+ private:
+  TraceSession(std::string path, TraceRunInfo info, int rank, int stage, int steps);
+  pb::RankTrace OwnTrace(const std::string& error) const;
+
+  std::string path_;
+  TraceRunInfo info_;
+  int rank_;
+  int stage_;
+  TraceRecorder recorder_;
+  int64_t offset_ns_ = 0;
+  int64_t uncertainty_ns_ = 0;
+  bool finished_ = false;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_COORD_TRACE_SESSION_H_

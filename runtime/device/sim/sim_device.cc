@@ -1,0 +1,71 @@
+#include "runtime/device/sim/sim_device.h"
+
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <cerrno>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpipe {
+namespace {
+
+constexpr uintptr_t kAlignment = 64;
+// The first fake address: well away from null and from low pages.
+constexpr uintptr_t kFirstAddress = uintptr_t{1} << 40;
+// Timer slack of the sleeping thread: Linux lets a sleep end up to 50us late by default, which
+// along a pipeline's critical path of hundreds of ops would add up to a visible error.
+constexpr unsigned long kTimerSlackNs = 1000;
+
+}  // namespace
+
+SimDevice::SimDevice(SimDeviceOptions options)
+    : options_(options), next_address_(kFirstAddress) {
+  prctl(PR_SET_TIMERSLACK, kTimerSlackNs, 0, 0, 0);  // best effort: only precision suffers
+}
+
+absl::StatusOr<void*> SimDevice::Allocate(int64_t bytes, MemoryKind kind) {
+  if (bytes < 0) return absl::InvalidArgumentError("negative allocation size");
+  if (options_.memory_limit_bytes > 0 && memory_.current() + bytes > options_.memory_limit_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "sim: allocating ", bytes, " bytes (", MemoryKindName(kind), ") exceeds the limit of ",
+        options_.memory_limit_bytes, " bytes (", memory_.current(), " in use)"));
+  }
+  // Address space is never reused, so live allocations never overlap; 2^64 bytes of it last.
+  const uintptr_t rounded =
+      bytes == 0 ? kAlignment
+                 : ((static_cast<uintptr_t>(bytes) + kAlignment - 1) / kAlignment) * kAlignment;
+  const uintptr_t address = next_address_.fetch_add(rounded, std::memory_order_relaxed);
+  memory_.Allocated(kind, bytes);
+  return reinterpret_cast<void*>(address);
+}
+
+void SimDevice::Free(void* /*ptr*/, int64_t bytes, MemoryKind kind) {
+  memory_.Freed(kind, bytes);
+}
+
+void SimDevice::Recount(int64_t bytes, MemoryKind from, MemoryKind to) {
+  memory_.Moved(from, to, bytes);
+}
+
+absl::Status SimDevice::Gemm(const GemmArgs& /*args*/) {
+  return absl::FailedPreconditionError(
+      "sim: a simulated device computes nothing; Gemm is not available (simulated layers only "
+      "wait for their modelled time)");
+}
+
+absl::Status SimDevice::Occupy(absl::Duration duration) {
+  if (duration < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sim: negative op duration ", absl::FormatDuration(duration)));
+  }
+  occupied_ += duration;
+  if (duration == absl::ZeroDuration()) return absl::OkStatus();
+  // absl::Now() reads CLOCK_REALTIME; sleep against the same clock to an absolute deadline.
+  const timespec deadline = absl::ToTimespec(absl::Now() + duration);
+  while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpipe

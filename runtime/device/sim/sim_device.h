@@ -1,0 +1,62 @@
+// SimDevice: a simulated accelerator. Its memory holds no data: Allocate hands out distinct,
+// aligned fake addresses (nothing is reserved, so a 16 GiB model costs no RAM) while counting
+// every byte exactly as CpuDevice does, limit included, so memory accounting and
+// RESOURCE_EXHAUSTED behave as on a real device. It computes nothing (Gemm fails); instead the
+// simulated ops (sim_layer.h, sim_loss.h, sim_optimizer.h) call Occupy, which sleeps for the
+// op's modelled time, so many simulated devices share a few cores.
+//
+// Thread-compatibility: as Device (memory() is thread-safe; so is Allocate, which only bumps an
+// atomic counter and the tracker).
+#ifndef GPIPE_RUNTIME_DEVICE_SIM_SIM_DEVICE_H_
+#define GPIPE_RUNTIME_DEVICE_SIM_SIM_DEVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "absl/time/time.h"
+#include "runtime/device/device.h"
+
+namespace gpipe {
+
+struct SimDeviceOptions {
+  // Allocations beyond this many bytes in total fail with RESOURCE_EXHAUSTED (0: no limit).
+  int64_t memory_limit_bytes = 0;
+};
+
+class SimDevice final : public Device {
+ public:
+  explicit SimDevice(SimDeviceOptions options = {});
+  SimDevice(const SimDevice&) = delete;
+  SimDevice& operator=(const SimDevice&) = delete;
+
+  // A fake address, 64-byte aligned, distinct from every other live allocation's; never
+  // dereference it (host_accessible() is false, so Tensor refuses host access paths).
+  absl::StatusOr<void*> Allocate(int64_t bytes, MemoryKind kind) override;
+  void Free(void* ptr, int64_t bytes, MemoryKind kind) override;
+  void Recount(int64_t bytes, MemoryKind from, MemoryKind to) override;
+  bool host_accessible() const override { return false; }
+
+  DeviceKind kind() const override { return DeviceKind::kSim; }
+  std::string name() const override { return "sim"; }
+  MemoryTracker& memory() override { return memory_; }
+  // FAILED_PRECONDITION: a simulated device computes nothing.
+  absl::Status Gemm(const GemmArgs& args) override;
+
+  // Sleeps (never spins) until `duration` after the call: the device is busy with one op. The
+  // wake-up is an absolute deadline, so a late wake-up is not compounded within the op.
+  absl::Status Occupy(absl::Duration duration);
+  // Sum of every duration passed to Occupy (the modelled busy time, not the slept one).
+  absl::Duration occupied() const { return occupied_; }
+
+ private:
+  SimDeviceOptions options_;
+  MemoryTracker memory_;
+  // Next fake address; starts far from null so no fake pointer compares equal to nullptr.
+  std::atomic<uintptr_t> next_address_;
+  absl::Duration occupied_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_DEVICE_SIM_SIM_DEVICE_H_

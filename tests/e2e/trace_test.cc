@@ -1,0 +1,188 @@
+// runtime.trace on real jobs: the merged trace has every rank, every instruction of every
+// recorded step, an arrow for every transfer, and clocks aligned well enough that causality
+// holds across ranks (stage s+1 forwards micro-batch m only after stage s finished it). A job
+// that fails still leaves a trace naming the error.
+#include <map>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "runtime/ckpt/json_parser.h"
+#include "runtime/core/file_io.h"
+#include "tests/support/process_runner.h"
+
+namespace gpipe {
+namespace {
+
+struct Span {
+  int64_t pid;
+  std::string cat;
+  int64_t step;
+  int64_t micro_batch;
+  double begin;
+  double end;
+};
+
+struct Trace {
+  JsonValue json;
+  std::vector<Span> spans;
+  std::vector<std::pair<const JsonValue*, const JsonValue*>> flows;  // (s, f)
+};
+
+absl::StatusOr<Trace> ReadTrace(const std::string& path) {
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) return text.status();
+  auto json = ParseJson(*text);
+  if (!json.ok()) return json.status();
+  Trace trace{*std::move(json), {}, {}};
+  std::map<int64_t, const JsonValue*> starts;
+  for (const JsonValue& e : trace.json.Find("traceEvents")->items()) {
+    const std::string& ph = e.Find("ph")->string_value();
+    if (ph == "X") {
+      const JsonValue& args = *e.Find("args");
+      const JsonValue* mb = args.Find("micro_batch");
+      const double begin = e.Find("ts")->number_value();
+      trace.spans.push_back({*e.Find("pid")->AsInt64(), e.Find("cat")->string_value(),
+                             *args.Find("step")->AsInt64(), mb ? *mb->AsInt64() : -1, begin,
+                             begin + e.Find("dur")->number_value()});
+    } else if (ph == "s") {
+      starts[*e.Find("id")->AsInt64()] = &e;
+    } else if (ph == "f") {
+      trace.flows.emplace_back(starts.at(*e.Find("id")->AsInt64()), &e);
+    }
+  }
+  return trace;
+}
+
+int Count(const Trace& trace, int64_t pid, const std::string& cat, int64_t step) {
+  int n = 0;
+  for (const Span& s : trace.spans) n += s.pid == pid && s.cat == cat && s.step == step;
+  return n;
+}
+
+TEST(TraceTest, ATracedRunRecordsEveryInstructionWithAlignedClocks) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/trace_gpipe.json");
+  constexpr int kStages = 4, kMicroBatches = 4, kSteps = 3;
+  const testing::ProcessResult run = testing::RunProcess(
+      {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"),
+       "--override",
+       absl::StrCat("training { steps: ", kSteps, " } pipeline { stages: ", kStages,
+                    " micro_batches: ", kMicroBatches, " schedule: GPIPE }"),
+       "--trace", path},
+      240);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, absl::StrCat("wrote the trace to ", path)))
+      << run.output;
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+
+  const JsonValue& other = *trace->json.Find("otherData");
+  EXPECT_EQ(other.Find("status")->string_value(), "ok");
+  EXPECT_EQ(other.Find("schedule")->string_value(), "GPIPE");
+  EXPECT_EQ(other.Find("ranks")->AsInt64(), kStages);
+  EXPECT_TRUE(other.Find("missing_ranks")->items().empty());
+  double uncertainty_us = 0;
+  for (const JsonValue& u : other.Find("clock_uncertainty_us")->items()) {
+    uncertainty_us = std::max(uncertainty_us, u.number_value());
+  }
+  EXPECT_LT(uncertainty_us, 50'000.0);  // a sane estimate, even on a loaded machine
+
+  for (int64_t step = 0; step < kSteps; ++step) {
+    for (int64_t rank = 0; rank < kStages; ++rank) {
+      EXPECT_EQ(Count(*trace, rank, "step", step), 1) << "rank " << rank << " step " << step;
+      EXPECT_EQ(Count(*trace, rank, "forward", step), kMicroBatches);
+      EXPECT_EQ(Count(*trace, rank, "backward", step), kMicroBatches);
+      EXPECT_EQ(Count(*trace, rank, "sync", step), 1);
+      EXPECT_EQ(Count(*trace, rank, "optimizer", step), 1);
+      EXPECT_EQ(Count(*trace, rank, "recv_wait", step),
+                kMicroBatches * ((rank > 0) + (rank < kStages - 1)));
+    }
+  }
+  // One arrow per boundary transfer: activations and gradients over K-1 links.
+  EXPECT_EQ(trace->flows.size(),
+            static_cast<size_t>(kSteps * 2 * (kStages - 1) * kMicroBatches));
+
+  // Causality across ranks, on rank 0's clock: arrows point forward in time, and stage s+1
+  // forwards micro-batch m only after stage s has finished forwarding it.
+  const double slack = 2 * uncertainty_us + 1.0;
+  for (const auto& [s, f] : trace->flows) {
+    EXPECT_LE(s->Find("ts")->number_value(), f->Find("ts")->number_value() + slack);
+  }
+  std::map<std::tuple<int64_t, int64_t, int64_t>, Span> forwards;  // (rank, step, mb)
+  for (const Span& s : trace->spans) {
+    if (s.cat == "forward") forwards[{s.pid, s.step, s.micro_batch}] = s;
+  }
+  for (const auto& [key, span] : forwards) {
+    const auto [rank, step, mb] = key;
+    if (rank == 0) continue;
+    const Span& before = forwards.at({rank - 1, step, mb});
+    EXPECT_GE(span.begin + slack, before.end)
+        << "rank " << rank << " step " << step << " mb " << mb;
+  }
+
+  // The trace draws: gpipe-plan timeline reads it and reports every stage's bubble.
+  const std::string svg = absl::StrCat(::testing::TempDir(), "/trace_gpipe.svg");
+  const testing::ProcessResult drawn = testing::RunProcess(
+      {testing::BinPath("gpipe-plan"), "timeline", path, "-o", svg}, 60);
+  ASSERT_EQ(drawn.exit_code, 0) << drawn.output;
+  for (int stage = 0; stage < kStages; ++stage) {
+    EXPECT_TRUE(absl::StrContains(drawn.output, absl::StrCat("stage ", stage, ": busy ")))
+        << drawn.output;
+  }
+  EXPECT_TRUE(absl::StrContains(drawn.output, absl::StrCat("step ", kSteps - 1, ", ")))
+      << drawn.output;
+  auto picture = ReadWholeFile(svg);
+  ASSERT_TRUE(picture.ok()) << picture.status();
+  EXPECT_TRUE(absl::StrContains(*picture, "<svg")) << picture->substr(0, 200);
+}
+
+TEST(TraceTest, TraceStepsLimitsTheRecordedSteps) {
+  const std::string path = absl::StrCat(::testing::TempDir(), "/trace_limited.json");
+  const testing::ProcessResult run = testing::RunProcess(
+      {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"),
+       "--override",
+       "training { steps: 4 } pipeline { stages: 2 micro_batches: 2 schedule: ONE_F_ONE_B } "
+       "runtime { trace_steps: 1 }",
+       "--trace", path},
+      240);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  for (const Span& s : trace->spans) EXPECT_EQ(s.step, 0) << s.cat;
+  EXPECT_EQ(Count(*trace, 1, "forward", 0), 2);
+}
+
+TEST(TraceTest, AFailedRunStillWritesItsTrace) {
+  // The last stage runs out of its memory budget in step 0 (see launch_failure_test).
+  const std::string path = absl::StrCat(::testing::TempDir(), "/trace_failed.json");
+  std::vector<std::string> argv = testing::MpirunPrefix(3);
+  argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan",
+                           testing::SourcePath("tests/e2e/testdata/out_of_memory.pbtxt"),
+                           "--trace", path});
+  const testing::ProcessResult run = testing::RunProcess(argv, 60);
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_FALSE(run.timed_out) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "wrote the trace of the failed run to"))
+      << run.output;
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status() << "\n" << run.output;
+  const JsonValue& other = *trace->json.Find("otherData");
+  EXPECT_TRUE(absl::StrContains(other.Find("status")->string_value(), "exceeds the limit"))
+      << other.Find("status")->string_value();
+  EXPECT_TRUE(other.Find("missing_ranks")->items().empty()) << run.output;
+  bool failing_rank_named = false;
+  for (const JsonValue& e : other.Find("rank_errors")->items()) {
+    failing_rank_named |= e.Find("rank")->AsInt64() == 2 &&
+                          absl::StrContains(e.Find("error")->string_value(), "exceeds the limit");
+  }
+  EXPECT_TRUE(failing_rank_named);
+  // Rank 0 forwarded every micro-batch before the failure; the failed step's span is there.
+  EXPECT_EQ(Count(*trace, 0, "forward", 0), 8);
+  EXPECT_EQ(Count(*trace, 2, "step", 0), 1);
+}
+
+}  // namespace
+}  // namespace gpipe

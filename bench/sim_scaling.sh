@@ -11,10 +11,14 @@
 #      time from the same cost table) for GPIPE and 1F1B at M = 4K, K <= 16.
 #   bench/sim_scaling.sh [steps] [peak_gflops]
 # steps: per run, the first is warm-up (default 3); the median of the rest is reported.
+# peak_gflops (default 300): the simulated device's speed; at 300 a K=1 step takes about 12 s and
+# the shortest op (K=16) about 8 ms. Sleeping ranks still need a core to wake up on: on a loaded
+# machine every op pays the scheduler's wake-up latency, so run this on an idle machine (or raise
+# the op times by lowering peak_gflops). About 8 minutes.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-3}
-peak=${2:-1000}
+peak=${2:-300}
 bin=${GPIPE_BIN:-build/bin}
 [ -x "$bin/gpipe-run" ] || { echo "build first: scripts/build.sh" >&2; exit 1; }
 export OMPI_MCA_rmaps_base_oversubscribe=${OMPI_MCA_rmaps_base_oversubscribe:-1}

@@ -148,8 +148,8 @@ int ProfileMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
   const gpipe::LayerRegistry registry = gpipe::LayerRegistry::WithBuiltins();
   auto analyzed = gpipe::AnalyzePlan(*loaded, registry);
   if (!analyzed.ok()) return Fail(std::string(analyzed.status().message()));
-  gpipe::CpuDevice device(
-      gpipe::CpuDeviceOptions{.threads = analyzed->plan.runtime().threads()});
+  options.threads = analyzed->plan.runtime().threads();
+  gpipe::CpuDevice device(gpipe::CpuDeviceOptions{.threads = options.threads});
   auto profile = gpipe::ProfileAnalyzedPlanLayers(*analyzed, registry, device, options);
   if (!profile.ok()) return Fail(std::string(profile.status().message()));
   const absl::Status written = gpipe::WriteFileAtomically(*out, *profile);

@@ -83,6 +83,13 @@ def main():
     mlp = Model(args.layers, args.width, args.width, args.batch)
     tiny = Model(args.layers, 1, 2, args.batch)
     workdir = runners.new_workdir()
+    # A private copy of the programs: a build running beside the bench (a shared tree) would
+    # otherwise relink them halfway through, or mix two versions in one table.
+    bin_dir = os.path.join(workdir, "bin")
+    os.mkdir(bin_dir)
+    for program in ("gpipe-run", "gpipe-worker", "gpipe-plan"):
+        shutil.copy2(os.path.join(args.bin, program), bin_dir)
+    args.bin = bin_dir
     repo = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
     facts = {
         "python": platform.python_version(), "commit": gpipe_commit(repo),

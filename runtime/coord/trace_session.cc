@@ -10,6 +10,18 @@
 #include "runtime/core/status_macros.h"
 
 namespace gpipe {
+namespace {
+
+std::string PartPathOf(const std::string& path, int rank) {
+  return absl::StrCat(path, ".rank", rank, ".pb");
+}
+
+bool Exists(const std::string& path) {
+  std::error_code error;
+  return std::filesystem::exists(path, error);
+}
+
+}  // namespace
 
 std::unique_ptr<TraceSession> TraceSession::Create(const pb::Setup& setup, int rank,
                                                    int world_size) {
@@ -24,12 +36,13 @@ std::unique_ptr<TraceSession> TraceSession::Create(const pb::Setup& setup, int r
   info.micro_batches = plan.pipeline().micro_batches();
   info.chunks = plan.pipeline().virtual_stages();
   info.ranks = world_size;
-  std::unique_ptr<TraceSession> session(new TraceSession(
+  return std::unique_ptr<TraceSession>(new TraceSession(
       plan.runtime().trace(), std::move(info), rank, setup.stage(), plan.runtime().trace_steps()));
-  if (rank == 0) {
-    for (int r = 1; r < world_size; ++r) std::remove(session->PartPath(r).c_str());
-  }
-  return session;
+}
+
+void TraceSession::RemoveStaleParts(const std::string& path, int world_size) {
+  if (path.empty()) return;
+  for (int r = 1; r < world_size; ++r) std::remove(PartPathOf(path, r).c_str());
 }
 
 TraceSession::TraceSession(std::string path, TraceRunInfo info, int rank, int stage, int steps)
@@ -39,9 +52,7 @@ TraceSession::TraceSession(std::string path, TraceRunInfo info, int rank, int st
       stage_(stage),
       recorder_(TraceRecorderOptions{.steps = steps}) {}
 
-std::string TraceSession::PartPath(int rank) const {
-  return absl::StrCat(path_, ".rank", rank, ".pb");
-}
+std::string TraceSession::PartPath(int rank) const { return PartPathOf(path_, rank); }
 
 absl::Status TraceSession::AlignClocks(ControlChannel& control, absl::Time deadline, int rounds) {
   if (rank_ != 0) {
@@ -93,17 +104,22 @@ pb::RankTrace TraceSession::OwnTrace(const std::string& error) const {
 }
 
 absl::Status TraceSession::Finish(ControlChannel& control, absl::Time deadline) {
-  finished_ = true;
+  // Until this succeeds the failure path still writes this rank's events.
   ASSIGN_OR_RETURN(std::vector<std::string> gathered,
                    control.GatherToRoot(OwnTrace(""), deadline, kControlTagTrace));
-  if (rank_ != 0) return absl::OkStatus();
+  if (rank_ != 0) {
+    finished_ = true;
+    return absl::OkStatus();
+  }
   std::vector<pb::RankTrace> ranks(gathered.size());
   for (size_t r = 0; r < gathered.size(); ++r) {
     if (!ranks[r].ParseFromString(gathered[r])) {
       return absl::DataLossError(absl::StrCat("unreadable trace from rank ", r));
     }
   }
-  return WithContext(WriteChromeTrace(path_, info_, ranks), "runtime.trace");
+  RETURN_IF_ERROR(WithContext(WriteChromeTrace(path_, info_, ranks), "runtime.trace"));
+  finished_ = true;
+  return absl::OkStatus();
 }
 
 absl::Status TraceSession::FinishAfterFailure(const std::string& error, absl::Duration wait) {
@@ -120,21 +136,34 @@ absl::Status TraceSession::FinishAfterFailure(const std::string& error, absl::Du
   int missing = info_.ranks - 1;
   while (true) {
     for (int r = 1; r < info_.ranks; ++r) {
-      if (have[r] || !std::filesystem::exists(PartPath(r))) continue;
+      if (have[r] || !Exists(PartPath(r))) continue;
       auto bytes = ReadWholeFile(PartPath(r));
       pb::RankTrace part;
       if (!bytes.ok() || !part.ParseFromString(*bytes)) continue;  // retried until the wait ends
       ranks.push_back(std::move(part));
       have[r] = true;
       --missing;
-      std::remove(PartPath(r).c_str());
     }
     if (missing == 0 || absl::Now() >= until) break;
     absl::SleepFor(absl::Milliseconds(10));
   }
   TraceRunInfo info = info_;
   info.status = error;
-  return WithContext(WriteChromeTrace(path_, info, ranks), "runtime.trace");
+  RETURN_IF_ERROR(WithContext(WriteChromeTrace(path_, info, ranks), "runtime.trace"));
+  // Only now: a rank waiting in AwaitMerge may let the job end once its part is gone.
+  for (int r = 1; r < info_.ranks; ++r) {
+    if (have[r]) std::remove(PartPath(r).c_str());
+  }
+  return absl::OkStatus();
+}
+
+bool TraceSession::AwaitMerge(absl::Duration wait) const {
+  const absl::Time until = absl::Now() + wait;
+  while (Exists(PartPath(rank_))) {
+    if (absl::Now() >= until) return false;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return true;
 }
 
 }  // namespace gpipe

@@ -22,9 +22,11 @@ namespace gpipe {
 
 class TraceSession {
  public:
-  // Null when the resolved plan asks for no trace. Rank 0 removes parts a previous failed run
-  // left at the same path.
+  // Null when the resolved plan asks for no trace.
   static std::unique_ptr<TraceSession> Create(const pb::Setup& setup, int rank, int world_size);
+  // Rank 0, before it sends the setups: removes the parts a previous failed run left at `path`,
+  // so that every part found later is this run's.
+  static void RemoveStaleParts(const std::string& path, int world_size);
 
   TraceRecorder* recorder() { return &recorder_; }
   const std::string& path() const { return path_; }
@@ -35,8 +37,13 @@ class TraceSession {
   // Collective, at the end of a run that succeeded: rank 0 gathers and writes the trace.
   absl::Status Finish(ControlChannel& control, absl::Time deadline);
   // After this rank failed with `error` (or saw another rank abort). Ranks != 0 write their
-  // part; rank 0 waits up to `wait` for the other ranks' parts, then writes the trace.
+  // part; rank 0 waits up to `wait` for the other ranks' parts, writes the trace, and then
+  // removes the parts it merged.
   absl::Status FinishAfterFailure(const std::string& error, absl::Duration wait);
+  // Ranks != 0, after FinishAfterFailure: waits until rank 0 has merged this rank's part (the
+  // part is gone) or `wait` passes, so that mpirun does not end the job, rank 0 included,
+  // before the trace is written. Returns whether the part was merged.
+  bool AwaitMerge(absl::Duration wait) const;
 
   // "<trace>.rank<R>.pb"
   std::string PartPath(int rank) const;

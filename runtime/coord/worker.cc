@@ -61,8 +61,10 @@
 namespace gpipe {
 namespace {
 
-// After a failure, how long rank 0 waits for the other ranks' parts of the trace.
+// After a failure, how long rank 0 waits for the other ranks' parts of the trace, and how long
+// the other ranks wait for rank 0 to merge them.
 constexpr absl::Duration kTracePartsWait = absl::Milliseconds(1500);
+constexpr absl::Duration kTraceMergeWait = absl::Seconds(20);
 
 // Rank 0 side of the gradient-sync barrier also records the step's reports for the summary.
 class CoordinatorGate final : public GradientSyncGate {
@@ -183,13 +185,13 @@ class Worker {
       }
     }
     if (notify && rank_ != 0) control_->NotifyAbort(std::string(status.message()));
-    // mpirun tears the job down as soon as a process exits non-zero; a moment's grace lets the
-    // other ranks see the notification and say why they stop, and, when tracing, lets rank 0
-    // collect their parts of the trace.
-    if (control_ && (!aborted_elsewhere || (tracing && rank_ != 0))) {
-      absl::SleepFor(tracing ? kTracePartsWait + absl::Milliseconds(500)
-                             : absl::Milliseconds(500));
-    }
+    // mpirun tears the job down as soon as a process exits non-zero. When tracing, a rank other
+    // than 0 stays until rank 0 has merged its part (rank 0 may first have to finish a long op
+    // before it notices the abort). And the rank that failed first gives the others a moment's
+    // grace to see the notification and say why they stop.
+    const absl::Time since = absl::Now();
+    if (tracing && rank_ != 0) trace_->AwaitMerge(kTraceMergeWait);
+    if (notify) absl::SleepFor(absl::Milliseconds(500) - (absl::Now() - since));
     mpi_.MarkAborting();
     return status;
   }
@@ -207,6 +209,7 @@ class Worker {
       if (!options_.trace.empty()) {
         for (pb::Setup& s : setups) s.mutable_plan()->mutable_runtime()->set_trace(options_.trace);
       }
+      TraceSession::RemoveStaleParts(setups[0].plan().runtime().trace(), control_->size());
     } else {
       for (pb::Setup& s : setups) s.set_error(std::string(job.status().message()));
     }

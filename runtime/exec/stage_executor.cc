@@ -782,10 +782,11 @@ class StageExecutor::Step {
         }
       }
       if (members.empty()) continue;
-      if (res_.device.kind() == DeviceKind::kSim) continue;  // shape-only: no values to sum
       const absl::Time begin = absl::Now();
+      // A simulated device's tensors hold no values: only the all-reduce (its modelled time).
+      const bool shape_only = res_.device.kind() == DeviceKind::kSim;
       Tensor sum = members.front();
-      for (size_t i = 1; i < members.size(); ++i) {
+      for (size_t i = 1; i < members.size() && !shape_only; ++i) {
         float* out = sum.f32();
         const float* g = members[i].f32();
         for (int64_t e = 0; e < sum.num_elements(); ++e) out[e] += g[e];
@@ -797,7 +798,7 @@ class StageExecutor::Step {
                                     absl::StrCat("summing the gradients of tied parameters ",
                                                  absl::StrJoin(tie.parameters(), ", "))));
       }
-      for (size_t i = 1; i < members.size(); ++i) {
+      for (size_t i = 1; i < members.size() && !shape_only; ++i) {
         std::copy_n(sum.f32(), sum.num_elements(), members[i].f32());
       }
       busy_ += absl::Now() - begin;

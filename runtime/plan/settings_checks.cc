@@ -348,7 +348,7 @@ void CheckSim(const pb::Plan& plan, PlanErrors& errors) {
       }
     }
   }
-  if (sim.has_profile()) {
+  if (!sim.profile().empty()) {  // an empty path means none, as for the cost table
     const absl::StatusOr<SimProfile> profile = LoadSimProfile(sim.profile());
     if (!profile.ok()) {
       errors.Add("runtime.sim.profile",

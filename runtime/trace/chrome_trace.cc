@@ -4,7 +4,6 @@
 #include <cstdint>
 #include <limits>
 #include <map>
-#include <set>
 #include <tuple>
 
 #include "absl/strings/str_cat.h"
@@ -108,23 +107,32 @@ std::string FormatChromeTrace(const TraceRunInfo& info, const std::vector<pb::Ra
     first = false;
   };
 
-  // Header: the run's facts and the clock alignment.
-  std::set<int> present;
-  std::string offsets, uncertainties, dropped, errors;
+  // Header: the run's facts, and per rank (index = rank; null for a rank that never reported)
+  // the clock alignment and the events dropped.
+  std::map<int, const pb::RankTrace*> by_rank;
+  std::string errors;
   for (const auto& [rank, unused] : all) {
-    present.insert(rank->rank());
-    const char* sep = offsets.empty() ? "" : ", ";
-    absl::StrAppend(&offsets, sep, Micros(rank->clock_offset_ns()));
-    absl::StrAppend(&uncertainties, sep, Micros(rank->clock_uncertainty_ns()));
-    absl::StrAppend(&dropped, sep, rank->dropped());
+    by_rank[rank->rank()] = rank;
     if (!rank->error().empty()) {
       absl::StrAppend(&errors, errors.empty() ? "" : ", ", "{\"rank\": ", rank->rank(),
                       ", \"error\": ", JsonQuote(rank->error()), "}");
     }
   }
-  std::string missing;
-  for (int r = 0; r < info.ranks; ++r) {
-    if (!present.contains(r)) absl::StrAppend(&missing, missing.empty() ? "" : ", ", r);
+  std::string offsets, uncertainties, dropped, missing;
+  const int listed = std::max(info.ranks, by_rank.empty() ? 0 : by_rank.rbegin()->first + 1);
+  for (int r = 0; r < listed; ++r) {
+    const char* sep = r == 0 ? "" : ", ";
+    const auto it = by_rank.find(r);
+    if (it == by_rank.end()) {
+      absl::StrAppend(&offsets, sep, "null");
+      absl::StrAppend(&uncertainties, sep, "null");
+      absl::StrAppend(&dropped, sep, "null");
+      absl::StrAppend(&missing, missing.empty() ? "" : ", ", r);
+      continue;
+    }
+    absl::StrAppend(&offsets, sep, Micros(it->second->clock_offset_ns()));
+    absl::StrAppend(&uncertainties, sep, Micros(it->second->clock_uncertainty_ns()));
+    absl::StrAppend(&dropped, sep, it->second->dropped());
   }
   absl::StrAppend(&out, "{\"displayTimeUnit\": \"ms\",\n\"otherData\": {\"generator\": \"gpipe\", ",
                   "\"format\": 1, \"plan\": ", JsonQuote(info.plan),

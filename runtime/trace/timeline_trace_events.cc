@@ -43,6 +43,9 @@ const JsonValue* Member(const JsonValue* object, absl::string_view key) {
   return object != nullptr && object->is_object() ? object->Find(key) : nullptr;
 }
 
+// The largest stage or replica number a trace may name (pids are bounded the same way).
+constexpr int64_t kMaxPlace = 1000000;
+
 // "stage 2, replica 0" (or just "stage 2").
 std::optional<RankPlace> ParseProcessName(absl::string_view name) {
   if (!absl::ConsumePrefix(&name, "stage ")) return std::nullopt;
@@ -204,7 +207,22 @@ absl::StatusOr<TraceContents> ReadTraceContents(absl::string_view json_text) {
                        ": cannot tell its stage: it has no process_name \"stage S, replica R\" "
                        "and none of its events carries args.stage"));
     }
+    if (*stage > kMaxPlace) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rank ", rank, ": args.stage ", *stage, " is not a stage number"));
+    }
     contents.places[rank] = RankPlace{static_cast<int>(*stage), 0};
+  }
+  // A malformed trace must not make the picture allocate a row per claimed stage.
+  for (const auto& [rank, place] : contents.places) {
+    const bool beyond = contents.stages > 0 ? place.stage >= contents.stages
+                                            : place.stage > kMaxPlace;
+    if (beyond || place.replica > kMaxPlace) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "rank ", rank, " claims stage ", place.stage, ", replica ", place.replica,
+          contents.stages > 0 ? absl::StrCat(" but the trace has ", contents.stages, " stages")
+                              : std::string(" (not a plausible stage)")));
+    }
   }
   return contents;
 }

@@ -1,7 +1,7 @@
 // TraceRecorder: one rank's record of a traced run. The executor and the worker add events as
 // they happen; at the end (or on failure) they are converted to a pb::RankTrace and merged on
 // rank 0. Times come from the monotonic clock, in nanoseconds since the recorder was made (the
-// rank's trace epoch); rank 0 learns each rank's offset to its own epoch (clock_sync.h).
+// rank's trace epoch); rank 0 learns each rank's offset to its own epoch (trace_session.h).
 // Memory is bounded: past max_events, events are counted as dropped instead of kept.
 // Single-threaded, like the executor.
 #ifndef GPIPE_RUNTIME_TRACE_TRACE_RECORDER_H_

@@ -179,6 +179,11 @@ TEST(ChromeTraceTest, AFailedRunListsItsErrorAndTheRanksThatNeverReported) {
   ASSERT_EQ(other.Find("missing_ranks")->items().size(), 2u);
   EXPECT_EQ(other.Find("missing_ranks")->items()[0].AsInt64(), 1);
   EXPECT_EQ(other.Find("missing_ranks")->items()[1].AsInt64(), 2);
+  // Per-rank lists stay indexed by rank: null where a rank never reported.
+  ASSERT_EQ(other.Find("clock_offset_us")->items().size(), 3u);
+  EXPECT_TRUE(other.Find("clock_offset_us")->items()[0].is_number());
+  EXPECT_TRUE(other.Find("clock_offset_us")->items()[1].is_null());
+  EXPECT_TRUE(other.Find("dropped_events")->items()[2].is_null());
   ASSERT_EQ(other.Find("rank_errors")->items().size(), 1u);
   EXPECT_TRUE(EventsWith(*parsed, "s").empty());  // no receive, no arrow
 }

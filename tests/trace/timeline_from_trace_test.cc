@@ -257,5 +257,17 @@ TEST(TimelineFromTraceTest, RejectsARankWithoutAStageAndATraceWithoutSteps) {
                  "with --step N");
 }
 
+TEST(TimelineFromTraceTest, RejectsAStageTheTraceCannotHave) {
+  // A malformed stage number must not make the picture allocate a row per claimed stage.
+  ExpectRejected(absl::StrCat(kHeader, R"json({"ph":"M","name":"process_name","pid":0,"tid":0,
+                                  "args":{"name":"stage 999999999, replica 0"}}]})json"),
+                 "rank 0 claims stage 999999999, replica 0");
+  ExpectRejected(
+      absl::StrCat(kHeader, R"json(
+      {"ph":"X","pid":0,"tid":0,"ts":0,"dur":9,"name":"step 0","cat":"step",
+       "args":{"stage":4294967296}}]})json"),
+      "rank 0: args.stage 4294967296 is not a stage number");
+}
+
 }  // namespace
 }  // namespace gpipe::trace

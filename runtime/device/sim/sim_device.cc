@@ -61,9 +61,12 @@ absl::Status SimDevice::Occupy(absl::Duration duration) {
   }
   occupied_ += duration;
   if (duration == absl::ZeroDuration()) return absl::OkStatus();
-  // absl::Now() reads CLOCK_REALTIME; sleep against the same clock to an absolute deadline.
-  const timespec deadline = absl::ToTimespec(absl::Now() + duration);
-  while (clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
+  // An absolute deadline on the monotonic clock: oversleeping one wake-up is not added again by
+  // a retry after a signal, and wall-clock steps cannot stretch the op.
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  const timespec deadline = absl::ToTimespec(absl::DurationFromTimespec(now) + duration);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
   }
   return absl::OkStatus();
 }

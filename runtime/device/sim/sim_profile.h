@@ -33,7 +33,7 @@ struct SimProfile {
 // >= 0") for malformed JSON, a missing or non-positive integer micro_batch, a layer without a
 // name or with a negative or missing time.
 absl::StatusOr<SimProfile> ParseSimProfile(const std::string& json, const std::string& source);
-// Reads and parses the file; NOT_FOUND / PERMISSION_DENIED name the path.
+// Reads and parses the file; NOT_FOUND (cannot open) and DATA_LOSS (read error) name the path.
 absl::StatusOr<SimProfile> LoadSimProfile(const std::string& path);
 
 }  // namespace gpipe

@@ -73,9 +73,9 @@ std::string Micros(int64_t ns) { return absl::StrFormat("%.3f", static_cast<doub
 // micro-batch, the receiver's chunk).
 using TransferMatch = std::tuple<int, int, bool, bool, int64_t, int, int>;
 
+// A receive instruction and the rank that ran it.
 struct Located {
   int rank;
-  int stage;
   const TraceEvent* event;
 };
 
@@ -197,7 +197,7 @@ std::string FormatChromeTrace(const TraceRunInfo& info, const std::vector<pb::Ra
       if (e.kind == TraceKind::kRecvActivation || e.kind == TraceKind::kRecvGrad) {
         receives.emplace(TransferMatch{pid, e.peer, IsActivation(e.kind), e.eval, e.step,
                                        e.micro_batch, e.chunk},
-                         Located{pid, rank->stage(), &e});
+                         Located{pid, &e});
       }
     }
   }

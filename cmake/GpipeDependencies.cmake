@@ -5,6 +5,16 @@ find_package(Protobuf REQUIRED)
 find_package(absl REQUIRED)
 # zlib: the IDX reader (runtime/train/idx.cc) reads plain and gzip-compressed files alike.
 find_package(ZLIB REQUIRED)
+# oneDNN (Debian's libdnnl-dev): the CPU backend's matmul and convolution primitives; its
+# OpenMP runtime carries the compute threads.
+# (Its CMake package also demands OpenCL for a GPU runtime gpipe does not use, so the library
+# and header are found directly.)
+find_library(GPIPE_DNNL_LIBRARY NAMES dnnl REQUIRED)
+find_path(GPIPE_DNNL_INCLUDE_DIR NAMES oneapi/dnnl/dnnl.hpp REQUIRED)
+add_library(DNNL::dnnl UNKNOWN IMPORTED)
+set_target_properties(DNNL::dnnl PROPERTIES IMPORTED_LOCATION "${GPIPE_DNNL_LIBRARY}"
+                      INTERFACE_INCLUDE_DIRECTORIES "${GPIPE_DNNL_INCLUDE_DIR}")
+find_package(OpenMP REQUIRED COMPONENTS CXX)
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 if(GPIPE_BUILD_TESTS)

@@ -10,6 +10,8 @@ packages=(
   libabsl-dev
   libgtest-dev libgmock-dev
   libopenblas-dev
+  libdnnl-dev          # oneDNN: the CPU backend's matmul and convolution
+  nlohmann-json3-dev
   zlib1g-dev
   dataset-fashion-mnist fortunes
   python3

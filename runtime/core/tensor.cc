@@ -40,6 +40,10 @@ Allocator& Tensor::allocator() const {
 
 void Tensor::CheckAccess(DType requested) const {
   GPIPE_CHECK(defined()) << "access to an undefined tensor";
+  GPIPE_CHECK(storage_->allocator->host_accessible())
+      << "host access to tensor " << DebugString() << " (" << MemoryKindName(storage_->kind)
+      << ") whose memory the host cannot read; compute on it through the device's Ops, or copy "
+         "it with Device::CopyToHost";
   GPIPE_CHECK(requested == dtype_)
       << "tensor " << DebugString() << " accessed as " << DTypeName(requested);
 }
@@ -91,7 +95,9 @@ void Tensor::Retag(MemoryKind kind) {
 
 void Tensor::SetZero() {
   GPIPE_CHECK(defined());
-  GPIPE_CHECK(storage_->allocator->host_accessible());
+  GPIPE_CHECK(storage_->allocator->host_accessible())
+      << "SetZero on tensor " << DebugString() << " whose memory the host cannot write; use "
+         "the device's Ops (tensor.Fill)";
   std::memset(raw_data(), 0, bytes());
 }
 

@@ -40,7 +40,8 @@ class Tensor {
   MemoryKind memory_kind() const;
   Allocator& allocator() const;
 
-  // Typed element pointers; CHECK-fail on a dtype mismatch or an undefined tensor.
+  // Typed element pointers for host code; CHECK-fail (naming the tensor) on a dtype mismatch,
+  // an undefined tensor, or memory the host cannot read (a GPU's, a simulated device's).
   template <typename T>
   T* data() {
     CheckAccess(DTypeOf<T>());
@@ -67,7 +68,9 @@ class Tensor {
   // Counts the storage under `kind` from now on (for every tensor sharing it): a tensor changed
   // role, e.g. a layer's output became a boundary tensor awaiting its send. No-op if undefined.
   void Retag(MemoryKind kind);
-  // Sets every element to zero (host-accessible only).
+  // Whether the host can read and write the storage through data<T>().
+  bool host_accessible() const { return defined() && storage_->allocator->host_accessible(); }
+  // Sets every element to zero (host-accessible only; devices use Ops).
   void SetZero();
   // Whether two tensors view the same bytes.
   bool SharesStorageWith(const Tensor& other) const { return storage_ == other.storage_; }

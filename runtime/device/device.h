@@ -1,23 +1,34 @@
-// Device: one accelerator (or the CPU) as a stage sees it: memory with every byte counted,
-// and the dense linear algebra layers call. Backends are separate targets (cpu/, later cuda/
-// and sim/); shared code sees only this interface.
+// Device: one accelerator (or the CPU) as a stage sees it: memory with every byte counted by
+// kind, its kernels (Ops), copies between host and device memory, and its ordering and timing
+// primitives. Backends are separate targets (cpu/, sim/, later cuda/) built behind the backend
+// registry; shared code sees only this interface and never asks which device it runs on.
+//
+// Ordering: every op and copy is issued on the device's compute stream and runs in issue order
+// (on the CPU it runs at once). Storage freed while work that reads it may still be queued is
+// reused only after that work (stream-ordered free). Synchronize() waits for all issued work.
+// Errors of queued work surface from the next call that synchronizes.
 //
 // Thread-compatibility: one thread uses a Device at a time, except memory(), which is
 // thread-safe.
 #ifndef GPIPE_RUNTIME_DEVICE_DEVICE_H_
 #define GPIPE_RUNTIME_DEVICE_DEVICE_H_
 
+#include <cstdint>
+#include <memory>
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "runtime/core/allocator.h"
 #include "runtime/core/memory_tracker.h"
+#include "runtime/core/tensor.h"
 
 namespace gpipe {
 
-enum class DeviceKind { kCpu, kCuda, kSim };
+struct Ops;
 
-// Row-major GEMM operands (C = alpha * op(A) op(B) + beta * C), as in cblas with CblasRowMajor.
+// TRANSITIONAL (removed when every layer computes through Ops): the old GEMM entry point.
+enum class DeviceKind { kCpu, kCuda, kSim };
 struct GemmArgs {
   bool transpose_a = false;
   bool transpose_b = false;
@@ -32,14 +43,44 @@ struct GemmArgs {
   int64_t ldc = 0;
 };
 
+// A point in the device's stream of work. Recorded by Device::RecordEvent; the device can tell
+// whether the work before it has finished and how much device time separates two events.
+class DeviceEvent {
+ public:
+  virtual ~DeviceEvent() = default;
+};
+
 class Device : public Allocator {
  public:
-  virtual DeviceKind kind() const = 0;
-  // "cpu", "cuda:0".
+  // "cpu", "cuda:0", "sim".
   virtual std::string name() const = 0;
   // Byte accounting of every allocation made through this device.
   virtual MemoryTracker& memory() = 0;
-  // C = alpha * op(A) * op(B) + beta * C. Deterministic for fixed shapes and thread count.
+  // The device's kernels. Valid as long as the device.
+  virtual const Ops& ops() = 0;
+
+  // Copies the whole of `source` (any dtype) from host memory into `destination`, which must
+  // hold exactly source_bytes bytes. `source` may be reused when the call returns.
+  virtual absl::Status CopyFromHost(const void* source, int64_t source_bytes,
+                                    Tensor& destination) = 0;
+  // Copies the whole of `source` into host memory of `destination_bytes` (== source.bytes()),
+  // after all work issued before; returns when the bytes are there. FAILED_PRECONDITION on a
+  // device that holds no values (SIM).
+  virtual absl::Status CopyToHost(const Tensor& source, void* destination,
+                                  int64_t destination_bytes) = 0;
+
+  // Marks the current end of the compute stream.
+  virtual absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() = 0;
+  // Waits for the work before `event`; returns the device time in seconds between `start`
+  // and `end` (both recorded by this device, start first): busy time measured by the device,
+  // not by the host clock around a launch.
+  virtual absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start,
+                                                const DeviceEvent& end) = 0;
+  // Waits until all issued work has finished; returns the first error of queued work.
+  virtual absl::Status Synchronize() = 0;
+
+  // TRANSITIONAL.
+  virtual DeviceKind kind() const = 0;
   virtual absl::Status Gemm(const GemmArgs& args) = 0;
 };
 

@@ -2,19 +2,44 @@
 
 #include <cblas.h>
 
+#include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 
 #include "absl/strings/str_cat.h"
 
 namespace gpipe {
 namespace {
+
 constexpr size_t kAlignment = 64;
+
+// A CPU event: the monotonic time at which it was recorded (all earlier work is done then).
+class CpuEvent final : public DeviceEvent {
+ public:
+  explicit CpuEvent(std::chrono::steady_clock::time_point at) : at_(at) {}
+  std::chrono::steady_clock::time_point at() const { return at_; }
+
+ private:
+  std::chrono::steady_clock::time_point at_;
+};
+
 }  // namespace
 
-CpuDevice::CpuDevice(CpuDeviceOptions options) : options_(options) {
-  openblas_set_num_threads(options_.threads > 0 ? options_.threads : 1);
-}
+CpuDevice::CpuDevice(CpuDeviceOptions options)
+    : options_(options),
+      dnnl_(options.threads),
+      matmul_ops_(dnnl_),
+      conv_ops_(dnnl_),
+      ops_{.tensor = tensor_ops_,
+           .matmul = matmul_ops_,
+           .activation = activation_ops_,
+           .norm = norm_ops_,
+           .conv = conv_ops_,
+           .attention = attention_ops_,
+           .embedding = embedding_ops_,
+           .loss = loss_ops_,
+           .optimizer = optimizer_ops_} {}
 
 absl::StatusOr<void*> CpuDevice::Allocate(int64_t bytes, MemoryKind kind) {
   if (bytes < 0) return absl::InvalidArgumentError("negative allocation size");
@@ -41,6 +66,41 @@ void CpuDevice::Free(void* ptr, int64_t bytes, MemoryKind kind) {
 
 void CpuDevice::Recount(int64_t bytes, MemoryKind from, MemoryKind to) {
   memory_.Moved(from, to, bytes);
+}
+
+absl::Status CpuDevice::CopyFromHost(const void* source, int64_t source_bytes,
+                                     Tensor& destination) {
+  if (!destination.defined() || destination.bytes() != source_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("cpu: copying ", source_bytes,
+                                                   " host bytes into ",
+                                                   destination.DebugString()));
+  }
+  if (source_bytes > 0) std::memcpy(destination.raw_data(), source, source_bytes);
+  return absl::OkStatus();
+}
+
+absl::Status CpuDevice::CopyToHost(const Tensor& source, void* destination,
+                                   int64_t destination_bytes) {
+  if (!source.defined() || source.bytes() != destination_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("cpu: copying ", source.DebugString(),
+                                                   " into ", destination_bytes, " host bytes"));
+  }
+  if (destination_bytes > 0) std::memcpy(destination, source.raw_data(), destination_bytes);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<DeviceEvent>> CpuDevice::RecordEvent() {
+  return std::make_unique<CpuEvent>(std::chrono::steady_clock::now());
+}
+
+absl::StatusOr<double> CpuDevice::ElapsedSeconds(const DeviceEvent& start,
+                                                 const DeviceEvent& end) {
+  const auto* a = dynamic_cast<const CpuEvent*>(&start);
+  const auto* b = dynamic_cast<const CpuEvent*>(&end);
+  if (a == nullptr || b == nullptr) {
+    return absl::InvalidArgumentError("cpu: ElapsedSeconds of an event from another device");
+  }
+  return std::chrono::duration<double>(b->at() - a->at()).count();
 }
 
 absl::Status CpuDevice::Gemm(const GemmArgs& g) {

@@ -1,18 +1,32 @@
-// CpuDevice: the reference backend. Host memory from the C++ heap (64-byte aligned), GEMM from
-// OpenBLAS's CBLAS with a fixed thread count (1 by default, so results are deterministic and
-// K processes share the cores fairly).
+// CpuDevice: the reference backend. Host memory from the C++ heap (64-byte aligned), every byte
+// counted; kernels are the Cpu*Ops families: matmul and convolution through oneDNN primitives,
+// the rest vectorizable loops. A fixed thread count (1 by default) keeps results deterministic
+// and lets K processes share the cores fairly. Work runs at once on the calling thread, so
+// streams, events and Synchronize are trivial; events read the monotonic clock.
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_DEVICE_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_DEVICE_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 
+#include "runtime/device/cpu/cpu_activation_ops.h"
+#include "runtime/device/cpu/cpu_attention_ops.h"
+#include "runtime/device/cpu/cpu_conv_ops.h"
+#include "runtime/device/cpu/cpu_embedding_ops.h"
+#include "runtime/device/cpu/cpu_loss_ops.h"
+#include "runtime/device/cpu/cpu_matmul_ops.h"
+#include "runtime/device/cpu/cpu_norm_ops.h"
+#include "runtime/device/cpu/cpu_optimizer_ops.h"
+#include "runtime/device/cpu/cpu_tensor_ops.h"
+#include "runtime/device/cpu/dnnl_context.h"
 #include "runtime/device/device.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
 
 struct CpuDeviceOptions {
-  // OpenBLAS threads used by Gemm.
+  // Compute threads (oneDNN's pool).
   int threads = 1;
   // Allocations beyond this many bytes in total fail with RESOURCE_EXHAUSTED (0: no limit).
   int64_t memory_limit_bytes = 0;
@@ -29,14 +43,34 @@ class CpuDevice final : public Device {
   void Recount(int64_t bytes, MemoryKind from, MemoryKind to) override;
   bool host_accessible() const override { return true; }
 
-  DeviceKind kind() const override { return DeviceKind::kCpu; }
   std::string name() const override { return "cpu"; }
   MemoryTracker& memory() override { return memory_; }
+  const Ops& ops() override { return ops_; }
+
+  absl::Status CopyFromHost(const void* source, int64_t source_bytes,
+                            Tensor& destination) override;
+  absl::Status CopyToHost(const Tensor& source, void* destination,
+                          int64_t destination_bytes) override;
+  absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override;
+  absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) override;
+  absl::Status Synchronize() override { return absl::OkStatus(); }
+  DeviceKind kind() const override { return DeviceKind::kCpu; }
   absl::Status Gemm(const GemmArgs& args) override;
 
  private:
   CpuDeviceOptions options_;
   MemoryTracker memory_;
+  DnnlContext dnnl_;
+  CpuTensorOps tensor_ops_;
+  CpuMatmulOps matmul_ops_;
+  CpuActivationOps activation_ops_;
+  CpuNormOps norm_ops_;
+  CpuConvOps conv_ops_;
+  CpuAttentionOps attention_ops_;
+  CpuEmbeddingOps embedding_ops_;
+  CpuLossOps loss_ops_;
+  CpuOptimizerOps optimizer_ops_;
+  Ops ops_;
 };
 
 }  // namespace gpipe

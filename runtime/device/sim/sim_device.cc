@@ -17,10 +17,30 @@ constexpr uintptr_t kFirstAddress = uintptr_t{1} << 40;
 // along a pipeline's critical path of hundreds of ops would add up to a visible error.
 constexpr unsigned long kTimerSlackNs = 1000;
 
+// A simulated event: the modelled busy time when it was recorded.
+class SimEvent final : public DeviceEvent {
+ public:
+  explicit SimEvent(absl::Duration occupied) : occupied_(occupied) {}
+  absl::Duration occupied() const { return occupied_; }
+
+ private:
+  absl::Duration occupied_;
+};
+
 }  // namespace
 
 SimDevice::SimDevice(SimDeviceOptions options)
-    : options_(options), next_address_(kFirstAddress) {
+    : options_(options),
+      next_address_(kFirstAddress),
+      ops_{.tensor = tensor_ops_,
+           .matmul = matmul_ops_,
+           .activation = activation_ops_,
+           .norm = norm_ops_,
+           .conv = conv_ops_,
+           .attention = attention_ops_,
+           .embedding = embedding_ops_,
+           .loss = loss_ops_,
+           .optimizer = optimizer_ops_} {
   prctl(PR_SET_TIMERSLACK, kTimerSlackNs, 0, 0, 0);  // best effort: only precision suffers
 }
 
@@ -52,6 +72,37 @@ absl::Status SimDevice::Gemm(const GemmArgs& /*args*/) {
   return absl::FailedPreconditionError(
       "sim: a simulated device computes nothing; Gemm is not available (simulated layers only "
       "wait for their modelled time)");
+}
+
+absl::Status SimDevice::CopyFromHost(const void* /*source*/, int64_t source_bytes,
+                                     Tensor& destination) {
+  if (!destination.defined() || destination.bytes() != source_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("sim: copying ", source_bytes,
+                                                   " host bytes into ",
+                                                   destination.DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SimDevice::CopyToHost(const Tensor& source, void* /*destination*/,
+                                   int64_t /*destination_bytes*/) {
+  return absl::FailedPreconditionError(absl::StrCat(
+      "sim: tensor ", source.DebugString(),
+      " has no values to copy to the host: a simulated device (runtime.device SIM) holds none"));
+}
+
+absl::StatusOr<std::unique_ptr<DeviceEvent>> SimDevice::RecordEvent() {
+  return std::make_unique<SimEvent>(occupied_);
+}
+
+absl::StatusOr<double> SimDevice::ElapsedSeconds(const DeviceEvent& start,
+                                                 const DeviceEvent& end) {
+  const auto* a = dynamic_cast<const SimEvent*>(&start);
+  const auto* b = dynamic_cast<const SimEvent*>(&end);
+  if (a == nullptr || b == nullptr) {
+    return absl::InvalidArgumentError("sim: ElapsedSeconds of an event from another device");
+  }
+  return absl::ToDoubleSeconds(b->occupied() - a->occupied());
 }
 
 absl::Status SimDevice::Occupy(absl::Duration duration) {

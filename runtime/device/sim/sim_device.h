@@ -16,6 +16,8 @@
 
 #include "absl/time/time.h"
 #include "runtime/device/device.h"
+#include "runtime/device/ops.h"
+#include "runtime/device/sim/sim_ops.h"
 
 namespace gpipe {
 
@@ -40,6 +42,17 @@ class SimDevice final : public Device {
   DeviceKind kind() const override { return DeviceKind::kSim; }
   std::string name() const override { return "sim"; }
   MemoryTracker& memory() override { return memory_; }
+  const Ops& ops() override { return ops_; }
+  // Nothing to copy: accepted when the sizes match.
+  absl::Status CopyFromHost(const void* source, int64_t source_bytes,
+                            Tensor& destination) override;
+  // FAILED_PRECONDITION: a simulated device holds no values.
+  absl::Status CopyToHost(const Tensor& source, void* destination,
+                          int64_t destination_bytes) override;
+  // Events carry the modelled busy time (occupied()) at their recording.
+  absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override;
+  absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) override;
+  absl::Status Synchronize() override { return absl::OkStatus(); }
   // FAILED_PRECONDITION: a simulated device computes nothing.
   absl::Status Gemm(const GemmArgs& args) override;
 
@@ -55,6 +68,16 @@ class SimDevice final : public Device {
   // Next fake address; starts far from null so no fake pointer compares equal to nullptr.
   std::atomic<uintptr_t> next_address_;
   absl::Duration occupied_;
+  SimTensorOps tensor_ops_;
+  SimMatmulOps matmul_ops_;
+  SimActivationOps activation_ops_;
+  SimNormOps norm_ops_;
+  SimConvOps conv_ops_;
+  SimAttentionOps attention_ops_;
+  SimEmbeddingOps embedding_ops_;
+  SimLossOps loss_ops_;
+  SimOptimizerOps optimizer_ops_;
+  Ops ops_;
 };
 
 }  // namespace gpipe

@@ -1,0 +1,17 @@
+// CpuAttentionOps: the CPU backend's AttentionOps (see runtime/device/ops/attention_ops.h for the contracts).
+#ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_ATTENTION_OPS_H_
+#define GPIPE_RUNTIME_DEVICE_CPU_CPU_ATTENTION_OPS_H_
+
+#include "runtime/device/ops/attention_ops.h"
+
+namespace gpipe {
+
+class CpuAttentionOps final : public AttentionOps {
+ public:
+  absl::Status CausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const override;
+  absl::Status CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs, Tensor& grad) const override;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_DEVICE_CPU_CPU_ATTENTION_OPS_H_

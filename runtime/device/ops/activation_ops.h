@@ -1,0 +1,34 @@
+// ActivationOps: parameter-free element-wise activations and their gradients. See
+// runtime/device/ops.h for the common contract.
+#ifndef GPIPE_RUNTIME_DEVICE_OPS_ACTIVATION_OPS_H_
+#define GPIPE_RUNTIME_DEVICE_OPS_ACTIVATION_OPS_H_
+
+#include "absl/status/status.h"
+#include "runtime/core/tensor.h"
+
+namespace gpipe {
+
+enum class Activation {
+  kRelu,  // max(x, 0), NaN passes through; backward reads the output y
+  kTanh,  // backward reads the output y: dx = dy (1 - y^2)
+  kGelu,  // exact (erf) GELU, as torch.nn.GELU(); backward reads the input x
+};
+
+// Which tensor the backward of `activation` reads: true for the input x, false for the output.
+constexpr bool ActivationBackwardReadsInput(Activation activation) {
+  return activation == Activation::kGelu;
+}
+
+class ActivationOps {
+ public:
+  virtual ~ActivationOps() = default;
+  // y = f(x), f32, same element count.
+  virtual absl::Status Forward(Activation activation, const Tensor& x, Tensor& y) const = 0;
+  // dx = dy * f'(.), where `saved` is x or y as ActivationBackwardReadsInput says.
+  virtual absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy,
+                                Tensor& dx) const = 0;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_DEVICE_OPS_ACTIVATION_OPS_H_

@@ -1,0 +1,59 @@
+// ConvOps: 2-D convolution and pooling over NCHW tensors, forward and backward (oneDNN and
+// cuDNN shapes). See runtime/device/ops.h for the common contract.
+#ifndef GPIPE_RUNTIME_DEVICE_OPS_CONV_OPS_H_
+#define GPIPE_RUNTIME_DEVICE_OPS_CONV_OPS_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "runtime/core/tensor.h"
+
+namespace gpipe {
+
+// The geometry of a 2-D window over [batch, channels, in_h, in_w] giving [batch, out_channels,
+// out_h, out_w], PyTorch's definitions (floor mode).
+struct Conv2dGeometry {
+  int64_t batch = 0;
+  int64_t in_channels = 0;
+  int64_t in_h = 0, in_w = 0;
+  int64_t out_channels = 0;
+  int64_t out_h = 0, out_w = 0;
+  int64_t kernel_h = 1, kernel_w = 1;
+  int64_t stride_h = 1, stride_w = 1;
+  int64_t padding_h = 0, padding_w = 0;
+  int64_t dilation_h = 1, dilation_w = 1;
+  int64_t groups = 1;
+};
+
+enum class PoolKind {
+  kMax,  // ties go to the first maximum in row-major window order; padding never wins
+  kAvg,  // count_include_pad = true, as torch.nn.AvgPool2d's default
+};
+
+class ConvOps {
+ public:
+  virtual ~ConvOps() = default;
+
+  // y = conv(x, weight [out_c, in_c / groups, kh, kw]) (+ bias [out_c] when defined).
+  virtual absl::Status Conv2dForward(const Conv2dGeometry& g, const Tensor& x,
+                                     const Tensor& weight, const Tensor& bias,
+                                     Tensor& y) const = 0;
+  // dx = conv's input gradient (overwritten).
+  virtual absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight,
+                                           const Tensor& dy, Tensor& dx) const = 0;
+  // dweight += weight gradient; dbias += bias gradient when dbias is defined (double sums).
+  virtual absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x,
+                                            const Tensor& dy, Tensor& dweight,
+                                            Tensor& dbias) const = 0;
+
+  // Pooling windows (groups and out_channels as in_channels). y: [batch, c, out_h, out_w].
+  virtual absl::Status Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                                     Tensor& y) const = 0;
+  // dx (overwritten) from dy; max pooling reads x to find the winners again.
+  virtual absl::Status Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                                      const Tensor& dy, Tensor& dx) const = 0;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_DEVICE_OPS_CONV_OPS_H_

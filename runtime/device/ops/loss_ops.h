@@ -1,0 +1,33 @@
+// LossOps: losses and their gradients in one pass, with the loss added into a device scalar
+// the host reads once per step (never a host sync per micro-batch). See runtime/device/ops.h
+// for the common contract.
+#ifndef GPIPE_RUNTIME_DEVICE_OPS_LOSS_OPS_H_
+#define GPIPE_RUNTIME_DEVICE_OPS_LOSS_OPS_H_
+
+#include "absl/status/status.h"
+#include "runtime/core/tensor.h"
+
+namespace gpipe {
+
+// Per-step accumulators of a loss, on the device: f64 [kLossTotalsSize].
+enum LossTotalsIndex { kLossSum = 0, kLossCorrect = 1, kLossTotalsSize = 2 };
+
+class LossOps {
+ public:
+  virtual ~LossOps() = default;
+  // logits f32 [rows, classes], ids i64 [rows]. Per row (log-sum-exp shifted by the row
+  // maximum, in double): loss = lse - logit[id]; grad = (softmax - onehot) * scale (f32,
+  // overwritten). totals[kLossSum] += scale * sum of row losses (summed in double in row
+  // order); totals[kLossCorrect] += rows whose argmax (lowest index on ties) is the id.
+  // An id outside [0, classes) is INVALID_ARGUMENT starting "row <r> has class id <id>".
+  virtual absl::Status SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
+                                           Tensor& grad, Tensor& totals) const = 0;
+  // output, targets f32 (same element count): diff = output - target in double;
+  // grad = 2 diff scale (f32); totals[kLossSum] += scale * sum of diff^2 (in order).
+  virtual absl::Status MeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
+                                        Tensor& grad, Tensor& totals) const = 0;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_DEVICE_OPS_LOSS_OPS_H_

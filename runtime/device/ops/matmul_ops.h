@@ -1,0 +1,51 @@
+// MatmulOps: dense products, strided and batched, with alpha/beta and a bias epilogue (cuBLASLt
+// and oneDNN shapes). See runtime/device/ops.h for the common contract.
+#ifndef GPIPE_RUNTIME_DEVICE_OPS_MATMUL_OPS_H_
+#define GPIPE_RUNTIME_DEVICE_OPS_MATMUL_OPS_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "runtime/core/tensor.h"
+
+namespace gpipe {
+
+// A row-major f32 matrix, or `batch` of them, inside a tensor's storage: element (b, i, j) is
+// tensor element offset + b * batch_stride + i * ld + j. rows x cols is the stored matrix
+// (before any transpose). ld >= cols.
+struct MatrixView {
+  Tensor tensor;
+  int64_t offset = 0;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t ld = 0;
+  int64_t batch_stride = 0;
+};
+
+// The whole of `tensor` viewed as one [rows, cols] matrix (rows * cols == num_elements).
+MatrixView WholeMatrix(const Tensor& tensor, int64_t rows, int64_t cols);
+
+struct GemmOptions {
+  bool transpose_a = false;
+  bool transpose_b = false;
+  float alpha = 1.0f;
+  float beta = 0.0f;
+  // Number of independent products (views advance by their batch_stride).
+  int64_t batch = 1;
+  // Optional f32 [n]: added to every row of the product (c = alpha op(a) op(b) + beta c + bias).
+  const Tensor* bias = nullptr;
+};
+
+class MatmulOps {
+ public:
+  virtual ~MatmulOps() = default;
+  // For each b < batch: C_b = alpha op(A_b) op(B_b) + beta C_b (+ bias), op = transpose or not.
+  // C_b is [m, n] with op(A_b) [m, k] and op(B_b) [k, n]; every view must stay inside its
+  // tensor. With beta == 0, C is not read (NaNs in it do not propagate).
+  virtual absl::Status Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                            const GemmOptions& options) const = 0;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_DEVICE_OPS_MATMUL_OPS_H_

@@ -1,0 +1,76 @@
+// NormOps: layer norm (over the last dimension) and batch norm (per channel over batch and
+// positions, GPipe's micro-batch statistics, running buffers). See runtime/device/ops.h for the
+// common contract. Statistics are computed in double; what backward needs is kept in a small
+// f32 `stats` tensor whose layout belongs to the backend (only its size is fixed here).
+#ifndef GPIPE_RUNTIME_DEVICE_OPS_NORM_OPS_H_
+#define GPIPE_RUNTIME_DEVICE_OPS_NORM_OPS_H_
+
+#include <cstdint>
+
+#include "absl/status/status.h"
+#include "runtime/core/tensor.h"
+
+namespace gpipe {
+
+// f32 values kept per normalized row (layer norm) or channel (batch norm).
+inline constexpr int64_t kLayerNormStatsPerRow = 3;
+inline constexpr int64_t kBatchNormStatsPerChannel = 3;
+
+struct LayerNormArgs {
+  int64_t rows = 0;
+  int64_t features = 0;
+  double eps = 1e-5;
+  // f32 [features] each, or undefined tensors for a norm without affine parameters.
+  Tensor weight;
+  Tensor bias;
+};
+
+struct BatchNormArgs {
+  int64_t batch = 0;
+  int64_t channels = 0;
+  int64_t positions = 1;  // elements per channel per sample (H * W; 1 for batch_norm1d)
+  double eps = 1e-5;
+  double momentum = 0.1;
+  Tensor weight;  // f32 [channels], or undefined (no affine)
+  Tensor bias;
+};
+
+class NormOps {
+ public:
+  virtual ~NormOps() = default;
+
+  // y = (x - mean) / sqrt(var + eps) (* weight + bias) per row of x [rows, features];
+  // stats: f32 [rows, kLayerNormStatsPerRow].
+  virtual absl::Status LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                        Tensor& stats) const = 0;
+  // dx from dy, x and stats (dx undefined: skipped).
+  virtual absl::Status LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                              const Tensor& stats, const Tensor& dy,
+                                              Tensor& dx) const = 0;
+  // dweight += sum over rows of dy * xhat, dbias += sum of dy (double sums, added once).
+  virtual absl::Status LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                               const Tensor& stats, const Tensor& dy,
+                                               Tensor& dweight, Tensor& dbias) const = 0;
+
+  // Training: normalizes x [batch, channels, positions] with this call's statistics (biased
+  // variance), saves what backward needs in stats (f32 [channels, kBatchNormStatsPerChannel]),
+  // and, when update_running, updates running_mean/running_var (f32 [channels]) as PyTorch
+  // does (unbiased variance, `momentum`).
+  virtual absl::Status BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
+                                             Tensor& running_mean, Tensor& running_var,
+                                             bool update_running, Tensor& y,
+                                             Tensor& stats) const = 0;
+  // Evaluation: normalizes with the running statistics.
+  virtual absl::Status BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
+                                            const Tensor& running_mean, const Tensor& running_var,
+                                            Tensor& y) const = 0;
+  // Backward of the training forward: dx (undefined: skipped) and, with affine parameters,
+  // dweight/dbias accumulated (undefined: skipped).
+  virtual absl::Status BatchNormBackward(const BatchNormArgs& args, const Tensor& x,
+                                         const Tensor& stats, const Tensor& dy, Tensor& dx,
+                                         Tensor& dweight, Tensor& dbias) const = 0;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_DEVICE_OPS_NORM_OPS_H_

@@ -1,0 +1,73 @@
+// The op conformance suite's fixture: every test of tests/device/ops_*_test.cc runs once per
+// backend present in this build (CPU always; CUDA joins where it is built and a GPU is visible,
+// with no new test code). A test computes its expected values with an independent
+// double-precision oracle written in the test, and checks the backend within the tolerance
+// the test states for that op: the CPU reference backend and every other backend are held to
+// the same oracle.
+#ifndef GPIPE_TESTS_DEVICE_BACKENDS_UNDER_TEST_H_
+#define GPIPE_TESTS_DEVICE_BACKENDS_UNDER_TEST_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/core/shape.h"
+#include "runtime/core/tensor.h"
+#include "runtime/device/device.h"
+#include "runtime/device/ops.h"
+
+namespace gpipe::testing {
+
+struct BackendUnderTest {
+  std::string name;  // "cpu", used in test names
+  std::function<std::unique_ptr<Device>()> make;
+};
+
+// Backends built into this binary that can run here, CPU first.
+std::vector<BackendUnderTest> BackendsUnderTest();
+
+class OpsConformanceTest : public ::testing::TestWithParam<BackendUnderTest> {
+ protected:
+  void SetUp() override { device_ = GetParam().make(); }
+
+  Device& device() { return *device_; }
+  const Ops& ops() { return device_->ops(); }
+
+  // A device tensor holding `values` (f32) / `ids` (i64) / zeros, counted as activations.
+  Tensor Upload(const std::vector<float>& values, const Shape& shape);
+  Tensor UploadIds(const std::vector<int64_t>& ids, const Shape& shape);
+  Tensor UploadF64(const std::vector<double>& values, const Shape& shape);
+  Tensor Zeros(const Shape& shape, DType dtype = DType::kF32);
+  Tensor Uninitialized(const Shape& shape, DType dtype = DType::kF32);
+  // The values of a device tensor, copied to the host.
+  std::vector<float> Download(const Tensor& tensor);
+  std::vector<double> DownloadF64(const Tensor& tensor);
+  std::vector<int64_t> DownloadIds(const Tensor& tensor);
+
+ private:
+  std::unique_ptr<Device> device_;
+};
+
+// Deterministic test data keyed by (seed, index): uniform in [low, high).
+std::vector<float> TestValues(uint64_t seed, int64_t count, float low = -1.0f, float high = 1.0f);
+
+// Expects |actual[i] - expected[i]| <= abs_tol + rel_tol * |expected[i]| for every i (and equal
+// sizes), reporting the first few offending indices.
+void ExpectNear(const std::vector<float>& actual, const std::vector<double>& expected,
+                double rel_tol, double abs_tol, const std::string& what);
+
+// Test names: "cpu", "cuda".
+std::string BackendName(const ::testing::TestParamInfo<BackendUnderTest>& info);
+
+}  // namespace gpipe::testing
+
+// Instantiates a TEST_P suite derived from OpsConformanceTest on every backend present.
+#define GPIPE_INSTANTIATE_ON_EVERY_BACKEND(suite)                                     \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                           \
+                           ::testing::ValuesIn(::gpipe::testing::BackendsUnderTest()), \
+                           ::gpipe::testing::BackendName)
+
+#endif  // GPIPE_TESTS_DEVICE_BACKENDS_UNDER_TEST_H_

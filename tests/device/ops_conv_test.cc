@@ -1,0 +1,6 @@
+// Conformance of the conv ops family on every backend (see backends_under_test.h).
+#include "tests/device/backends_under_test.h"
+
+namespace gpipe::testing {
+namespace {}  // namespace
+}  // namespace gpipe::testing

@@ -17,12 +17,6 @@
 
 namespace gpipe {
 
-struct LossResult {
-  double loss = 0.0;     // this micro-batch's share of the mini-batch mean
-  Tensor grad;           // dL/doutput, shaped like the output
-  int64_t correct = -1;  // correct argmax predictions (classification), -1 otherwise
-};
-
 class Loss {
  public:
   virtual ~Loss() = default;
@@ -33,8 +27,14 @@ class Loss {
   // Checks that the loss can consume outputs of this per-sample shape.
   virtual absl::Status ValidateOutputShape(const Shape& output_shape) const = 0;
   // output: [b, ...]; targets: [b, target_shape...]. global_batch: the mini-batch size.
-  virtual absl::StatusOr<LossResult> Compute(Device& device, const Tensor& output,
-                                             const Tensor& targets, int64_t global_batch) const = 0;
+  // Adds this micro-batch's share of the mini-batch mean into totals (f64 [kLossTotalsSize]
+  // on the device, see runtime/device/ops/loss_ops.h): [kLossSum] += loss,
+  // [kLossCorrect] += correct argmax predictions (classification only). Returns dL/doutput.
+  virtual absl::StatusOr<Tensor> Compute(Device& device, const Tensor& output,
+                                         const Tensor& targets, int64_t global_batch,
+                                         Tensor& totals) const = 0;
+  // Whether totals[kLossCorrect] counts predictions (classification losses).
+  virtual bool counts_correct() const = 0;
 };
 
 }  // namespace gpipe

@@ -10,6 +10,7 @@
 #include "runtime/core/status_macros.h"
 #include "runtime/plan/plan_loader.h"
 #include "runtime/schedule/program.h"
+#include "runtime/schedule/rank_layout.h"
 
 namespace gpipe {
 
@@ -73,7 +74,8 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     ASSIGN_OR_RETURN(eval_program,
                      schedule::BuildProgram(pb::EVAL, pipeline.stages(), pipeline.micro_batches(),
                                             pipeline.virtual_stages()));
-    if (absl::Status verified = schedule::VerifyProgram(*eval_program, CostsFromFlops(job.analyzed)).status();
+    if (absl::Status verified =
+            schedule::VerifyProgram(*eval_program, CostsFromFlops(job.analyzed)).status();
         !verified.ok()) {
       return absl::InternalError(absl::StrCat(
           "the evaluation schedule failed verification (a gpipe bug; please report it): ",
@@ -81,7 +83,10 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     }
   }
 
-  // Tied parameters: which ranks own a member (one replica: the part's stage is its rank).
+  // One replica for now; data parallelism adds replicas here and nowhere else.
+  ASSIGN_OR_RETURN(const schedule::RankLayout layout,
+                   schedule::RankLayout::Create(/*replicas=*/1, pipeline.stages()));
+  // Tied parameters: which ranks own a member (in every replica).
   std::vector<pb::TieGroup> ties;
   for (const TieInfo& tie : job.analyzed.ties) {
     pb::TieGroup& group = ties.emplace_back();
@@ -90,7 +95,9 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
       group.add_parameters(member.name);
       for (const StageInfo& part : job.analyzed.stages) {
         if (member.layer >= part.first_layer && member.layer < part.end_layer) {
-          ranks.insert(part.stage);
+          for (int replica = 0; replica < layout.replicas(); ++replica) {
+            ranks.insert(layout.RankOf(replica, part.stage));
+          }
         }
       }
     }
@@ -108,11 +115,13 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     for (const pb::TieGroup& group : ties) *setup.add_ties() = group;
     *setup.mutable_plan() = job.analyzed.plan;
     for (pb::StageSpec& spec : ToStageSpecs(job.analyzed)) *setup.add_stages() = std::move(spec);
+    const int stage = layout.StageOf(rank);
     setup.set_rank(rank);
-    setup.set_stage(rank);  // one replica: rank r owns stage r
-    *setup.mutable_program() = schedule::ToProto(program.stage_programs[rank]);
+    setup.set_stage(stage);
+    *setup.mutable_layout() = layout.ToProto();
+    *setup.mutable_program() = schedule::ToProto(program.stage_programs[stage]);
     if (eval_program.has_value()) {
-      *setup.mutable_eval_program() = schedule::ToProto(eval_program->stage_programs[rank]);
+      *setup.mutable_eval_program() = schedule::ToProto(eval_program->stage_programs[stage]);
     }
     if (!options.init_from.empty()) setup.set_init_from(options.init_from);
     setup.set_export_parameters(!options.export_path.empty());

@@ -42,18 +42,19 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "layers/registry.h"
+#include "runtime/backend/backend_registry.h"
 #include "runtime/ckpt/safetensors.h"
 #include "runtime/comm/control_channel.h"
 #include "runtime/comm/mpi_data_channel.h"
 #include "runtime/coord/eval_summary.h"
 #include "runtime/coord/setup_builder.h"
-#include "runtime/coord/stage_backend.h"
 #include "runtime/coord/step_summary.h"
 #include "runtime/coord/trace_session.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/stage_executor.h"
 #include "runtime/schedule/program.h"
+#include "runtime/schedule/rank_layout.h"
 #include "runtime/train/dataset.h"
 #include "runtime/train/metrics_writer.h"
 #include "runtime/train/optimizer.h"
@@ -222,14 +223,23 @@ class Worker {
 
   absl::Status Train() {
     const pb::Plan& plan = setup_.plan();
-    const int stage = setup_.stage();
+    ASSIGN_OR_RETURN(const schedule::RankLayout layout,
+                     schedule::RankLayout::FromProto(setup_.layout()));
     const int stages = plan.pipeline().stages();
+    if (layout.world_size() != control_->size() || layout.stages() != stages ||
+        layout.StageOf(rank_) != setup_.stage()) {
+      return absl::InternalError(
+          absl::StrCat("rank ", rank_, " received an inconsistent rank layout (", layout.replicas(),
+                       " x ", layout.stages(), " for ", control_->size(), " ranks, stage ",
+                       setup_.stage(), "); a gpipe bug, please report it"));
+    }
+    const int stage = layout.StageOf(rank_);
     const int chunks = plan.pipeline().virtual_stages();
     timeout_ = absl::Seconds(plan.runtime().timeouts().wait_seconds());
 
-    ASSIGN_OR_RETURN(std::unique_ptr<Device> stage_device, CreateStageDevice(plan.runtime()));
-    Device& device = *stage_device;
-    RETURN_IF_ERROR(CheckStageSetup(device, setup_));
+    ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, backends_.Create(plan.runtime()));
+    Device& device = backend->device();
+    RETURN_IF_ERROR(backend->CheckSetup(setup_));
     const std::vector<ChunkSpec> specs =
         StageChunks::SpecsForStage({setup_.stages().begin(), setup_.stages().end()}, stage, stages);
     if (static_cast<int>(specs.size()) != chunks) {
@@ -238,8 +248,8 @@ class Worker {
                                               " chunks"));
     }
     const std::vector<pb::TieGroup> ties(setup_.ties().begin(), setup_.ties().end());
-    ASSIGN_OR_RETURN(StageChunks parts,
-                     StageChunks::Create(device, plan, specs, registry_, ties));
+    ASSIGN_OR_RETURN(StageChunks parts, StageChunks::Create(device, plan, specs, registry_, ties,
+                                                            backend->ChunkAdapterFor(plan)));
     if (setup_.has_init_from()) {
       ASSIGN_OR_RETURN(std::vector<NamedTensorData> initial, ReadSafetensors(setup_.init_from()));
       RETURN_IF_ERROR(
@@ -258,12 +268,12 @@ class Worker {
         ASSIGN_OR_RETURN(eval_dataset, OpenDataset(plan.data(), requirements, DataSplit::kEval));
       }
     }
-    dataset = AdaptDataset(device, std::move(dataset));
-    eval_dataset = AdaptDataset(device, std::move(eval_dataset));
+    dataset = backend->AdaptDataset(std::move(dataset));
+    eval_dataset = backend->AdaptDataset(std::move(eval_dataset));
 
-    ASSIGN_OR_RETURN(auto channel, CreateStageChannel(
-                                       device, plan, mpi_.world(),
-                                       [this] { return control_->PollAbort(); }, timeout_));
+    ASSIGN_OR_RETURN(auto channel,
+                     backend->CreateChannel(
+                         plan, mpi_.world(), [this] { return control_->PollAbort(); }, timeout_));
     ASSIGN_OR_RETURN(schedule::StageProgram program, schedule::FromProto(setup_.program()));
 
     ExecutorConfig config;
@@ -275,11 +285,11 @@ class Worker {
     config.global_batch = plan.training().global_batch();
     config.remat = plan.pipeline().remat();
     config.seed = plan.training().seed();
-    // One replica: rank r runs stage r. With several chunks the pipeline wraps around.
+    // With several chunks the pipeline wraps around.
     const bool wraps = chunks > 1;
-    config.prev_rank = stage > 0 ? rank_ - 1 : (wraps ? stages - 1 : -1);
-    config.next_rank = stage < stages - 1 ? rank_ + 1 : (wraps ? 0 : -1);
-    config.replica_group = {rank_};
+    config.prev_rank = layout.PrevRank(rank_, wraps);
+    config.next_rank = layout.NextRank(rank_, wraps);
+    config.replica_group = layout.ReplicaGroup(stage);
     config.wait_timeout = timeout_;
     config.ties = ties;
     CoordinatorGate gate(*control_, timeout_);
@@ -303,8 +313,8 @@ class Worker {
     }
 
     if (rank_ == 0) {
-      RETURN_IF_ERROR(Coordinate(plan, *dataset, eval_dataset.get(),
-                                 parts.optimizer(0).base_lr(), executors, gate));
+      RETURN_IF_ERROR(Coordinate(plan, *dataset, eval_dataset.get(), parts.optimizer(0).base_lr(),
+                                 executors, gate));
     } else {
       RETURN_IF_ERROR(Follow(executors));
     }
@@ -416,7 +426,11 @@ class Worker {
   absl::Status ExportParameters(const pb::Plan& plan, const StageChunks& parameters) {
     pb::ParameterShard shard;
     shard.set_rank(rank_);
-    for (const NamedTensorData& t : parameters.Export()) {
+    // A rank that cannot read its parameters still takes part in the gather, carrying its
+    // error, so no rank waits for it.
+    absl::StatusOr<std::vector<NamedTensorData>> exported = parameters.Export();
+    if (!exported.ok()) shard.set_error(std::string(exported.status().message()));
+    for (const NamedTensorData& t : exported.ok() ? *exported : std::vector<NamedTensorData>()) {
       pb::NamedTensor* named = shard.add_tensors();
       named->set_name(t.name);
       for (int64_t d : t.shape) named->add_shape(d);
@@ -447,6 +461,10 @@ class Worker {
       if (!received.ParseFromString(gathered[r])) {
         return absl::DataLossError(absl::StrCat("unreadable parameters from rank ", r));
       }
+      if (received.has_error()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("rank ", r, " could not read its parameters: ", received.error()));
+      }
       for (const pb::NamedTensor& named : received.tensors()) {
         NamedTensorData t{named.name(), {named.shape().begin(), named.shape().end()}, {}};
         t.values.resize(named.f32_data().size() / sizeof(float));
@@ -467,6 +485,7 @@ class Worker {
   MpiEnvironment& mpi_;
   const Logger& logger_;
   LayerRegistry registry_ = LayerRegistry::WithBuiltins();
+  BackendRegistry backends_ = DefaultBackends();
   std::unique_ptr<ControlChannel> control_;
   int rank_ = 0;
   pb::Setup setup_;

@@ -58,6 +58,9 @@ class Device : public Allocator {
   virtual MemoryTracker& memory() = 0;
   // The device's kernels. Valid as long as the device.
   virtual const Ops& ops() = 0;
+  // Host memory the device copies from fastest (pinned on a GPU): where micro-batches are
+  // gathered before CopyFromHost. Counted apart from the device's own memory.
+  virtual Allocator& host_staging() = 0;
 
   // Copies the whole of `source` (any dtype) from host memory into `destination`, which must
   // hold exactly source_bytes bytes. `source` may be reused when the call returns.

@@ -26,21 +26,24 @@ constexpr uint64_t kProfileStreamTag = 0x666F7270ull;
 constexpr uint64_t kInputStream = 1;
 constexpr uint64_t kOutputGradStream = 2;
 
+// Test inputs are made on the host and copied to the device, so the profiler runs on any
+// backend.
 absl::StatusOr<Tensor> UniformTensor(Device& device, const Shape& shape, uint64_t seed,
                                      uint64_t stream_key, MemoryKind kind) {
   ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(device, shape, DType::kF32, kind));
   RandomStream stream(seed, {kProfileStreamTag, stream_key});
-  float* out = tensor.f32();
-  for (int64_t i = 0; i < tensor.num_elements(); ++i) out[i] = 2.0f * stream.NextUniform() - 1.0f;
+  std::vector<float> values(tensor.num_elements());
+  for (float& v : values) v = 2.0f * stream.NextUniform() - 1.0f;
+  RETURN_IF_ERROR(device.CopyFromHost(values.data(), tensor.bytes(), tensor));
   return tensor;
 }
 
-absl::StatusOr<Tensor> RandomIds(Device& device, const Shape& shape, int64_t limit,
-                                 uint64_t seed) {
+absl::StatusOr<Tensor> RandomIds(Device& device, const Shape& shape, int64_t limit, uint64_t seed) {
   ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(device, shape, DType::kI64, MemoryKind::kData));
   RandomStream stream(seed, {kProfileStreamTag, kInputStream});
-  int64_t* out = tensor.data<int64_t>();
-  for (int64_t i = 0; i < tensor.num_elements(); ++i) out[i] = stream.NextU32() % limit;
+  std::vector<int64_t> ids(tensor.num_elements());
+  for (int64_t& id : ids) id = stream.NextU32() % limit;
+  RETURN_IF_ERROR(device.CopyFromHost(ids.data(), tensor.bytes(), tensor));
   return tensor;
 }
 
@@ -100,14 +103,14 @@ absl::StatusOr<LayerTiming> ProfileLayer(const Layer& layer, Device& device, int
                                          int layer_index, bool need_input_grad,
                                          const ProfileOptions& options) {
   if (options.repeats < 1 || options.warmup < 0 || batch < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "profiling needs repeats >= 1, warmup >= 0 and a batch >= 1, got repeats ",
-        options.repeats, ", warmup ", options.warmup, ", batch ", batch));
+    return absl::InvalidArgumentError(
+        absl::StrCat("profiling needs repeats >= 1, warmup >= 0 and a batch >= 1, got repeats ",
+                     options.repeats, ", warmup ", options.warmup, ", batch ", batch));
   }
   if (!device.host_accessible()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the profiler fills inputs in place and needs a host-accessible device, not ",
-        device.name()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the profiler fills inputs in place and needs a host-accessible device, not ",
+                     device.name()));
   }
   const std::vector<ParamSpec> param_specs = layer.parameter_specs();
   ASSIGN_OR_RETURN(std::vector<Tensor> params,
@@ -132,8 +135,8 @@ absl::StatusOr<LayerTiming> ProfileLayer(const Layer& layer, Device& device, int
     }
     ASSIGN_OR_RETURN(x, RandomIds(device, input_shape, param_specs[0].shape.dim(0), options.seed));
   } else {
-    ASSIGN_OR_RETURN(x, UniformTensor(device, input_shape, options.seed, kInputStream,
-                                      MemoryKind::kData));
+    ASSIGN_OR_RETURN(
+        x, UniformTensor(device, input_shape, options.seed, kInputStream, MemoryKind::kData));
   }
   ASSIGN_OR_RETURN(Tensor dy, UniformTensor(device, layer.output_shape().WithBatch(batch),
                                             options.seed, kOutputGradStream, MemoryKind::kData));
@@ -169,8 +172,7 @@ absl::StatusOr<LayerTiming> ProfileLayer(const Layer& layer, Device& device, int
 }
 
 absl::StatusOr<std::string> ProfileAnalyzedPlanLayers(const AnalyzedPlan& analyzed,
-                                                      const LayerRegistry& registry,
-                                                      Device& device,
+                                                      const LayerRegistry& registry, Device& device,
                                                       const ProfileOptions& options) {
   const pb::Plan& plan = analyzed.plan;
   const int64_t micro_batches = plan.pipeline().micro_batches();
@@ -196,10 +198,9 @@ absl::StatusOr<std::string> ProfileAnalyzedPlanLayers(const AnalyzedPlan& analyz
         .AddDouble("backward_weight_us", ToNanosecond(timing->backward_weight_us));
     absl::StrAppend(&layers_json, i == 0 ? "\n    " : ",\n    ", entry.ToString());
   }
-  return absl::StrCat("{\"device\": ", JsonQuote(device.name()), ", \"threads\": ",
-                      options.threads, ", \"micro_batch\": ", micro_batch,
-                      ", \"repeats\": ", options.repeats, ",\n  \"layers\": [", layers_json,
-                      "\n  ]\n}\n");
+  return absl::StrCat("{\"device\": ", JsonQuote(device.name()), ", \"threads\": ", options.threads,
+                      ", \"micro_batch\": ", micro_batch, ", \"repeats\": ", options.repeats,
+                      ",\n  \"layers\": [", layers_json, "\n  ]\n}\n");
 }
 
 absl::StatusOr<std::string> ProfilePlanLayers(const pb::Plan& plan, const LayerRegistry& registry,

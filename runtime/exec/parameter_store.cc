@@ -1,12 +1,10 @@
 #include "runtime/exec/parameter_store.h"
 
-#include <cmath>
-#include <cstring>
-
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "layers/parameter_init.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
 
@@ -17,9 +15,7 @@ absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const Stag
   for (const pb::TieGroup& tie : ties) {
     for (const std::string& name : tie.parameters()) tie_of[name] = &tie;
   }
-  ParameterStore store;
-  // A simulated device's tensors hold no data: nothing is initialized, zeroed or read.
-  store.shape_only_ = device.kind() == DeviceKind::kSim;
+  ParameterStore store(device);
   store.layer_offsets_.push_back(0);
   store.buffer_offsets_.push_back(0);
   for (int l = 0; l < model.num_layers(); ++l) {
@@ -29,9 +25,7 @@ absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const Stag
       ASSIGN_OR_RETURN(Tensor value,
                        Tensor::Empty(device, specs[p].shape, DType::kF32, MemoryKind::kParameter));
       const std::string name = absl::StrCat(layer.name(), ".", specs[p].name);
-      if (store.shape_only_) {
-        // Shape-only: no values to initialize.
-      } else if (auto tie = tie_of.find(name); tie != tie_of.end()) {
+      if (auto tie = tie_of.find(name); tie != tie_of.end()) {
         ParamSpec first = specs[p];
         first.init = static_cast<ParamInit>(tie->second->init_kind());
         first.bound = tie->second->init_bound();
@@ -40,11 +34,9 @@ absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const Stag
       } else {
         RETURN_IF_ERROR(InitializeParameter(specs[p], seed, model.global_index(l), p, value));
       }
-      ASSIGN_OR_RETURN(Tensor grad, store.shape_only_
-                                        ? Tensor::Empty(device, specs[p].shape, DType::kF32,
-                                                        MemoryKind::kGradient)
-                                        : Tensor::Zeros(device, specs[p].shape, DType::kF32,
-                                                        MemoryKind::kGradient));
+      ASSIGN_OR_RETURN(Tensor grad,
+                       Tensor::Empty(device, specs[p].shape, DType::kF32, MemoryKind::kGradient));
+      RETURN_IF_ERROR(device.ops().tensor.Fill(grad, 0.0));
       store.values_.push_back(std::move(value));
       store.grads_.push_back(std::move(grad));
       store.names_.push_back(name);
@@ -54,10 +46,8 @@ absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const Stag
     for (int b = 0; b < static_cast<int>(buffer_specs.size()); ++b) {
       ASSIGN_OR_RETURN(Tensor value, Tensor::Empty(device, buffer_specs[b].shape, DType::kF32,
                                                    MemoryKind::kParameter));
-      if (!store.shape_only_) {
-        RETURN_IF_ERROR(InitializeParameter(buffer_specs[b], seed, model.global_index(l),
-                                            static_cast<int>(specs.size()) + b, value));
-      }
+      RETURN_IF_ERROR(InitializeParameter(buffer_specs[b], seed, model.global_index(l),
+                                          static_cast<int>(specs.size()) + b, value));
       store.buffers_.push_back(std::move(value));
       store.buffer_names_.push_back(absl::StrCat(layer.name(), ".", buffer_specs[b].name));
     }
@@ -81,39 +71,32 @@ std::span<Tensor> ParameterStore::grads_of(int local_layer) {
   return std::span<Tensor>(grads_).subspan(begin, layer_offsets_[local_layer + 1] - begin);
 }
 
-void ParameterStore::ZeroGrads() {
-  if (shape_only_) return;
-  for (Tensor& g : grads_) g.SetZero();
+absl::Status ParameterStore::ZeroGrads() {
+  for (Tensor& g : grads_) RETURN_IF_ERROR(device_->ops().tensor.Fill(g, 0.0));
+  return absl::OkStatus();
 }
 
-bool ParameterStore::GradsFinite() const {
-  if (shape_only_) return true;
-  for (const Tensor& g : grads_) {
-    for (float v : g.f32_span()) {
-      if (!std::isfinite(v)) return false;
-    }
-  }
-  return true;
+absl::Status ParameterStore::FlagNonFiniteGrads(Tensor& flag) const {
+  return device_->ops().tensor.FlagNonFinite(grads_, flag);
 }
 
-std::vector<NamedTensorData> ParameterStore::Export() const {
+absl::StatusOr<std::vector<NamedTensorData>> ParameterStore::Export() const {
   std::vector<NamedTensorData> out;
-  if (shape_only_) return out;
   out.reserve(values_.size() + buffers_.size());
-  const auto add = [&out](const std::string& name, const Tensor& tensor) {
-    const auto span = tensor.f32_span();
-    out.push_back({name, tensor.shape().dims(), std::vector<float>(span.begin(), span.end())});
+  const auto add = [&](const std::string& name, const Tensor& tensor) -> absl::Status {
+    std::vector<float> values(tensor.num_elements());
+    RETURN_IF_ERROR(WithContext(
+        device_->CopyToHost(tensor, values.data(), static_cast<int64_t>(values.size() * 4)),
+        absl::StrCat("exporting '", name, "'")));
+    out.push_back({name, tensor.shape().dims(), std::move(values)});
+    return absl::OkStatus();
   };
-  for (size_t i = 0; i < values_.size(); ++i) add(names_[i], values_[i]);
-  for (size_t i = 0; i < buffers_.size(); ++i) add(buffer_names_[i], buffers_[i]);
+  for (size_t i = 0; i < values_.size(); ++i) RETURN_IF_ERROR(add(names_[i], values_[i]));
+  for (size_t i = 0; i < buffers_.size(); ++i) RETURN_IF_ERROR(add(buffer_names_[i], buffers_[i]));
   return out;
 }
 
 absl::Status ParameterStore::Import(const std::vector<NamedTensorData>& tensors) {
-  if (shape_only_) {
-    return absl::FailedPreconditionError(
-        "a simulated device (runtime.device SIM) holds no parameter values to import");
-  }
   absl::flat_hash_map<std::string, const NamedTensorData*> by_name;
   for (const NamedTensorData& t : tensors) by_name[t.name] = &t;
   // Everything is checked before anything is overwritten: a bad file changes nothing.
@@ -140,7 +123,10 @@ absl::Status ParameterStore::Import(const std::vector<NamedTensorData>& tensors)
     copies.emplace_back(t, &buffers_[i]);
   }
   for (const auto& [t, into] : copies) {
-    std::memcpy(into->f32(), t->values.data(), t->values.size() * sizeof(float));
+    RETURN_IF_ERROR(WithContext(
+        device_->CopyFromHost(t->values.data(),
+                              static_cast<int64_t>(t->values.size() * sizeof(float)), *into),
+        absl::StrCat("importing '", t->name, "'")));
   }
   return absl::OkStatus();
 }

@@ -4,8 +4,9 @@
 // accumulate over micro-batches until ZeroGrads. Layer buffers (batch norm's running statistics)
 // live here too: initialized the same way (after the layer's parameters in its index order),
 // exported and imported beside the parameters, never given gradients or optimizer updates.
-// On a simulated device (DeviceKind::kSim) tensors are shape-only: they are counted but never
-// initialized, zeroed or read (GradsFinite is true, Export is empty, Import fails).
+// Every value lives on the stage's device and is touched only through its Ops and copies, so the
+// store is the same on every backend (a simulated device's tensors hold no values: its ops
+// compute nothing and Export fails).
 #ifndef GPIPE_RUNTIME_EXEC_PARAMETER_STORE_H_
 #define GPIPE_RUNTIME_EXEC_PARAMETER_STORE_H_
 
@@ -39,22 +40,22 @@ class ParameterStore {
   std::span<Tensor> values() { return values_; }
   std::span<const Tensor> grads() const { return grads_; }
 
-  void ZeroGrads();
-  // Whether every gradient element is finite.
-  bool GradsFinite() const;
+  absl::Status ZeroGrads();
+  // Sets `flag` (f32 [1] on the device) to 1 if any gradient element is NaN or infinite.
+  absl::Status FlagNonFiniteGrads(Tensor& flag) const;
 
   // Parameter names, in values() order ("fc1.weight").
   const std::vector<std::string>& names() const { return names_; }
 
   // Host copies of every parameter and then every buffer, by name (for export).
-  std::vector<NamedTensorData> Export() const;
+  absl::StatusOr<std::vector<NamedTensorData>> Export() const;
   // Overwrites parameters and buffers from `tensors` by name. Every parameter and buffer of this
   // stage must be present with the same shape; names belonging to other stages are ignored.
   absl::Status Import(const std::vector<NamedTensorData>& tensors);
 
  private:
-  ParameterStore() = default;
-  bool shape_only_ = false;
+  explicit ParameterStore(Device& device) : device_(&device) {}
+  Device* device_;
   std::vector<Tensor> values_;
   std::vector<Tensor> grads_;
   std::vector<std::string> names_;

@@ -1,49 +1,18 @@
 #include "runtime/exec/stage_chunks.h"
 
-#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/device/sim/sim_costs.h"
-#include "runtime/device/sim/sim_device.h"
-#include "runtime/device/sim/sim_layer.h"
-#include "runtime/device/sim/sim_loss.h"
-#include "runtime/device/sim/sim_optimizer.h"
 
 namespace gpipe {
-namespace {
-
-// On a simulated device (runtime { device: SIM }) the chunk's layers, loss and optimizer become
-// shape-only stand-ins that wait for their modelled time; the rest of the runtime is unchanged.
-void Simulate(SimDevice& device, const SimCosts& costs, const pb::Plan& plan, StageModel& model,
-              std::unique_ptr<Optimizer>& optimizer) {
-  model.Decorate(
-      [&](std::unique_ptr<Layer> layer, int) -> std::unique_ptr<Layer> {
-        const SimOpTimes times = costs.ForLayer(layer->name(), layer->ForwardFlopsPerSample());
-        return std::make_unique<SimLayer>(std::move(layer), device, times);
-      },
-      [&](std::unique_ptr<Loss> loss) -> std::unique_ptr<Loss> {
-        return std::make_unique<SimLoss>(std::move(loss), device, costs.loss());
-      });
-  optimizer = std::make_unique<SimOptimizer>(
-      std::move(optimizer), device, OptimizerStatePerParameter(plan.training().optimizer()),
-      costs.optimizer());
-}
-
-}  // namespace
 
 absl::StatusOr<StageChunks> StageChunks::Create(Device& device, const pb::Plan& plan,
                                                 const std::vector<ChunkSpec>& specs,
                                                 const LayerRegistry& registry,
-                                                std::span<const pb::TieGroup> ties) {
+                                                std::span<const pb::TieGroup> ties,
+                                                const ChunkAdapter& adapter) {
   if (specs.empty()) return absl::InvalidArgumentError("a stage needs at least one chunk");
-  std::optional<SimCosts> sim_costs;
-  if (device.kind() == DeviceKind::kSim) {
-    const int micro_batches = std::max(1, plan.pipeline().micro_batches());
-    ASSIGN_OR_RETURN(sim_costs, SimCosts::Create(plan.runtime().sim(),
-                                                 plan.training().global_batch() / micro_batches));
-  }
   StageChunks chunks;
   for (size_t c = 0; c < specs.size(); ++c) {
     const ChunkSpec& spec = specs[c];
@@ -53,9 +22,9 @@ absl::StatusOr<StageChunks> StageChunks::Create(Device& device, const pb::Plan& 
     chunks.models_.push_back(std::make_unique<StageModel>(*std::move(model)));
     ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
                      CreateOptimizer(plan.training().optimizer()));
-    if (sim_costs.has_value()) {
-      Simulate(static_cast<SimDevice&>(device), *sim_costs, plan, *chunks.models_.back(),
-               optimizer);
+    if (adapter != nullptr) {
+      RETURN_IF_ERROR(
+          WithContext(adapter(*chunks.models_.back(), optimizer), absl::StrCat("chunk ", c)));
     }
     ASSIGN_OR_RETURN(ParameterStore store, ParameterStore::Create(device, *chunks.models_.back(),
                                                                   plan.training().seed(), ties));
@@ -86,10 +55,10 @@ std::vector<ChunkRefs> StageChunks::refs() {
   return out;
 }
 
-std::vector<NamedTensorData> StageChunks::Export() const {
+absl::StatusOr<std::vector<NamedTensorData>> StageChunks::Export() const {
   std::vector<NamedTensorData> all;
   for (const auto& store : parameters_) {
-    std::vector<NamedTensorData> part = store->Export();
+    ASSIGN_OR_RETURN(std::vector<NamedTensorData> part, store->Export());
     for (NamedTensorData& t : part) all.push_back(std::move(t));
   }
   return all;

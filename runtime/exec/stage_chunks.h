@@ -7,6 +7,7 @@
 #ifndef GPIPE_RUNTIME_EXEC_STAGE_CHUNKS_H_
 #define GPIPE_RUNTIME_EXEC_STAGE_CHUNKS_H_
 
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -37,16 +38,21 @@ struct ChunkRefs {
   Optimizer* optimizer = nullptr;
 };
 
+// How a backend adapts one chunk after it is built: may decorate the model's layers and loss and
+// replace the optimizer (the simulated device's stand-ins). Null: the chunk runs as built.
+using ChunkAdapter =
+    std::function<absl::Status(StageModel& model, std::unique_ptr<Optimizer>& optimizer)>;
+
 class StageChunks {
  public:
-  // One chunk per spec, in chunk order. Parameters are initialized from `training.seed`.
-  // `ties`: the model's tied parameters (see ParameterStore::Create). On a simulated device
-  // (DeviceKind::kSim, a SimDevice) layers, loss and optimizer are the shape-only stand-ins of
-  // runtime/device/sim, costed from plan.runtime.sim.
+  // One chunk per spec, in chunk order, each adapted by `adapter` (when not null) before its
+  // parameters are created. Parameters are initialized from `training.seed`. `ties`: the
+  // model's tied parameters (see ParameterStore::Create).
   static absl::StatusOr<StageChunks> Create(Device& device, const pb::Plan& plan,
                                             const std::vector<ChunkSpec>& specs,
                                             const LayerRegistry& registry,
-                                            std::span<const pb::TieGroup> ties = {});
+                                            std::span<const pb::TieGroup> ties = {},
+                                            const ChunkAdapter& adapter = nullptr);
   // The specs of stage `stage`'s chunks from the resolved stage table (one entry per model
   // part, part j running on stage j % stages as chunk j / stages).
   static std::vector<ChunkSpec> SpecsForStage(const std::vector<pb::StageSpec>& parts, int stage,
@@ -58,7 +64,7 @@ class StageChunks {
   const Optimizer& optimizer(int chunk) const { return *optimizers_[chunk]; }
 
   // Every chunk's parameters by name, chunk order.
-  std::vector<NamedTensorData> Export() const;
+  absl::StatusOr<std::vector<NamedTensorData>> Export() const;
   // Overwrites every chunk's parameters by name (see ParameterStore::Import).
   absl::Status Import(const std::vector<NamedTensorData>& tensors);
 

@@ -10,7 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 #include "runtime/exec/micro_batch_plan.h"
+#include "runtime/exec/micro_batch_state.h"
+#include "runtime/exec/step_report_builder.h"
+#include "runtime/exec/step_scope.h"
+#include "runtime/exec/step_transfers.h"
 #include "runtime/schedule/topology.h"
 
 namespace gpipe {
@@ -23,13 +28,6 @@ struct Overloaded : Ts... {
 };
 template <class... Ts>
 Overloaded(Ts...) -> Overloaded<Ts...>;
-
-bool IsReceive(const schedule::Instruction& instruction) {
-  return std::holds_alternative<schedule::RecvActivation>(instruction) ||
-         std::holds_alternative<schedule::RecvGrad>(instruction);
-}
-
-double Milliseconds(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
 // The trace span an instruction gets as a whole; OptimizerStep and ReportEval record their
 // parts (the gradient-sync barrier, the update) themselves.
@@ -68,12 +66,6 @@ std::optional<TraceKind> TraceKindOf(const schedule::Instruction& instruction) {
       instruction);
 }
 
-// The memory kinds the step report breaks peaks down by.
-constexpr MemoryKind kReportedKinds[] = {MemoryKind::kBoundary,     MemoryKind::kActivation,
-                                         MemoryKind::kBoundaryGrad, MemoryKind::kGradient,
-                                         MemoryKind::kParameter,    MemoryKind::kOptimizerState,
-                                         MemoryKind::kData};
-
 }  // namespace
 
 // The state of one step: per-micro-batch tensors, posted receives, sends in flight, counters.
@@ -88,43 +80,41 @@ class StageExecutor::Step {
         micro_batch_size_(config_.global_batch / config_.micro_batches),
         topology_{config_.num_stages, config_.chunks},
         plan_(*executor.plan_),
-        finished_(static_cast<size_t>(std::max(config_.chunks, 0)) *
-                      static_cast<size_t>(std::max(micro_batches_, 0)),
-                  false),
-        receives_(program_.instructions.size()) {}
+        scope_(config_, command_, res_.trace),
+        states_(config_.chunks, micro_batches_, plan_.forward_only()),
+        transfers_(scope_, program_, res_, states_, micro_batch_size_),
+        report_builder_(scope_, res_.device) {}
 
   absl::StatusOr<pb::StepReport> Run() {
     start_ = absl::Now();
-    TraceEvent step_event = TraceEventAt(command_.eval() ? TraceKind::kEval : TraceKind::kStep);
+    TraceEvent step_event = scope_.EventAt(command_.eval() ? TraceKind::kEval : TraceKind::kStep);
     step_event.instruction = -1;
     const TraceSpan step_span(res_.trace, step_event);
     res_.device.memory().ResetPeaks();
     if (static_cast<int>(res_.chunks.size()) != config_.chunks) {
-      return absl::InternalError(absl::StrCat(Where(), "the executor has ", res_.chunks.size(),
-                                              " chunk(s) of resources for ", config_.chunks,
-                                              " chunk(s)"));
+      return absl::InternalError(absl::StrCat(scope_.Where(), "the executor has ",
+                                              res_.chunks.size(), " chunk(s) of resources for ",
+                                              config_.chunks, " chunk(s)"));
     }
     if (command_.sample_indices_size() != config_.global_batch) {
       return absl::InvalidArgumentError(
-          absl::StrCat(Where(), "step command carries ", command_.sample_indices_size(),
+          absl::StrCat(scope_.Where(), "step command carries ", command_.sample_indices_size(),
                        " sample indices, expected global_batch = ", config_.global_batch));
     }
     if (!plan_.forward_only()) {
       for (int i = 0; i < command_.sample_indices_size(); ++i) {
         if (command_.sample_indices(i) == kPaddingSample) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              Where(), "sample ", i, " of the training batch is evaluation padding (-1); "
-              "only a forward-only program pads"));
+          return absl::InvalidArgumentError(
+              absl::StrCat(scope_.Where(), "sample ", i,
+                           " of the training batch is evaluation padding (-1); "
+                           "only a forward-only program pads"));
         }
       }
     }
+    RETURN_IF_ERROR(WithContext(transfers_.PostReceivesUpTo(config_.recv_lookahead),
+                                absl::StrCat(scope_.Where(), "before the first instruction")));
     for (size_t i = 0; i < program_.instructions.size(); ++i) {
-      if (IsReceive(program_.instructions[i])) receive_positions_.push_back(i);
-    }
-    RETURN_IF_ERROR(WithContext(PostReceivesUpTo(config_.recv_lookahead),
-                                absl::StrCat(Where(), "before the first instruction")));
-    for (size_t i = 0; i < program_.instructions.size(); ++i) {
-      position_ = i;
+      scope_.set_position(i);
       const schedule::Instruction& instruction = program_.instructions[i];
       absl::Status status;
       {
@@ -134,64 +124,23 @@ class StageExecutor::Step {
         }
         status = std::visit([this](const auto& op) { return Execute(op); }, instruction);
       }
-      if (status.ok()) status = ReapFinishedSends();
-      if (status.ok()) PollPostedReceives();
+      if (status.ok()) status = transfers_.ReapFinishedSends();
+      if (status.ok()) transfers_.PollPostedReceives();
       if (!status.ok()) {
-        return WithContext(status,
-                           absl::StrCat(Where(), "instruction ", schedule::ToString(instruction)));
+        return WithContext(
+            status, absl::StrCat(scope_.Where(), "instruction ", schedule::ToString(instruction)));
       }
     }
     if (!report_.has_step()) {
       return absl::InternalError(
-          absl::StrCat(Where(), "the program has no OptimizerStep or ReportEval"));
+          absl::StrCat(scope_.Where(), "the program has no OptimizerStep or ReportEval"));
     }
     return report_;
   }
 
  private:
-  // A layer whose parameter gradients BackwardInput deferred to BackwardWeight: what the
-  // weight half reads.
-  struct DeferredWeightGrad {
-    int layer = 0;
-    SavedTensors saved;
-    Tensor dy;
-  };
-
-  struct MicroBatch {
-    Tensor input;                     // stage input, kept until the backward
-    Tensor targets;                   // last stage
-    std::vector<SavedTensors> saved;  // per layer; empty when dropped for re-materialization
-    Tensor output;                    // forward output awaiting SendActivation
-    Tensor output_grad;               // dL/d(output): received, or from the loss
-    Tensor input_grad;                // dL/d(input) awaiting SendGrad
-    std::vector<DeferredWeightGrad> deferred;  // BackwardInput -> BackwardWeight
-    bool forwarded = false;
-    bool input_grad_done = false;      // Backward or BackwardInput ran
-    bool weight_grad_pending = false;  // BackwardInput ran, BackwardWeight not yet
-  };
-
-  std::string Where() const {
-    return absl::StrCat("rank ", config_.rank, ", stage ", config_.stage, ", step ",
-                        command_.step(), ": ");
-  }
-
-  absl::Time Deadline() const { return absl::Now() + config_.wait_timeout; }
-
-  // ---- trace ------------------------------------------------------------------------------
-
-  bool Traced() const {
-    return res_.trace != nullptr && res_.trace->Records(command_.step(), command_.eval());
-  }
-  TraceEvent TraceEventAt(TraceKind kind) const {
-    TraceEvent event;
-    event.kind = kind;
-    event.step = command_.step();
-    event.eval = command_.eval();
-    event.instruction = static_cast<int32_t>(position_);
-    return event;
-  }
   TraceEvent InstructionEvent(TraceKind kind, const schedule::Instruction& instruction) const {
-    TraceEvent event = TraceEventAt(kind);
+    TraceEvent event = scope_.EventAt(kind);
     event.micro_batch = schedule::MicroBatchOf(instruction).value_or(-1);
     event.chunk = schedule::ChunkOf(instruction);
     switch (kind) {
@@ -208,22 +157,6 @@ class StageExecutor::Step {
     }
     return event;
   }
-  // A transfer from its post (begin_ns) until now, when its completion was seen.
-  // `chunk`: this stage's chunk (a send's key names the receiver's).
-  void RecordTransfer(TraceKind kind, const TransferKey& key, int chunk, int peer, int64_t bytes,
-                      int64_t posted_ns, int64_t done_ns = -1) {
-    if (!Traced()) return;
-    TraceEvent event = TraceEventAt(kind);
-    event.instruction = -1;
-    event.micro_batch = key.micro_batch;
-    event.chunk = chunk;
-    event.peer = peer;
-    event.bytes = bytes;
-    event.begin_ns = posted_ns;
-    event.end_ns = done_ns >= 0 ? done_ns : res_.trace->NowNs();
-    res_.trace->Add(event);
-  }
-  int64_t TraceNow() const { return res_.trace != nullptr ? res_.trace->NowNs() : 0; }
 
   const StageModel& ModelOf(int chunk) const { return *res_.chunks[chunk].model; }
   ParameterStore& ParametersOf(int chunk) const { return *res_.chunks[chunk].parameters; }
@@ -244,49 +177,13 @@ class StageExecutor::Step {
     return ctx;
   }
 
-  absl::Status CheckOp(int m, int chunk) const {
-    if (m < 0 || m >= micro_batches_) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("micro-batch ", m, " is outside [0, ", micro_batches_, ")"));
-    }
-    if (chunk < 0 || chunk >= config_.chunks) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("chunk ", chunk, " is outside [0, ", config_.chunks, ")"));
-    }
-    return absl::OkStatus();
-  }
-  template <typename Op>
-  absl::Status CheckOp(const Op& op) const {
-    return CheckOp(op.micro_batch, op.chunk);
-  }
-
-  int64_t Slot(int chunk, int m) const { return static_cast<int64_t>(chunk) * micro_batches_ + m; }
-
-  // The state of the op's (chunk, micro-batch), created on first use. A micro-batch whose work
-  // on this stage is complete has no state left, and an instruction for it repeats work.
   template <typename Op>
   absl::StatusOr<MicroBatch*> State(const Op& op) {
-    const int64_t slot = Slot(op.chunk, op.micro_batch);
-    if (finished_[slot]) {
-      return absl::FailedPreconditionError(
-          "the micro-batch already finished on this stage: the instruction repeats work");
-    }
-    return &state_.try_emplace(slot).first->second;
+    return states_.Get(op.chunk, op.micro_batch);
   }
-
-  // Drops a micro-batch's state once nothing of it is left to do on this stage.
   template <typename Op>
   void ReleaseIfDone(const Op& op) {
-    const int64_t slot = Slot(op.chunk, op.micro_batch);
-    auto it = state_.find(slot);
-    if (it == state_.end()) return;
-    const MicroBatch& mb = it->second;
-    const bool backward_done =
-        plan_.forward_only() ? mb.forwarded : mb.input_grad_done && !mb.weight_grad_pending;
-    if (backward_done && !mb.output.defined() && !mb.input_grad.defined()) {
-      state_.erase(it);
-      finished_[slot] = true;
-    }
+    states_.ReleaseIfDone(op.chunk, op.micro_batch);
   }
 
   schedule::StageChunk At(int chunk) const { return {config_.stage, chunk}; }
@@ -295,154 +192,6 @@ class StageExecutor::Step {
     return std::span<const int64_t>(command_.sample_indices().data(),
                                     command_.sample_indices_size())
         .subspan(static_cast<size_t>(m) * micro_batch_size_, micro_batch_size_);
-  }
-
-  // ---- receives posted ahead --------------------------------------------------------------
-
-  struct PostedReceive {
-    Tensor buffer;
-    std::unique_ptr<TransferHandle> handle;
-    TransferKey key;
-    int chunk = 0;
-    int peer = -1;
-    int64_t posted_ns = 0;
-    int64_t done_ns = -1;  // when a poll first saw it complete
-  };
-
-  absl::Status PostReceivesUpTo(int count) {
-    while (next_receive_ < receive_positions_.size() && posted_ahead_ < count) {
-      RETURN_IF_ERROR(PostNextReceive());
-    }
-    return absl::OkStatus();
-  }
-
-  // Posts the next receive of the program, naming it on failure.
-  absl::Status PostNextReceive() {
-    const size_t position = receive_positions_[next_receive_];
-    const absl::Status posted = PostReceive(position);
-    if (!posted.ok()) {
-      return WithContext(
-          posted, absl::StrCat("posting ", schedule::ToString(program_.instructions[position])));
-    }
-    ++next_receive_;
-    ++posted_ahead_;
-    return absl::OkStatus();
-  }
-
-  absl::Status PostReceive(size_t position) {
-    const schedule::Instruction& instruction = program_.instructions[position];
-    const bool activation = std::holds_alternative<schedule::RecvActivation>(instruction);
-    const int m = *schedule::MicroBatchOf(instruction);
-    const int chunk = schedule::ChunkOf(instruction);
-    RETURN_IF_ERROR(CheckOp(m, chunk));
-    const Shape& per_sample =
-        activation ? ModelOf(chunk).input_shape() : ModelOf(chunk).output_shape();
-    const int peer = activation ? config_.prev_rank : config_.next_rank;
-    if (peer < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("stage ", config_.stage, " has no ",
-                                                     activation ? "previous" : "next",
-                                                     " stage to receive from"));
-    }
-    PostedReceive& posted = receives_[position];
-    ASSIGN_OR_RETURN(
-        posted.buffer,
-        Tensor::Empty(res_.device, per_sample.WithBatch(micro_batch_size_), DType::kF32,
-                      activation ? MemoryKind::kBoundary : MemoryKind::kBoundaryGrad));
-    // Transfers are keyed by the receiving side's chunk (the sender translates, see Send*).
-    const TransferKey key{.step = command_.step(),
-                          .micro_batch = m,
-                          .chunk = chunk,
-                          .kind = activation ? TransferKind::kActivation : TransferKind::kGradient};
-    posted.key = key;
-    posted.chunk = chunk;
-    posted.peer = peer;
-    posted.posted_ns = TraceNow();
-    ASSIGN_OR_RETURN(posted.handle, res_.channel.Recv(posted.buffer, peer, key));
-    return absl::OkStatus();
-  }
-
-  // Gives every receive posted ahead a chance to progress between instructions (a transport may
-  // need that to start the payload transfer); errors surface when the receive is consumed.
-  void PollPostedReceives() {
-    for (size_t i = consumed_receives_; i < next_receive_; ++i) {
-      PostedReceive& posted = receives_[receive_positions_[i]];
-      if (posted.handle && posted.handle->Done() && posted.done_ns < 0) {
-        posted.done_ns = TraceNow();
-      }
-    }
-  }
-
-  // Waits for the receive at the current position and returns its tensor.
-  absl::StatusOr<Tensor> CompleteReceive() {
-    // Not posted yet when the lookahead is exhausted: post everything up to and including it.
-    while (!receives_[position_].handle && next_receive_ < receive_positions_.size()) {
-      RETURN_IF_ERROR(PostNextReceive());
-    }
-    PostedReceive posted = std::move(receives_[position_]);
-    --posted_ahead_;
-    ++consumed_receives_;
-    RETURN_IF_ERROR(posted.handle->Wait(Deadline()));
-    RecordTransfer(posted.key.kind == TransferKind::kActivation ? TraceKind::kTransferActivationIn
-                                                                 : TraceKind::kTransferGradIn,
-                   posted.key, posted.chunk, posted.peer, posted.buffer.bytes(), posted.posted_ns,
-                   posted.done_ns);
-    RETURN_IF_ERROR(PostReceivesUpTo(config_.recv_lookahead));
-    return std::move(posted.buffer);
-  }
-
-  // ---- sends in flight ----------------------------------------------------------------------
-
-  struct InFlightSend {
-    TransferKey key;
-    std::unique_ptr<TransferHandle> handle;
-    int chunk = 0;
-    int peer = -1;
-    int64_t bytes = 0;
-    int64_t posted_ns = 0;
-  };
-
-  // `chunk`: the sending chunk (the key names the receiver's).
-  absl::Status StartSend(Tensor tensor, int peer, const TransferKey& key, int chunk) {
-    if (peer < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("stage ", config_.stage, " has no peer to send ", ToString(key), " to"));
-    }
-    const int64_t posted_ns = TraceNow();
-    const int64_t bytes = tensor.bytes();
-    ASSIGN_OR_RETURN(auto handle, res_.channel.Send(tensor, peer, key));
-    sends_.push_back({key, std::move(handle), chunk, peer, bytes, posted_ns});
-    return absl::OkStatus();
-  }
-
-  void RecordSend(const InFlightSend& send) {
-    RecordTransfer(send.key.kind == TransferKind::kActivation ? TraceKind::kTransferActivationOut
-                                                               : TraceKind::kTransferGradOut,
-                   send.key, send.chunk, send.peer, send.bytes, send.posted_ns);
-  }
-
-  // Drops completed sends; a send that failed reports its error here, naming its transfer.
-  absl::Status ReapFinishedSends() {
-    for (auto it = sends_.begin(); it != sends_.end();) {
-      if (!it->handle->Done()) {
-        ++it;
-        continue;
-      }
-      RETURN_IF_ERROR(
-          WithContext(it->handle->Wait(Deadline()), absl::StrCat("sending ", ToString(it->key))));
-      RecordSend(*it);
-      it = sends_.erase(it);
-    }
-    return absl::OkStatus();
-  }
-
-  absl::Status WaitForSends() {
-    for (InFlightSend& send : sends_) {
-      RETURN_IF_ERROR(
-          WithContext(send.handle->Wait(Deadline()), absl::StrCat("sending ", ToString(send.key))));
-      RecordSend(send);
-    }
-    sends_.clear();
-    return absl::OkStatus();
   }
 
   // ---- compute ----------------------------------------------------------------------------
@@ -525,7 +274,7 @@ class StageExecutor::Step {
   // ---- instruction handlers -----------------------------------------------------------------
 
   absl::Status Execute(const schedule::LoadMicroBatch& op) {
-    RETURN_IF_ERROR(CheckOp(op));
+    RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
     const absl::Time begin = absl::Now();
     if (res_.dataset == nullptr) {
       return absl::FailedPreconditionError("this stage has no data source");
@@ -544,28 +293,42 @@ class StageExecutor::Step {
           mb.input,
           Tensor::Empty(res_.device, res_.dataset->input_shape().WithBatch(micro_batch_size_),
                         res_.dataset->input_dtype(), MemoryKind::kBoundary));
-      RETURN_IF_ERROR(res_.dataset->GatherInputs(indices, mb.input));
+      RETURN_IF_ERROR(Gather(indices, /*inputs=*/true, mb.input));
     }
     if (loads_targets) {
       ASSIGN_OR_RETURN(
           mb.targets,
           Tensor::Empty(res_.device, res_.dataset->target_shape().WithBatch(micro_batch_size_),
                         res_.dataset->target_dtype(), MemoryKind::kData));
-      RETURN_IF_ERROR(res_.dataset->GatherTargets(indices, mb.targets));
+      RETURN_IF_ERROR(Gather(indices, /*inputs=*/false, mb.targets));
     }
     busy_ += absl::Now() - begin;
     return absl::OkStatus();
   }
 
+  // Fills `into` (device memory) with the samples' inputs or targets: directly where the host
+  // can write it, else through the device's host staging memory and one copy.
+  absl::Status Gather(std::span<const int64_t> indices, bool inputs, Tensor& into) {
+    const auto gather = [&](Tensor& out) {
+      return inputs ? res_.dataset->GatherInputs(indices, out)
+                    : res_.dataset->GatherTargets(indices, out);
+    };
+    if (into.host_accessible()) return gather(into);
+    ASSIGN_OR_RETURN(Tensor staged, Tensor::Empty(res_.device.host_staging(), into.shape(),
+                                                  into.dtype(), into.memory_kind()));
+    RETURN_IF_ERROR(gather(staged));
+    return res_.device.CopyFromHost(staged.raw_data(), staged.bytes(), into);
+  }
+
   absl::Status Execute(const schedule::RecvActivation& op) {
-    RETURN_IF_ERROR(CheckOp(op));
+    RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
-    ASSIGN_OR_RETURN(state->input, CompleteReceive());
+    ASSIGN_OR_RETURN(state->input, transfers_.CompleteReceive(scope_.position()));
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::Forward& op) {
-    RETURN_IF_ERROR(CheckOp(op));
+    RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
     const absl::Time begin = absl::Now();
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
     MicroBatch& mb = *state;
@@ -586,13 +349,12 @@ class StageExecutor::Step {
       if (!mb.targets.defined()) {
         return absl::FailedPreconditionError("the micro-batch's targets were not loaded");
       }
-      ASSIGN_OR_RETURN(LossResult loss, ModelOf(op.chunk).loss()->Compute(
-                                            res_.device, output, mb.targets, config_.global_batch));
-      if (!std::isfinite(loss.loss)) non_finite_ = true;
-      loss_sum_ += loss.loss;
-      if (loss.correct >= 0) correct_ = (correct_ < 0 ? 0 : correct_) + loss.correct;
-      loss.grad.Retag(MemoryKind::kBoundaryGrad);
-      mb.output_grad = std::move(loss.grad);
+      ASSIGN_OR_RETURN(Tensor * totals, report_builder_.LossTotals());
+      ASSIGN_OR_RETURN(Tensor grad,
+                       ModelOf(op.chunk).loss()->Compute(res_.device, output, mb.targets,
+                                                         config_.global_batch, *totals));
+      grad.Retag(MemoryKind::kBoundaryGrad);
+      mb.output_grad = std::move(grad);
       mb.targets = Tensor();
     } else {
       mb.output = std::move(output);
@@ -623,21 +385,20 @@ class StageExecutor::Step {
     if (real == 0) return absl::OkStatus();
     ASSIGN_OR_RETURN(const Tensor real_output, output.SliceRows(0, real));
     ASSIGN_OR_RETURN(const Tensor real_targets, targets.SliceRows(0, real));
-    ASSIGN_OR_RETURN(LossResult loss,
-                     ModelOf(chunk).loss()->Compute(res_.device, real_output, real_targets,
-                                                    /*global_batch=*/1));
-    if (!std::isfinite(loss.loss)) non_finite_ = true;
-    eval_loss_sum_ += loss.loss;
-    eval_samples_ += real;
-    if (loss.correct >= 0) {  // classification: one prediction per target id
-      correct_ = (correct_ < 0 ? 0 : correct_) + loss.correct;
-      eval_predictions_ += real_targets.num_elements();
-    }
+    ASSIGN_OR_RETURN(Tensor * totals, report_builder_.LossTotals());
+    RETURN_IF_ERROR(ModelOf(chunk)
+                        .loss()
+                        ->Compute(res_.device, real_output, real_targets,
+                                  /*global_batch=*/1, *totals)
+                        .status());
+    // Classification: one prediction per target id.
+    report_builder_.CountEvaluated(
+        real, ModelOf(chunk).loss()->counts_correct() ? real_targets.num_elements() : 0);
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::SendActivation& op) {
-    RETURN_IF_ERROR(CheckOp(op));
+    RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
     MicroBatch& mb = *state;
     if (!mb.output.defined()) return absl::FailedPreconditionError("no forward output to send");
@@ -649,20 +410,20 @@ class StageExecutor::Step {
                           .chunk = topology_.Next(At(op.chunk)).chunk,
                           .kind = TransferKind::kActivation};
     RETURN_IF_ERROR(
-        StartSend(std::exchange(mb.output, Tensor()), config_.next_rank, key, op.chunk));
+        transfers_.StartSend(std::exchange(mb.output, Tensor()), config_.next_rank, key, op.chunk));
     ReleaseIfDone(op);
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::RecvGrad& op) {
-    RETURN_IF_ERROR(CheckOp(op));
+    RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
-    ASSIGN_OR_RETURN(state->output_grad, CompleteReceive());
+    ASSIGN_OR_RETURN(state->output_grad, transfers_.CompleteReceive(scope_.position()));
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::Backward& op) {
-    RETURN_IF_ERROR(CheckOp(op));
+    RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
     const absl::Time begin = absl::Now();
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
     MicroBatch& mb = *state;
@@ -674,7 +435,7 @@ class StageExecutor::Step {
   }
 
   absl::Status Execute(const schedule::BackwardInput& op) {
-    RETURN_IF_ERROR(CheckOp(op));
+    RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
     const absl::Time begin = absl::Now();
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
     MicroBatch& mb = *state;
@@ -686,7 +447,7 @@ class StageExecutor::Step {
   }
 
   absl::Status Execute(const schedule::BackwardWeight& op) {
-    RETURN_IF_ERROR(CheckOp(op));
+    RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
     const absl::Time begin = absl::Now();
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
     MicroBatch& mb = *state;
@@ -715,7 +476,7 @@ class StageExecutor::Step {
   }
 
   absl::Status Execute(const schedule::SendGrad& op) {
-    RETURN_IF_ERROR(CheckOp(op));
+    RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
     MicroBatch& mb = *state;
     if (!mb.input_grad.defined()) return absl::FailedPreconditionError("no input gradient to send");
@@ -723,8 +484,8 @@ class StageExecutor::Step {
                           .micro_batch = op.micro_batch,
                           .chunk = topology_.Previous(At(op.chunk)).chunk,
                           .kind = TransferKind::kGradient};
-    RETURN_IF_ERROR(
-        StartSend(std::exchange(mb.input_grad, Tensor()), config_.prev_rank, key, op.chunk));
+    RETURN_IF_ERROR(transfers_.StartSend(std::exchange(mb.input_grad, Tensor()), config_.prev_rank,
+                                         key, op.chunk));
     ReleaseIfDone(op);
     return absl::OkStatus();
   }
@@ -736,7 +497,7 @@ class StageExecutor::Step {
     for (const ChunkRefs& chunk : res_.chunks) {
       grads.insert(grads.end(), chunk.parameters->grads().begin(), chunk.parameters->grads().end());
     }
-    RETURN_IF_ERROR(res_.channel.AllReduceSum(grads, config_.replica_group, Deadline()));
+    RETURN_IF_ERROR(res_.channel.AllReduceSum(grads, config_.replica_group, scope_.Deadline()));
     busy_ += absl::Now() - begin;
     return absl::OkStatus();
   }
@@ -747,22 +508,23 @@ class StageExecutor::Step {
     }
     RETURN_IF_ERROR(FinishStep());
     RETURN_IF_ERROR(SumTiedGradients());
+    ASSIGN_OR_RETURN(Tensor * flag, report_builder_.NonFiniteFlag());
     for (const ChunkRefs& chunk : res_.chunks) {
-      if (!chunk.parameters->GradsFinite()) non_finite_ = true;
+      RETURN_IF_ERROR(chunk.parameters->FlagNonFiniteGrads(*flag));
     }
-    FillReport();
+    RETURN_IF_ERROR(FillReport());
     bool apply = false;
     {
-      const TraceSpan sync(res_.trace, TraceEventAt(TraceKind::kSync));
+      const TraceSpan sync(res_.trace, scope_.EventAt(TraceKind::kSync));
       ASSIGN_OR_RETURN(apply, res_.gate.Synchronize(report_));
     }
-    const TraceSpan update(res_.trace, TraceEventAt(TraceKind::kOptimizer));
+    const TraceSpan update(res_.trace, scope_.EventAt(TraceKind::kOptimizer));
     for (const ChunkRefs& chunk : res_.chunks) {
       if (apply) {
-        RETURN_IF_ERROR(chunk.optimizer->Step(command_.lr(), chunk.parameters->values(),
-                                              chunk.parameters->grads()));
+        RETURN_IF_ERROR(chunk.optimizer->Step(
+            res_.device, command_.lr(), chunk.parameters->values(), chunk.parameters->grads()));
       }
-      chunk.parameters->ZeroGrads();
+      RETURN_IF_ERROR(chunk.parameters->ZeroGrads());
     }
     return absl::OkStatus();
   }
@@ -783,24 +545,17 @@ class StageExecutor::Step {
       }
       if (members.empty()) continue;
       const absl::Time begin = absl::Now();
-      // A simulated device's tensors hold no values: only the all-reduce (its modelled time).
-      const bool shape_only = res_.device.kind() == DeviceKind::kSim;
+      const TensorOps& ops = res_.device.ops().tensor;
       Tensor sum = members.front();
-      for (size_t i = 1; i < members.size() && !shape_only; ++i) {
-        float* out = sum.f32();
-        const float* g = members[i].f32();
-        for (int64_t e = 0; e < sum.num_elements(); ++e) out[e] += g[e];
-      }
+      for (size_t i = 1; i < members.size(); ++i) RETURN_IF_ERROR(ops.Add(sum, members[i], sum));
       if (tie.ranks_size() > 1) {
         const std::vector<int> ranks(tie.ranks().begin(), tie.ranks().end());
         std::vector<Tensor> reduced = {sum};
-        RETURN_IF_ERROR(WithContext(res_.channel.AllReduceSum(reduced, ranks, Deadline()),
+        RETURN_IF_ERROR(WithContext(res_.channel.AllReduceSum(reduced, ranks, scope_.Deadline()),
                                     absl::StrCat("summing the gradients of tied parameters ",
                                                  absl::StrJoin(tie.parameters(), ", "))));
       }
-      for (size_t i = 1; i < members.size() && !shape_only; ++i) {
-        std::copy_n(sum.f32(), sum.num_elements(), members[i].f32());
-      }
+      for (size_t i = 1; i < members.size(); ++i) RETURN_IF_ERROR(ops.Copy(sum, members[i]));
       busy_ += absl::Now() - begin;
     }
     return absl::OkStatus();
@@ -811,47 +566,30 @@ class StageExecutor::Step {
       return absl::FailedPreconditionError("ReportEval in a training program");
     }
     RETURN_IF_ERROR(FinishStep());
-    FillReport();
+    RETURN_IF_ERROR(FillReport());
     // Rank 0 learns the loss; its apply/skip answer means nothing without an update.
-    const TraceSpan sync(res_.trace, TraceEventAt(TraceKind::kSync));
+    const TraceSpan sync(res_.trace, scope_.EventAt(TraceKind::kSync));
     return res_.gate.Synchronize(report_).status();
   }
 
   // Every send of the step completed and no micro-batch left anything behind.
   absl::Status FinishStep() {
-    RETURN_IF_ERROR(WaitForSends());
-    if (!state_.empty()) {
-      int64_t slot = state_.begin()->first;
-      for (const auto& [s, unused] : state_) slot = std::min(slot, s);  // deterministic message
-      return absl::InternalError(absl::StrCat("micro-batch ", slot % micro_batches_, " (chunk ",
-                                              slot / micro_batches_,
-                                              ") still holds tensors at the end of the step"));
-    }
-    return absl::OkStatus();
+    RETURN_IF_ERROR(transfers_.WaitForSends());
+    return states_.CheckAllReleased();
   }
 
-  void FillReport() {
-    report_.set_rank(config_.rank);
-    report_.set_stage(config_.stage);
-    report_.set_step(command_.step());
-    if (IsLastStage()) {
-      if (!plan_.forward_only()) report_.set_loss(loss_sum_);
-      if (correct_ >= 0) report_.set_correct(correct_);
-      if (plan_.forward_only()) {
-        report_.set_eval_loss_sum(eval_loss_sum_);
-        report_.set_eval_samples(eval_samples_);
-        report_.set_eval_predictions(eval_predictions_);
-      }
+  // The step's report, from the device scalars read once (see StepReportBuilder).
+  absl::Status FillReport() {
+    bool counts_correct = false;
+    for (const ChunkRefs& chunk : res_.chunks) {
+      if (chunk.model->loss() != nullptr) counts_correct = chunk.model->loss()->counts_correct();
     }
-    report_.set_non_finite(non_finite_);
-    report_.set_step_ms(Milliseconds(absl::Now() - start_));
-    report_.set_busy_ms(Milliseconds(busy_));
-    const MemoryTracker& memory = res_.device.memory();
-    report_.set_peak_bytes(memory.peak());
-    report_.set_current_bytes(memory.current());
-    for (MemoryKind kind : kReportedKinds) {
-      (*report_.mutable_peak_bytes_by_kind())[MemoryKindName(kind)] = memory.peak(kind);
-    }
+    return report_builder_.Fill({.last_stage = IsLastStage(),
+                                 .forward_only = plan_.forward_only(),
+                                 .counts_correct = counts_correct,
+                                 .step_time = absl::Now() - start_,
+                                 .busy = busy_},
+                                report_);
   }
 
   const ExecutorConfig& config_;
@@ -863,24 +601,13 @@ class StageExecutor::Step {
   const schedule::Topology topology_;
   const MicroBatchPlan& plan_;
 
-  absl::flat_hash_map<int64_t, MicroBatch> state_;  // by Slot(chunk, micro-batch)
-  std::vector<bool> finished_;                      // by Slot: its work here is complete
-  std::vector<PostedReceive> receives_;             // indexed by instruction position
-  std::vector<size_t> receive_positions_;
-  size_t next_receive_ = 0;       // receive_positions_[next_receive_] is the next to post
-  size_t consumed_receives_ = 0;  // receives completed by their instruction, in program order
-  int posted_ahead_ = 0;
-  std::vector<InFlightSend> sends_;
-  size_t position_ = 0;
+  StepScope scope_;
+  MicroBatchStates states_;
+  StepTransfers transfers_;
+  StepReportBuilder report_builder_;
 
   absl::Time start_;
   absl::Duration busy_;
-  double loss_sum_ = 0.0;
-  int64_t correct_ = -1;
-  double eval_loss_sum_ = 0.0;  // forward-only programs (see Evaluate)
-  int64_t eval_samples_ = 0;
-  int64_t eval_predictions_ = 0;
-  bool non_finite_ = false;
   pb::StepReport report_;
 };
 

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 #include "runtime/train/optimizer_checks.h"
 
 namespace gpipe {
@@ -18,13 +19,6 @@ AdamHyperparameters FromSpec(const Spec& spec, bool decoupled) {
   hyper.weight_decay = spec.weight_decay();
   hyper.decoupled_weight_decay = decoupled;
   return hyper;
-}
-
-// torch.lerp's float formula: start + w * (end - start) for |w| < 0.5, otherwise
-// end - (end - start) * (1 - w).
-inline float Lerp(float start, float end, float weight) {
-  return std::fabs(weight) < 0.5f ? start + weight * (end - start)
-                                  : end - (end - start) * (1.0f - weight);
 }
 
 }  // namespace
@@ -59,14 +53,14 @@ absl::StatusOr<std::unique_ptr<AdamOptimizer>> AdamOptimizer::CreateChecked(
 // with bc1 = 1 - beta1^t, bc2 = 1 - beta2^t, lr / bc1 and sqrt(bc2) in double, each rounded to
 // float once. PyTorch's vectorized CPU kernels fuse some multiply-adds (lerp); this loop does
 // not, so results may differ from PyTorch's in the last bit of an element.
-absl::Status AdamOptimizer::Step(double lr, std::span<Tensor> values,
+absl::Status AdamOptimizer::Step(Device& device, double lr, std::span<Tensor> values,
                                  std::span<const Tensor> grads) {
   const char* name = hyper_.decoupled_weight_decay ? "adamw" : "adam";
   RETURN_IF_ERROR(optimizer_internal::CheckStepArguments(name, lr, values, grads, exp_avg_));
   if (exp_avg_.empty() && !values.empty()) {
     std::vector<Tensor> first, second;
-    RETURN_IF_ERROR(optimizer_internal::AllocateStateLike(values, first));
-    RETURN_IF_ERROR(optimizer_internal::AllocateStateLike(values, second));
+    RETURN_IF_ERROR(optimizer_internal::AllocateStateLike(device, values, first));
+    RETURN_IF_ERROR(optimizer_internal::AllocateStateLike(device, values, second));
     exp_avg_ = std::move(first);
     exp_avg_sq_ = std::move(second);
   }
@@ -74,37 +68,21 @@ absl::Status AdamOptimizer::Step(double lr, std::span<Tensor> values,
   const double t = static_cast<double>(steps_ + 1);
   const double bias_correction1 = 1.0 - std::pow(hyper_.beta1, t);
   const double bias_correction2 = 1.0 - std::pow(hyper_.beta2, t);
-  const float neg_step_size = static_cast<float>(-(lr / bias_correction1));
-  const float bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2));
-  const float eps = static_cast<float>(hyper_.eps);
-  const float lerp_weight = static_cast<float>(1.0 - hyper_.beta1);
-  const float beta2 = static_cast<float>(hyper_.beta2);
-  const float one_minus_beta2 = static_cast<float>(1.0 - hyper_.beta2);
   const bool decay = hyper_.weight_decay != 0;
   const bool decoupled = hyper_.decoupled_weight_decay;
-  const float l2 = static_cast<float>(hyper_.weight_decay);
-  const float decoupled_scale = static_cast<float>(1.0 - lr * hyper_.weight_decay);
-
+  const AdamUpdate update{
+      .neg_step_size = static_cast<float>(-(lr / bias_correction1)),
+      .bias_correction2_sqrt = static_cast<float>(std::sqrt(bias_correction2)),
+      .eps = static_cast<float>(hyper_.eps),
+      .lerp_weight = static_cast<float>(1.0 - hyper_.beta1),
+      .beta2 = static_cast<float>(hyper_.beta2),
+      .one_minus_beta2 = static_cast<float>(1.0 - hyper_.beta2),
+      .l2 = decay && !decoupled ? static_cast<float>(hyper_.weight_decay) : 0.0f,
+      .decoupled_scale =
+          decay && decoupled ? static_cast<float>(1.0 - lr * hyper_.weight_decay) : 1.0f};
   for (size_t i = 0; i < values.size(); ++i) {
-    float* p = values[i].f32();
-    const float* grad = grads[i].f32();
-    float* m = exp_avg_[i].f32();
-    float* v = exp_avg_sq_[i].f32();
-    const int64_t n = values[i].num_elements();
-    for (int64_t j = 0; j < n; ++j) {
-      float g = grad[j];
-      if (decay) {
-        if (decoupled) {
-          p[j] = p[j] * decoupled_scale;
-        } else {
-          g = g + l2 * p[j];
-        }
-      }
-      m[j] = Lerp(m[j], g, lerp_weight);
-      v[j] = v[j] * beta2 + one_minus_beta2 * g * g;
-      const float denom = std::sqrt(v[j]) / bias_correction2_sqrt + eps;
-      p[j] = p[j] + neg_step_size * m[j] / denom;
-    }
+    RETURN_IF_ERROR(
+        device.ops().optimizer.Adam(update, values[i], grads[i], exp_avg_[i], exp_avg_sq_[i]));
   }
   ++steps_;
   return absl::OkStatus();

@@ -34,7 +34,8 @@ class AdamOptimizer final : public Optimizer {
   static absl::StatusOr<std::unique_ptr<AdamOptimizer>> Create(const pb::Adam& spec);
   static absl::StatusOr<std::unique_ptr<AdamOptimizer>> Create(const pb::AdamW& spec);
 
-  absl::Status Step(double lr, std::span<Tensor> values, std::span<const Tensor> grads) override;
+  absl::Status Step(Device& device, double lr, std::span<Tensor> values,
+                    std::span<const Tensor> grads) override;
   double base_lr() const override { return hyper_.lr; }
   int64_t steps() const override { return steps_; }
 

@@ -12,15 +12,18 @@
 #include "absl/status/statusor.h"
 #include "proto/plan.pb.h"
 #include "runtime/core/tensor.h"
+#include "runtime/device/device.h"
 
 namespace gpipe {
 
 class Optimizer {
  public:
   virtual ~Optimizer() = default;
-  // values[i] -= update(grads[i]) with learning rate `lr`. The spans are the same length and
-  // order on every call (the stage's parameters). Gradients are not modified.
-  virtual absl::Status Step(double lr, std::span<Tensor> values, std::span<const Tensor> grads) = 0;
+  // values[i] -= update(grads[i]) with learning rate `lr`, computed by `device` (which holds
+  // the tensors) through its Ops. The spans are the same length and order on every call (the
+  // stage's parameters). Gradients are not modified.
+  virtual absl::Status Step(Device& device, double lr, std::span<Tensor> values,
+                            std::span<const Tensor> grads) = 0;
   // The plan's learning rate (the coordinator sends it in each StepCommand).
   virtual double base_lr() const = 0;
   // Number of Step calls so far.

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe::optimizer_internal {
 
@@ -67,21 +68,18 @@ absl::Status CheckStepArguments(const char* optimizer, double lr, std::span<cons
                                                      value.DebugString(), " but its gradient is ",
                                                      grad.DebugString()));
     }
-    if (!value.allocator().host_accessible() || !grad.allocator().host_accessible()) {
-      return absl::UnimplementedError(
-          absl::StrCat(optimizer, " step: parameter ", i,
-                       " is not in host memory; this optimizer runs on the CPU backend only"));
-    }
   }
   return absl::OkStatus();
 }
 
-absl::Status AllocateStateLike(std::span<const Tensor> values, std::vector<Tensor>& state) {
+absl::Status AllocateStateLike(Device& device, std::span<const Tensor> values,
+                               std::vector<Tensor>& state) {
   std::vector<Tensor> buffers;
   buffers.reserve(values.size());
   for (const Tensor& value : values) {
-    ASSIGN_OR_RETURN(Tensor buffer, Tensor::Zeros(value.allocator(), value.shape(), DType::kF32,
+    ASSIGN_OR_RETURN(Tensor buffer, Tensor::Empty(device, value.shape(), DType::kF32,
                                                   MemoryKind::kOptimizerState));
+    RETURN_IF_ERROR(device.ops().tensor.Fill(buffer, 0.0));
     buffers.push_back(std::move(buffer));
   }
   state = std::move(buffers);

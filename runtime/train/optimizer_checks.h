@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "runtime/core/tensor.h"
+#include "runtime/device/device.h"
 
 namespace gpipe::optimizer_internal {
 
@@ -21,15 +22,16 @@ absl::Status CheckNonNegative(const std::string& field, double value);
 absl::Status CheckUnitInterval(const std::string& field, double value);
 
 // The arguments of one Optimizer::Step: lr finite and >= 0, equally many values and gradients,
-// each pair host-accessible f32 of the same shape, and (once `state` exists: one tensor per
+// each pair f32 of the same shape, and (once `state` exists: one tensor per
 // parameter from the first call) the same number and shapes of parameters as on the first call.
 // `optimizer` names the optimizer in messages ("sgd").
 absl::Status CheckStepArguments(const char* optimizer, double lr, std::span<const Tensor> values,
                                 std::span<const Tensor> grads, std::span<const Tensor> state);
 
-// Replaces `state` with one zero-filled f32 buffer per value (same shape and allocator),
+// Replaces `state` with one zero-filled f32 buffer per value (same shape, on `device`),
 // counted as kOptimizerState. On failure `state` is left unchanged.
-absl::Status AllocateStateLike(std::span<const Tensor> values, std::vector<Tensor>& state);
+absl::Status AllocateStateLike(Device& device, std::span<const Tensor> values,
+                               std::vector<Tensor>& state);
 
 }  // namespace gpipe::optimizer_internal
 

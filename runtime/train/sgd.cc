@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 #include "runtime/train/optimizer_checks.h"
 
 namespace gpipe {
@@ -33,9 +34,9 @@ absl::StatusOr<std::unique_ptr<SgdOptimizer>> SgdOptimizer::Create(const pb::Sgd
 //   g = g + momentum * buf (nesterov)  |  g = buf
 //   p = p + (-lr) * g
 // Each double hyperparameter is rounded to float once, as PyTorch does for a float tensor.
-// PyTorch's vectorized CPU kernels fuse some of these multiply-adds (FMA); this loop does not,
-// so an element may differ from PyTorch's in the last bit.
-absl::Status SgdOptimizer::Step(double lr, std::span<Tensor> values,
+// PyTorch's vectorized CPU kernels fuse some of these multiply-adds (FMA); the CPU backend's
+// loop does not, so an element may differ from PyTorch's in the last bit.
+absl::Status SgdOptimizer::Step(Device& device, double lr, std::span<Tensor> values,
                                 std::span<const Tensor> grads) {
   const bool use_momentum = spec_.momentum() != 0;
   RETURN_IF_ERROR(optimizer_internal::CheckStepArguments(
@@ -43,32 +44,18 @@ absl::Status SgdOptimizer::Step(double lr, std::span<Tensor> values,
       use_momentum ? std::span<const Tensor>(momentum_buffers_) : std::span<const Tensor>()));
   const bool first_step = momentum_buffers_.empty();
   if (use_momentum && first_step) {
-    RETURN_IF_ERROR(optimizer_internal::AllocateStateLike(values, momentum_buffers_));
+    RETURN_IF_ERROR(optimizer_internal::AllocateStateLike(device, values, momentum_buffers_));
   }
-  const float weight_decay = static_cast<float>(spec_.weight_decay());
-  const float momentum = static_cast<float>(spec_.momentum());
-  const float one_minus_dampening = static_cast<float>(1.0 - spec_.dampening());
-  const float neg_lr = static_cast<float>(-lr);
-  const bool nesterov = spec_.nesterov();
-
+  const SgdUpdate update{.neg_lr = static_cast<float>(-lr),
+                         .weight_decay = static_cast<float>(spec_.weight_decay()),
+                         .momentum = static_cast<float>(spec_.momentum()),
+                         .one_minus_dampening = static_cast<float>(1.0 - spec_.dampening()),
+                         .nesterov = spec_.nesterov(),
+                         .first_step = first_step};
+  Tensor no_buffer;
   for (size_t i = 0; i < values.size(); ++i) {
-    float* p = values[i].f32();
-    const float* grad = grads[i].f32();
-    float* buf = use_momentum ? momentum_buffers_[i].f32() : nullptr;
-    const int64_t n = values[i].num_elements();
-    for (int64_t j = 0; j < n; ++j) {
-      float g = grad[j];
-      if (weight_decay != 0) g = g + weight_decay * p[j];
-      if (use_momentum) {
-        if (first_step) {
-          buf[j] = g;
-        } else {
-          buf[j] = buf[j] * momentum + one_minus_dampening * g;
-        }
-        g = nesterov ? g + momentum * buf[j] : buf[j];
-      }
-      p[j] = p[j] + neg_lr * g;
-    }
+    RETURN_IF_ERROR(device.ops().optimizer.Sgd(update, values[i], grads[i],
+                                               use_momentum ? momentum_buffers_[i] : no_buffer));
   }
   ++steps_;
   return absl::OkStatus();

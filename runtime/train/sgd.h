@@ -21,7 +21,8 @@ class SgdOptimizer final : public Optimizer {
   // momentum, dampening or weight_decay < 0, or nesterov without momentum > 0 and dampening 0.
   static absl::StatusOr<std::unique_ptr<SgdOptimizer>> Create(const pb::Sgd& spec);
 
-  absl::Status Step(double lr, std::span<Tensor> values, std::span<const Tensor> grads) override;
+  absl::Status Step(Device& device, double lr, std::span<Tensor> values,
+                    std::span<const Tensor> grads) override;
   double base_lr() const override { return spec_.lr(); }
   int64_t steps() const override { return steps_; }
 

@@ -4,7 +4,8 @@
 //     of class c is N(0, 1) per feature from RandomStream(seed, {kCenterTag, c}); sample i's
 //     class comes from a hash of (seed, i); its input is center + noise * N(0, 1).
 //   regression (num_classes == 0): inputs x ~ N(0, 1); targets tanh(W x + b) + noise * N(0, 1)
-//     from a fixed random teacher (W ~ N(0, 1/D) of [T, D], b ~ N(0, 0.25)) keyed by the seed.
+//     from a fixed random teacher (W ~ N(0, 1/D) of [T, D] in float, b ~ N(0, 0.25)) keyed by the
+//     seed; W x is summed in float over 16 interleaved lanes, combined in double.
 // The evaluation split (eval_samples samples) shares the class centers and the teacher; its
 // samples' streams (class, input, target noise) add kEvalSplitTag to their key, so they are
 // draws distinct from the training samples of the same index.
@@ -69,7 +70,7 @@ class SyntheticDataset final : public Dataset {
   // Regression: the teacher's weight [T, D] and bias [T].
   static constexpr int64_t kMaxCachedCenterElements = int64_t{1} << 24;
   std::vector<float> centers_;
-  std::vector<double> teacher_weight_;
+  std::vector<float> teacher_weight_;  // [outputs, features], row-major
   std::vector<double> teacher_bias_;
 };
 

@@ -22,14 +22,13 @@ std::string BackendName(const ::testing::TestParamInfo<BackendUnderTest>& info) 
 namespace {
 
 template <typename T>
-Tensor UploadTyped(Device& device, const std::vector<T>& values, const Shape& shape,
-                   DType dtype) {
+Tensor UploadTyped(Device& device, const std::vector<T>& values, const Shape& shape, DType dtype) {
   auto tensor = Tensor::Empty(device, shape, dtype, MemoryKind::kActivation);
   GPIPE_CHECK(tensor.ok()) << tensor.status();
   GPIPE_CHECK(static_cast<int64_t>(values.size()) == shape.num_elements())
       << values.size() << " values for " << shape.ToString();
-  const absl::Status copied = device.CopyFromHost(
-      values.data(), static_cast<int64_t>(values.size() * sizeof(T)), *tensor);
+  const absl::Status copied =
+      device.CopyFromHost(values.data(), static_cast<int64_t>(values.size() * sizeof(T)), *tensor);
   GPIPE_CHECK(copied.ok()) << copied;
   return *std::move(tensor);
 }
@@ -38,8 +37,8 @@ template <typename T>
 std::vector<T> DownloadTyped(Device& device, const Tensor& tensor, DType dtype) {
   GPIPE_CHECK(tensor.dtype() == dtype) << tensor.DebugString();
   std::vector<T> values(tensor.num_elements());
-  const absl::Status copied = device.CopyToHost(
-      tensor, values.data(), static_cast<int64_t>(values.size() * sizeof(T)));
+  const absl::Status copied =
+      device.CopyToHost(tensor, values.data(), static_cast<int64_t>(values.size() * sizeof(T)));
   GPIPE_CHECK(copied.ok()) << copied;
   return values;
 }

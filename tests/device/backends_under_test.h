@@ -65,8 +65,8 @@ std::string BackendName(const ::testing::TestParamInfo<BackendUnderTest>& info);
 }  // namespace gpipe::testing
 
 // Instantiates a TEST_P suite derived from OpsConformanceTest on every backend present.
-#define GPIPE_INSTANTIATE_ON_EVERY_BACKEND(suite)                                     \
-  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                           \
+#define GPIPE_INSTANTIATE_ON_EVERY_BACKEND(suite)                                      \
+  INSTANTIATE_TEST_SUITE_P(Backends, suite,                                            \
                            ::testing::ValuesIn(::gpipe::testing::BackendsUnderTest()), \
                            ::gpipe::testing::BackendName)
 

@@ -172,14 +172,13 @@ PipelineRun RunPipeline(const RunOptions& options) {
     ASSIGN_OR_RETURN(
         StageChunks params,
         StageChunks::Create(device, plan, StageChunks::SpecsForStage(parts, s, stages), registry));
-    DataRequirements req{.input_shape = analyzed->layers.front().input_shape,
-                         .input_dtype = plan.model().input().type() == pb::INT64
-                                            ? DType::kI64
-                                            : DType::kF32,
-                         .target_shape = analyzed->target_shape,
-                         .target_dtype = analyzed->target_dtype,
-                         .num_classes = analyzed->num_classes,
-                         .seed = plan.training().seed()};
+    DataRequirements req{
+        .input_shape = analyzed->layers.front().input_shape,
+        .input_dtype = plan.model().input().type() == pb::INT64 ? DType::kI64 : DType::kF32,
+        .target_shape = analyzed->target_shape,
+        .target_dtype = analyzed->target_dtype,
+        .num_classes = analyzed->num_classes,
+        .seed = plan.training().seed()};
     ASSIGN_OR_RETURN(std::unique_ptr<Dataset> dataset, OpenDataset(plan.data(), req));
     if (options.poison_input) dataset = std::make_unique<PoisonedDataset>(std::move(dataset));
     LoopbackChannel channel(hub, s, options.fault);
@@ -203,7 +202,8 @@ PipelineRun RunPipeline(const RunOptions& options) {
                          plan.training().seed());
     {
       absl::MutexLock lock(&weights_mu);
-      for (const NamedTensorData& t : params.Export()) run.initial_weights[t.name] = t.values;
+      ASSIGN_OR_RETURN(const std::vector<NamedTensorData> initial, params.Export());
+      for (const NamedTensorData& t : initial) run.initial_weights[t.name] = t.values;
     }
     // One EVAL step (forward only) on step 0's samples; one chunk per stage (EVAL does not
     // interleave).
@@ -235,8 +235,9 @@ PipelineRun RunPipeline(const RunOptions& options) {
     run.peak_boundary[s] = device.memory().peak(MemoryKind::kBoundary);
     run.peak_boundary_grad[s] = device.memory().peak(MemoryKind::kBoundaryGrad);
     if (options.eval_after) RETURN_IF_ERROR(evaluate());
+    ASSIGN_OR_RETURN(const std::vector<NamedTensorData> final_weights, params.Export());
     absl::MutexLock lock(&weights_mu);
-    for (const NamedTensorData& t : params.Export()) run.weights[t.name] = t.values;
+    for (const NamedTensorData& t : final_weights) run.weights[t.name] = t.values;
     run.end_transient[s] = device.memory().current(MemoryKind::kActivation) +
                            device.memory().current(MemoryKind::kBoundary) +
                            device.memory().current(MemoryKind::kBoundaryGrad);

@@ -92,7 +92,7 @@ TEST_P(OptimizerMatchesTorchTest, FourStepTrajectoryMatchesTorchOptim) {
   Parameters p = MakeParameters(device);
   for (int step = 0; step < kSteps; ++step) {
     SetGrads(p, kGrads[step]);
-    ASSERT_TRUE((*optimizer)->Step(c.lrs[step], p.values, p.grads).ok());
+    ASSERT_TRUE((*optimizer)->Step(device, c.lrs[step], p.values, p.grads).ok());
     for (int k = 0; k < kElements; ++k) {
       const float expected = c.expected[step][k];
       // torch's vectorized kernels fuse some multiply-adds, so about one element in ten
@@ -120,11 +120,11 @@ TEST(SgdOptimizerTest, MomentumFirstStepUsesGradientThenAccumulates) {
   std::vector<Tensor> values = {MakeTensor(device, {1}, &initial, MemoryKind::kParameter)};
   const float g1 = 2.0f, g2 = 4.0f;
   std::vector<Tensor> grads = {MakeTensor(device, {1}, &g1, MemoryKind::kGradient)};
-  ASSERT_TRUE((*optimizer)->Step(0.5, values, grads).ok());
+  ASSERT_TRUE((*optimizer)->Step(device, 0.5, values, grads).ok());
   // buf = 2 (no dampening on the first step); p = 1 - 0.5 * 2 = 0.
   EXPECT_FLOAT_EQ(values[0].f32()[0], 0.0f);
   grads[0].f32()[0] = g2;
-  ASSERT_TRUE((*optimizer)->Step(0.5, values, grads).ok());
+  ASSERT_TRUE((*optimizer)->Step(device, 0.5, values, grads).ok());
   // buf = 0.5 * 2 + 0.5 * 4 = 3; p = 0 - 0.5 * 3 = -1.5.
   EXPECT_FLOAT_EQ(values[0].f32()[0], -1.5f);
 }
@@ -138,7 +138,7 @@ TEST(AdamOptimizerTest, FirstStepMovesEachElementByLrTimesSignOfGradient) {
   const float grad[3] = {3.0f, -0.001f, 250.0f};
   std::vector<Tensor> values = {MakeTensor(device, {3}, initial, MemoryKind::kParameter)};
   std::vector<Tensor> grads = {MakeTensor(device, {3}, grad, MemoryKind::kGradient)};
-  ASSERT_TRUE((*optimizer)->Step(0.1, values, grads).ok());
+  ASSERT_TRUE((*optimizer)->Step(device, 0.1, values, grads).ok());
   EXPECT_NEAR(values[0].f32()[0], 0.9f, 1e-6);
   EXPECT_NEAR(values[0].f32()[1], 1.1f, 1e-6);
   EXPECT_NEAR(values[0].f32()[2], 0.9f, 1e-6);
@@ -151,7 +151,7 @@ TEST(AdamOptimizerTest, AdamWDecaysWeightsEvenWithZeroGradient) {
   const float initial = 2.0f, zero = 0.0f;
   std::vector<Tensor> values = {MakeTensor(device, {1}, &initial, MemoryKind::kParameter)};
   std::vector<Tensor> grads = {MakeTensor(device, {1}, &zero, MemoryKind::kGradient)};
-  ASSERT_TRUE((*optimizer)->Step(0.1, values, grads).ok());
+  ASSERT_TRUE((*optimizer)->Step(device, 0.1, values, grads).ok());
   EXPECT_FLOAT_EQ(values[0].f32()[0], 2.0f * (1.0f - 0.1f * 0.5f));
 }
 
@@ -169,9 +169,9 @@ TEST(OptimizerStateTest, StateIsAllocatedOnFirstStepAsOptimizerState) {
     Parameters p = MakeParameters(device);
     SetGrads(p, kGrads[0]);
     EXPECT_EQ(device.memory().current(MemoryKind::kOptimizerState), 0) << e.spec;
-    ASSERT_TRUE((*optimizer)->Step(0.1, p.values, p.grads).ok());
+    ASSERT_TRUE((*optimizer)->Step(device, 0.1, p.values, p.grads).ok());
     EXPECT_EQ(device.memory().current(MemoryKind::kOptimizerState), e.state_bytes) << e.spec;
-    ASSERT_TRUE((*optimizer)->Step(0.1, p.values, p.grads).ok());
+    ASSERT_TRUE((*optimizer)->Step(device, 0.1, p.values, p.grads).ok());
     EXPECT_EQ(device.memory().current(MemoryKind::kOptimizerState), e.state_bytes) << e.spec;
     optimizer->reset();
     EXPECT_EQ(device.memory().current(MemoryKind::kOptimizerState), 0) << e.spec;
@@ -184,8 +184,8 @@ TEST(OptimizerStateTest, GradientsAreNotModified) {
   ASSERT_TRUE(optimizer.ok());
   Parameters p = MakeParameters(device);
   SetGrads(p, kGrads[1]);
-  ASSERT_TRUE((*optimizer)->Step(0.1, p.values, p.grads).ok());
-  ASSERT_TRUE((*optimizer)->Step(0.1, p.values, p.grads).ok());
+  ASSERT_TRUE((*optimizer)->Step(device, 0.1, p.values, p.grads).ok());
+  ASSERT_TRUE((*optimizer)->Step(device, 0.1, p.values, p.grads).ok());
   for (int k = 0; k < 4; ++k) EXPECT_EQ(p.grads[0].f32()[k], kGrads[1][k]);
   for (int k = 0; k < 3; ++k) EXPECT_EQ(p.grads[1].f32()[k], kGrads[1][4 + k]);
 }
@@ -210,25 +210,25 @@ TEST(OptimizerStepTest, RejectsMismatchedArgumentsWithoutChangingAnything) {
 
   // One gradient for two parameters.
   absl::Status status =
-      (*optimizer)->Step(0.1, p.values, std::span<const Tensor>(p.grads).first(1));
+      (*optimizer)->Step(device, 0.1, p.values, std::span<const Tensor>(p.grads).first(1));
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("2 parameters but 1 gradients"), std::string::npos) << status;
 
   // Gradient of the wrong shape.
   std::vector<Tensor> wrong = {p.grads[0],
                                *Tensor::Zeros(device, {3}, DType::kF32, MemoryKind::kGradient)};
-  status = (*optimizer)->Step(0.1, p.values, wrong);
+  status = (*optimizer)->Step(device, 0.1, p.values, wrong);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("parameter 1 is f32[1, 3] but its gradient is f32[3]"),
             std::string::npos)
       << status;
 
   // Negative or non-finite learning rate.
-  status = (*optimizer)->Step(-0.1, p.values, p.grads);
+  status = (*optimizer)->Step(device, -0.1, p.values, p.grads);
   EXPECT_NE(status.message().find("learning rate must be finite and >= 0, got -0.1"),
             std::string::npos)
       << status;
-  status = (*optimizer)->Step(std::nan(""), p.values, p.grads);
+  status = (*optimizer)->Step(device, std::nan(""), p.values, p.grads);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
 
   EXPECT_EQ((*optimizer)->steps(), 0);
@@ -236,9 +236,9 @@ TEST(OptimizerStepTest, RejectsMismatchedArgumentsWithoutChangingAnything) {
   EXPECT_EQ(device.memory().current(MemoryKind::kOptimizerState), 0);
 
   // After the first step the parameter count is fixed.
-  ASSERT_TRUE((*optimizer)->Step(0.1, p.values, p.grads).ok());
+  ASSERT_TRUE((*optimizer)->Step(device, 0.1, p.values, p.grads).ok());
   status = (*optimizer)
-               ->Step(0.1, std::span<Tensor>(p.values).first(1),
+               ->Step(device, 0.1, std::span<Tensor>(p.values).first(1),
                       std::span<const Tensor>(p.grads).first(1));
   EXPECT_NE(status.message().find("pass the same parameters every step"), std::string::npos)
       << status;
@@ -247,10 +247,10 @@ TEST(OptimizerStepTest, RejectsMismatchedArgumentsWithoutChangingAnything) {
   for (const char* spec : {"adam { }", "sgd { lr: 0.1 momentum: 0.9 }"}) {
     auto stateful = CreateOptimizer(ParseSpec(spec));
     ASSERT_TRUE(stateful.ok());
-    ASSERT_TRUE((*stateful)->Step(0.1, p.values, p.grads).ok());
+    ASSERT_TRUE((*stateful)->Step(device, 0.1, p.values, p.grads).ok());
     std::vector<Tensor> swapped_values = {p.values[1], p.values[0]};
     std::vector<Tensor> swapped_grads = {p.grads[1], p.grads[0]};
-    status = (*stateful)->Step(0.1, swapped_values, swapped_grads);
+    status = (*stateful)->Step(device, 0.1, swapped_values, swapped_grads);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << spec;
     EXPECT_NE(status.message().find("its optimizer state was created for"), std::string::npos)
         << status;

@@ -3,16 +3,12 @@
 #include <cblas.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "absl/strings/str_cat.h"
 
 namespace gpipe {
 namespace {
-
-constexpr size_t kAlignment = 64;
 
 // A CPU event: the monotonic time at which it was recorded (all earlier work is done then).
 class CpuEvent final : public DeviceEvent {
@@ -28,6 +24,8 @@ class CpuEvent final : public DeviceEvent {
 
 CpuDevice::CpuDevice(CpuDeviceOptions options)
     : options_(options),
+      memory_("cpu", options.memory_limit_bytes),
+      staging_("staging"),
       dnnl_(options.threads),
       matmul_ops_(dnnl_),
       conv_ops_(dnnl_),
@@ -42,38 +40,20 @@ CpuDevice::CpuDevice(CpuDeviceOptions options)
            .optimizer = optimizer_ops_} {}
 
 absl::StatusOr<void*> CpuDevice::Allocate(int64_t bytes, MemoryKind kind) {
-  if (bytes < 0) return absl::InvalidArgumentError("negative allocation size");
-  if (options_.memory_limit_bytes > 0 && memory_.current() + bytes > options_.memory_limit_bytes) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "cpu: allocating ", bytes, " bytes (", MemoryKindName(kind), ") exceeds the limit of ",
-        options_.memory_limit_bytes, " bytes (", memory_.current(), " in use)"));
-  }
-  const size_t rounded = ((static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment) * kAlignment;
-  void* ptr = ::operator new(rounded == 0 ? kAlignment : rounded, std::align_val_t(kAlignment),
-                             std::nothrow);
-  if (ptr == nullptr) {
-    return absl::ResourceExhaustedError(absl::StrCat("cpu: out of memory allocating ", bytes,
-                                                     " bytes (", MemoryKindName(kind), ")"));
-  }
-  memory_.Allocated(kind, bytes);
-  return ptr;
+  return memory_.Allocate(bytes, kind);
 }
 
-void CpuDevice::Free(void* ptr, int64_t bytes, MemoryKind kind) {
-  ::operator delete(ptr, std::align_val_t(kAlignment));
-  memory_.Freed(kind, bytes);
-}
+void CpuDevice::Free(void* ptr, int64_t bytes, MemoryKind kind) { memory_.Free(ptr, bytes, kind); }
 
 void CpuDevice::Recount(int64_t bytes, MemoryKind from, MemoryKind to) {
-  memory_.Moved(from, to, bytes);
+  memory_.Recount(bytes, from, to);
 }
 
 absl::Status CpuDevice::CopyFromHost(const void* source, int64_t source_bytes,
                                      Tensor& destination) {
   if (!destination.defined() || destination.bytes() != source_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("cpu: copying ", source_bytes,
-                                                   " host bytes into ",
-                                                   destination.DebugString()));
+                                                   " host bytes into ", destination.DebugString()));
   }
   if (source_bytes > 0) std::memcpy(destination.raw_data(), source, source_bytes);
   return absl::OkStatus();
@@ -82,8 +62,8 @@ absl::Status CpuDevice::CopyFromHost(const void* source, int64_t source_bytes,
 absl::Status CpuDevice::CopyToHost(const Tensor& source, void* destination,
                                    int64_t destination_bytes) {
   if (!source.defined() || source.bytes() != destination_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("cpu: copying ", source.DebugString(),
-                                                   " into ", destination_bytes, " host bytes"));
+    return absl::InvalidArgumentError(absl::StrCat("cpu: copying ", source.DebugString(), " into ",
+                                                   destination_bytes, " host bytes"));
   }
   if (destination_bytes > 0) std::memcpy(destination, source.raw_data(), destination_bytes);
   return absl::OkStatus();
@@ -93,8 +73,7 @@ absl::StatusOr<std::unique_ptr<DeviceEvent>> CpuDevice::RecordEvent() {
   return std::make_unique<CpuEvent>(std::chrono::steady_clock::now());
 }
 
-absl::StatusOr<double> CpuDevice::ElapsedSeconds(const DeviceEvent& start,
-                                                 const DeviceEvent& end) {
+absl::StatusOr<double> CpuDevice::ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) {
   const auto* a = dynamic_cast<const CpuEvent*>(&start);
   const auto* b = dynamic_cast<const CpuEvent*>(&end);
   if (a == nullptr || b == nullptr) {

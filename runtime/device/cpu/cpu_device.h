@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "runtime/core/host_allocator.h"
 #include "runtime/device/cpu/cpu_activation_ops.h"
 #include "runtime/device/cpu/cpu_attention_ops.h"
 #include "runtime/device/cpu/cpu_conv_ops.h"
@@ -44,11 +45,11 @@ class CpuDevice final : public Device {
   bool host_accessible() const override { return true; }
 
   std::string name() const override { return "cpu"; }
-  MemoryTracker& memory() override { return memory_; }
+  MemoryTracker& memory() override { return memory_.memory(); }
+  Allocator& host_staging() override { return staging_; }
   const Ops& ops() override { return ops_; }
 
-  absl::Status CopyFromHost(const void* source, int64_t source_bytes,
-                            Tensor& destination) override;
+  absl::Status CopyFromHost(const void* source, int64_t source_bytes, Tensor& destination) override;
   absl::Status CopyToHost(const Tensor& source, void* destination,
                           int64_t destination_bytes) override;
   absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override;
@@ -59,7 +60,8 @@ class CpuDevice final : public Device {
 
  private:
   CpuDeviceOptions options_;
-  MemoryTracker memory_;
+  HostAllocator memory_;
+  HostAllocator staging_;
   DnnlContext dnnl_;
   CpuTensorOps tensor_ops_;
   CpuMatmulOps matmul_ops_;

@@ -1,13 +1,73 @@
 #include "runtime/device/cpu/cpu_optimizer_ops.h"
 
-namespace gpipe {
+#include <cmath>
 
-absl::Status CpuOptimizerOps::Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad, Tensor& momentum_buffer) const {
-  return absl::UnimplementedError("CpuOptimizerOps::Sgd: scaffolding");
+#include "runtime/core/status_macros.h"
+#include "runtime/device/ops/op_checks.h"
+
+namespace gpipe {
+namespace {
+
+using op_checks::DTypeIs;
+using op_checks::Elements;
+
+// torch.lerp's float formula: start + w * (end - start) for |w| < 0.5, otherwise
+// end - (end - start) * (1 - w).
+inline float Lerp(float start, float end, float weight) {
+  return std::fabs(weight) < 0.5f ? start + weight * (end - start)
+                                  : end - (end - start) * (1.0f - weight);
 }
 
-absl::Status CpuOptimizerOps::Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq) const {
-  return absl::UnimplementedError("CpuOptimizerOps::Adam: scaffolding");
+}  // namespace
+
+absl::Status CpuOptimizerOps::Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
+                                  Tensor& momentum_buffer) const {
+  const int64_t n = param.num_elements();
+  RETURN_IF_ERROR(DTypeIs("Sgd", "param", param, DType::kF32));
+  RETURN_IF_ERROR(Elements("Sgd", "grad", grad, DType::kF32, n));
+  const bool use_momentum = u.momentum != 0;
+  if (use_momentum)
+    RETURN_IF_ERROR(Elements("Sgd", "momentum buffer", momentum_buffer, DType::kF32, n));
+  float* __restrict p = param.data<float>();
+  const float* __restrict g_in = grad.data<float>();
+  float* __restrict buf = use_momentum ? momentum_buffer.data<float>() : nullptr;
+  for (int64_t j = 0; j < n; ++j) {
+    float g = g_in[j];
+    if (u.weight_decay != 0) g = g + u.weight_decay * p[j];
+    if (use_momentum) {
+      buf[j] = u.first_step ? g : buf[j] * u.momentum + u.one_minus_dampening * g;
+      g = u.nesterov ? g + u.momentum * buf[j] : buf[j];
+    }
+    p[j] = p[j] + u.neg_lr * g;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuOptimizerOps::Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad,
+                                   Tensor& exp_avg, Tensor& exp_avg_sq) const {
+  const int64_t n = param.num_elements();
+  RETURN_IF_ERROR(DTypeIs("Adam", "param", param, DType::kF32));
+  RETURN_IF_ERROR(Elements("Adam", "grad", grad, DType::kF32, n));
+  RETURN_IF_ERROR(Elements("Adam", "exp_avg", exp_avg, DType::kF32, n));
+  RETURN_IF_ERROR(Elements("Adam", "exp_avg_sq", exp_avg_sq, DType::kF32, n));
+  float* __restrict p = param.data<float>();
+  const float* __restrict g_in = grad.data<float>();
+  float* __restrict m = exp_avg.data<float>();
+  float* __restrict v = exp_avg_sq.data<float>();
+  const bool decoupled = u.decoupled_scale != 1.0f;
+  for (int64_t j = 0; j < n; ++j) {
+    float g = g_in[j];
+    if (decoupled) {
+      p[j] = p[j] * u.decoupled_scale;
+    } else if (u.l2 != 0) {
+      g = g + u.l2 * p[j];
+    }
+    m[j] = Lerp(m[j], g, u.lerp_weight);
+    v[j] = v[j] * u.beta2 + u.one_minus_beta2 * g * g;
+    const float denom = std::sqrt(v[j]) / u.bias_correction2_sqrt + u.eps;
+    p[j] = p[j] + u.neg_step_size * m[j] / denom;
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gpipe

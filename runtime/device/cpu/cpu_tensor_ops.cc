@@ -1,45 +1,238 @@
 #include "runtime/device/cpu/cpu_tensor_ops.h"
 
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/rng.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/device/ops/op_checks.h"
+
 namespace gpipe {
+namespace {
+
+using op_checks::AtLeast;
+using op_checks::DTypeIs;
+using op_checks::Elements;
+
+RandomStream StreamOf(const RandomKey& key) {
+  RandomStream stream(key.seed, {key.key[0], key.key[1], key.key[2]});
+  stream.Seek(key.first_word);
+  return stream;
+}
+
+// bf16 is the upper half of an f32; rounding to nearest even, NaN kept quiet.
+uint16_t ToBf16(float value) {
+  uint32_t bits;
+  std::memcpy(&bits, &value, sizeof(bits));
+  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
+  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
+  return static_cast<uint16_t>((bits + rounding) >> 16);
+}
+
+float FromBf16(uint16_t value) {
+  const uint32_t bits = static_cast<uint32_t>(value) << 16;
+  float out;
+  std::memcpy(&out, &bits, sizeof(out));
+  return out;
+}
+
+}  // namespace
 
 absl::Status CpuTensorOps::Fill(Tensor& out, double value) const {
-  return absl::UnimplementedError("CpuTensorOps::Fill: scaffolding");
+  if (!out.defined()) return absl::InvalidArgumentError("Fill: undefined tensor");
+  const int64_t n = out.num_elements();
+  switch (out.dtype()) {
+    case DType::kF32: {
+      float* __restrict p = out.data<float>();
+      const float v = static_cast<float>(value);
+      for (int64_t i = 0; i < n; ++i) p[i] = v;
+      return absl::OkStatus();
+    }
+    case DType::kF64: {
+      double* __restrict p = out.data<double>();
+      for (int64_t i = 0; i < n; ++i) p[i] = value;
+      return absl::OkStatus();
+    }
+    case DType::kI64: {
+      int64_t* __restrict p = out.data<int64_t>();
+      const int64_t v = static_cast<int64_t>(value);
+      for (int64_t i = 0; i < n; ++i) p[i] = v;
+      return absl::OkStatus();
+    }
+    case DType::kBF16: {
+      auto* __restrict p = static_cast<uint16_t*>(out.raw_data());
+      const uint16_t v = ToBf16(static_cast<float>(value));
+      for (int64_t i = 0; i < n; ++i) p[i] = v;
+      return absl::OkStatus();
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat("Fill: unknown dtype of ", out.DebugString()));
 }
 
 absl::Status CpuTensorOps::Copy(const Tensor& in, Tensor& out) const {
-  return absl::UnimplementedError("CpuTensorOps::Copy: scaffolding");
+  if (!in.defined() || !out.defined() || in.dtype() != out.dtype() ||
+      in.num_elements() != out.num_elements()) {
+    return absl::InvalidArgumentError(absl::StrCat("Copy: ", in.DebugString(), " into ",
+                                                   out.DebugString(),
+                                                   " (dtype and element count must match)"));
+  }
+  if (in.raw_data() != out.raw_data() && in.bytes() > 0) {
+    std::memmove(out.raw_data(), in.raw_data(), in.bytes());
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CpuTensorOps::Add(const Tensor& a, const Tensor& b, Tensor& out) const {
-  return absl::UnimplementedError("CpuTensorOps::Add: scaffolding");
+  const int64_t n = a.num_elements();
+  RETURN_IF_ERROR(DTypeIs("Add", "a", a, DType::kF32));
+  RETURN_IF_ERROR(Elements("Add", "b", b, DType::kF32, n));
+  RETURN_IF_ERROR(Elements("Add", "out", out, DType::kF32, n));
+  // No __restrict: out may be a or b.
+  const float* pa = a.data<float>();
+  const float* pb = b.data<float>();
+  float* po = out.data<float>();
+  for (int64_t i = 0; i < n; ++i) po[i] = pa[i] + pb[i];
+  return absl::OkStatus();
 }
 
 absl::Status CpuTensorOps::Axpy(float alpha, const Tensor& x, Tensor& y) const {
-  return absl::UnimplementedError("CpuTensorOps::Axpy: scaffolding");
+  const int64_t n = x.num_elements();
+  RETURN_IF_ERROR(DTypeIs("Axpy", "x", x, DType::kF32));
+  RETURN_IF_ERROR(Elements("Axpy", "y", y, DType::kF32, n));
+  const float* px = x.data<float>();
+  float* py = y.data<float>();
+  for (int64_t i = 0; i < n; ++i) py[i] = py[i] + alpha * px[i];
+  return absl::OkStatus();
 }
 
 absl::Status CpuTensorOps::Scale(float alpha, Tensor& x) const {
-  return absl::UnimplementedError("CpuTensorOps::Scale: scaffolding");
+  RETURN_IF_ERROR(DTypeIs("Scale", "x", x, DType::kF32));
+  float* __restrict p = x.data<float>();
+  const int64_t n = x.num_elements();
+  for (int64_t i = 0; i < n; ++i) p[i] = p[i] * alpha;
+  return absl::OkStatus();
 }
 
 absl::Status CpuTensorOps::Cast(const Tensor& in, Tensor& out) const {
-  return absl::UnimplementedError("CpuTensorOps::Cast: scaffolding");
+  if (!in.defined() || !out.defined() || in.num_elements() != out.num_elements()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "Cast: ", in.DebugString(), " into ", out.DebugString(), " (element counts must match)"));
+  }
+  const int64_t n = in.num_elements();
+  const DType from = in.dtype();
+  const DType to = out.dtype();
+  if (from == to) return Copy(in, out);
+  if (from == DType::kF32 && to == DType::kBF16) {
+    const float* __restrict src = in.data<float>();
+    auto* __restrict dst = static_cast<uint16_t*>(out.raw_data());
+    for (int64_t i = 0; i < n; ++i) dst[i] = ToBf16(src[i]);
+    return absl::OkStatus();
+  }
+  if (from == DType::kBF16 && to == DType::kF32) {
+    const auto* __restrict src = static_cast<const uint16_t*>(in.raw_data());
+    float* __restrict dst = out.data<float>();
+    for (int64_t i = 0; i < n; ++i) dst[i] = FromBf16(src[i]);
+    return absl::OkStatus();
+  }
+  if (from == DType::kF32 && to == DType::kF64) {
+    const float* __restrict src = in.data<float>();
+    double* __restrict dst = out.data<double>();
+    for (int64_t i = 0; i < n; ++i) dst[i] = src[i];
+    return absl::OkStatus();
+  }
+  if (from == DType::kF64 && to == DType::kF32) {
+    const double* __restrict src = in.data<double>();
+    float* __restrict dst = out.data<float>();
+    for (int64_t i = 0; i < n; ++i) dst[i] = static_cast<float>(src[i]);
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("Cast: no conversion from ", DTypeName(from), " to ", DTypeName(to)));
 }
 
-absl::Status CpuTensorOps::SumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner, Tensor& out) const {
-  return absl::UnimplementedError("CpuTensorOps::SumAccumulate: scaffolding");
+absl::Status CpuTensorOps::SumAccumulate(const Tensor& in, int64_t outer, int64_t mid,
+                                         int64_t inner, Tensor& out) const {
+  RETURN_IF_ERROR(op_checks::NonNegative("SumAccumulate", {outer, mid, inner}));
+  RETURN_IF_ERROR(Elements("SumAccumulate", "in", in, DType::kF32, outer * mid * inner));
+  RETURN_IF_ERROR(AtLeast("SumAccumulate", "out", out, DType::kF32, mid));
+  const float* src = in.data<float>();
+  std::vector<double> sum(mid, 0.0);
+  if (inner == 1) {
+    for (int64_t o = 0; o < outer; ++o) {
+      const float* row = src + o * mid;
+      for (int64_t m = 0; m < mid; ++m) sum[m] += row[m];
+    }
+  } else {
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t m = 0; m < mid; ++m) {
+        const float* run = src + (o * mid + m) * inner;
+        double run_sum = 0.0;
+        for (int64_t i = 0; i < inner; ++i) run_sum += run[i];
+        sum[m] += run_sum;
+      }
+    }
+  }
+  float* dst = out.data<float>();
+  for (int64_t m = 0; m < mid; ++m) dst[m] += static_cast<float>(sum[m]);
+  return absl::OkStatus();
 }
 
-absl::Status CpuTensorOps::FillRandom(const RandomKey& key, RandomDistribution distribution, double a, double b, Tensor& out) const {
-  return absl::UnimplementedError("CpuTensorOps::FillRandom: scaffolding");
+absl::Status CpuTensorOps::FillRandom(const RandomKey& key, RandomDistribution distribution,
+                                      double a, double b, Tensor& out) const {
+  RETURN_IF_ERROR(DTypeIs("FillRandom", "out", out, DType::kF32));
+  if (!std::isfinite(a) || !std::isfinite(b)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("FillRandom: parameters must be finite, got ", a, " and ", b));
+  }
+  RandomStream stream = StreamOf(key);
+  float* __restrict p = out.data<float>();
+  const int64_t n = out.num_elements();
+  switch (distribution) {
+    case RandomDistribution::kUniform:
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(a + b * stream.NextUniform());
+      return absl::OkStatus();
+    case RandomDistribution::kNormal:
+      for (int64_t i = 0; i < n; ++i) p[i] = static_cast<float>(a * stream.NextNormal());
+      return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError("FillRandom: unknown distribution");
 }
 
-absl::Status CpuTensorOps::DropoutMask(const RandomKey& key, double p, const Tensor& in, Tensor& out) const {
-  return absl::UnimplementedError("CpuTensorOps::DropoutMask: scaffolding");
+absl::Status CpuTensorOps::DropoutMask(const RandomKey& key, double p, const Tensor& in,
+                                       Tensor& out) const {
+  const int64_t n = in.num_elements();
+  RETURN_IF_ERROR(DTypeIs("DropoutMask", "in", in, DType::kF32));
+  RETURN_IF_ERROR(Elements("DropoutMask", "out", out, DType::kF32, n));
+  if (!(p >= 0.0 && p < 1.0)) {
+    return absl::InvalidArgumentError(absl::StrCat("DropoutMask: p must be in [0, 1), got ", p));
+  }
+  RandomStream stream = StreamOf(key);
+  const float scale = static_cast<float>(1.0 / (1.0 - p));
+  const float* src = in.data<float>();
+  float* dst = out.data<float>();
+  for (int64_t i = 0; i < n; ++i) {
+    const bool keep = static_cast<double>(stream.NextUniform()) >= p;
+    dst[i] = keep ? src[i] * scale : 0.0f;
+  }
+  return absl::OkStatus();
 }
 
 absl::Status CpuTensorOps::FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const {
-  return absl::UnimplementedError("CpuTensorOps::FlagNonFinite: scaffolding");
+  RETURN_IF_ERROR(Elements("FlagNonFinite", "flag", flag, DType::kF32, 1));
+  bool non_finite = false;
+  for (const Tensor& t : tensors) {
+    RETURN_IF_ERROR(DTypeIs("FlagNonFinite", "tensor", t, DType::kF32));
+    const float* p = t.data<float>();
+    const int64_t n = t.num_elements();
+    // x - x is 0 for finite x and NaN for NaN and infinities: one branch-free pass.
+    float probe = 0.0f;
+    for (int64_t i = 0; i < n; ++i) probe += p[i] - p[i];
+    if (probe != 0.0f) non_finite = true;
+  }
+  if (non_finite) *flag.data<float>() = 1.0f;
+  return absl::OkStatus();
 }
 
 }  // namespace gpipe

@@ -1,4 +1,6 @@
-// CpuTensorOps: the CPU backend's TensorOps (see runtime/device/ops/tensor_ops.h for the contracts).
+// CpuTensorOps: the CPU backend's TensorOps (see runtime/device/ops/tensor_ops.h for the
+// contracts): plain loops over host memory that the compiler vectorizes; random numbers from
+// runtime/core/rng.h, so every backend draws the same bits.
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_TENSOR_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_TENSOR_OPS_H_
 
@@ -14,9 +16,12 @@ class CpuTensorOps final : public TensorOps {
   absl::Status Axpy(float alpha, const Tensor& x, Tensor& y) const override;
   absl::Status Scale(float alpha, Tensor& x) const override;
   absl::Status Cast(const Tensor& in, Tensor& out) const override;
-  absl::Status SumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner, Tensor& out) const override;
-  absl::Status FillRandom(const RandomKey& key, RandomDistribution distribution, double a, double b, Tensor& out) const override;
-  absl::Status DropoutMask(const RandomKey& key, double p, const Tensor& in, Tensor& out) const override;
+  absl::Status SumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner,
+                             Tensor& out) const override;
+  absl::Status FillRandom(const RandomKey& key, RandomDistribution distribution, double a, double b,
+                          Tensor& out) const override;
+  absl::Status DropoutMask(const RandomKey& key, double p, const Tensor& in,
+                           Tensor& out) const override;
   absl::Status FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const override;
 };
 

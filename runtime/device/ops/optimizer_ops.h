@@ -40,8 +40,8 @@ class OptimizerOps {
   // Per element, in float: p *= decoupled_scale (AdamW) or g = grad + l2 p (Adam);
   // m = lerp(m, g, lerp_weight); v = v beta2 + (1 - beta2) g g;
   // p = p + neg_step_size m / (sqrt(v) / bias_correction2_sqrt + eps).
-  virtual absl::Status Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad,
-                            Tensor& exp_avg, Tensor& exp_avg_sq) const = 0;
+  virtual absl::Status Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad, Tensor& exp_avg,
+                            Tensor& exp_avg_sq) const = 0;
 };
 
 }  // namespace gpipe

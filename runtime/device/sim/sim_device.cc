@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "absl/strings/str_cat.h"
 
@@ -60,9 +61,7 @@ absl::StatusOr<void*> SimDevice::Allocate(int64_t bytes, MemoryKind kind) {
   return reinterpret_cast<void*>(address);
 }
 
-void SimDevice::Free(void* /*ptr*/, int64_t bytes, MemoryKind kind) {
-  memory_.Freed(kind, bytes);
-}
+void SimDevice::Free(void* /*ptr*/, int64_t bytes, MemoryKind kind) { memory_.Freed(kind, bytes); }
 
 void SimDevice::Recount(int64_t bytes, MemoryKind from, MemoryKind to) {
   memory_.Moved(from, to, bytes);
@@ -78,25 +77,26 @@ absl::Status SimDevice::CopyFromHost(const void* /*source*/, int64_t source_byte
                                      Tensor& destination) {
   if (!destination.defined() || destination.bytes() != source_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("sim: copying ", source_bytes,
-                                                   " host bytes into ",
-                                                   destination.DebugString()));
+                                                   " host bytes into ", destination.DebugString()));
   }
   return absl::OkStatus();
 }
 
-absl::Status SimDevice::CopyToHost(const Tensor& source, void* /*destination*/,
-                                   int64_t /*destination_bytes*/) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      "sim: tensor ", source.DebugString(),
-      " has no values to copy to the host: a simulated device (runtime.device SIM) holds none"));
+absl::Status SimDevice::CopyToHost(const Tensor& source, void* destination,
+                                   int64_t destination_bytes) {
+  if (!source.defined() || source.bytes() != destination_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("sim: copying ", source.DebugString(), " into ",
+                                                   destination_bytes, " host bytes"));
+  }
+  std::memset(destination, 0, destination_bytes);
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<DeviceEvent>> SimDevice::RecordEvent() {
   return std::make_unique<SimEvent>(occupied_);
 }
 
-absl::StatusOr<double> SimDevice::ElapsedSeconds(const DeviceEvent& start,
-                                                 const DeviceEvent& end) {
+absl::StatusOr<double> SimDevice::ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) {
   const auto* a = dynamic_cast<const SimEvent*>(&start);
   const auto* b = dynamic_cast<const SimEvent*>(&end);
   if (a == nullptr || b == nullptr) {

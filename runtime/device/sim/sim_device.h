@@ -15,6 +15,7 @@
 #include <string>
 
 #include "absl/time/time.h"
+#include "runtime/core/host_allocator.h"
 #include "runtime/device/device.h"
 #include "runtime/device/ops.h"
 #include "runtime/device/sim/sim_ops.h"
@@ -43,10 +44,11 @@ class SimDevice final : public Device {
   std::string name() const override { return "sim"; }
   MemoryTracker& memory() override { return memory_; }
   const Ops& ops() override { return ops_; }
+  Allocator& host_staging() override { return staging_; }
   // Nothing to copy: accepted when the sizes match.
-  absl::Status CopyFromHost(const void* source, int64_t source_bytes,
-                            Tensor& destination) override;
-  // FAILED_PRECONDITION: a simulated device holds no values.
+  absl::Status CopyFromHost(const void* source, int64_t source_bytes, Tensor& destination) override;
+  // A simulated device holds no values: they read as zeros (a simulated step's loss is 0 and
+  // its finite check passes). The coordinator refuses weight files for SIM plans.
   absl::Status CopyToHost(const Tensor& source, void* destination,
                           int64_t destination_bytes) override;
   // Events carry the modelled busy time (occupied()) at their recording.
@@ -68,6 +70,7 @@ class SimDevice final : public Device {
   // Next fake address; starts far from null so no fake pointer compares equal to nullptr.
   std::atomic<uintptr_t> next_address_;
   absl::Duration occupied_;
+  HostAllocator staging_{"staging"};
   SimTensorOps tensor_ops_;
   SimMatmulOps matmul_ops_;
   SimActivationOps activation_ops_;

@@ -1,6 +1,6 @@
 // SimLoss: the plan's loss as a simulated device runs it: the real loss's target shape and
-// checks, a shape-only gradient of the output's shape, a loss of 0 (there are no values), and
-// runtime.sim.loss_us of device time per call. Thread-compatible.
+// checks, a shape-only gradient of the output's shape, a loss of 0 (there are no values, so totals
+// are untouched), and runtime.sim.loss_us of device time per call. Thread-compatible.
 #ifndef GPIPE_RUNTIME_DEVICE_SIM_SIM_LOSS_H_
 #define GPIPE_RUNTIME_DEVICE_SIM_SIM_LOSS_H_
 
@@ -26,9 +26,11 @@ class SimLoss final : public Loss {
   absl::Status ValidateOutputShape(const Shape& output_shape) const override {
     return real_->ValidateOutputShape(output_shape);
   }
-  // loss 0, correct -1 (nothing to count), grad shaped like `output`.
-  absl::StatusOr<LossResult> Compute(Device& device, const Tensor& output, const Tensor& targets,
-                                     int64_t global_batch) const override;
+  // Adds nothing to `totals` (there are no values); returns a shape-only grad like `output`.
+  absl::StatusOr<Tensor> Compute(Device& device, const Tensor& output, const Tensor& targets,
+                                 int64_t global_batch, Tensor& totals) const override;
+  // Nothing to count.
+  bool counts_correct() const override { return false; }
 
  private:
   std::unique_ptr<Loss> real_;

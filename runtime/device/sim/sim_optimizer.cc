@@ -10,12 +10,12 @@ int OptimizerStatePerParameter(const pb::Optimizer& spec) {
   return 2;  // Adam, AdamW: first and second moments
 }
 
-absl::Status SimOptimizer::Step(double lr, std::span<Tensor> values,
+absl::Status SimOptimizer::Step(Device& /*device*/, double lr, std::span<Tensor> values,
                                 std::span<const Tensor> grads) {
   if (!(lr > 0)) return absl::InvalidArgumentError(absl::StrCat("sim: learning rate ", lr));
   if (values.size() != grads.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("sim: ", values.size(), " parameters but ",
-                                                   grads.size(), " gradients"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sim: ", values.size(), " parameters but ", grads.size(), " gradients"));
   }
   for (size_t i = 0; i < values.size(); ++i) {
     if (values[i].shape() != grads[i].shape()) {

@@ -29,7 +29,8 @@ class SimOptimizer final : public Optimizer {
         state_per_parameter_(state_per_parameter),
         time_(time) {}
 
-  absl::Status Step(double lr, std::span<Tensor> values, std::span<const Tensor> grads) override;
+  absl::Status Step(Device& device, double lr, std::span<Tensor> values,
+                    std::span<const Tensor> grads) override;
   double base_lr() const override { return real_->base_lr(); }
   int64_t steps() const override { return steps_; }
 

@@ -1,0 +1,42 @@
+#include "runtime/device/ops/op_checks.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace gpipe::op_checks {
+
+absl::Status DTypeIs(const char* op, const char* what, const Tensor& t, DType dtype) {
+  if (!t.defined() || t.dtype() != dtype) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": ", what, " must be a ", DTypeName(dtype),
+                                                   " tensor, got ", t.DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Elements(const char* op, const char* what, const Tensor& t, DType dtype,
+                      int64_t elements) {
+  if (absl::Status s = DTypeIs(op, what, t, dtype); !s.ok()) return s;
+  if (t.num_elements() != elements) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", what, " ", t.DebugString(), " must have ", elements, " elements"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status AtLeast(const char* op, const char* what, const Tensor& t, DType dtype,
+                     int64_t elements) {
+  if (absl::Status s = DTypeIs(op, what, t, dtype); !s.ok()) return s;
+  if (t.num_elements() < elements) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": ", what, " ", t.DebugString(),
+                                                   " must have at least ", elements, " elements"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status NonNegative(const char* op, std::initializer_list<int64_t> counts) {
+  for (int64_t c : counts) {
+    if (c < 0) return absl::InvalidArgumentError(absl::StrCat(op, ": negative size ", c));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpipe::op_checks

@@ -1,0 +1,61 @@
+// ExecutorConfig and ExecutorResources: what a StageExecutor is built from (its stage's place in
+// the pipeline and the objects it works with).
+#ifndef GPIPE_RUNTIME_EXEC_EXECUTOR_CONFIG_H_
+#define GPIPE_RUNTIME_EXEC_EXECUTOR_CONFIG_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/time/time.h"
+#include "proto/control.pb.h"
+#include "proto/plan.pb.h"
+#include "runtime/comm/data_channel.h"
+#include "runtime/device/device.h"
+#include "runtime/exec/gradient_sync_gate.h"
+#include "runtime/exec/stage_chunks.h"
+#include "runtime/trace/trace_recorder.h"
+#include "runtime/train/dataset.h"
+
+namespace gpipe {
+
+// How many receives the executor posts ahead by default (the memory predictor assumes it).
+inline constexpr int kDefaultRecvLookahead = 2;
+
+struct ExecutorConfig {
+  int rank = 0;
+  int stage = 0;
+  int num_stages = 1;
+  // Model chunks this stage runs (pipeline.virtual_stages; 1 except for INTERLEAVED_1F1B).
+  int chunks = 1;
+  int micro_batches = 1;
+  int64_t global_batch = 1;
+  pb::Remat remat = pb::EXCEPT_LAST;
+  uint64_t seed = 0;
+  // Ranks of the neighbouring stages along the pipeline, or -1 where there is none. With
+  // several chunks the pipeline wraps (stage K-1 feeds chunk c+1 of stage 0), so stage 0's
+  // previous stage is K-1 and stage K-1's next stage is 0.
+  int prev_rank = -1;
+  int next_rank = -1;
+  std::vector<int> replica_group;  // ranks holding this stage in every replica (this one included)
+  absl::Duration wait_timeout = absl::Seconds(300);
+  // Receives posted ahead of the instruction that consumes them.
+  int recv_lookahead = kDefaultRecvLookahead;
+  // Tied parameters: before each update the gradients of every group this rank holds a member
+  // of are summed over its members, here and between the group's ranks.
+  std::vector<pb::TieGroup> ties;
+};
+
+// What the executor works with; all references must outlive it.
+struct ExecutorResources {
+  Device& device;
+  std::vector<ChunkRefs> chunks;  // index = chunk; config.chunks entries
+  const Dataset* dataset;         // required on the first and last stage
+  DataChannel& channel;
+  GradientSyncGate& gate;
+  // runtime.trace: where instructions and transfers are recorded (null: not traced).
+  TraceRecorder* trace = nullptr;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_EXEC_EXECUTOR_CONFIG_H_

@@ -1,0 +1,156 @@
+#include "runtime/exec/step_transfers.h"
+
+#include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+
+namespace gpipe {
+namespace {
+
+bool IsReceive(const schedule::Instruction& instruction) {
+  return std::holds_alternative<schedule::RecvActivation>(instruction) ||
+         std::holds_alternative<schedule::RecvGrad>(instruction);
+}
+
+}  // namespace
+
+StepTransfers::StepTransfers(const StepScope& scope, const schedule::StageProgram& program,
+                             const ExecutorResources& resources, const MicroBatchStates& states,
+                             int64_t micro_batch_size)
+    : scope_(scope),
+      program_(program),
+      res_(resources),
+      states_(states),
+      micro_batch_size_(micro_batch_size),
+      receives_(program.instructions.size()) {
+  for (size_t i = 0; i < program_.instructions.size(); ++i) {
+    if (IsReceive(program_.instructions[i])) receive_positions_.push_back(i);
+  }
+}
+
+absl::Status StepTransfers::PostReceivesUpTo(int count) {
+  while (next_receive_ < receive_positions_.size() && posted_ahead_ < count) {
+    RETURN_IF_ERROR(PostNextReceive());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StepTransfers::PostNextReceive() {
+  const size_t position = receive_positions_[next_receive_];
+  const absl::Status posted = PostReceive(position);
+  if (!posted.ok()) {
+    return WithContext(
+        posted, absl::StrCat("posting ", schedule::ToString(program_.instructions[position])));
+  }
+  ++next_receive_;
+  ++posted_ahead_;
+  return absl::OkStatus();
+}
+
+absl::Status StepTransfers::PostReceive(size_t position) {
+  const ExecutorConfig& config = scope_.config();
+  const schedule::Instruction& instruction = program_.instructions[position];
+  const bool activation = std::holds_alternative<schedule::RecvActivation>(instruction);
+  const int m = *schedule::MicroBatchOf(instruction);
+  const int chunk = schedule::ChunkOf(instruction);
+  RETURN_IF_ERROR(states_.Check(chunk, m));
+  const StageModel& model = *res_.chunks[chunk].model;
+  const Shape& per_sample = activation ? model.input_shape() : model.output_shape();
+  const int peer = activation ? config.prev_rank : config.next_rank;
+  if (peer < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("stage ", config.stage, " has no ",
+                                                   activation ? "previous" : "next",
+                                                   " stage to receive from"));
+  }
+  PostedReceive& posted = receives_[position];
+  ASSIGN_OR_RETURN(posted.buffer,
+                   Tensor::Empty(res_.device, per_sample.WithBatch(micro_batch_size_), DType::kF32,
+                                 activation ? MemoryKind::kBoundary : MemoryKind::kBoundaryGrad));
+  // Transfers are keyed by the receiving side's chunk (the sender translates).
+  posted.key =
+      TransferKey{.step = scope_.command().step(),
+                  .micro_batch = m,
+                  .chunk = chunk,
+                  .kind = activation ? TransferKind::kActivation : TransferKind::kGradient};
+  posted.chunk = chunk;
+  posted.peer = peer;
+  posted.posted_ns = scope_.TraceNow();
+  ASSIGN_OR_RETURN(posted.handle, res_.channel.Recv(posted.buffer, peer, posted.key));
+  return absl::OkStatus();
+}
+
+void StepTransfers::PollPostedReceives() {
+  for (size_t i = consumed_receives_; i < next_receive_; ++i) {
+    PostedReceive& posted = receives_[receive_positions_[i]];
+    if (posted.handle && posted.handle->Done() && posted.done_ns < 0) {
+      posted.done_ns = scope_.TraceNow();
+    }
+  }
+}
+
+absl::StatusOr<Tensor> StepTransfers::CompleteReceive(size_t position) {
+  // Not posted yet when the lookahead is exhausted: post everything up to and including it.
+  while (!receives_[position].handle && next_receive_ < receive_positions_.size()) {
+    RETURN_IF_ERROR(PostNextReceive());
+  }
+  if (!receives_[position].handle) {
+    return absl::InternalError("no receive was posted for this instruction");
+  }
+  PostedReceive posted = std::move(receives_[position]);
+  --posted_ahead_;
+  ++consumed_receives_;
+  RETURN_IF_ERROR(posted.handle->Wait(scope_.Deadline()));
+  scope_.RecordTransfer(posted.key.kind == TransferKind::kActivation
+                            ? TraceKind::kTransferActivationIn
+                            : TraceKind::kTransferGradIn,
+                        posted.key, posted.chunk, posted.peer, posted.buffer.bytes(),
+                        posted.posted_ns, posted.done_ns);
+  RETURN_IF_ERROR(PostReceivesUpTo(scope_.config().recv_lookahead));
+  return std::move(posted.buffer);
+}
+
+absl::Status StepTransfers::StartSend(Tensor tensor, int peer, const TransferKey& key, int chunk) {
+  if (peer < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("stage ", scope_.config().stage,
+                                                   " has no peer to send ", ToString(key), " to"));
+  }
+  const int64_t posted_ns = scope_.TraceNow();
+  const int64_t bytes = tensor.bytes();
+  ASSIGN_OR_RETURN(auto handle, res_.channel.Send(tensor, peer, key));
+  sends_.push_back({key, std::move(handle), chunk, peer, bytes, posted_ns});
+  return absl::OkStatus();
+}
+
+void StepTransfers::RecordSend(const InFlightSend& send) const {
+  scope_.RecordTransfer(send.key.kind == TransferKind::kActivation
+                            ? TraceKind::kTransferActivationOut
+                            : TraceKind::kTransferGradOut,
+                        send.key, send.chunk, send.peer, send.bytes, send.posted_ns);
+}
+
+absl::Status StepTransfers::ReapFinishedSends() {
+  for (auto it = sends_.begin(); it != sends_.end();) {
+    if (!it->handle->Done()) {
+      ++it;
+      continue;
+    }
+    RETURN_IF_ERROR(WithContext(it->handle->Wait(scope_.Deadline()),
+                                absl::StrCat("sending ", ToString(it->key))));
+    RecordSend(*it);
+    it = sends_.erase(it);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StepTransfers::WaitForSends() {
+  for (InFlightSend& send : sends_) {
+    RETURN_IF_ERROR(WithContext(send.handle->Wait(scope_.Deadline()),
+                                absl::StrCat("sending ", ToString(send.key))));
+    RecordSend(send);
+  }
+  sends_.clear();
+  return absl::OkStatus();
+}
+
+}  // namespace gpipe

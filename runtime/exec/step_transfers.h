@@ -1,0 +1,86 @@
+// StepTransfers: a stage's boundary transfers during one step. Receives are posted ahead of
+// the instructions that consume them (config.recv_lookahead at a time, in program order) into
+// buffers counted as kBoundary (activations) or kBoundaryGrad (gradients); sends run
+// asynchronously and are reaped as they complete, so transfers overlap compute. Each transfer is
+// keyed by the receiving side's chunk and recorded in the trace from post to completion.
+// Single-threaded; lives for one step.
+#ifndef GPIPE_RUNTIME_EXEC_STEP_TRANSFERS_H_
+#define GPIPE_RUNTIME_EXEC_STEP_TRANSFERS_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "runtime/comm/data_channel.h"
+#include "runtime/core/tensor.h"
+#include "runtime/exec/executor_config.h"
+#include "runtime/exec/micro_batch_state.h"
+#include "runtime/exec/step_scope.h"
+#include "runtime/schedule/instruction.h"
+
+namespace gpipe {
+
+class StepTransfers {
+ public:
+  // Every reference must outlive the object.
+  StepTransfers(const StepScope& scope, const schedule::StageProgram& program,
+                const ExecutorResources& resources, const MicroBatchStates& states,
+                int64_t micro_batch_size);
+
+  // Posts receives until `count` are outstanding (or none are left in the program).
+  absl::Status PostReceivesUpTo(int count);
+  // Lets every posted receive progress between instructions (a transport may need that to start
+  // the payload transfer); errors surface when the receive is consumed.
+  void PollPostedReceives();
+  // Waits for the receive of the instruction at `position` and returns its tensor, then tops up
+  // the receives posted ahead.
+  absl::StatusOr<Tensor> CompleteReceive(size_t position);
+
+  // Sends `tensor` to `peer` under `key`; `chunk` is the sending chunk.
+  absl::Status StartSend(Tensor tensor, int peer, const TransferKey& key, int chunk);
+  // Drops completed sends; a send that failed reports its error here, naming its transfer.
+  absl::Status ReapFinishedSends();
+  // Waits for every send in flight.
+  absl::Status WaitForSends();
+
+ private:
+  struct PostedReceive {
+    Tensor buffer;
+    std::unique_ptr<TransferHandle> handle;
+    TransferKey key;
+    int chunk = 0;
+    int peer = -1;
+    int64_t posted_ns = 0;
+    int64_t done_ns = -1;  // when a poll first saw it complete
+  };
+  struct InFlightSend {
+    TransferKey key;
+    std::unique_ptr<TransferHandle> handle;
+    int chunk = 0;
+    int peer = -1;
+    int64_t bytes = 0;
+    int64_t posted_ns = 0;
+  };
+
+  absl::Status PostNextReceive();
+  absl::Status PostReceive(size_t position);
+  void RecordSend(const InFlightSend& send) const;
+
+  const StepScope& scope_;
+  const schedule::StageProgram& program_;
+  const ExecutorResources& res_;
+  const MicroBatchStates& states_;
+  const int64_t micro_batch_size_;
+
+  std::vector<PostedReceive> receives_;  // indexed by instruction position
+  std::vector<size_t> receive_positions_;
+  size_t next_receive_ = 0;       // receive_positions_[next_receive_] is the next to post
+  size_t consumed_receives_ = 0;  // receives completed by their instruction, in program order
+  int posted_ahead_ = 0;
+  std::vector<InFlightSend> sends_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_EXEC_STEP_TRANSFERS_H_

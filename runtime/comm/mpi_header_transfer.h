@@ -8,7 +8,7 @@
 // plus the model's time for the payload's bytes, and a receive no earlier than the sender's post
 // time (carried in the message) plus that time. A send keeps no reference to its tensor (nothing
 // reads it), so the sender's memory drops at the send, as the memory predictor assumes of sends
-// (runtime/coord/activation_memory.h). This assumes the ranks' clocks agree (one host,
+// (runtime/estimate/activation_memory.h). This assumes the ranks' clocks agree (one host,
 // or synchronized hosts); a receive never waits longer than the model's time after it saw the
 // header, so clock skew cannot stall it. Waits poll with back-off (wait.h) until the header is
 // in, then sleep to the ready time.

@@ -5,7 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/coord/setup_builder.h"
-#include "runtime/coord/sim_schedule_costs.h"
+#include "runtime/estimate/sim_schedule_costs.h"
 #include "runtime/coord/step_summary.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/stage_executor.h"

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "layers/registry.h"
-#include "runtime/coord/activation_memory.h"
+#include "runtime/estimate/activation_memory.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
 #include "runtime/schedule/program.h"

@@ -8,8 +8,8 @@
 //   backward_weight  per layer that splits: backward_weight
 //   send             the link time of the largest boundary tensor
 // The optimizer update (runtime.sim.optimizer_us) is not part of the schedule.
-#ifndef GPIPE_RUNTIME_COORD_SIM_SCHEDULE_COSTS_H_
-#define GPIPE_RUNTIME_COORD_SIM_SCHEDULE_COSTS_H_
+#ifndef GPIPE_RUNTIME_ESTIMATE_SIM_SCHEDULE_COSTS_H_
+#define GPIPE_RUNTIME_ESTIMATE_SIM_SCHEDULE_COSTS_H_
 
 #include "absl/status/statusor.h"
 #include "runtime/plan/analyzed_plan.h"
@@ -21,4 +21,4 @@ absl::StatusOr<schedule::OpCosts> SimScheduleCosts(const AnalyzedPlan& plan);
 
 }  // namespace gpipe
 
-#endif  // GPIPE_RUNTIME_COORD_SIM_SCHEDULE_COSTS_H_
+#endif  // GPIPE_RUNTIME_ESTIMATE_SIM_SCHEDULE_COSTS_H_

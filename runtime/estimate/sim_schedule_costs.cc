@@ -1,4 +1,4 @@
-#include "runtime/coord/sim_schedule_costs.h"
+#include "runtime/estimate/sim_schedule_costs.h"
 
 #include <algorithm>
 

@@ -1,4 +1,4 @@
-#include "runtime/coord/activation_memory.h"
+#include "runtime/estimate/activation_memory.h"
 
 #include <algorithm>
 #include <deque>

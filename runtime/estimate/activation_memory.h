@@ -17,8 +17,8 @@
 // boundaries plus the activations a Forward or a re-materializing backward builds; temporaries
 // inside one layer (an output about to be replaced, a gradient being formed) are not modelled,
 // so a measured peak is at or slightly above the prediction (tests/exec pins by how much).
-#ifndef GPIPE_RUNTIME_COORD_ACTIVATION_MEMORY_H_
-#define GPIPE_RUNTIME_COORD_ACTIVATION_MEMORY_H_
+#ifndef GPIPE_RUNTIME_ESTIMATE_ACTIVATION_MEMORY_H_
+#define GPIPE_RUNTIME_ESTIMATE_ACTIVATION_MEMORY_H_
 
 #include <cstdint>
 #include <vector>
@@ -69,4 +69,4 @@ std::vector<StageActivationMemory> PredictActivationMemory(const schedule::Progr
 
 }  // namespace gpipe
 
-#endif  // GPIPE_RUNTIME_COORD_ACTIVATION_MEMORY_H_
+#endif  // GPIPE_RUNTIME_ESTIMATE_ACTIVATION_MEMORY_H_

@@ -28,8 +28,7 @@ TEST_P(OptimizerOpsTest, SgdFollowsTorchsRuleOverTwoSteps) {
       {"plain", {.neg_lr = -0.1f}},
       {"weight decay", {.neg_lr = -0.1f, .weight_decay = 0.01f}},
       {"momentum", {.neg_lr = -0.05f, .momentum = 0.9f, .one_minus_dampening = 0.8f}},
-      {"nesterov",
-       {.neg_lr = -0.05f, .weight_decay = 1e-3f, .momentum = 0.9f, .nesterov = true}},
+      {"nesterov", {.neg_lr = -0.05f, .weight_decay = 1e-3f, .momentum = 0.9f, .nesterov = true}},
   };
   for (const SgdCase& c : cases) {
     std::vector<float> p = TestValues(11, kN), buf(kN, 0.0f);

@@ -77,15 +77,19 @@ float Bf16Oracle(float value) {
   int exponent;
   std::frexp(magnitude, &exponent);  // magnitude = m * 2^exponent, m in [0.5, 1)
   const double ulp = std::ldexp(1.0, std::max(exponent - 8, -133));  // 8 significant bits
-  const double rounded = std::nearbyint(magnitude / ulp) * ulp;     // ties to even
+  const double rounded = std::nearbyint(magnitude / ulp) * ulp;      // ties to even
   return static_cast<float>(std::copysign(rounded, value));
 }
 
 TEST_P(TensorOpsTest, CastsRoundToNearestEvenBf16AndBack) {
-  const std::vector<float> values = {1.0f,      1.00390625f /* 1 + 2^-8: tie, stays 1 */,
+  const std::vector<float> values = {1.0f,
+                                     1.00390625f /* 1 + 2^-8: tie, stays 1 */,
                                      1.01171875f /* 1 + 3 * 2^-8: tie, rounds up */,
-                                     -3.14159f, 65504.0f, 1e-20f,
-                                     std::numeric_limits<float>::infinity(), 0.0f};
+                                     -3.14159f,
+                                     65504.0f,
+                                     1e-20f,
+                                     std::numeric_limits<float>::infinity(),
+                                     0.0f};
   const Tensor in = Upload(values, Shape{8});
   Tensor half = Uninitialized(Shape{8}, DType::kBF16);
   ASSERT_TRUE(ops().tensor.Cast(in, half).ok());
@@ -124,9 +128,10 @@ TEST_P(TensorOpsTest, SumAccumulateAddsDoubleSumsOverOuterAndInner) {
   const std::vector<float> in = TestValues(5, kOuter * kMid * kInner);
   const std::vector<float> start = TestValues(6, kMid + 3);
   Tensor out = Upload(start, Shape{kMid + 3});
-  ASSERT_TRUE(ops().tensor.SumAccumulate(Upload(in, Shape{kOuter, kMid, kInner}), kOuter, kMid,
-                                         kInner, out)
-                  .ok());
+  ASSERT_TRUE(
+      ops()
+          .tensor.SumAccumulate(Upload(in, Shape{kOuter, kMid, kInner}), kOuter, kMid, kInner, out)
+          .ok());
   std::vector<double> expected(start.begin(), start.end());
   for (int64_t m = 0; m < kMid; ++m) {
     double sum = 0;
@@ -138,10 +143,12 @@ TEST_P(TensorOpsTest, SumAccumulateAddsDoubleSumsOverOuterAndInner) {
   ExpectNear(Download(out), expected, kSumRelTol, 1e-7, "SumAccumulate (tail untouched)");
 
   Tensor too_small = Uninitialized(Shape{kMid - 1});
-  EXPECT_EQ(ops().tensor.SumAccumulate(Upload(in, Shape{kOuter * kMid * kInner}), kOuter, kMid,
-                                       kInner, too_small)
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      ops()
+          .tensor
+          .SumAccumulate(Upload(in, Shape{kOuter * kMid * kInner}), kOuter, kMid, kInner, too_small)
+          .code(),
+      absl::StatusCode::kInvalidArgument);
 }
 
 TEST_P(TensorOpsTest, SumAccumulateOfNoRowsAddsNothing) {
@@ -194,8 +201,7 @@ TEST_P(TensorOpsTest, FlagNonFiniteSetsTheFlagAndNeverClearsIt) {
                                       Upload({1e30f, -1e30f}, Shape{2})};
   ASSERT_TRUE(ops().tensor.FlagNonFinite(finite, flag).ok());
   EXPECT_EQ(Download(flag)[0], 0.0f);
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(),
-                    std::numeric_limits<float>::infinity(),
+  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity(),
                     -std::numeric_limits<float>::infinity()}) {
     Tensor bad_flag = Zeros(Shape{1});
     const std::vector<Tensor> tensors = {finite[0], Upload({0.0f, bad, 1.0f}, Shape{3})};

@@ -118,5 +118,24 @@ TEST(CpuDeviceTest, GemmMatchesHandComputedProduct) {
   EXPECT_EQ(d[3], 78);
 }
 
+// Storage the host cannot read (a GPU's, a simulated device's): fake addresses, never touched.
+class DeviceOnlyAllocator final : public Allocator {
+ public:
+  absl::StatusOr<void*> Allocate(int64_t bytes, MemoryKind kind) override {
+    return reinterpret_cast<void*>(uintptr_t{1} << 40);
+  }
+  void Free(void*, int64_t, MemoryKind) override {}
+  void Recount(int64_t, MemoryKind, MemoryKind) override {}
+  bool host_accessible() const override { return false; }
+};
+
+TEST(TensorDeathTest, HostAccessToDeviceMemoryNamesTheTensor) {
+  DeviceOnlyAllocator device_memory;
+  Tensor t = *Tensor::Empty(device_memory, Shape{2, 3}, DType::kF32, MemoryKind::kBoundary);
+  EXPECT_FALSE(t.host_accessible());
+  EXPECT_DEATH(t.f32(), "host access to tensor f32\\[2, 3\\] \\(boundary\\)");
+  EXPECT_DEATH(t.SetZero(), "SetZero on tensor f32\\[2, 3\\]");
+}
+
 }  // namespace
 }  // namespace gpipe

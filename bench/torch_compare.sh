@@ -8,7 +8,9 @@
 #   bench/torch_compare.sh [--quick] [--stages 2,4] [--micro-batches 4,8] [--steps N]
 #                          [--warmup N] [--overhead-steps N] [--overhead-warmup N]
 #                          [--schedules GPIPE,1F1B] [--repeats 2] [--batch 64] [--width 1024]
-#                          [--layers 8]
+#                          [--layers 8] [--loss ce|mse]
+#   The issue-11 target cell (16 x (Linear 1024 + ReLU), batch 256, M = 8, MSE, K = 1 and 2):
+#   bench/torch_compare.sh --stages 1,2 --micro-batches 8 --batch 256 --layers 16 --loss mse
 #   GPIPE_BIN=DIR          gpipe-run / gpipe-plan from DIR (default build/bin)
 #   GPIPE_BENCH_VENV=DIR   the venv (default ~/.cache/gpipe-bench-venv; reused when it imports)
 # Exit 0 with the section on stdout (progress on stderr); 1 when a run failed or the sides built
@@ -24,7 +26,7 @@ while [ $# -gt 0 ]; do
     # A smoke run: one cell per schedule, a few steps.
     --quick) args+=(--stages 2 --micro-batches 4 --steps 3 --warmup 1 --overhead-steps 10
                     --overhead-warmup 2 --repeats 1) ;;
-    -h|--help) sed -n '2,15p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) args+=("$1") ;;
   esac
   shift

@@ -26,7 +26,7 @@ import runners
 
 Cell = collections.namedtuple("Cell", "stages micro_batches schedule")
 Cell.__str__ = lambda c: f"K={c.stages} M={c.micro_batches} {c.schedule}"
-Model = collections.namedtuple("Model", "layers width classes batch")
+Model = collections.namedtuple("Model", "layers width classes batch loss")
 
 
 def parse_args():
@@ -45,6 +45,9 @@ def parse_args():
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--width", type=int, default=1024)
     parser.add_argument("--layers", type=int, default=8)
+    parser.add_argument("--loss", choices=["ce", "mse"], default="ce",
+                        help="ce: softmax cross-entropy head; mse: Linear+ReLU everywhere, MSE "
+                             "on regression targets")
     parser.add_argument("--install-note", default="", help="how torch was installed")
     return parser.parse_args()
 
@@ -80,8 +83,8 @@ def main():
         if args.batch % cell.micro_batches or args.layers % cell.stages:
             sys.exit(f"torch_compare: {cell}: batch {args.batch} must divide by M and "
                      f"{args.layers} layers by K (even stages on both sides)")
-    mlp = Model(args.layers, args.width, args.width, args.batch)
-    tiny = Model(args.layers, 1, 2, args.batch)
+    mlp = Model(args.layers, args.width, args.width, args.batch, args.loss)
+    tiny = Model(args.layers, 1, 2, args.batch, "ce")
     workdir = runners.new_workdir()
     # A private copy of the programs: a build running beside the bench (a shared tree) would
     # otherwise relink them halfway through, or mix two versions in one table.
@@ -97,8 +100,10 @@ def main():
         "mlp": mlp, "tiny": tiny, "steps": args.steps, "warmup": args.warmup,
         "overhead_steps": args.overhead_steps, "overhead_warmup": args.overhead_warmup,
         "repeats": args.repeats,
-        "parameters": {"mlp": mlp_model.parameter_count(mlp.layers, mlp.width, mlp.classes),
-                       "tiny": mlp_model.parameter_count(tiny.layers, tiny.width, tiny.classes)},
+        "parameters": {"mlp": mlp_model.parameter_count(mlp.layers, mlp.width, mlp.classes,
+                                                         mlp.loss),
+                       "tiny": mlp_model.parameter_count(tiny.layers, tiny.width, tiny.classes,
+                                                         tiny.loss)},
         "counted": collections.defaultdict(set),  # (model, side) -> totals seen
         "sim_error": None,
     }

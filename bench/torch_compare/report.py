@@ -47,8 +47,13 @@ def print_section(facts, real_rows, overhead_rows):
         f"on the same {facts['cores']}-core machine, none bound to a core; load average "
         f"{facts['load_start']:.1f} at the start and {facts['load_end']:.1f} at the end (the "
         f"machine is shared: read ratios, not absolute times). Model: {mlp.layers} × Linear "
-        f"{mlp.width} → {mlp.width} with ReLU between, softmax cross-entropy over the last "
-        f"layer's {mlp.classes} outputs, SGD (lr 0.01), global batch {mlp.batch}, fp32, the "
+        f"{mlp.width} → {mlp.width} "
+        + (f"each followed by ReLU, mean squared error against {mlp.width} regression targets "
+           f"(gpipe: synthetic teacher data; PyTorch: one fixed random tensor)"
+           if mlp.loss == "mse" else
+           f"with ReLU between, softmax cross-entropy over the last layer's {mlp.classes} "
+           f"outputs")
+        + f", SGD (lr 0.01), global batch {mlp.batch}, fp32, the "
         f"layers cut into K equal contiguous stages on both sides. Each cell runs PyTorch then "
         f"gpipe, {facts['repeats']} run(s) per side alternating, and each side's time is the "
         f"lowest of its runs' medians (the run least disturbed by the shared machine); a run's "

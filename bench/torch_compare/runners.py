@@ -94,7 +94,7 @@ def torch_run(cell, model, steps, warmup, workdir):
                    "--schedule", cell.schedule, "--micro-batches", str(cell.micro_batches),
                    "--width", str(model.width), "--classes", str(model.classes),
                    "--layers", str(model.layers), "--batch", str(model.batch),
-                   "--steps", str(warmup + steps), "--out", out]
+                   "--steps", str(warmup + steps), "--out", out, "--loss", model.loss]
         procs.append((subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT,
                                        env=one_thread_env(), cwd=HERE), log, command))
     failures = wait_all(procs, cell)
@@ -123,7 +123,8 @@ def gpipe_run(cell, model, steps, warmup, workdir, bin_dir, device):
         f.write(mlp_model.plan_text(layers=model.layers, width=model.width,
                                     classes=model.classes, stages=cell.stages,
                                     micro_batches=cell.micro_batches, schedule=cell.schedule,
-                                    batch=model.batch, steps=warmup + steps, device=device))
+                                    batch=model.batch, steps=warmup + steps, device=device,
+                                    loss=model.loss))
     metrics = os.path.join(workdir, "metrics.jsonl")
     if os.path.exists(metrics):
         os.remove(metrics)

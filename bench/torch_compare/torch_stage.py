@@ -1,12 +1,14 @@
 """One rank of the PyTorch side: a stage of the MLP under torch.distributed.pipelining.
 
 The model is the one gpipe's plan describes (mlp_model.py): `layers` Linear layers, ReLU after
-all but the last, cut evenly over the ranks; softmax cross-entropy, plain SGD. Each rank is a
+all but the last (or after every one, with --loss mse), cut evenly over the ranks; softmax
+cross-entropy (or MSE against regression targets), plain SGD. Each rank is a
 separate process on the gloo backend over loopback with one compute thread, as a user would
 launch it with torchrun. Every step is timed on every rank (optimizer included); rank 0 writes
 the result file (its step times, every rank's parameter count).
   python torch_stage.py --rank R --world K --port P --schedule GPIPE|1F1B --micro-batches M
                         --width W --classes C --layers L --batch B --steps N --out FILE
+                        [--loss ce|mse]
 """
 import argparse
 import datetime
@@ -36,6 +38,7 @@ def parse_args():
     parser.add_argument("--batch", type=int, required=True)
     parser.add_argument("--steps", type=int, required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--loss", choices=["ce", "mse"], default="ce")
     return parser.parse_args()
 
 
@@ -43,9 +46,10 @@ def stage_module(args):
     """This rank's contiguous share of the layers, as one nn.Sequential."""
     modules = []
     for index in mlp_model.stage_layers(args.layers, args.world, args.rank):
-        out_features = mlp_model.out_features(index, args.layers, args.width, args.classes)
+        out_features = mlp_model.out_features(index, args.layers, args.width, args.classes,
+                                              args.loss)
         modules.append(nn.Linear(args.width, out_features))
-        if index != args.layers - 1:
+        if mlp_model.relu_after(index, args.layers, args.loss):
             modules.append(nn.ReLU())
     return nn.Sequential(*modules)
 
@@ -64,12 +68,14 @@ def main():
     schedule_class = ScheduleGPipe if args.schedule == "GPIPE" else Schedule1F1B
     # Mean reduction per micro-batch, and scale_grads (the default) divides the accumulated
     # gradients by M: the mini-batch mean, as gpipe's loss.
-    schedule = schedule_class(stage, args.micro_batches, loss_fn=F.cross_entropy)
+    loss_fn = F.mse_loss if args.loss == "mse" else F.cross_entropy
+    schedule = schedule_class(stage, args.micro_batches, loss_fn=loss_fn)
     optimizer = torch.optim.SGD(module.parameters(), lr=0.01)
 
     # Fixed data made once: the measured step is the pipeline, not data loading.
     inputs = torch.randn(args.batch, args.width)
-    targets = torch.randint(args.classes, (args.batch,))
+    targets = (torch.randn(args.batch, args.width) if args.loss == "mse"
+               else torch.randint(args.classes, (args.batch,)))
     first, last = args.rank == 0, args.rank == args.world - 1
 
     step_ms = []

@@ -88,9 +88,9 @@ absl::StatusOr<GemmPeak> MeasureGemmPeak(Device& device, const std::vector<GemmS
     ASSIGN_OR_RETURN(Tensor b, FilledTensor(device, s.k, s.n, 0.25f));
     ASSIGN_OR_RETURN(Tensor c, FilledTensor(device, s.m, s.n, 0.0f));
     ASSIGN_OR_RETURN(double seconds, MedianSeconds(clock, repeats, [&] {
-                       return device.Gemm({.m = s.m, .n = s.n, .k = s.k, .a = a.f32(),
-                                           .lda = s.k, .b = b.f32(), .ldb = s.n, .c = c.f32(),
-                                           .ldc = s.n});
+                       return device.ops().matmul.Gemm(WholeMatrix(a, s.m, s.k),
+                                                       WholeMatrix(b, s.k, s.n),
+                                                       WholeMatrix(c, s.m, s.n), {});
                      }));
     const double gflops = 2.0 * s.m * s.n * s.k / seconds * 1e-9;
     std::printf("| %lld x %lld x %lld | %.2f | %.1f |\n", static_cast<long long>(s.m),

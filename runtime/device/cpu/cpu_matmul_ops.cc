@@ -80,8 +80,8 @@ absl::Status CpuMatmulOps::Gemm(const MatrixView& a, const MatrixView& b, const 
     ScaleAndAddBias(c, options);
     return absl::OkStatus();
   }
-  // oneDNN applies output scales and bias in an order its API leaves open; with both, the
-  // sgemm path states the order (alpha A B + beta C, then + bias).
+  // With alpha != 1 and a bias, whether oneDNN scales the bias too is an implementation detail
+  // of its output scales; the sgemm path applies them in the contract's order instead.
   const bool primitive_expresses = options.bias == nullptr || options.alpha == 1.0f;
   if (primitive_expresses && !PreferSgemm(options)) {
     const bool batched = options.batch > 1;
@@ -114,12 +114,12 @@ const CpuMatmulOps::Cached& CpuMatmulOps::Lookup(const std::vector<int64_t>& key
   Cached& cached = it->second;
   if (!inserted) return cached;
   const int64_t batch = options.batch;
-  cached.a = options.transpose_a ? Desc(batch, m, k, 1, a.ld, a.batch_stride)
-                                 : Desc(batch, m, k, a.ld, 1, a.batch_stride);
-  cached.b = options.transpose_b ? Desc(batch, k, n, 1, b.ld, b.batch_stride)
-                                 : Desc(batch, k, n, b.ld, 1, b.batch_stride);
-  cached.c = Desc(batch, m, n, c.ld, 1, c.batch_stride);
   try {
+    cached.a = options.transpose_a ? Desc(batch, m, k, 1, a.ld, a.batch_stride)
+                                   : Desc(batch, m, k, a.ld, 1, a.batch_stride);
+    cached.b = options.transpose_b ? Desc(batch, k, n, 1, b.ld, b.batch_stride)
+                                   : Desc(batch, k, n, b.ld, 1, b.batch_stride);
+    cached.c = Desc(batch, m, n, c.ld, 1, c.batch_stride);
     dnnl::primitive_attr attr;
     if (options.alpha != 1.0f) attr.set_output_scales(0, {options.alpha});
     if (options.beta != 0.0f) {

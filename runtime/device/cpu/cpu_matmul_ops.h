@@ -1,8 +1,10 @@
 // CpuMatmulOps: the CPU backend's MatmulOps (contracts in runtime/device/ops/matmul_ops.h) on
-// oneDNN. Each product shape (sizes, strides, transposes, alpha, beta, bias) gets one matmul
-// primitive, built on first use and cached; shapes the primitive serves poorly (a reference
-// implementation, very few rows) or cannot express run as dnnl_sgemm per batch entry. Both
-// paths are deterministic for fixed shapes and thread count.
+// oneDNN. Products with B transposed (dense forwards, attention scores) run as a matmul
+// primitive with the bias fused, one per shape (sizes, strides, transposes, alpha, beta, bias),
+// built on first use and cached; the rest, where dnnl_sgemm measured faster, and shapes the
+// primitive cannot express or only serves with a reference implementation, run as dnnl_sgemm
+// per batch entry. The path depends only on the shape, so results are deterministic for fixed
+// shapes and thread count.
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_MATMUL_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_MATMUL_OPS_H_
 

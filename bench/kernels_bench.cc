@@ -41,7 +41,7 @@ constexpr char kUsage[] =
     "       gpipe-bench-kernels --profile PLAN [-o FILE] [--override TEXT]... [--repeats N]"
     " [--threads N] [--clock cpu|wall]\n"
     "  --quick        fewer repetitions and GEMM shapes (a smoke run)\n"
-    "  --threads N    OpenBLAS threads (default 1)\n"
+    "  --threads N    the CPU device's compute threads (default 1)\n"
     "  --profile PLAN write PLAN's per-layer profile JSON (forward, backward input and weight\n"
     "                 halves, microseconds) to -o FILE, or to stdout\n"
     "  --repeats N    timed calls per phase for --profile (default 5; the median is kept)\n"
@@ -88,9 +88,9 @@ absl::StatusOr<GemmPeak> MeasureGemmPeak(Device& device, const std::vector<GemmS
     ASSIGN_OR_RETURN(Tensor b, FilledTensor(device, s.k, s.n, 0.25f));
     ASSIGN_OR_RETURN(Tensor c, FilledTensor(device, s.m, s.n, 0.0f));
     ASSIGN_OR_RETURN(double seconds, MedianSeconds(clock, repeats, [&] {
-                       return device.Gemm({.m = s.m, .n = s.n, .k = s.k, .a = a.f32(),
-                                           .lda = s.k, .b = b.f32(), .ldb = s.n, .c = c.f32(),
-                                           .ldc = s.n});
+                       return device.ops().matmul.Gemm(WholeMatrix(a, s.m, s.k),
+                                                       WholeMatrix(b, s.k, s.n),
+                                                       WholeMatrix(c, s.m, s.n), {});
                      }));
     const double gflops = 2.0 * s.m * s.n * s.k / seconds * 1e-9;
     std::printf("| %lld x %lld x %lld | %.2f | %.1f |\n", static_cast<long long>(s.m),
@@ -168,7 +168,7 @@ absl::Status RunKernelBench(bool quick, int threads, ProfileClock clock) {
   }
   std::printf("## CPU kernels against the GEMM peak\n\n");
   std::printf(
-      "SGEMM (C = A B, row-major, through the CPU device's OpenBLAS with %d thread%s) on each "
+      "SGEMM (C = A B, row-major, through the CPU device's matmul ops, %d thread%s) on each "
       "shape, then forward and backward of each layer on random inputs (the layer profiler: "
       "parameters initialized as in training, every input gradient computed, outputs allocated "
       "through the device as in training), each time the median of %d calls after one warm-up, "

@@ -1,12 +1,12 @@
 #include "layers/causal_self_attention.h"
 
-#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "layers/dense.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
 
@@ -64,59 +64,31 @@ std::vector<SavedSpec> CausalSelfAttention::SavedPerSample() const {
           {SavedRef::kNew, positions_ * features_ * f32}};
 }
 
-absl::Status CausalSelfAttention::AttendSample(Device& device, const float* qkv, float* probs,
-                                               float* heads) const {
-  const int64_t t_len = positions_;
-  const int64_t qkv_width = 3 * features_;
-  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_)));
-  for (int64_t h = 0; h < num_heads_; ++h) {
-    const float* q = qkv + h * head_dim_;
-    const float* k = q + features_;
-    const float* v = q + 2 * features_;
-    float* p = probs + h * t_len * t_len;
-    // S[T, T] = scale * q[T, dh] k[T, dh]^T, read in place from the strided qkv rows.
-    RETURN_IF_ERROR(device.Gemm({.transpose_a = false,
-                                 .transpose_b = true,
-                                 .m = t_len,
-                                 .n = t_len,
-                                 .k = head_dim_,
-                                 .alpha = scale,
-                                 .a = q,
-                                 .lda = qkv_width,
-                                 .b = k,
-                                 .ldb = qkv_width,
-                                 .beta = 0.0f,
-                                 .c = p,
-                                 .ldc = t_len}));
-    // Causal softmax along s, shifted by the row maximum; masked entries become exact zeros.
-    for (int64_t t = 0; t < t_len; ++t) {
-      float* row = p + t * t_len;
-      const float max = *std::max_element(row, row + t + 1);
-      double sum = 0.0;
-      for (int64_t s = 0; s <= t; ++s) {
-        row[s] = std::exp(row[s] - max);
-        sum += row[s];
-      }
-      const float inv_sum = static_cast<float>(1.0 / sum);
-      for (int64_t s = 0; s <= t; ++s) row[s] *= inv_sum;
-      std::fill(row + t + 1, row + t_len, 0.0f);
-    }
-    // O_h[T, dh] = P[T, T] v[T, dh], written into the head's columns of O [T, D].
-    RETURN_IF_ERROR(device.Gemm({.transpose_a = false,
-                                 .transpose_b = false,
-                                 .m = t_len,
-                                 .n = head_dim_,
-                                 .k = t_len,
-                                 .alpha = 1.0f,
-                                 .a = p,
-                                 .lda = t_len,
-                                 .b = v,
-                                 .ldb = qkv_width,
-                                 .beta = 0.0f,
-                                 .c = heads + h * head_dim_,
-                                 .ldc = features_}));
-  }
-  return absl::OkStatus();
+MatrixView CausalSelfAttention::QkvHeads(const Tensor& qkv, int64_t sample, int part) const {
+  return {.tensor = qkv,
+          .offset = sample * positions_ * 3 * features_ + part * features_,
+          .rows = positions_,
+          .cols = head_dim_,
+          .ld = 3 * features_,
+          .batch_stride = head_dim_};
+}
+
+MatrixView CausalSelfAttention::HeadColumns(const Tensor& heads, int64_t sample) const {
+  return {.tensor = heads,
+          .offset = sample * positions_ * features_,
+          .rows = positions_,
+          .cols = head_dim_,
+          .ld = features_,
+          .batch_stride = head_dim_};
+}
+
+MatrixView CausalSelfAttention::ScoreBlocks(const Tensor& scores, int64_t sample) const {
+  return {.tensor = scores,
+          .offset = sample * num_heads_ * positions_ * positions_,
+          .rows = positions_,
+          .cols = positions_,
+          .ld = positions_,
+          .batch_stride = positions_ * positions_};
 }
 
 absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
@@ -141,16 +113,25 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
   ASSIGN_OR_RETURN(Tensor y,
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
 
-  RETURN_IF_ERROR(DenseForward(device, x.f32(), rows, features_, params[qkv_weight()].f32(),
-                                bias_ ? params[qkv_bias()].f32() : nullptr, 3 * features_,
-                                qkv.f32()));
+  const MatmulOps& matmul = device.ops().matmul;
+  const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  RETURN_IF_ERROR(DenseForward(device, x, rows, features_, params[qkv_weight()],
+                               bias_ ? &params[qkv_bias()] : nullptr, 3 * features_, qkv));
+  // S[T, T] = scale * q[T, dh] k[T, dh]^T per head, read in place from the strided qkv rows.
   for (int64_t b = 0; b < batch; ++b) {
-    RETURN_IF_ERROR(AttendSample(device, qkv.f32() + b * positions_ * 3 * features_,
-                                 probs.f32() + b * num_heads_ * positions_ * positions_,
-                                 heads.f32() + b * positions_ * features_));
+    RETURN_IF_ERROR(matmul.Gemm(QkvHeads(qkv, b, 0), QkvHeads(qkv, b, 1), ScoreBlocks(probs, b),
+                                {.transpose_b = true, .alpha = scale, .batch = num_heads_}));
   }
-  RETURN_IF_ERROR(DenseForward(device, heads.f32(), rows, features_, params[proj_weight()].f32(),
-                                bias_ ? params[proj_bias()].f32() : nullptr, features_, y.f32()));
+  // Causal softmax along s; masked entries become exact zeros.
+  RETURN_IF_ERROR(
+      device.ops().attention.CausalSoftmaxForward(batch * num_heads_, positions_, probs));
+  // O_h[T, dh] = P[T, T] v[T, dh], written into the head's columns of O [T, D].
+  for (int64_t b = 0; b < batch; ++b) {
+    RETURN_IF_ERROR(matmul.Gemm(ScoreBlocks(probs, b), QkvHeads(qkv, b, 2), HeadColumns(heads, b),
+                                {.batch = num_heads_}));
+  }
+  RETURN_IF_ERROR(DenseForward(device, heads, rows, features_, params[proj_weight()],
+                               bias_ ? &params[proj_bias()] : nullptr, features_, y));
   saved.tensors.push_back(x);
   saved.tensors.push_back(std::move(qkv));
   saved.tensors.push_back(std::move(probs));
@@ -158,90 +139,35 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
   return y;
 }
 
-absl::Status CausalSelfAttention::AttendSampleBackward(Device& device, const float* qkv,
-                                                       const float* probs, const float* heads_grad,
-                                                       float* scores_grad, float* qkv_grad) const {
-  const int64_t t_len = positions_;
-  const int64_t qkv_width = 3 * features_;
+absl::Status CausalSelfAttention::AttendSampleBackward(Device& device, const Tensor& qkv,
+                                                       const Tensor& probs,
+                                                       const Tensor& heads_grad, int64_t sample,
+                                                       Tensor& scores_grad,
+                                                       Tensor& qkv_grad) const {
+  const MatmulOps& matmul = device.ops().matmul;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_)));
-  for (int64_t h = 0; h < num_heads_; ++h) {
-    const float* q = qkv + h * head_dim_;
-    const float* k = q + features_;
-    const float* v = q + 2 * features_;
-    const float* p = probs + h * t_len * t_len;
-    const float* d_o = heads_grad + h * head_dim_;
-    float* dq = qkv_grad + h * head_dim_;
-    float* dk = dq + features_;
-    float* dv = dq + 2 * features_;
-    // dP[T, T] = dO[T, dh] v[T, dh]^T.
-    RETURN_IF_ERROR(device.Gemm({.transpose_a = false,
-                                 .transpose_b = true,
-                                 .m = t_len,
-                                 .n = t_len,
-                                 .k = head_dim_,
-                                 .alpha = 1.0f,
-                                 .a = d_o,
-                                 .lda = features_,
-                                 .b = v,
-                                 .ldb = qkv_width,
-                                 .beta = 0.0f,
-                                 .c = scores_grad,
-                                 .ldc = t_len}));
-    // Softmax backward, in place: dS = P * (dP - rowsum(dP * P)), times the score scale so the
-    // products below need none. Masked entries (P = 0) get exact zeros.
-    for (int64_t t = 0; t < t_len; ++t) {
-      const float* p_row = p + t * t_len;
-      float* row = scores_grad + t * t_len;
-      double dot = 0.0;
-      for (int64_t s = 0; s <= t; ++s) dot += static_cast<double>(row[s]) * p_row[s];
-      const float dot_f = static_cast<float>(dot);
-      for (int64_t s = 0; s <= t; ++s) row[s] = scale * p_row[s] * (row[s] - dot_f);
-      std::fill(row + t + 1, row + t_len, 0.0f);
-    }
-    // dq[T, dh] = dS[T, T] k[T, dh].
-    RETURN_IF_ERROR(device.Gemm({.transpose_a = false,
-                                 .transpose_b = false,
-                                 .m = t_len,
-                                 .n = head_dim_,
-                                 .k = t_len,
-                                 .alpha = 1.0f,
-                                 .a = scores_grad,
-                                 .lda = t_len,
-                                 .b = k,
-                                 .ldb = qkv_width,
-                                 .beta = 0.0f,
-                                 .c = dq,
-                                 .ldc = qkv_width}));
-    // dk[T, dh] = dS[T, T]^T q[T, dh].
-    RETURN_IF_ERROR(device.Gemm({.transpose_a = true,
-                                 .transpose_b = false,
-                                 .m = t_len,
-                                 .n = head_dim_,
-                                 .k = t_len,
-                                 .alpha = 1.0f,
-                                 .a = scores_grad,
-                                 .lda = t_len,
-                                 .b = q,
-                                 .ldb = qkv_width,
-                                 .beta = 0.0f,
-                                 .c = dk,
-                                 .ldc = qkv_width}));
-    // dv[T, dh] = P[T, T]^T dO[T, dh].
-    RETURN_IF_ERROR(device.Gemm({.transpose_a = true,
-                                 .transpose_b = false,
-                                 .m = t_len,
-                                 .n = head_dim_,
-                                 .k = t_len,
-                                 .alpha = 1.0f,
-                                 .a = p,
-                                 .lda = t_len,
-                                 .b = d_o,
-                                 .ldb = features_,
-                                 .beta = 0.0f,
-                                 .c = dv,
-                                 .ldc = qkv_width}));
-  }
-  return absl::OkStatus();
+  const MatrixView q = QkvHeads(qkv, sample, 0);
+  const MatrixView k = QkvHeads(qkv, sample, 1);
+  const MatrixView v = QkvHeads(qkv, sample, 2);
+  const MatrixView p = ScoreBlocks(probs, sample);
+  const MatrixView d_o = HeadColumns(heads_grad, sample);
+  const MatrixView ds = ScoreBlocks(scores_grad, 0);
+  const GemmOptions per_head{.batch = num_heads_};
+  // dP[T, T] = dO[T, dh] v[T, dh]^T.
+  RETURN_IF_ERROR(matmul.Gemm(d_o, v, ds, {.transpose_b = true, .batch = num_heads_}));
+  // Softmax backward, in place: dS = P * (dP - rowsum(dP * P)), times the score scale so the
+  // products below need none. Masked entries (P = 0) get exact zeros.
+  ASSIGN_OR_RETURN(const Tensor sample_probs, probs.SliceRows(sample, sample + 1));
+  RETURN_IF_ERROR(device.ops().attention.CausalSoftmaxBackward(num_heads_, positions_, scale,
+                                                               sample_probs, scores_grad));
+  // dq[T, dh] = dS[T, T] k[T, dh].
+  RETURN_IF_ERROR(matmul.Gemm(ds, k, QkvHeads(qkv_grad, sample, 0), per_head));
+  // dk[T, dh] = dS[T, T]^T q[T, dh].
+  RETURN_IF_ERROR(matmul.Gemm(ds, q, QkvHeads(qkv_grad, sample, 1),
+                              {.transpose_a = true, .batch = num_heads_}));
+  // dv[T, dh] = P[T, T]^T dO[T, dh].
+  return matmul.Gemm(p, d_o, QkvHeads(qkv_grad, sample, 2),
+                     {.transpose_a = true, .batch = num_heads_});
 }
 
 absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
@@ -264,36 +190,31 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
   const int64_t rows = batch * positions_;
 
   // Output projection.
-  RETURN_IF_ERROR(DenseParamGrads(device, heads.f32(), dy.f32(), rows, features_, features_,
-                                   grads[proj_weight()].f32(),
-                                   bias_ ? grads[proj_bias()].f32() : nullptr));
+  RETURN_IF_ERROR(DenseParamGrads(device, heads, dy, rows, features_, features_,
+                                  grads[proj_weight()], bias_ ? &grads[proj_bias()] : nullptr));
   ASSIGN_OR_RETURN(Tensor heads_grad,
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kWorkspace));
-  RETURN_IF_ERROR(DenseInputGrad(device, dy.f32(), rows, features_, params[proj_weight()].f32(),
-                                  features_, heads_grad.f32()));
+  RETURN_IF_ERROR(
+      DenseInputGrad(device, dy, rows, features_, params[proj_weight()], features_, heads_grad));
 
   // Attention, sample by sample.
   ASSIGN_OR_RETURN(Tensor qkv_grad,
                    Tensor::Empty(device, qkv.shape(), DType::kF32, MemoryKind::kWorkspace));
-  ASSIGN_OR_RETURN(Tensor scores_grad, Tensor::Empty(device, Shape{positions_, positions_},
-                                                     DType::kF32, MemoryKind::kWorkspace));
+  ASSIGN_OR_RETURN(Tensor scores_grad,
+                   Tensor::Empty(device, Shape{num_heads_, positions_, positions_}, DType::kF32,
+                                 MemoryKind::kWorkspace));
   for (int64_t b = 0; b < batch; ++b) {
-    RETURN_IF_ERROR(AttendSampleBackward(device, qkv.f32() + b * positions_ * 3 * features_,
-                                         probs.f32() + b * num_heads_ * positions_ * positions_,
-                                         heads_grad.f32() + b * positions_ * features_,
-                                         scores_grad.f32(),
-                                         qkv_grad.f32() + b * positions_ * 3 * features_));
+    RETURN_IF_ERROR(AttendSampleBackward(device, qkv, probs, heads_grad, b, scores_grad, qkv_grad));
   }
 
   // qkv projection.
-  RETURN_IF_ERROR(DenseParamGrads(device, x.f32(), qkv_grad.f32(), rows, features_, 3 * features_,
-                                   grads[qkv_weight()].f32(),
-                                   bias_ ? grads[qkv_bias()].f32() : nullptr));
+  RETURN_IF_ERROR(DenseParamGrads(device, x, qkv_grad, rows, features_, 3 * features_,
+                                  grads[qkv_weight()], bias_ ? &grads[qkv_bias()] : nullptr));
   if (!ctx.need_input_grad) return Tensor();
   ASSIGN_OR_RETURN(Tensor dx,
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  RETURN_IF_ERROR(DenseInputGrad(device, qkv_grad.f32(), rows, 3 * features_,
-                                  params[qkv_weight()].f32(), features_, dx.f32()));
+  RETURN_IF_ERROR(
+      DenseInputGrad(device, qkv_grad, rows, 3 * features_, params[qkv_weight()], features_, dx));
   return dx;
 }
 

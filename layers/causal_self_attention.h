@@ -4,9 +4,10 @@
 //     P = softmax(q k^T / sqrt(dh) with s > t masked out),  O_h = P v
 //   y = O Wproj^T + bproj                     (O = the heads side by side, [T, D])
 // Parameters qkv.weight [3D, D], qkv.bias [3D], proj.weight [D, D], proj.bias [D] (biases only
-// with `bias`), U(-1/sqrt(D), 1/sqrt(D)) as torch.nn.Linear. Every product is a Device::Gemm.
-// Forward saves x (shared), qkv, the probabilities P and O, in evaluation too; Backward runs
-// whole (no split).
+// with `bias`), U(-1/sqrt(D), 1/sqrt(D)) as torch.nn.Linear. Every product is a strided
+// MatmulOps::Gemm batched over the heads (a head is a column block of qkv or O, so no copies),
+// the softmax is AttentionOps. Forward saves x (shared), qkv, the probabilities P and O, in
+// evaluation too; Backward runs whole (no split).
 #ifndef GPIPE_LAYERS_CAUSAL_SELF_ATTENTION_H_
 #define GPIPE_LAYERS_CAUSAL_SELF_ATTENTION_H_
 
@@ -14,6 +15,7 @@
 
 #include "layers/layer.h"
 #include "proto/plan.pb.h"
+#include "runtime/device/ops/matmul_ops.h"
 
 namespace gpipe {
 
@@ -45,12 +47,17 @@ class CausalSelfAttention final : public Layer {
   int proj_weight() const { return bias_ ? 2 : 1; }
   int proj_bias() const { return 3; }
 
-  // P and O of one sample from its qkv rows (P [H, T, T], O [T, D]).
-  absl::Status AttendSample(Device& device, const float* qkv, float* probs, float* heads) const;
-  // d(qkv) of one sample from dO, given its saved qkv and P; `scores_grad` is [T, T] scratch.
-  absl::Status AttendSampleBackward(Device& device, const float* qkv, const float* probs,
-                                    const float* heads_grad, float* scores_grad,
-                                    float* qkv_grad) const;
+  // Sample `sample`'s queries (part 0), keys (1) or values (2) of qkv [batch, T, 3D], as H
+  // matrices [T, dh] batched over the heads.
+  MatrixView QkvHeads(const Tensor& qkv, int64_t sample, int part) const;
+  // Sample `sample`'s rows of O (or dO) [batch, T, D] as H matrices [T, dh].
+  MatrixView HeadColumns(const Tensor& heads, int64_t sample) const;
+  // Sample `sample`'s H blocks [T, T] of a [batch, H, T, T] tensor.
+  MatrixView ScoreBlocks(const Tensor& scores, int64_t sample) const;
+  // d(qkv) of one sample from dO, given the saved qkv and P; `scores_grad` is [H, T, T] scratch.
+  absl::Status AttendSampleBackward(Device& device, const Tensor& qkv, const Tensor& probs,
+                                    const Tensor& heads_grad, int64_t sample, Tensor& scores_grad,
+                                    Tensor& qkv_grad) const;
 
   int64_t positions_;  // T
   int64_t features_;   // D

@@ -1,72 +1,57 @@
 #include "layers/dense.h"
 
-#include <algorithm>
-#include <vector>
-
+#include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
+namespace {
 
-absl::Status DenseForward(Device& device, const float* in, int64_t rows, int64_t k,
-                          const float* weight, const float* bias, int64_t n, float* out) {
-  if (bias != nullptr) {
-    for (int64_t r = 0; r < rows; ++r) std::copy(bias, bias + n, out + r * n);
-  }
-  return device.Gemm({.transpose_a = false,
-                      .transpose_b = true,
-                      .m = rows,
-                      .n = n,
-                      .k = k,
-                      .alpha = 1.0f,
-                      .a = in,
-                      .lda = k,
-                      .b = weight,
-                      .ldb = k,
-                      .beta = bias != nullptr ? 1.0f : 0.0f,
-                      .c = out,
-                      .ldc = n});
-}
-
-absl::Status DenseParamGrads(Device& device, const float* in, const float* dout, int64_t rows,
-                             int64_t k, int64_t n, float* dweight, float* dbias) {
-  RETURN_IF_ERROR(device.Gemm({.transpose_a = true,
-                               .transpose_b = false,
-                               .m = n,
-                               .n = k,
-                               .k = rows,
-                               .alpha = 1.0f,
-                               .a = dout,
-                               .lda = n,
-                               .b = in,
-                               .ldb = k,
-                               .beta = 1.0f,
-                               .c = dweight,
-                               .ldc = k}));
-  if (dbias != nullptr) {
-    std::vector<double> sum(n, 0.0);
-    for (int64_t r = 0; r < rows; ++r) {
-      for (int64_t o = 0; o < n; ++o) sum[o] += dout[r * n + o];
-    }
-    for (int64_t o = 0; o < n; ++o) dbias[o] += static_cast<float>(sum[o]);
+// Whole-tensor views must cover their tensors exactly: a mismatch is a caller's shape error,
+// reported here with the dense shapes rather than as an out-of-bounds view.
+absl::Status CheckMatrix(const char* op, const char* what, const Tensor& tensor, int64_t rows,
+                         int64_t cols) {
+  if (!tensor.defined() || tensor.num_elements() != rows * cols) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", what, " must hold [", rows, ", ", cols, "] elements, got ",
+                     tensor.defined() ? tensor.DebugString() : "undefined"));
   }
   return absl::OkStatus();
 }
 
-absl::Status DenseInputGrad(Device& device, const float* dout, int64_t rows, int64_t n,
-                            const float* weight, int64_t k, float* din) {
-  return device.Gemm({.transpose_a = false,
-                      .transpose_b = false,
-                      .m = rows,
-                      .n = k,
-                      .k = n,
-                      .alpha = 1.0f,
-                      .a = dout,
-                      .lda = n,
-                      .b = weight,
-                      .ldb = k,
-                      .beta = 0.0f,
-                      .c = din,
-                      .ldc = k});
+}  // namespace
+
+absl::Status DenseForward(Device& device, const Tensor& in, int64_t rows, int64_t k,
+                          const Tensor& weight, const Tensor* bias, int64_t n, Tensor& out) {
+  constexpr char kOp[] = "DenseForward";
+  RETURN_IF_ERROR(CheckMatrix(kOp, "input", in, rows, k));
+  RETURN_IF_ERROR(CheckMatrix(kOp, "weight", weight, n, k));
+  RETURN_IF_ERROR(CheckMatrix(kOp, "output", out, rows, n));
+  return device.ops().matmul.Gemm(WholeMatrix(in, rows, k), WholeMatrix(weight, n, k),
+                                  WholeMatrix(out, rows, n), {.transpose_b = true, .bias = bias});
+}
+
+absl::Status DenseParamGrads(Device& device, const Tensor& in, const Tensor& dout, int64_t rows,
+                             int64_t k, int64_t n, Tensor& dweight, Tensor* dbias) {
+  constexpr char kOp[] = "DenseParamGrads";
+  RETURN_IF_ERROR(CheckMatrix(kOp, "input", in, rows, k));
+  RETURN_IF_ERROR(CheckMatrix(kOp, "output gradient", dout, rows, n));
+  RETURN_IF_ERROR(CheckMatrix(kOp, "weight gradient", dweight, n, k));
+  RETURN_IF_ERROR(device.ops().matmul.Gemm(WholeMatrix(dout, rows, n), WholeMatrix(in, rows, k),
+                                           WholeMatrix(dweight, n, k),
+                                           {.transpose_a = true, .beta = 1.0f}));
+  if (dbias == nullptr) return absl::OkStatus();
+  return device.ops().tensor.SumAccumulate(dout, rows, n, 1, *dbias);
+}
+
+absl::Status DenseInputGrad(Device& device, const Tensor& dout, int64_t rows, int64_t n,
+                            const Tensor& weight, int64_t k, Tensor& din) {
+  constexpr char kOp[] = "DenseInputGrad";
+  RETURN_IF_ERROR(CheckMatrix(kOp, "output gradient", dout, rows, n));
+  RETURN_IF_ERROR(CheckMatrix(kOp, "weight", weight, n, k));
+  RETURN_IF_ERROR(CheckMatrix(kOp, "input gradient", din, rows, k));
+  return device.ops().matmul.Gemm(WholeMatrix(dout, rows, n), WholeMatrix(weight, n, k),
+                                  WholeMatrix(din, rows, k), {});
 }
 
 }  // namespace gpipe

@@ -1,28 +1,30 @@
-// Dense (fully connected) kernels on row-major float buffers, torch.nn.Linear's arithmetic:
-// the one implementation behind the linear layer and the attention projections, so both compute
-// bit for bit the same way. W is [n, k] (PyTorch's [out_features, in_features]).
+// Dense (fully connected) products on device tensors, torch.nn.Linear's arithmetic: the one
+// implementation behind the linear layer and the attention projections, so both compute bit for
+// bit the same way. W is [n, k] (PyTorch's [out_features, in_features]); activations are viewed
+// as [rows, features] matrices of their tensors. Everything runs through device.ops().
 #ifndef GPIPE_LAYERS_DENSE_H_
 #define GPIPE_LAYERS_DENSE_H_
 
 #include <cstdint>
 
 #include "absl/status/status.h"
+#include "runtime/core/tensor.h"
 #include "runtime/device/device.h"
 
 namespace gpipe {
 
 // out[rows, n] = in[rows, k] W[n, k]^T (+ b[n] when bias is not null).
-absl::Status DenseForward(Device& device, const float* in, int64_t rows, int64_t k,
-                          const float* weight, const float* bias, int64_t n, float* out);
+absl::Status DenseForward(Device& device, const Tensor& in, int64_t rows, int64_t k,
+                          const Tensor& weight, const Tensor* bias, int64_t n, Tensor& out);
 
 // dW[n, k] += dout[rows, n]^T in[rows, k]; db[n] += column sums of dout, summed in double and
 // added once (when dbias is not null).
-absl::Status DenseParamGrads(Device& device, const float* in, const float* dout, int64_t rows,
-                             int64_t k, int64_t n, float* dweight, float* dbias);
+absl::Status DenseParamGrads(Device& device, const Tensor& in, const Tensor& dout, int64_t rows,
+                             int64_t k, int64_t n, Tensor& dweight, Tensor* dbias);
 
 // din[rows, k] = dout[rows, n] W[n, k].
-absl::Status DenseInputGrad(Device& device, const float* dout, int64_t rows, int64_t n,
-                            const float* weight, int64_t k, float* din);
+absl::Status DenseInputGrad(Device& device, const Tensor& dout, int64_t rows, int64_t n,
+                            const Tensor& weight, int64_t k, Tensor& din);
 
 }  // namespace gpipe
 

@@ -52,8 +52,8 @@ absl::StatusOr<Tensor> Linear::Forward(const LayerContext& ctx, std::span<const 
   const int64_t rows = x.shape().rows();
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, x.shape().WithLast(out_features_),
                                            DType::kF32, MemoryKind::kActivation));
-  RETURN_IF_ERROR(DenseForward(ctx.device, x.f32(), rows, in_features_, params[0].f32(),
-                               bias_ ? params[1].f32() : nullptr, out_features_, y.f32()));
+  RETURN_IF_ERROR(DenseForward(ctx.device, x, rows, in_features_, params[0],
+                               bias_ ? &params[1] : nullptr, out_features_, y));
   saved.tensors.push_back(x);
   return y;
 }
@@ -98,8 +98,8 @@ absl::Status Linear::BackwardWeight(const LayerContext& ctx, std::span<Tensor> g
 
 absl::Status Linear::AccumulateParamGrads(Device& device, std::span<Tensor> grads, const Tensor& x,
                                           const Tensor& dy) const {
-  return DenseParamGrads(device, x.f32(), dy.f32(), x.shape().rows(), in_features_, out_features_,
-                         grads[0].f32(), bias_ ? grads[1].f32() : nullptr);
+  return DenseParamGrads(device, x, dy, x.shape().rows(), in_features_, out_features_, grads[0],
+                         bias_ ? &grads[1] : nullptr);
 }
 
 absl::StatusOr<Tensor> Linear::InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
@@ -108,8 +108,7 @@ absl::StatusOr<Tensor> Linear::InputGrad(const LayerContext& ctx, std::span<cons
   const int64_t rows = x.shape().rows();
   ASSIGN_OR_RETURN(Tensor dx,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  RETURN_IF_ERROR(DenseInputGrad(ctx.device, dy.f32(), rows, out_features_, params[0].f32(),
-                                 in_features_, dx.f32()));
+  RETURN_IF_ERROR(DenseInputGrad(ctx.device, dy, rows, out_features_, params[0], in_features_, dx));
   return dx;
 }
 

@@ -1,13 +1,72 @@
 #include "runtime/device/cpu/cpu_attention_ops.h"
 
-namespace gpipe {
+#include <algorithm>
+#include <cmath>
 
-absl::Status CpuAttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const {
-  return absl::UnimplementedError("CpuAttentionOps::CausalSoftmaxForward: scaffolding");
+#include "absl/strings/str_cat.h"
+
+namespace gpipe {
+namespace {
+
+absl::Status CheckBlocks(const char* op, const char* what, int64_t blocks, int64_t t,
+                         const Tensor& tensor) {
+  if (blocks < 0 || t < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": negative blocks (", blocks, ") or t (", t, ")"));
+  }
+  if (!tensor.defined() || tensor.dtype() != DType::kF32 ||
+      tensor.num_elements() != blocks * t * t) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", what, " must be f32 [", blocks, ", ", t, ", ", t, "], got ",
+                     tensor.defined() ? tensor.DebugString() : "undefined"));
+  }
+  return absl::OkStatus();
 }
 
-absl::Status CpuAttentionOps::CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs, Tensor& grad) const {
-  return absl::UnimplementedError("CpuAttentionOps::CausalSoftmaxBackward: scaffolding");
+}  // namespace
+
+absl::Status CpuAttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t,
+                                                   Tensor& scores) const {
+  if (absl::Status s =
+          CheckBlocks("CpuAttentionOps::CausalSoftmaxForward", "scores", blocks, t, scores);
+      !s.ok()) {
+    return s;
+  }
+  float* base = scores.data<float>();
+  for (int64_t r = 0; r < blocks * t; ++r) {
+    float* __restrict row = base + r * t;
+    const int64_t len = r % t + 1;  // causal: row i of a block sees columns 0..i
+    const float max = *std::max_element(row, row + len);
+    double sum = 0.0;
+    for (int64_t s = 0; s < len; ++s) {
+      row[s] = std::exp(row[s] - max);
+      sum += row[s];
+    }
+    const float inv_sum = static_cast<float>(1.0 / sum);
+    for (int64_t s = 0; s < len; ++s) row[s] *= inv_sum;
+    std::fill(row + len, row + t, 0.0f);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuAttentionOps::CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale,
+                                                    const Tensor& probs, Tensor& grad) const {
+  constexpr char kOp[] = "CpuAttentionOps::CausalSoftmaxBackward";
+  if (absl::Status s = CheckBlocks(kOp, "probs", blocks, t, probs); !s.ok()) return s;
+  if (absl::Status s = CheckBlocks(kOp, "grad", blocks, t, grad); !s.ok()) return s;
+  const float* p_base = probs.data<float>();
+  float* g_base = grad.data<float>();
+  for (int64_t r = 0; r < blocks * t; ++r) {
+    const float* __restrict p_row = p_base + r * t;
+    float* __restrict row = g_base + r * t;
+    const int64_t len = r % t + 1;
+    double dot = 0.0;
+    for (int64_t s = 0; s < len; ++s) dot += static_cast<double>(row[s]) * p_row[s];
+    const float dot_f = static_cast<float>(dot);
+    for (int64_t s = 0; s < len; ++s) row[s] = scale * p_row[s] * (row[s] - dot_f);
+    std::fill(row + len, row + t, 0.0f);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gpipe

@@ -1,4 +1,6 @@
-// CpuAttentionOps: the CPU backend's AttentionOps (see runtime/device/ops/attention_ops.h for the contracts).
+// CpuAttentionOps: the CPU backend's AttentionOps (contracts in
+// runtime/device/ops/attention_ops.h): plain row loops with the arithmetic causal self-attention
+// has always used (float exp, double row sums, one float reciprocal per row).
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_ATTENTION_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_ATTENTION_OPS_H_
 
@@ -9,7 +11,8 @@ namespace gpipe {
 class CpuAttentionOps final : public AttentionOps {
  public:
   absl::Status CausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const override;
-  absl::Status CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs, Tensor& grad) const override;
+  absl::Status CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs,
+                                     Tensor& grad) const override;
 };
 
 }  // namespace gpipe

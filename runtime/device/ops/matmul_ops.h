@@ -1,9 +1,11 @@
 // MatmulOps: dense products, strided and batched, with alpha/beta and a bias epilogue (cuBLASLt
-// and oneDNN shapes). See runtime/device/ops.h for the common contract.
+// and oneDNN shapes). Transposes and sub-matrices (a head's columns inside a wider row) are
+// expressed by views, never by copies. See runtime/device/ops.h for the common contract.
 #ifndef GPIPE_RUNTIME_DEVICE_OPS_MATMUL_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_OPS_MATMUL_OPS_H_
 
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "runtime/core/tensor.h"
@@ -25,6 +27,9 @@ struct MatrixView {
 // The whole of `tensor` viewed as one [rows, cols] matrix (rows * cols == num_elements).
 MatrixView WholeMatrix(const Tensor& tensor, int64_t rows, int64_t cols);
 
+// "f32[2, 12] @ 3 [4 x 3, ld 12, batch stride 3]", for error messages.
+std::string MatrixViewString(const MatrixView& view);
+
 struct GemmOptions {
   bool transpose_a = false;
   bool transpose_b = false;
@@ -36,12 +41,19 @@ struct GemmOptions {
   const Tensor* bias = nullptr;
 };
 
+// The checks every backend's Gemm makes before touching memory: f32 views of defined tensors,
+// non-negative sizes, ld >= cols, matching m/n/k, every element of every batch inside its
+// tensor, bias f32 [n]. INVALID_ARGUMENT naming `op` and the views otherwise.
+absl::Status ValidateGemm(const char* op, const MatrixView& a, const MatrixView& b,
+                          const MatrixView& c, const GemmOptions& options);
+
 class MatmulOps {
  public:
   virtual ~MatmulOps() = default;
   // For each b < batch: C_b = alpha op(A_b) op(B_b) + beta C_b (+ bias), op = transpose or not.
   // C_b is [m, n] with op(A_b) [m, k] and op(B_b) [k, n]; every view must stay inside its
-  // tensor. With beta == 0, C is not read (NaNs in it do not propagate).
+  // tensor (ValidateGemm). With beta == 0, C is not read (NaNs in it do not propagate). k == 0
+  // gives beta C (+ bias). C must not overlap A or B.
   virtual absl::Status Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                             const GemmOptions& options) const = 0;
 };

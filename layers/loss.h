@@ -1,8 +1,9 @@
 // Loss: turns the last layer's output and the targets into a scalar and its gradient.
 //
 // Losses are means over the whole mini-batch, however it is split into micro-batches: a call on
-// one micro-batch returns sum_i(loss_i) / global_batch (and the matching gradient), so the sum
-// over micro-batches equals the mini-batch mean that single-device training computes.
+// one micro-batch adds sum_i(loss_i) / global_batch into device totals (and returns the matching
+// gradient), so the totals after every micro-batch hold the mini-batch mean that single-device
+// training computes. The host reads the totals once per step, never per micro-batch.
 #ifndef GPIPE_LAYERS_LOSS_H_
 #define GPIPE_LAYERS_LOSS_H_
 
@@ -14,14 +15,9 @@
 #include "runtime/core/shape.h"
 #include "runtime/core/tensor.h"
 #include "runtime/device/device.h"
+#include "runtime/device/ops/loss_ops.h"
 
 namespace gpipe {
-
-struct LossResult {
-  double loss = 0.0;     // this micro-batch's share of the mini-batch mean
-  Tensor grad;           // dL/doutput, shaped like the output
-  int64_t correct = -1;  // correct argmax predictions (classification), -1 otherwise
-};
 
 class Loss {
  public:
@@ -33,8 +29,14 @@ class Loss {
   // Checks that the loss can consume outputs of this per-sample shape.
   virtual absl::Status ValidateOutputShape(const Shape& output_shape) const = 0;
   // output: [b, ...]; targets: [b, target_shape...]. global_batch: the mini-batch size.
-  virtual absl::StatusOr<LossResult> Compute(Device& device, const Tensor& output,
-                                             const Tensor& targets, int64_t global_batch) const = 0;
+  // Adds this micro-batch's share of the mini-batch mean into totals (f64 [kLossTotalsSize]
+  // on the device, see runtime/device/ops/loss_ops.h): [kLossSum] += loss,
+  // [kLossCorrect] += correct argmax predictions (classification only). Returns dL/doutput.
+  virtual absl::StatusOr<Tensor> Compute(Device& device, const Tensor& output,
+                                         const Tensor& targets, int64_t global_batch,
+                                         Tensor& totals) const = 0;
+  // Whether totals[kLossCorrect] counts predictions (classification losses).
+  virtual bool counts_correct() const = 0;
 };
 
 }  // namespace gpipe

@@ -1,31 +1,21 @@
 #include "layers/dropout.h"
 
-#include <cmath>
-
 #include "absl/strings/str_cat.h"
-#include "runtime/core/rng.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
 namespace {
 
-// Layout of the saved key tensor. kFirstElement is the micro-batch's first element within the
-// whole mini-batch (sample_offset * elements per sample), so the mask of a micro-batch is the
-// matching slice of the mask the whole mini-batch would get. kElements guards Backward against
-// a gradient that does not match the forward's input.
-enum KeyWord { kSeed = 0, kStep, kLayerIndex, kFirstElement, kElements, kKeyWords };
-
-// out[i] = in[i] * scale where element i is kept, 0 where it is dropped.
-void ApplyMask(const int64_t* key, double p, const float* in, float* out, int64_t n) {
-  RandomStream stream(static_cast<uint64_t>(key[kSeed]),
-                      {kDropoutStreamTag, static_cast<uint64_t>(key[kStep]),
-                       static_cast<uint64_t>(key[kLayerIndex])});
-  stream.Seek(static_cast<uint64_t>(key[kFirstElement]));
-  const float scale = static_cast<float>(1.0 / (1.0 - p));
-  for (int64_t i = 0; i < n; ++i) {
-    const bool keep = static_cast<double>(stream.NextUniform()) >= p;
-    out[i] = keep ? in[i] * scale : 0.0f;
-  }
+// The layer's random stream for the micro-batch of `ctx`: keyed by (seed, step, layer) and
+// starting at the micro-batch's first element within the whole mini-batch, so the mask of a
+// micro-batch is the matching slice of the mask the whole mini-batch would get. Forward and
+// Backward of one micro-batch see the same context, hence the same key.
+RandomKey KeyOf(const LayerContext& ctx, int64_t elements_per_sample) {
+  return {.seed = ctx.seed,
+          .key = {kDropoutStreamTag, static_cast<uint64_t>(ctx.step),
+                  static_cast<uint64_t>(ctx.layer_index)},
+          .first_word = static_cast<uint64_t>(ctx.sample_offset * elements_per_sample)};
 }
 
 }  // namespace
@@ -48,9 +38,7 @@ double Dropout::ForwardFlopsPerSample() const {
 
 std::vector<SavedSpec> Dropout::SavedPerSample() const {
   if (p_ == 0.0) return {};
-  return {{.ref = SavedRef::kNew,
-           .bytes_per_sample = 0,
-           .bytes_per_call = kKeyWords * SizeOf(DType::kI64)}};
+  return {{.ref = SavedRef::kNew, .bytes_per_sample = 0, .bytes_per_call = 0}};
 }
 
 absl::StatusOr<Tensor> Dropout::Forward(const LayerContext& ctx, std::span<const Tensor> params,
@@ -60,18 +48,14 @@ absl::StatusOr<Tensor> Dropout::Forward(const LayerContext& ctx, std::span<const
         absl::StrCat("dropout layer '", name(), "' expects an f32 input, got ", x.DebugString()));
   }
   if (!ctx.training || p_ == 0.0) return x;
-  ASSIGN_OR_RETURN(Tensor key, Tensor::Empty(ctx.device, Shape{kKeyWords}, DType::kI64,
-                                             MemoryKind::kActivation));
-  int64_t* words = key.data<int64_t>();
-  words[kSeed] = static_cast<int64_t>(ctx.seed);
-  words[kStep] = ctx.step;
-  words[kLayerIndex] = ctx.layer_index;
-  words[kFirstElement] = ctx.sample_offset * input_shape().num_elements();
-  words[kElements] = x.num_elements();
+  // The record of the forward's element count: a shape with no elements, so no bytes.
+  ASSIGN_OR_RETURN(Tensor record, Tensor::Empty(ctx.device, Shape{0, x.num_elements()}, DType::kF32,
+                                                MemoryKind::kActivation));
   ASSIGN_OR_RETURN(Tensor y,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  ApplyMask(words, p_, x.f32(), y.f32(), x.num_elements());
-  saved.tensors.push_back(std::move(key));
+  RETURN_IF_ERROR(
+      ctx.device.ops().tensor.DropoutMask(KeyOf(ctx, input_shape().num_elements()), p_, x, y));
+  saved.tensors.push_back(std::move(record));
   return y;
 }
 
@@ -85,15 +69,16 @@ absl::StatusOr<Tensor> Dropout::Backward(const LayerContext& ctx, std::span<cons
     return absl::InvalidArgumentError(absl::StrCat(
         "dropout layer '", name(), "' expects an f32 output gradient, got ", dy.DebugString()));
   }
-  const int64_t* key = saved.tensors[0].data<int64_t>();
-  if (dy.num_elements() != key[kElements]) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("dropout layer '", name(), "': output gradient ", dy.DebugString(), " has ",
-                     dy.num_elements(), " elements but the forward's input had ", key[kElements]));
+  const int64_t forward_elements = saved.tensors[0].shape().dim(1);
+  if (dy.num_elements() != forward_elements) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "dropout layer '", name(), "': output gradient ", dy.DebugString(), " has ",
+        dy.num_elements(), " elements but the forward's input had ", forward_elements));
   }
   ASSIGN_OR_RETURN(Tensor dx,
                    Tensor::Empty(ctx.device, dy.shape(), DType::kF32, MemoryKind::kActivation));
-  ApplyMask(key, p_, dy.f32(), dx.f32(), dy.num_elements());
+  RETURN_IF_ERROR(
+      ctx.device.ops().tensor.DropoutMask(KeyOf(ctx, input_shape().num_elements()), p_, dy, dx));
   return dx;
 }
 

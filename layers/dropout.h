@@ -4,7 +4,10 @@
 // RandomStream(seed, {kDropoutStreamTag, step, layer_index}) is >= p; a micro-batch starting at
 // sample ctx.sample_offset uses elements from sample_offset * (elements per sample) on. So a
 // re-run Forward replays the mask, and neither the partition nor the number of micro-batches
-// changes it. Forward saves only that key (5 i64 words); Backward regenerates the mask.
+// changes it. Backward rebuilds the key from its context (the same as the forward's) and
+// regenerates the mask on the device; Forward saves only a record of its input's element count
+// (a tensor with no elements, so no bytes), which tells Backward the forward was not the
+// identity and checks the gradient's size.
 #ifndef GPIPE_LAYERS_DROPOUT_H_
 #define GPIPE_LAYERS_DROPOUT_H_
 
@@ -33,8 +36,8 @@ class Dropout final : public Layer {
   absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                   std::span<Tensor> grads, const SavedTensors& saved,
                                   const Tensor& dy) const override;
-  // With p > 0: {kNew: the 40-byte key, per call, none per sample}; with p == 0: nothing.
-  // Evaluation saves nothing either.
+  // With p > 0: {kNew: the element-count record, 0 bytes}; with p == 0: nothing. Evaluation
+  // saves nothing either.
   std::vector<SavedSpec> SavedPerSample() const override;
   // With p = 0, Forward returns its input itself.
   bool OutputAliasesInput() const override { return p_ == 0.0; }

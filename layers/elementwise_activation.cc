@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
 namespace {
@@ -19,9 +20,9 @@ absl::Status CheckF32(std::string_view layer_type, const std::string& layer_name
 }  // namespace
 
 ElementwiseActivation::ElementwiseActivation(std::string name, const Shape& input_shape,
-                                             Saves saves, double flops_per_element)
+                                             Activation activation, double flops_per_element)
     : Layer(std::move(name), input_shape, input_shape),
-      saves_(saves),
+      activation_(activation),
       flops_per_element_(flops_per_element) {}
 
 double ElementwiseActivation::ForwardFlopsPerSample() const {
@@ -29,7 +30,7 @@ double ElementwiseActivation::ForwardFlopsPerSample() const {
 }
 
 std::vector<SavedSpec> ElementwiseActivation::SavedPerSample() const {
-  return {{saves_ == Saves::kInput ? SavedRef::kInput : SavedRef::kOutput}};
+  return {{ActivationBackwardReadsInput(activation_) ? SavedRef::kInput : SavedRef::kOutput}};
 }
 
 absl::StatusOr<Tensor> ElementwiseActivation::Forward(const LayerContext& ctx,
@@ -38,8 +39,8 @@ absl::StatusOr<Tensor> ElementwiseActivation::Forward(const LayerContext& ctx,
   RETURN_IF_ERROR(CheckF32(type(), name(), "input", x));
   ASSIGN_OR_RETURN(Tensor y,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  ApplyForward(x.f32(), y.f32(), x.num_elements());
-  saved.tensors.push_back(saves_ == Saves::kInput ? x : y);
+  RETURN_IF_ERROR(ctx.device.ops().activation.Forward(activation_, x, y));
+  saved.tensors.push_back(ActivationBackwardReadsInput(activation_) ? x : y);
   return y;
 }
 
@@ -59,7 +60,7 @@ absl::StatusOr<Tensor> ElementwiseActivation::Backward(const LayerContext& ctx,
   }
   ASSIGN_OR_RETURN(Tensor dx,
                    Tensor::Empty(ctx.device, dy.shape(), DType::kF32, MemoryKind::kActivation));
-  ApplyBackward(kept.f32(), dy.f32(), dx.f32(), dy.num_elements());
+  RETURN_IF_ERROR(ctx.device.ops().activation.Backward(activation_, kept, dy, dx));
   return dx;
 }
 

@@ -1,10 +1,11 @@
 #include "layers/embedding.h"
 
-#include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
 
@@ -56,26 +57,20 @@ absl::StatusOr<Tensor> Embedding::Forward(const LayerContext& ctx, std::span<con
                                                    "], got ", x.DebugString()));
   }
   const int64_t batch = x.shape().dim(0);
-  const int64_t* ids = x.data<int64_t>();
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t t = 0; t < positions; ++t) {
-      const int64_t id = ids[b * positions + t];
-      if (id < 0 || id >= num_embeddings_) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("embedding layer '", name(), "': sample ", ctx.sample_offset + b, " (row ",
-                         b, " of micro-batch ", ctx.micro_batch, "), position ", t,
-                         " has token id ", id, ", outside [0, ", num_embeddings_,
-                         "); check the data or raise embedding.num_embeddings"));
-      }
-    }
-  }
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, output_shape().WithBatch(batch), DType::kF32,
                                            MemoryKind::kActivation));
-  const float* table = params[0].f32();
-  float* out = y.f32();
-  for (int64_t r = 0; r < batch * positions; ++r) {
-    const float* row = table + ids[r] * embedding_dim_;
-    std::copy(row, row + embedding_dim_, out + r * embedding_dim_);
+  const absl::Status gathered = ctx.device.ops().embedding.Gather(params[0], x, y);
+  if (!gathered.ok()) {
+    const std::optional<BadId> bad = BadIdOf(gathered);
+    if (!bad.has_value()) {
+      return WithContext(gathered, absl::StrCat("embedding layer '", name(), "'"));
+    }
+    const int64_t b = bad->index / positions;
+    const int64_t t = bad->index % positions;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "embedding layer '", name(), "': sample ", ctx.sample_offset + b, " (row ", b,
+        " of micro-batch ", ctx.micro_batch, "), position ", t, " has token id ", bad->id,
+        ", outside [0, ", num_embeddings_, "); check the data or raise embedding.num_embeddings"));
   }
   saved.tensors.push_back(x);
   return y;
@@ -94,14 +89,8 @@ absl::StatusOr<Tensor> Embedding::Backward(const LayerContext& ctx, std::span<co
         absl::StrCat("embedding layer '", name(), "': output gradient ", dy.DebugString(),
                      " does not match the forward's output f32", expected.ToString()));
   }
-  const int64_t* ids = x.data<int64_t>();
-  const float* g = dy.f32();
-  float* dweight = grads[0].f32();
-  for (int64_t r = 0; r < x.num_elements(); ++r) {
-    float* row = dweight + ids[r] * embedding_dim_;
-    const float* gr = g + r * embedding_dim_;
-    for (int64_t i = 0; i < embedding_dim_; ++i) row[i] += gr[i];
-  }
+  RETURN_IF_ERROR(WithContext(ctx.device.ops().embedding.ScatterAdd(x, dy, grads[0]),
+                              absl::StrCat("embedding layer '", name(), "'")));
   return Tensor();
 }
 

@@ -1,14 +1,6 @@
 #include "layers/gelu.h"
 
-#include <cmath>
-
 namespace gpipe {
-namespace {
-
-constexpr float kInvSqrt2 = 0.70710678118654752440f;
-constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<Layer>> Gelu::Create(const pb::Layer& spec,
                                                     const Shape& input_shape) {
@@ -16,19 +8,7 @@ absl::StatusOr<std::unique_ptr<Layer>> Gelu::Create(const pb::Layer& spec,
 }
 
 Gelu::Gelu(std::string name, const Shape& input_shape)
-    : ElementwiseActivation(std::move(name), input_shape, Saves::kInput,
+    : ElementwiseActivation(std::move(name), input_shape, Activation::kGelu,
                             /*flops_per_element=*/8.0) {}
-
-void Gelu::ApplyForward(const float* x, float* y, int64_t n) const {
-  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * 0.5f * (1.0f + std::erf(x[i] * kInvSqrt2));
-}
-
-void Gelu::ApplyBackward(const float* x, const float* dy, float* dx, int64_t n) const {
-  for (int64_t i = 0; i < n; ++i) {
-    const float cdf = 0.5f * (1.0f + std::erf(x[i] * kInvSqrt2));
-    const float pdf = kInvSqrt2Pi * std::exp(-0.5f * x[i] * x[i]);
-    dx[i] = dy[i] * (cdf + x[i] * pdf);
-  }
-}
 
 }  // namespace gpipe

@@ -19,8 +19,6 @@ class Gelu final : public ElementwiseActivation {
 
  private:
   Gelu(std::string name, const Shape& input_shape);
-  void ApplyForward(const float* x, float* y, int64_t n) const override;
-  void ApplyBackward(const float* x, const float* dy, float* dx, int64_t n) const override;
 };
 
 }  // namespace gpipe

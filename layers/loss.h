@@ -1,8 +1,9 @@
 // Loss: turns the last layer's output and the targets into a scalar and its gradient.
 //
 // Losses are means over the whole mini-batch, however it is split into micro-batches: a call on
-// one micro-batch returns sum_i(loss_i) / global_batch (and the matching gradient), so the sum
-// over micro-batches equals the mini-batch mean that single-device training computes.
+// one micro-batch adds sum_i(loss_i) / global_batch into device totals (and returns the matching
+// gradient), so the totals after every micro-batch hold the mini-batch mean that single-device
+// training computes. The host reads the totals once per step, never per micro-batch.
 #ifndef GPIPE_LAYERS_LOSS_H_
 #define GPIPE_LAYERS_LOSS_H_
 
@@ -14,6 +15,7 @@
 #include "runtime/core/shape.h"
 #include "runtime/core/tensor.h"
 #include "runtime/device/device.h"
+#include "runtime/device/ops/loss_ops.h"
 
 namespace gpipe {
 

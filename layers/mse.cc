@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
 
@@ -16,8 +17,8 @@ absl::Status Mse::ValidateOutputShape(const Shape& output_shape) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<LossResult> Mse::Compute(Device& device, const Tensor& output, const Tensor& targets,
-                                        int64_t global_batch) const {
+absl::StatusOr<Tensor> Mse::Compute(Device& device, const Tensor& output, const Tensor& targets,
+                                    int64_t global_batch, Tensor& totals) const {
   if (output.dtype() != DType::kF32 || output.shape().rank() < 1) {
     return absl::InvalidArgumentError(
         absl::StrCat("mse expects an f32 output [batch, ...], got ", output.DebugString()));
@@ -36,21 +37,9 @@ absl::StatusOr<LossResult> Mse::Compute(Device& device, const Tensor& output, co
   const double inv_count = 1.0 / (static_cast<double>(global_batch) * per_sample);
   ASSIGN_OR_RETURN(Tensor grad,
                    Tensor::Empty(device, output.shape(), DType::kF32, MemoryKind::kActivation));
-  const float* y = output.f32();
-  const float* t = targets.f32();
-  float* g = grad.f32();
-  const int64_t n = output.num_elements();
-  double squared_error_sum = 0.0;
-  for (int64_t i = 0; i < n; ++i) {
-    const double diff = static_cast<double>(y[i]) - t[i];
-    squared_error_sum += diff * diff;
-    g[i] = static_cast<float>(2.0 * diff * inv_count);
-  }
-  LossResult result;
-  result.loss = squared_error_sum * inv_count;
-  result.grad = std::move(grad);
-  result.correct = -1;
-  return result;
+  RETURN_IF_ERROR(WithContext(
+      device.ops().loss.MeanSquaredError(output, targets, inv_count, grad, totals), "mse"));
+  return grad;
 }
 
 }  // namespace gpipe

@@ -1,11 +1,10 @@
 #include "layers/positional_embedding.h"
 
-#include <algorithm>
 #include <cmath>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
 
@@ -59,18 +58,12 @@ absl::StatusOr<Tensor> PositionalEmbedding::Forward(const LayerContext& ctx,
                                                    "' expects f32 input [batch, ", positions_, ", ",
                                                    features_, "], got ", x.DebugString()));
   }
-  const int64_t batch = x.shape().dim(0);
   const int64_t per_sample = positions_ * features_;
   ASSIGN_OR_RETURN(Tensor y,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  const float* in = x.f32();
-  const float* table = params[0].f32();
-  float* out = y.f32();
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t i = 0; i < per_sample; ++i) {
-      out[b * per_sample + i] = in[b * per_sample + i] + table[i];
-    }
-  }
+  RETURN_IF_ERROR(
+      WithContext(ctx.device.ops().embedding.AddRowBroadcast(x, params[0], per_sample, y),
+                  absl::StrCat("positional_embedding layer '", name(), "'")));
   return y;
 }
 
@@ -87,19 +80,18 @@ absl::StatusOr<Tensor> PositionalEmbedding::Backward(const LayerContext& ctx,
   }
   const int64_t batch = dy.shape().dim(0);
   const int64_t per_sample = positions_ * features_;
-  const float* g = dy.f32();
-  // Summed over the batch in double, then added once.
-  std::vector<double> sum(per_sample, 0.0);
-  for (int64_t b = 0; b < batch; ++b) {
-    for (int64_t i = 0; i < per_sample; ++i) sum[i] += g[b * per_sample + i];
-  }
-  float* dweight = grads[0].f32();  // rows T.. of the table get no gradient
-  for (int64_t i = 0; i < per_sample; ++i) dweight[i] += static_cast<float>(sum[i]);
+  // Summed over the batch in double, then added once; rows T.. of the table get no gradient.
+  RETURN_IF_ERROR(WithContext(
+      ctx.device.ops().tensor.SumAccumulate(dy, batch, per_sample, /*inner=*/1, grads[0]),
+      absl::StrCat("positional_embedding layer '", name(), "'")));
 
   if (!ctx.need_input_grad) return Tensor();
   // A copy, so dx never aliases dy: the runtime may retag dx as a boundary gradient while a
   // split layer after this one still holds dy.
-  return dy.Clone(MemoryKind::kActivation);
+  ASSIGN_OR_RETURN(Tensor dx,
+                   Tensor::Empty(ctx.device, dy.shape(), DType::kF32, MemoryKind::kActivation));
+  RETURN_IF_ERROR(ctx.device.ops().tensor.Copy(dy, dx));
+  return dx;
 }
 
 }  // namespace gpipe

@@ -18,8 +18,6 @@ class Relu final : public ElementwiseActivation {
 
  private:
   Relu(std::string name, const Shape& input_shape);
-  void ApplyForward(const float* x, float* y, int64_t n) const override;
-  void ApplyBackward(const float* y, const float* dy, float* dx, int64_t n) const override;
 };
 
 }  // namespace gpipe

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "layers/registry.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
 
@@ -93,11 +94,8 @@ absl::StatusOr<Tensor> Residual::Forward(const LayerContext& ctx, std::span<cons
   ASSIGN_OR_RETURN(Tensor f, body_.Forward(ctx, params, x, saved));
   ASSIGN_OR_RETURN(Tensor y,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  const float* a = x.f32();
-  const float* b = f.f32();
-  float* out = y.f32();
-  const int64_t n = x.num_elements();
-  for (int64_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+  RETURN_IF_ERROR(
+      WithContext(ctx.device.ops().tensor.Add(x, f, y), absl::StrCat("residual '", name(), "'")));
   return y;
 }
 
@@ -113,14 +111,16 @@ absl::StatusOr<Tensor> Residual::Backward(const LayerContext& ctx, std::span<con
   ASSIGN_OR_RETURN(Tensor dx, body_.Backward(ctx, params, grads, saved, dy));
   if (!ctx.need_input_grad) return Tensor();
   // dL/dx = dL/dy (the skip) + f's input gradient, added in place into f's fresh gradient.
+  // When f's gradient is dy itself (f was the identity), the sum goes into new storage, so dy
+  // is never changed under a caller that still holds it.
+  Tensor sum = dx;
   if (dx.SharesStorageWith(dy)) {
-    ASSIGN_OR_RETURN(dx, dx.Clone(MemoryKind::kActivation));
+    ASSIGN_OR_RETURN(sum,
+                     Tensor::Empty(ctx.device, dx.shape(), DType::kF32, MemoryKind::kActivation));
   }
-  float* out = dx.f32();
-  const float* g = dy.f32();
-  const int64_t n = dx.num_elements();
-  for (int64_t i = 0; i < n; ++i) out[i] += g[i];
-  return dx;
+  RETURN_IF_ERROR(WithContext(ctx.device.ops().tensor.Add(dx, dy, sum),
+                              absl::StrCat("residual '", name(), "'")));
+  return sum;
 }
 
 }  // namespace gpipe

@@ -1,11 +1,12 @@
 #include "layers/softmax_cross_entropy.h"
 
-#include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
 
@@ -25,9 +26,9 @@ absl::Status SoftmaxCrossEntropy::ValidateOutputShape(const Shape& output_shape)
   return absl::OkStatus();
 }
 
-absl::StatusOr<LossResult> SoftmaxCrossEntropy::Compute(Device& device, const Tensor& output,
-                                                        const Tensor& targets,
-                                                        int64_t global_batch) const {
+absl::StatusOr<Tensor> SoftmaxCrossEntropy::Compute(Device& device, const Tensor& output,
+                                                    const Tensor& targets, int64_t global_batch,
+                                                    Tensor& totals) const {
   if (output.dtype() != DType::kF32 || output.shape().rank() < 2) {
     return absl::InvalidArgumentError(absl::StrCat(
         "softmax_cross_entropy expects an f32 output [batch, ..., num_classes], got ",
@@ -48,49 +49,22 @@ absl::StatusOr<LossResult> SoftmaxCrossEntropy::Compute(Device& device, const Te
   }
   const int64_t rows = output.shape().rows();  // batch * positions
   const int64_t positions = batch == 0 ? 1 : rows / batch;
-  const int64_t* ids = targets.data<int64_t>();
-  for (int64_t i = 0; i < rows; ++i) {
-    if (ids[i] < 0 || ids[i] >= classes) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "softmax_cross_entropy: sample ", i / positions, " of the batch",
-          positions > 1 ? absl::StrCat(", position ", i % positions, ",") : std::string(),
-          " has class id ", ids[i], ", outside [0, ", classes,
-          "); check the targets' labels against the model's ", classes, " outputs"));
-    }
-  }
-
   ASSIGN_OR_RETURN(Tensor grad,
                    Tensor::Empty(device, output.shape(), DType::kF32, MemoryKind::kActivation));
-  const float* logits = output.f32();
-  float* g = grad.f32();
   const double scale = 1.0 / (static_cast<double>(global_batch) * static_cast<double>(positions));
-  double loss_sum = 0.0;
-  int64_t correct = 0;
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* row = logits + i * classes;
-    float* grad_row = g + i * classes;
-    // Ties go to the lowest class id, as torch.argmax.
-    int64_t argmax = 0;
-    for (int64_t c = 1; c < classes; ++c) {
-      if (row[c] > row[argmax]) argmax = c;
-    }
-    const double max_logit = row[argmax];
-    double sum_exp = 0.0;
-    for (int64_t c = 0; c < classes; ++c) sum_exp += std::exp(row[c] - max_logit);
-    const double log_sum_exp = max_logit + std::log(sum_exp);
-    const int64_t target = ids[i];
-    loss_sum += log_sum_exp - row[target];
-    for (int64_t c = 0; c < classes; ++c) {
-      const double softmax = std::exp(row[c] - log_sum_exp);
-      grad_row[c] = static_cast<float>((softmax - (c == target ? 1.0 : 0.0)) * scale);
-    }
-    if (argmax == target) ++correct;
+  const absl::Status computed =
+      device.ops().loss.SoftmaxCrossEntropy(output, targets, scale, grad, totals);
+  if (!computed.ok()) {
+    const std::optional<BadId> bad = BadIdOf(computed);
+    if (!bad.has_value()) return WithContext(computed, "softmax_cross_entropy");
+    const int64_t i = bad->index;
+    return absl::InvalidArgumentError(absl::StrCat(
+        "softmax_cross_entropy: sample ", i / positions, " of the batch",
+        positions > 1 ? absl::StrCat(", position ", i % positions, ",") : std::string(),
+        " has class id ", bad->id, ", outside [0, ", classes,
+        "); check the targets' labels against the model's ", classes, " outputs"));
   }
-  LossResult result;
-  result.loss = loss_sum * scale;
-  result.grad = std::move(grad);
-  result.correct = correct;
-  return result;
+  return grad;
 }
 
 }  // namespace gpipe

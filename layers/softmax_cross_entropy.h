@@ -3,9 +3,10 @@
 // Output [b, C] (C >= 2) with targets [b], or one prediction per position: output
 // [b, P..., C] with targets [b, P...] (a language model's [b, T, vocab] and [b, T]); ids in
 // [0, C). With n = the number of positions per sample (1 for [b, C]), a call on one micro-batch
-// returns sum nll / (global_batch * n) and grad (softmax - onehot) / (global_batch * n), so the
-// micro-batches sum to the mean over every position of the mini-batch. `correct` counts
-// positions whose argmax is the target. Stateless; thread-compatible.
+// adds sum nll / (global_batch * n) into totals[kLossSum] and returns grad
+// (softmax - onehot) / (global_batch * n), so the micro-batches sum to the mean over every
+// position of the mini-batch; totals[kLossCorrect] counts positions whose argmax is the
+// target. Stateless; thread-compatible.
 #ifndef GPIPE_LAYERS_SOFTMAX_CROSS_ENTROPY_H_
 #define GPIPE_LAYERS_SOFTMAX_CROSS_ENTROPY_H_
 
@@ -22,8 +23,9 @@ class SoftmaxCrossEntropy final : public Loss {
   absl::Status ValidateOutputShape(const Shape& output_shape) const override;
   // Fails with INVALID_ARGUMENT on mismatched shapes or dtypes, global_batch < 1, or a class id
   // out of range (naming the sample and position within this call's batch).
-  absl::StatusOr<LossResult> Compute(Device& device, const Tensor& output, const Tensor& targets,
-                                     int64_t global_batch) const override;
+  absl::StatusOr<Tensor> Compute(Device& device, const Tensor& output, const Tensor& targets,
+                                 int64_t global_batch, Tensor& totals) const override;
+  bool counts_correct() const override { return true; }
 };
 
 }  // namespace gpipe

@@ -1,6 +1,149 @@
-// Conformance of the activation ops family on every backend (see backends_under_test.h).
+// Conformance of the activation ops family on every backend (see backends_under_test.h):
+// forward and backward of relu, tanh and exact GELU against double-precision formulas.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
 #include "tests/device/backends_under_test.h"
 
 namespace gpipe::testing {
-namespace {}  // namespace
+namespace {
+
+// relu and its gradient select or zero a value: no rounding at all.
+constexpr double kExact = 0.0;
+// tanh, erf and exp in float against the double formulas: a few float ulps (2^-24 ~ 6e-8
+// relative) of values of order 1, plus an absolute floor for results near zero, where the
+// float intermediate (e.g. 1 - y^2, 1 + erf) loses relative precision. The CPU is off by at
+// most ~5e-8 here; 1e-6 leaves room for another backend's float erf/exp/tanh and still
+// catches a wrong formula (the tanh approximation of GELU is off by ~1e-3).
+constexpr double kTranscendentalRel = 1e-6;
+constexpr double kTranscendentalAbs = 1e-6;
+
+double Phi(double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); }
+double PhiDensity(double x) { return std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI); }
+
+class ActivationOpsTest : public OpsConformanceTest {};
+
+TEST_P(ActivationOpsTest, ReluForwardAndBackward) {
+  const std::vector<float> x = TestValues(1, 200, -3.0f, 3.0f);
+  const Tensor xt = Upload(x, Shape{8, 25});
+  Tensor y = Uninitialized(Shape{8, 25});
+  ASSERT_TRUE(ops().activation.Forward(Activation::kRelu, xt, y).ok());
+  std::vector<double> expected_y;
+  for (float v : x) expected_y.push_back(std::max(static_cast<double>(v), 0.0));
+  const std::vector<float> y_values = Download(y);
+  ExpectNear(y_values, expected_y, kExact, kExact, "relu y");
+
+  const std::vector<float> dy = TestValues(2, 200);
+  Tensor dx = Uninitialized(Shape{8, 25});
+  ASSERT_TRUE(ops().activation.Backward(Activation::kRelu, y, Upload(dy, Shape{8, 25}), dx).ok());
+  std::vector<double> expected_dx;
+  for (size_t i = 0; i < dy.size(); ++i) expected_dx.push_back(y_values[i] > 0.0f ? dy[i] : 0.0);
+  ExpectNear(Download(dx), expected_dx, kExact, kExact, "relu dx");
+}
+
+TEST_P(ActivationOpsTest, ReluPassesNanAndZeroHasZeroGradient) {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor y = Uninitialized(Shape{3});
+  ASSERT_TRUE(
+      ops().activation.Forward(Activation::kRelu, Upload({nan, 0.0f, -2.0f}, Shape{3}), y).ok());
+  const std::vector<float> y_values = Download(y);
+  EXPECT_TRUE(std::isnan(y_values[0]));
+  EXPECT_EQ(y_values[1], 0.0f);
+  EXPECT_EQ(y_values[2], 0.0f);
+  Tensor dx = Uninitialized(Shape{2});
+  ASSERT_TRUE(ops()
+                  .activation
+                  .Backward(Activation::kRelu, Upload({0.0f, 1.0f}, Shape{2}),
+                            Upload({5.0f, 5.0f}, Shape{2}), dx)
+                  .ok());
+  ExpectNear(Download(dx), {0.0, 5.0}, kExact, kExact, "relu dx at 0");
+}
+
+TEST_P(ActivationOpsTest, TanhForwardAndBackwardFromTheOutput) {
+  const std::vector<float> x = TestValues(3, 300, -4.0f, 4.0f);
+  Tensor y = Uninitialized(Shape{300});
+  ASSERT_TRUE(ops().activation.Forward(Activation::kTanh, Upload(x, Shape{300}), y).ok());
+  std::vector<double> expected_y;
+  for (float v : x) expected_y.push_back(std::tanh(static_cast<double>(v)));
+  ExpectNear(Download(y), expected_y, kTranscendentalRel, kTranscendentalAbs, "tanh y");
+
+  // The backward reads the output y (here: given values), dx = dy (1 - y^2).
+  EXPECT_FALSE(ActivationBackwardReadsInput(Activation::kTanh));
+  const std::vector<float> saved = TestValues(4, 300, -1.0f, 1.0f);
+  const std::vector<float> dy = TestValues(5, 300);
+  Tensor dx = Uninitialized(Shape{300});
+  ASSERT_TRUE(
+      ops()
+          .activation
+          .Backward(Activation::kTanh, Upload(saved, Shape{300}), Upload(dy, Shape{300}), dx)
+          .ok());
+  std::vector<double> expected_dx;
+  for (size_t i = 0; i < dy.size(); ++i) {
+    const double s = saved[i];
+    expected_dx.push_back(dy[i] * (1.0 - s * s));
+  }
+  ExpectNear(Download(dx), expected_dx, kTranscendentalRel, kTranscendentalAbs, "tanh dx");
+}
+
+TEST_P(ActivationOpsTest, GeluIsExactAndItsBackwardReadsTheInput) {
+  const std::vector<float> x = TestValues(6, 400, -5.0f, 5.0f);
+  const Tensor xt = Upload(x, Shape{20, 20});
+  Tensor y = Uninitialized(Shape{20, 20});
+  ASSERT_TRUE(ops().activation.Forward(Activation::kGelu, xt, y).ok());
+  std::vector<double> expected_y;
+  for (float v : x) expected_y.push_back(v * Phi(v));
+  ExpectNear(Download(y), expected_y, kTranscendentalRel, kTranscendentalAbs, "gelu y");
+
+  EXPECT_TRUE(ActivationBackwardReadsInput(Activation::kGelu));
+  const std::vector<float> dy = TestValues(7, 400);
+  Tensor dx = Uninitialized(Shape{20, 20});
+  ASSERT_TRUE(ops().activation.Backward(Activation::kGelu, xt, Upload(dy, Shape{20, 20}), dx).ok());
+  std::vector<double> expected_dx;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    expected_dx.push_back(dy[i] * (Phi(v) + v * PhiDensity(v)));
+  }
+  ExpectNear(Download(dx), expected_dx, kTranscendentalRel, kTranscendentalAbs, "gelu dx");
+}
+
+TEST_P(ActivationOpsTest, NoElementsIsFine) {
+  for (Activation activation : {Activation::kRelu, Activation::kTanh, Activation::kGelu}) {
+    Tensor y = Uninitialized(Shape{0, 7});
+    EXPECT_TRUE(ops().activation.Forward(activation, Uninitialized(Shape{0, 7}), y).ok());
+    Tensor dx = Uninitialized(Shape{0, 7});
+    EXPECT_TRUE(
+        ops()
+            .activation
+            .Backward(activation, Uninitialized(Shape{0, 7}), Uninitialized(Shape{0, 7}), dx)
+            .ok());
+  }
+}
+
+TEST_P(ActivationOpsTest, MismatchedSizesOrDtypesAreInvalidArgument) {
+  Tensor y = Uninitialized(Shape{5});
+  EXPECT_EQ(ops().activation.Forward(Activation::kRelu, Uninitialized(Shape{4}), y).code(),
+            absl::StatusCode::kInvalidArgument);
+  Tensor y64 = Uninitialized(Shape{4}, DType::kF64);
+  EXPECT_EQ(ops().activation.Forward(Activation::kTanh, Uninitialized(Shape{4}), y64).code(),
+            absl::StatusCode::kInvalidArgument);
+  Tensor dx = Uninitialized(Shape{4});
+  EXPECT_EQ(ops()
+                .activation
+                .Backward(Activation::kGelu, Uninitialized(Shape{4}), Uninitialized(Shape{3}), dx)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  Tensor dx_short = Uninitialized(Shape{3});
+  EXPECT_EQ(
+      ops()
+          .activation
+          .Backward(Activation::kRelu, Uninitialized(Shape{4}), Uninitialized(Shape{4}), dx_short)
+          .code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
+GPIPE_INSTANTIATE_ON_EVERY_BACKEND(ActivationOpsTest);
+
+}  // namespace
 }  // namespace gpipe::testing

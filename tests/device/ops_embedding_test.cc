@@ -1,6 +1,162 @@
-// Conformance of the embedding ops family on every backend (see backends_under_test.h).
+// Conformance of the embedding ops family on every backend (see backends_under_test.h): row
+// gather with its id check, the scatter-add gradient and the broadcast add of a table slice.
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "runtime/device/ops/bad_id.h"
 #include "tests/device/backends_under_test.h"
 
 namespace gpipe::testing {
-namespace {}  // namespace
+namespace {
+
+using ::testing::StartsWith;
+
+// A gather copies values: bit for bit.
+constexpr double kExact = 0.0;
+// One float addition of two floats is the double sum rounded once: half an ulp, 2^-24
+// relative, plus a floor for sums that cancel to near zero.
+constexpr double kOneRoundingRel = 6e-8;
+constexpr double kOneRoundingAbs = 1e-12;
+// ScatterAdd adds up to 4 float terms per element in float: 4 roundings.
+constexpr double kFewRoundingsRel = 4 * 6e-8;
+constexpr double kFewRoundingsAbs = 1e-7;
+
+class EmbeddingOpsTest : public OpsConformanceTest {};
+
+TEST_P(EmbeddingOpsTest, GatherCopiesTheRowsOfTheIds) {
+  const std::vector<float> table = TestValues(1, 5 * 3);
+  const std::vector<int64_t> ids = {4, 0, 4, 2, 1, 3};
+  Tensor out = Uninitialized(Shape{2, 3, 3});
+  ASSERT_TRUE(
+      ops().embedding.Gather(Upload(table, Shape{5, 3}), UploadIds(ids, Shape{2, 3}), out).ok());
+  std::vector<double> expected;
+  for (int64_t id : ids) {
+    for (int d = 0; d < 3; ++d) expected.push_back(table[id * 3 + d]);
+  }
+  ExpectNear(Download(out), expected, kExact, kExact, "gathered rows");
+}
+
+TEST_P(EmbeddingOpsTest, GatherOfNoIdsIsFine) {
+  Tensor out = Uninitialized(Shape{0, 3});
+  EXPECT_TRUE(
+      ops()
+          .embedding.Gather(Upload(TestValues(1, 6), Shape{2, 3}), UploadIds({}, Shape{0}), out)
+          .ok());
+}
+
+TEST_P(EmbeddingOpsTest, GatherReportsTheFirstIdOutOfRange) {
+  const Tensor table = Upload(TestValues(1, 4 * 2), Shape{4, 2});
+  for (const auto& [ids, index, id] :
+       std::vector<std::tuple<std::vector<int64_t>, int64_t, int64_t>>{
+           {{0, 1, 7, 9}, 2, 7}, {{-1, 1, 2, 3}, 0, -1}, {{0, 1, 2, 4}, 3, 4}}) {
+    Tensor out = Uninitialized(Shape{4, 2});
+    const absl::Status status = ops().embedding.Gather(table, UploadIds(ids, Shape{4}), out);
+    ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_THAT(std::string(status.message()),
+                StartsWith("index " + std::to_string(index) + " has id " + std::to_string(id)));
+    const std::optional<BadId> bad = BadIdOf(status);
+    ASSERT_TRUE(bad.has_value());
+    EXPECT_EQ(bad->index, index);
+    EXPECT_EQ(bad->id, id);
+  }
+}
+
+TEST_P(EmbeddingOpsTest, GatherRejectsMismatchedShapes) {
+  const Tensor table = Upload(TestValues(1, 4 * 2), Shape{4, 2});
+  Tensor short_out = Uninitialized(Shape{3, 2});
+  EXPECT_EQ(ops().embedding.Gather(table, UploadIds({0, 1, 2, 3}, Shape{4}), short_out).code(),
+            absl::StatusCode::kInvalidArgument);
+  Tensor out = Uninitialized(Shape{4, 2});
+  EXPECT_EQ(ops().embedding.Gather(table, Zeros(Shape{4}, DType::kF32), out).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ops()
+                .embedding
+                .Gather(Upload(TestValues(1, 8), Shape{8}), UploadIds({0, 1, 2, 3}, Shape{4}), out)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(EmbeddingOpsTest, ScatterAddAccumulatesRowsSharingAnId) {
+  const std::vector<float> start = TestValues(2, 4 * 3);
+  const std::vector<float> dout = TestValues(3, 6 * 3);
+  const std::vector<int64_t> ids = {1, 3, 1, 1, 0, 3};
+  Tensor dtable = Upload(start, Shape{4, 3});
+  ASSERT_TRUE(
+      ops()
+          .embedding.ScatterAdd(UploadIds(ids, Shape{2, 3}), Upload(dout, Shape{2, 3, 3}), dtable)
+          .ok());
+  std::vector<double> expected(start.begin(), start.end());
+  for (size_t r = 0; r < ids.size(); ++r) {
+    for (int d = 0; d < 3; ++d) expected[ids[r] * 3 + d] += dout[r * 3 + d];
+  }
+  ExpectNear(Download(dtable), expected, kFewRoundingsRel, kFewRoundingsAbs, "dtable");
+}
+
+TEST_P(EmbeddingOpsTest, ScatterAddOfNoRowsLeavesTheTable) {
+  const std::vector<float> start = TestValues(2, 6);
+  Tensor dtable = Upload(start, Shape{3, 2});
+  ASSERT_TRUE(
+      ops().embedding.ScatterAdd(UploadIds({}, Shape{0}), Uninitialized(Shape{0, 2}), dtable).ok());
+  ExpectNear(Download(dtable), std::vector<double>(start.begin(), start.end()), kExact, kExact,
+             "dtable");
+}
+
+TEST_P(EmbeddingOpsTest, ScatterAddRejectsIdsOutOfRangeAndBadShapes) {
+  Tensor dtable = Zeros(Shape{3, 2});
+  EXPECT_EQ(
+      ops().embedding.ScatterAdd(UploadIds({0, 3}, Shape{2}), Zeros(Shape{2, 2}), dtable).code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      ops().embedding.ScatterAdd(UploadIds({0, 1}, Shape{2}), Zeros(Shape{3, 2}), dtable).code(),
+      absl::StatusCode::kInvalidArgument);
+  ExpectNear(Download(dtable), std::vector<double>(6, 0.0), kExact, kExact, "untouched dtable");
+}
+
+TEST_P(EmbeddingOpsTest, AddRowBroadcastAddsTheFirstNElementsOfTheRowToEveryRow) {
+  const std::vector<float> in = TestValues(4, 3 * 4);
+  const std::vector<float> table = TestValues(5, 6);  // only the first 4 are used
+  Tensor out = Uninitialized(Shape{3, 2, 2});
+  ASSERT_TRUE(
+      ops()
+          .embedding.AddRowBroadcast(Upload(in, Shape{3, 2, 2}), Upload(table, Shape{3, 2}), 4, out)
+          .ok());
+  std::vector<double> expected;
+  for (int b = 0; b < 3; ++b) {
+    for (int i = 0; i < 4; ++i) {
+      expected.push_back(static_cast<double>(in[b * 4 + i]) + table[i]);
+    }
+  }
+  ExpectNear(Download(out), expected, kOneRoundingRel, kOneRoundingAbs, "in + row");
+}
+
+TEST_P(EmbeddingOpsTest, AddRowBroadcastInPlace) {
+  const std::vector<float> in = TestValues(4, 2 * 3);
+  const std::vector<float> row = TestValues(5, 3);
+  Tensor x = Upload(in, Shape{2, 3});
+  ASSERT_TRUE(ops().embedding.AddRowBroadcast(x, Upload(row, Shape{3}), 3, x).ok());
+  std::vector<double> expected;
+  for (int i = 0; i < 6; ++i) expected.push_back(static_cast<double>(in[i]) + row[i % 3]);
+  ExpectNear(Download(x), expected, kOneRoundingRel, kOneRoundingAbs, "x += row");
+}
+
+TEST_P(EmbeddingOpsTest, AddRowBroadcastRejectsMismatchedSizes) {
+  Tensor out = Uninitialized(Shape{2, 3});
+  // 6 elements are not rows of 4.
+  EXPECT_EQ(ops().embedding.AddRowBroadcast(Zeros(Shape{2, 3}), Zeros(Shape{4}), 4, out).code(),
+            absl::StatusCode::kInvalidArgument);
+  // The row is shorter than n.
+  EXPECT_EQ(ops().embedding.AddRowBroadcast(Zeros(Shape{2, 3}), Zeros(Shape{2}), 3, out).code(),
+            absl::StatusCode::kInvalidArgument);
+  // out differs from in.
+  Tensor big = Uninitialized(Shape{3, 3});
+  EXPECT_EQ(ops().embedding.AddRowBroadcast(Zeros(Shape{2, 3}), Zeros(Shape{3}), 3, big).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+GPIPE_INSTANTIATE_ON_EVERY_BACKEND(EmbeddingOpsTest);
+
+}  // namespace
 }  // namespace gpipe::testing

@@ -47,6 +47,16 @@ absl::StatusOr<GradientCheckReport> CheckLayerGradients(const Layer& layer, cons
                                                         const Tensor& x,
                                                         const GradientCheckOptions& options = {});
 
+// One Loss::Compute call read back on the host: the call's loss and correct count (from fresh
+// zeroed totals) and its gradient.
+struct LossResult {
+  double loss = 0.0;     // this micro-batch's share of the mini-batch mean
+  Tensor grad;           // dL/doutput, shaped like the output
+  int64_t correct = -1;  // correct argmax predictions (classification), -1 otherwise
+};
+absl::StatusOr<LossResult> ComputeLoss(const Loss& loss, Device& device, const Tensor& output,
+                                       const Tensor& targets, int64_t global_batch);
+
 // Checks the loss's gradient with respect to `output`.
 absl::StatusOr<GradientCheckReport> CheckLossGradient(const Loss& loss, Device& device,
                                                       const Tensor& output, const Tensor& targets,

@@ -9,6 +9,7 @@
 #include "gtest/gtest.h"
 #include "layers/registry.h"
 #include "runtime/device/cpu/cpu_device.h"
+#include "tests/layers/gradient_check.h"
 #include "tests/layers/make_layer.h"
 #include "tests/layers/test_tensors.h"
 
@@ -26,7 +27,8 @@ TEST(SoftmaxCrossEntropyTest, MatchesIndependentValues) {
       F32Tensor(device, Shape{3, 4},
                 {0.5f, -1.0f, 2.0f, 0.0f, 3.0f, 1.0f, -2.0f, 0.5f, 0.1f, 0.2f, 0.3f, 0.4f});
   const Tensor targets = I64Tensor(device, Shape{3}, {2, 0, 3});
-  absl::StatusOr<LossResult> result = loss->Compute(device, output, targets, /*global_batch=*/6);
+  absl::StatusOr<LossResult> result =
+      ComputeLoss(*loss, device, output, targets, /*global_batch=*/6);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_NEAR(result->loss, 0.297856427, 1e-7);
   EXPECT_THAT(
@@ -43,7 +45,7 @@ TEST(SoftmaxCrossEntropyTest, CountsArgmaxHits) {
   const Tensor output =
       F32Tensor(device, Shape{3, 3}, {1.0f, 5.0f, 0.0f, 2.0f, 1.0f, 0.0f, 0.0f, 0.0f, 9.0f});
   const Tensor targets = I64Tensor(device, Shape{3}, {1, 2, 2});
-  absl::StatusOr<LossResult> result = loss->Compute(device, output, targets, 3);
+  absl::StatusOr<LossResult> result = ComputeLoss(*loss, device, output, targets, 3);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_EQ(result->correct, 2);
 }
@@ -54,7 +56,7 @@ TEST(SoftmaxCrossEntropyTest, IsStableForHugeLogits) {
   const Tensor output =
       F32Tensor(device, Shape{2, 3}, {1000.0f, 1002.0f, 999.0f, -1000.0f, 0.0f, 1000.0f});
   const Tensor targets = I64Tensor(device, Shape{2}, {0, 2});
-  absl::StatusOr<LossResult> result = loss->Compute(device, output, targets, 2);
+  absl::StatusOr<LossResult> result = ComputeLoss(*loss, device, output, targets, 2);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_NEAR(result->loss, 1.08492301, 1e-6);
   for (float g : Values(result->grad)) EXPECT_TRUE(std::isfinite(g));
@@ -66,13 +68,14 @@ TEST(SoftmaxCrossEntropyTest, MicroBatchSharesSumToTheMiniBatchMean) {
   std::unique_ptr<Loss> loss = MakeLoss("softmax_cross_entropy {}");
   const Tensor output = UniformTensor(device, Shape{6, 5}, 1, -3.0f, 3.0f);
   const Tensor targets = I64Tensor(device, Shape{6}, {0, 1, 2, 3, 4, 0});
-  absl::StatusOr<LossResult> whole = loss->Compute(device, output, targets, 6);
+  absl::StatusOr<LossResult> whole = ComputeLoss(*loss, device, output, targets, 6);
   ASSERT_TRUE(whole.ok()) << whole.status();
   double sum = 0.0;
   std::vector<float> grads;
   for (int64_t begin = 0; begin < 6; begin += 2) {
-    absl::StatusOr<LossResult> part = loss->Compute(device, *output.SliceRows(begin, begin + 2),
-                                                    *targets.SliceRows(begin, begin + 2), 6);
+    absl::StatusOr<LossResult> part =
+        ComputeLoss(*loss, device, *output.SliceRows(begin, begin + 2),
+                    *targets.SliceRows(begin, begin + 2), 6);
     ASSERT_TRUE(part.ok()) << part.status();
     sum += part->loss;
     for (float g : Values(part->grad)) grads.push_back(g);
@@ -87,7 +90,7 @@ TEST(SoftmaxCrossEntropyTest, RejectsAClassIdOutOfRangeNamingTheSample) {
   const Tensor output = UniformTensor(device, Shape{3, 4}, 1, -1.0f, 1.0f);
   for (const int64_t bad : {int64_t{4}, int64_t{-1}}) {
     absl::StatusOr<LossResult> result =
-        loss->Compute(device, output, I64Tensor(device, Shape{3}, {0, bad, 1}), 3);
+        ComputeLoss(*loss, device, output, I64Tensor(device, Shape{3}, {0, bad, 1}), 3);
     ASSERT_FALSE(result.ok());
     EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_THAT(std::string(result.status().message()),
@@ -99,14 +102,15 @@ TEST(SoftmaxCrossEntropyTest, RejectsMismatchedTargets) {
   CpuDevice device;
   std::unique_ptr<Loss> loss = MakeLoss("softmax_cross_entropy {}");
   const Tensor output = UniformTensor(device, Shape{3, 4}, 1, -1.0f, 1.0f);
-  EXPECT_EQ(loss->Compute(device, output, I64Tensor(device, Shape{2}, {0, 1}), 3).status().code(),
-            absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(loss->Compute(device, output, UniformTensor(device, Shape{3}, 1, 0.0f, 1.0f), 3)
+  EXPECT_EQ(
+      ComputeLoss(*loss, device, output, I64Tensor(device, Shape{2}, {0, 1}), 3).status().code(),
+      absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ComputeLoss(*loss, device, output, UniformTensor(device, Shape{3}, 1, 0.0f, 1.0f), 3)
                 .status()
                 .code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(
-      loss->Compute(device, output, I64Tensor(device, Shape{3}, {0, 1, 2}), 0).status().code(),
+      ComputeLoss(*loss, device, output, I64Tensor(device, Shape{3}, {0, 1, 2}), 0).status().code(),
       absl::StatusCode::kInvalidArgument);
 }
 
@@ -133,19 +137,19 @@ TEST(SoftmaxCrossEntropyTest, PerPositionLossIsTheMeanOverEveryPosition) {
   const Tensor logits = UniformTensor(device, Shape{2, 3, 4}, 5, -2.0f, 2.0f);
   const std::vector<int64_t> ids = {0, 3, 1, 2, 2, 0};
   absl::StatusOr<LossResult> sequence =
-      loss->Compute(device, logits, I64Tensor(device, Shape{2, 3}, ids), /*global_batch=*/4);
+      ComputeLoss(*loss, device, logits, I64Tensor(device, Shape{2, 3}, ids), /*global_batch=*/4);
   ASSERT_TRUE(sequence.ok()) << sequence.status();
   absl::StatusOr<Tensor> rows = logits.Reshaped(Shape{6, 4});
   ASSERT_TRUE(rows.ok());
   absl::StatusOr<LossResult> flat =
-      loss->Compute(device, *rows, I64Tensor(device, Shape{6}, ids), /*global_batch=*/12);
+      ComputeLoss(*loss, device, *rows, I64Tensor(device, Shape{6}, ids), /*global_batch=*/12);
   ASSERT_TRUE(flat.ok()) << flat.status();
   EXPECT_DOUBLE_EQ(sequence->loss, flat->loss);
   EXPECT_EQ(Values(sequence->grad), Values(flat->grad));
   EXPECT_EQ(sequence->correct, flat->correct);
   EXPECT_EQ(sequence->grad.shape(), (Shape{2, 3, 4}));
   // Targets must be shaped like the output without its class dimension.
-  EXPECT_EQ(loss->Compute(device, logits, I64Tensor(device, Shape{6}, ids), 4).status().code(),
+  EXPECT_EQ(ComputeLoss(*loss, device, logits, I64Tensor(device, Shape{6}, ids), 4).status().code(),
             absl::StatusCode::kInvalidArgument);
 }
 
@@ -154,7 +158,8 @@ TEST(MseTest, MatchesIndependentValues) {
   std::unique_ptr<Loss> loss = MakeLoss("mse {}");
   const Tensor output = F32Tensor(device, Shape{2, 3}, {0.5f, -1.0f, 2.0f, 0.0f, 3.0f, 1.5f});
   const Tensor targets = F32Tensor(device, Shape{2, 3}, {1.0f, -1.0f, 0.0f, 0.25f, 2.0f, -0.5f});
-  absl::StatusOr<LossResult> result = loss->Compute(device, output, targets, /*global_batch=*/4);
+  absl::StatusOr<LossResult> result =
+      ComputeLoss(*loss, device, output, targets, /*global_batch=*/4);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_NEAR(result->loss, 0.776041667, 1e-8);
   EXPECT_THAT(Values(result->grad),
@@ -168,8 +173,8 @@ TEST(MseTest, MeansOverEveryElementOfRank2Samples) {
   std::unique_ptr<Loss> loss = MakeLoss("mse {}");
   // One sample of shape [2, 2], every error 2: mean squared error 4.
   absl::StatusOr<LossResult> result =
-      loss->Compute(device, F32Tensor(device, Shape{1, 2, 2}, {3.0f, 3.0f, 3.0f, 3.0f}),
-                    F32Tensor(device, Shape{1, 2, 2}, {1.0f, 1.0f, 1.0f, 1.0f}), 1);
+      ComputeLoss(*loss, device, F32Tensor(device, Shape{1, 2, 2}, {3.0f, 3.0f, 3.0f, 3.0f}),
+                  F32Tensor(device, Shape{1, 2, 2}, {1.0f, 1.0f, 1.0f, 1.0f}), 1);
   ASSERT_TRUE(result.ok()) << result.status();
   EXPECT_DOUBLE_EQ(result->loss, 4.0);
   EXPECT_THAT(Values(result->grad), Pointwise(FloatNear(0.0f), {1.0f, 1.0f, 1.0f, 1.0f}));
@@ -180,13 +185,14 @@ TEST(MseTest, RejectsTargetsOfAnotherShapeOrType) {
   std::unique_ptr<Loss> loss = MakeLoss("mse {}");
   const Tensor output = UniformTensor(device, Shape{2, 3}, 1, -1.0f, 1.0f);
   absl::StatusOr<LossResult> result =
-      loss->Compute(device, output, UniformTensor(device, Shape{2, 2}, 1, -1.0f, 1.0f), 2);
+      ComputeLoss(*loss, device, output, UniformTensor(device, Shape{2, 2}, 1, -1.0f, 1.0f), 2);
   EXPECT_EQ(result.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(result.status().message()), HasSubstr("shaped like the output"));
-  EXPECT_EQ(loss->Compute(device, output, I64Tensor(device, Shape{2, 3}, {0, 0, 0, 0, 0, 0}), 2)
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      ComputeLoss(*loss, device, output, I64Tensor(device, Shape{2, 3}, {0, 0, 0, 0, 0, 0}), 2)
+          .status()
+          .code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(loss->target_dtype(), DType::kF32);
   EXPECT_EQ(loss->target_shape(Shape{3, 4}), (Shape{3, 4}));
 }

@@ -22,7 +22,7 @@ using ::testing::Pointwise;
 std::vector<float> Initialized(const ParamSpec& spec, uint64_t seed, int layer, int param) {
   CpuDevice device;
   Tensor value = *Tensor::Empty(device, spec.shape, DType::kF32, MemoryKind::kParameter);
-  const absl::Status status = InitializeParameter(spec, seed, layer, param, value);
+  const absl::Status status = InitializeParameter(device, spec, seed, layer, param, value);
   EXPECT_TRUE(status.ok()) << status;
   return Values(value);
 }
@@ -80,7 +80,7 @@ TEST(ParameterInitTest, ElementIIsTheIthDrawWhateverTheShape) {
 TEST(ParameterInitTest, RejectsATensorOfAnotherShape) {
   CpuDevice device;
   Tensor value = *Tensor::Empty(device, Shape{3}, DType::kF32, MemoryKind::kParameter);
-  const absl::Status status = InitializeParameter(kUniform, 1, 0, 0, value);
+  const absl::Status status = InitializeParameter(device, kUniform, 1, 0, 0, value);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()), HasSubstr("weight"));
 }

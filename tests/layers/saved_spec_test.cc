@@ -209,14 +209,14 @@ TEST(SavedSpecValuesTest, DeclaredBytesOfTheBuiltinsWithNewStorage) {
   EXPECT_EQ(norm[1].ref, SavedRef::kNew);
   EXPECT_EQ(norm[1].bytes_per_sample, 3 * 3 * 4);
   EXPECT_EQ(norm[1].bytes_per_call, 0);
-  // dropout: five i64 key words per call, however many samples.
+  // dropout: a record of the forward's element count with no elements, so no bytes.
   const std::vector<SavedSpec> drop =
       MakeLayer("name: 'a' dropout { p: 0.5 }", kSampleShape)->SavedPerSample();
   ASSERT_EQ(drop.size(), 1u);
   EXPECT_EQ(drop[0].ref, SavedRef::kNew);
   EXPECT_EQ(drop[0].bytes_per_sample, 0);
-  EXPECT_EQ(drop[0].bytes_per_call, 40);
-  EXPECT_EQ(drop[0].NewBytes(1000), 40);
+  EXPECT_EQ(drop[0].bytes_per_call, 0);
+  EXPECT_EQ(drop[0].NewBytes(1000), 0);
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "runtime/core/tensor.h"
+#include "runtime/device/ops/bad_id.h"
 
 namespace gpipe {
 
@@ -15,15 +16,18 @@ enum LossTotalsIndex { kLossSum = 0, kLossCorrect = 1, kLossTotalsSize = 2 };
 class LossOps {
  public:
   virtual ~LossOps() = default;
-  // logits f32 [rows, classes], ids i64 [rows]. Per row (log-sum-exp shifted by the row
+  // logits f32 [..., classes] viewed as [rows, classes], ids i64 with `rows` elements, grad
+  // shaped like logits, totals f64 [kLossTotalsSize]. Per row (log-sum-exp shifted by the row
   // maximum, in double): loss = lse - logit[id]; grad = (softmax - onehot) * scale (f32,
   // overwritten). totals[kLossSum] += scale * sum of row losses (summed in double in row
   // order); totals[kLossCorrect] += rows whose argmax (lowest index on ties) is the id.
-  // An id outside [0, classes) is INVALID_ARGUMENT starting "row <r> has class id <id>".
+  // An id outside [0, classes) is INVALID_ARGUMENT starting "row <r> has class id <id>" and
+  // carrying BadId{r, id} (bad_id.h) for the first such r; nothing is written then.
   virtual absl::Status SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
                                            Tensor& grad, Tensor& totals) const = 0;
   // output, targets f32 (same element count): diff = output - target in double;
-  // grad = 2 diff scale (f32); totals[kLossSum] += scale * sum of diff^2 (in order).
+  // grad = 2 diff scale (f32); totals[kLossSum] += scale * sum of diff^2 (summed in double in
+  // element order, scaled once).
   virtual absl::Status MeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
                                         Tensor& grad, Tensor& totals) const = 0;
 };

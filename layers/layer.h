@@ -74,7 +74,7 @@ enum class SavedRef {
 struct SavedSpec {
   SavedRef ref;
   int64_t bytes_per_sample = 0;
-  int64_t bytes_per_call = 0;  // independent of the batch (dropout's 40-byte key)
+  int64_t bytes_per_call = 0;  // independent of the batch (batch norm's per-channel statistics)
   int64_t NewBytes(int64_t batch) const { return bytes_per_sample * batch + bytes_per_call; }
 };
 

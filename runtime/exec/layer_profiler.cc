@@ -55,7 +55,7 @@ absl::StatusOr<std::vector<Tensor>> InitializedTensors(Device& device,
   std::vector<Tensor> tensors;
   for (size_t i = 0; i < specs.size(); ++i) {
     ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(device, specs[i].shape, DType::kF32, kind));
-    RETURN_IF_ERROR(InitializeParameter(specs[i], seed, layer_index,
+    RETURN_IF_ERROR(InitializeParameter(device, specs[i], seed, layer_index,
                                         first_index + static_cast<int>(i), tensor));
     tensors.push_back(std::move(tensor));
   }

@@ -29,10 +29,11 @@ absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const Stag
         ParamSpec first = specs[p];
         first.init = static_cast<ParamInit>(tie->second->init_kind());
         first.bound = tie->second->init_bound();
-        RETURN_IF_ERROR(InitializeParameter(first, seed, tie->second->init_layer(),
+        RETURN_IF_ERROR(InitializeParameter(device, first, seed, tie->second->init_layer(),
                                             tie->second->init_parameter(), value));
       } else {
-        RETURN_IF_ERROR(InitializeParameter(specs[p], seed, model.global_index(l), p, value));
+        RETURN_IF_ERROR(
+            InitializeParameter(device, specs[p], seed, model.global_index(l), p, value));
       }
       ASSIGN_OR_RETURN(Tensor grad,
                        Tensor::Empty(device, specs[p].shape, DType::kF32, MemoryKind::kGradient));
@@ -46,7 +47,7 @@ absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const Stag
     for (int b = 0; b < static_cast<int>(buffer_specs.size()); ++b) {
       ASSIGN_OR_RETURN(Tensor value, Tensor::Empty(device, buffer_specs[b].shape, DType::kF32,
                                                    MemoryKind::kParameter));
-      RETURN_IF_ERROR(InitializeParameter(buffer_specs[b], seed, model.global_index(l),
+      RETURN_IF_ERROR(InitializeParameter(device, buffer_specs[b], seed, model.global_index(l),
                                           static_cast<int>(specs.size()) + b, value));
       store.buffers_.push_back(std::move(value));
       store.buffer_names_.push_back(absl::StrCat(layer.name(), ".", buffer_specs[b].name));

@@ -73,15 +73,15 @@ std::vector<float> InitialValues(const ParamSpec& spec, uint64_t seed) {
 }
 
 // One device's copy of a layer's state and the results of one forward and backward.
-struct Run {
+struct LayerRun {
   std::vector<Tensor> params, grads, buffers;
   std::vector<float> y, dx;
   std::vector<std::vector<float>> dparams, buffer_values;
 };
 
-Run RunLayer(Device& device, const Layer& layer, const LayerCase& c, const std::vector<float>& x,
+LayerRun RunLayer(Device& device, const Layer& layer, const LayerCase& c, const std::vector<float>& x,
              const std::vector<int64_t>& ids, const std::vector<float>& dy) {
-  Run run;
+  LayerRun run;
   const auto upload = [&](const std::vector<float>& values, const Shape& shape) {
     Tensor t = *Tensor::Empty(device, shape, DType::kF32, MemoryKind::kActivation);
     GPIPE_CHECK(device.CopyFromHost(values.data(), t.bytes(), t).ok());
@@ -148,8 +148,8 @@ TEST_P(LayersConformanceTest, EveryLayerAgreesWithTheCpuReference) {
     std::vector<int64_t> ids(c.input_shape.num_elements() * c.batch);
     for (size_t i = 0; i < ids.size(); ++i) ids[i] = (i * 7 + 3) % std::max<int64_t>(c.num_ids, 1);
     const std::vector<float> dy = TestValues(2, layer->output_shape().num_elements() * c.batch);
-    const Run want = RunLayer(reference, *layer, c, x, ids, dy);
-    const Run got = RunLayer(device(), *layer, c, x, ids, dy);
+    const LayerRun want = RunLayer(reference, *layer, c, x, ids, dy);
+    const LayerRun got = RunLayer(device(), *layer, c, x, ids, dy);
     const double tol = is_reference ? 0.0 : c.rel_tol;
     ExpectClose(got.y, want.y, tol, c.name + " output");
     ExpectClose(got.dx, want.dx, tol, c.name + " input gradient");

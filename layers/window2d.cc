@@ -99,4 +99,23 @@ std::vector<IndexRange> Window2d::ColTaps() const {
   return taps;
 }
 
+Conv2dGeometry Window2d::Geometry(int64_t batch, int64_t out_channels, int64_t groups) const {
+  return Conv2dGeometry{.batch = batch,
+                        .in_channels = channels,
+                        .in_h = input.h,
+                        .in_w = input.w,
+                        .out_channels = out_channels,
+                        .out_h = output.h,
+                        .out_w = output.w,
+                        .kernel_h = kernel.h,
+                        .kernel_w = kernel.w,
+                        .stride_h = stride.h,
+                        .stride_w = stride.w,
+                        .padding_h = padding.h,
+                        .padding_w = padding.w,
+                        .dilation_h = dilation.h,
+                        .dilation_w = dilation.w,
+                        .groups = groups};
+}
+
 }  // namespace gpipe

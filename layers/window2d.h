@@ -14,6 +14,7 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/repeated_field.h"
 #include "runtime/core/shape.h"
+#include "runtime/device/ops/conv_ops.h"
 
 namespace gpipe {
 
@@ -66,6 +67,9 @@ struct Window2d {
   // rather than in the padding.
   std::vector<IndexRange> RowTaps() const;
   std::vector<IndexRange> ColTaps() const;
+  // The resolved window as the ConvOps geometry of a batch (pools: out_channels = channels and
+  // groups = 1).
+  Conv2dGeometry Geometry(int64_t batch, int64_t out_channels, int64_t groups) const;
 };
 
 // floor((input + 2 * padding - dilation * (kernel - 1) - 1) / stride) + 1; <= 0 when the window

@@ -1,9 +1,28 @@
 #include "runtime/device/cpu/cpu_tensor_ops.h"
 
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
 namespace gpipe {
 
 absl::Status CpuTensorOps::Fill(Tensor& out, double value) const {
-  return absl::UnimplementedError("CpuTensorOps::Fill: scaffolding");
+  if (!out.defined()) return absl::InvalidArgumentError("Fill: undefined tensor");
+  const int64_t n = out.num_elements();
+  switch (out.dtype()) {
+    case DType::kF32:
+      std::fill(out.data<float>(), out.data<float>() + n, static_cast<float>(value));
+      return absl::OkStatus();
+    case DType::kF64:
+      std::fill(out.data<double>(), out.data<double>() + n, value);
+      return absl::OkStatus();
+    case DType::kI64:
+      std::fill(out.data<int64_t>(), out.data<int64_t>() + n, static_cast<int64_t>(value));
+      return absl::OkStatus();
+    default:
+      return absl::InvalidArgumentError(
+          absl::StrCat("Fill: needs an f32, f64 or i64 tensor, got ", out.DebugString()));
+  }
 }
 
 absl::Status CpuTensorOps::Copy(const Tensor& in, Tensor& out) const {

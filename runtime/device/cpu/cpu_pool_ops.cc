@@ -140,7 +140,7 @@ absl::Status CpuConvOps::Pool2dForward(PoolKind kind, const Conv2dGeometry& g, c
         float sum = 0.0f;
         for (int64_t i = 0; i < taps.rows; ++i) {
           const float* row = in + taps.first + i * windows.row_step;
-          for (int64_t j = 0; j < taps.cols; ++j) sum += row[j];
+          for (int64_t j = 0; j < taps.cols; ++j) sum += row[j * windows.col_step];
         }
         *out++ = sum / windows.Divisor(kind, taps);
       }
@@ -185,7 +185,7 @@ absl::Status CpuConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, 
         const float share = *grad++ / windows.Divisor(kind, taps);
         for (int64_t i = 0; i < taps.rows; ++i) {
           float* row = d + taps.first + i * windows.row_step;
-          for (int64_t j = 0; j < taps.cols; ++j) row[j] += share;
+          for (int64_t j = 0; j < taps.cols; ++j) row[j * windows.col_step] += share;
         }
       }
     }

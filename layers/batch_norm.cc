@@ -72,10 +72,9 @@ absl::StatusOr<Tensor> BatchNorm::Forward(const LayerContext& ctx, std::span<con
                                           const Tensor& x, SavedTensors& saved) const {
   if (!x.defined() || x.dtype() != DType::kF32 || x.shape().rank() < 1 ||
       x.shape().WithoutBatch() != input_shape()) {
-    return absl::InvalidArgumentError(absl::StrCat(type_, " layer '", name(),
-                                                   "' expects f32 samples of shape ",
-                                                   input_shape().ToString(), ", got ",
-                                                   x.DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(type_, " layer '", name(), "' expects f32 samples of shape ",
+                     input_shape().ToString(), ", got ", x.DebugString()));
   }
   if (ctx.buffers.size() != 2) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -164,8 +163,7 @@ absl::StatusOr<Tensor> BatchNorm::Backward(const LayerContext& ctx, std::span<co
 
 absl::StatusOr<Tensor> BatchNorm::BackwardInput(const LayerContext& ctx,
                                                 std::span<const Tensor> params,
-                                                const SavedTensors& saved,
-                                                const Tensor& dy) const {
+                                                const SavedTensors& saved, const Tensor& dy) const {
   RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
   return RunBackward(ctx, params, {}, saved, dy, /*input=*/true, /*weight=*/false);
 }

@@ -52,8 +52,8 @@ class BatchNorm final : public Layer {
                               const SavedTensors& saved, const Tensor& dy) const override;
 
  private:
-  BatchNorm(std::string name, const char* type, Shape input_shape, double eps,
-            double momentum, bool affine);
+  BatchNorm(std::string name, const char* type, Shape input_shape, double eps, double momentum,
+            bool affine);
   // Checks that `saved` holds a training Forward's tensors and dy matches its output.
   absl::Status CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const;
   // The ops' arguments for a batch (weight and bias from params with `affine`, undefined when

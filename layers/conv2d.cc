@@ -75,9 +75,9 @@ absl::StatusOr<Tensor> Conv2d::Forward(const LayerContext& ctx, std::span<const 
   const int64_t batch = x.shape().dim(0);
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, output_shape().WithBatch(batch), DType::kF32,
                                            MemoryKind::kActivation));
-  RETURN_IF_ERROR(ctx.device.ops().conv.Conv2dForward(window_.Geometry(batch, out_channels_, groups_),
-                                                      x, params[0], bias_ ? params[1] : Tensor(),
-                                                      y));
+  RETURN_IF_ERROR(
+      ctx.device.ops().conv.Conv2dForward(window_.Geometry(batch, out_channels_, groups_), x,
+                                          params[0], bias_ ? params[1] : Tensor(), y));
   saved.tensors.push_back(x);
   return y;
 }

@@ -49,9 +49,8 @@ absl::StatusOr<Tensor> LayerNorm::Forward(const LayerContext& ctx, std::span<con
   const int64_t rows = x.shape().rows();
   ASSIGN_OR_RETURN(Tensor y,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  ASSIGN_OR_RETURN(Tensor stats,
-                   Tensor::Empty(ctx.device, Shape{rows, kLayerNormStatsPerRow}, DType::kF32,
-                                 MemoryKind::kActivation));
+  ASSIGN_OR_RETURN(Tensor stats, Tensor::Empty(ctx.device, Shape{rows, kLayerNormStatsPerRow},
+                                               DType::kF32, MemoryKind::kActivation));
   RETURN_IF_ERROR(ctx.device.ops().norm.LayerNormForward(Args(params, rows), x, y, stats));
   saved.tensors.push_back(x);
   saved.tensors.push_back(std::move(stats));
@@ -118,7 +117,7 @@ absl::StatusOr<Tensor> LayerNorm::InputGrad(const LayerContext& ctx, std::span<c
   ASSIGN_OR_RETURN(Tensor dx,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
   RETURN_IF_ERROR(ctx.device.ops().norm.LayerNormBackwardInput(Args(params, x.shape().rows()), x,
-                                                              saved.tensors[1], dy, dx));
+                                                               saved.tensors[1], dy, dx));
   return dx;
 }
 

@@ -139,8 +139,8 @@ absl::StatusOr<Tensor> AvgPool2d::Backward(const LayerContext& ctx, std::span<co
   if (!ctx.need_input_grad) return Tensor();
   ASSIGN_OR_RETURN(Tensor dx, Tensor::Empty(ctx.device, input_shape().WithBatch(batch), DType::kF32,
                                             MemoryKind::kActivation));
-  RETURN_IF_ERROR(ctx.device.ops().conv.Pool2dBackward(kind_, Geometry(batch), Tensor(), Tensor(),
-                                                       dy, dx));
+  RETURN_IF_ERROR(
+      ctx.device.ops().conv.Pool2dBackward(kind_, Geometry(batch), Tensor(), Tensor(), dy, dx));
   return dx;
 }
 

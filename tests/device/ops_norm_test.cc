@@ -199,8 +199,7 @@ TEST_P(BatchNormOpsTest, TrainForwardBackwardAndRunningStatisticsMatchOracle) {
     const std::vector<float> dy = TestValues(44, kElements);
     const std::vector<float> w =
         affine ? Download(args.weight) : std::vector<float>(kChannels, 1.0f);
-    const std::vector<float> b =
-        affine ? Download(args.bias) : std::vector<float>(kChannels, 0.0f);
+    const std::vector<float> b = affine ? Download(args.bias) : std::vector<float>(kChannels, 0.0f);
     const std::vector<float> mean0 = TestValues(45, kChannels);
     const std::vector<float> var0 = TestValues(46, kChannels, 0.5f, 2.0f);
     std::vector<double> y(kElements), dx(kElements), dw(kChannels), db(kChannels);
@@ -245,12 +244,11 @@ TEST_P(BatchNormOpsTest, TrainForwardBackwardAndRunningStatisticsMatchOracle) {
     // A replayed forward (update_running false) leaves the buffers alone and computes the same.
     const std::vector<float> mean_after = Download(mean_t);
     const std::vector<float> var_after = Download(var_t);
-    ASSERT_TRUE(
-        ops().norm.BatchNormTrainForward(args, xt, mean_t, var_t, false, yt, stats).ok());
+    ASSERT_TRUE(ops().norm.BatchNormTrainForward(args, xt, mean_t, var_t, false, yt, stats).ok());
     ExpectNear(Download(mean_t), std::vector<double>(mean_after.begin(), mean_after.end()), 0.0,
                0.0, name + ", running_mean unchanged");
-    ExpectNear(Download(var_t), std::vector<double>(var_after.begin(), var_after.end()), 0.0,
-               0.0, name + ", running_var unchanged");
+    ExpectNear(Download(var_t), std::vector<double>(var_after.begin(), var_after.end()), 0.0, 0.0,
+               name + ", running_var unchanged");
 
     const std::vector<float> dw0 = TestValues(47, kChannels);
     const std::vector<float> db0 = TestValues(48, kChannels);
@@ -262,8 +260,10 @@ TEST_P(BatchNormOpsTest, TrainForwardBackwardAndRunningStatisticsMatchOracle) {
     Tensor dwt = Upload(dw0, Shape{kChannels});
     Tensor dbt = Upload(db0, Shape{kChannels});
     Tensor none;
-    ASSERT_TRUE(ops().norm.BatchNormBackward(args, xt, stats, Upload(dy, shape), dxt,
-                                             affine ? dwt : none, affine ? dbt : none)
+    ASSERT_TRUE(ops()
+                    .norm
+                    .BatchNormBackward(args, xt, stats, Upload(dy, shape), dxt, affine ? dwt : none,
+                                       affine ? dbt : none)
                     .ok());
     ExpectNear(Download(dxt), dx, kNormGradTol, kNormGradTol, name + ", dx");
     if (affine) {
@@ -310,8 +310,7 @@ TEST_P(BatchNormOpsTest, EvalForwardUsesRunningStatistics) {
     const std::vector<float> var = TestValues(53, kChannels, 0.5f, 2.0f);
     const std::vector<float> w =
         affine ? Download(args.weight) : std::vector<float>(kChannels, 1.0f);
-    const std::vector<float> b =
-        affine ? Download(args.bias) : std::vector<float>(kChannels, 0.0f);
+    const std::vector<float> b = affine ? Download(args.bias) : std::vector<float>(kChannels, 0.0f);
     std::vector<double> y(kElements);
     for (int64_t k = 0; k < kElements; ++k) {
       const int64_t c = (k / kPositions) % kChannels;
@@ -319,8 +318,10 @@ TEST_P(BatchNormOpsTest, EvalForwardUsesRunningStatistics) {
     }
     const Shape shape{kBatch, kChannels, kPositions};
     Tensor yt = Uninitialized(shape);
-    ASSERT_TRUE(ops().norm.BatchNormEvalForward(args, Upload(x, shape), Upload(mean, {kChannels}),
-                                                Upload(var, {kChannels}), yt)
+    ASSERT_TRUE(ops()
+                    .norm
+                    .BatchNormEvalForward(args, Upload(x, shape), Upload(mean, {kChannels}),
+                                          Upload(var, {kChannels}), yt)
                     .ok());
     ExpectNear(Download(yt), y, kNormTol, kNormTol, affine ? "affine" : "plain");
   }

@@ -18,9 +18,8 @@ absl::Status CheckBatchNorm(const char* op, const BatchNormArgs& args, const Ten
                             const Tensor& other, const char* other_name) {
   if (args.batch < 0 || args.channels < 1 || args.positions < 1 || !(args.eps > 0.0)) {
     return absl::InvalidArgumentError(absl::StrCat(
-        op, ": needs batch >= 0, channels >= 1, positions >= 1 and eps > 0, got batch ",
-        args.batch, ", channels ", args.channels, ", positions ", args.positions, ", eps ",
-        args.eps));
+        op, ": needs batch >= 0, channels >= 1, positions >= 1 and eps > 0, got batch ", args.batch,
+        ", channels ", args.channels, ", positions ", args.positions, ", eps ", args.eps));
   }
   const int64_t elements = args.batch * args.channels * args.positions;
   RETURN_IF_ERROR(CheckF32Elements(op, "x", x, elements));
@@ -61,13 +60,12 @@ absl::Status CpuNormOps::BatchNormTrainForward(const BatchNormArgs& args, const 
   RETURN_IF_ERROR(CheckBatchNorm(kOp, args, x, y, "y"));
   RETURN_IF_ERROR(CheckF32Elements(kOp, "running_mean", running_mean, args.channels));
   RETURN_IF_ERROR(CheckF32Elements(kOp, "running_var", running_var, args.channels));
-  RETURN_IF_ERROR(
-      CheckF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
+  RETURN_IF_ERROR(CheckF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
   const int64_t n = args.batch * args.positions;
   if (n < 2) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        kOp, ": one value per channel (batch ", args.batch, ", positions ", args.positions,
-        ") has no variance; training statistics need at least two"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(kOp, ": one value per channel (batch ", args.batch, ", positions ",
+                     args.positions, ") has no variance; training statistics need at least two"));
   }
   const float* in = x.f32();
   float* st = stats.f32();
@@ -97,8 +95,7 @@ absl::Status CpuNormOps::BatchNormTrainForward(const BatchNormArgs& args, const 
     Normalize(args, c, mean, inv_std, in, y.f32());
     if (update_running) {
       const double unbiased = squares / static_cast<double>(n - 1);
-      mean_out[c] =
-          static_cast<float>((1.0 - args.momentum) * mean_out[c] + args.momentum * mean);
+      mean_out[c] = static_cast<float>((1.0 - args.momentum) * mean_out[c] + args.momentum * mean);
       var_out[c] =
           static_cast<float>((1.0 - args.momentum) * var_out[c] + args.momentum * unbiased);
     }
@@ -107,8 +104,8 @@ absl::Status CpuNormOps::BatchNormTrainForward(const BatchNormArgs& args, const 
 }
 
 absl::Status CpuNormOps::BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
-                                              const Tensor& running_mean,
-                                              const Tensor& running_var, Tensor& y) const {
+                                              const Tensor& running_mean, const Tensor& running_var,
+                                              Tensor& y) const {
   constexpr const char* kOp = "BatchNormEvalForward";
   RETURN_IF_ERROR(CheckBatchNorm(kOp, args, x, y, "y"));
   RETURN_IF_ERROR(CheckF32Elements(kOp, "running_mean", running_mean, args.channels));
@@ -116,8 +113,8 @@ absl::Status CpuNormOps::BatchNormEvalForward(const BatchNormArgs& args, const T
   const float* mean = running_mean.f32();
   const float* var = running_var.f32();
   for (int64_t c = 0; c < args.channels; ++c) {
-    Normalize(args, c, mean[c], 1.0 / std::sqrt(static_cast<double>(var[c]) + args.eps),
-              x.f32(), y.f32());
+    Normalize(args, c, mean[c], 1.0 / std::sqrt(static_cast<double>(var[c]) + args.eps), x.f32(),
+              y.f32());
   }
   return absl::OkStatus();
 }
@@ -127,8 +124,7 @@ absl::Status CpuNormOps::BatchNormBackward(const BatchNormArgs& args, const Tens
                                            Tensor& dweight, Tensor& dbias) const {
   constexpr const char* kOp = "BatchNormBackward";
   RETURN_IF_ERROR(CheckBatchNorm(kOp, args, x, dy, "dy"));
-  RETURN_IF_ERROR(
-      CheckF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
+  RETURN_IF_ERROR(CheckF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
   const int64_t elements = args.batch * args.channels * args.positions;
   if (dx.defined()) RETURN_IF_ERROR(CheckF32Elements(kOp, "dx", dx, elements));
   if (dweight.defined()) RETURN_IF_ERROR(CheckF32Elements(kOp, "dweight", dweight, args.channels));

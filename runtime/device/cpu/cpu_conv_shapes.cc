@@ -19,8 +19,8 @@ std::string GeometryString(const Conv2dGeometry& g) {
   return absl::StrCat("batch ", g.batch, ", ", g.in_channels, "x", g.in_h, "x", g.in_w, " -> ",
                       g.out_channels, "x", g.out_h, "x", g.out_w, ", kernel ", g.kernel_h, "x",
                       g.kernel_w, ", stride ", g.stride_h, "x", g.stride_w, ", padding ",
-                      g.padding_h, "x", g.padding_w, ", dilation ", g.dilation_h, "x",
-                      g.dilation_w, ", groups ", g.groups);
+                      g.padding_h, "x", g.padding_w, ", dilation ", g.dilation_h, "x", g.dilation_w,
+                      ", groups ", g.groups);
 }
 
 absl::Status CheckGeometry(const char* op, const Conv2dGeometry& g, bool pooling) {
@@ -33,10 +33,9 @@ absl::Status CheckGeometry(const char* op, const Conv2dGeometry& g, bool pooling
       positive &&
       g.out_h == OutputSize(g.in_h, g.kernel_h, g.stride_h, g.padding_h, g.dilation_h) &&
       g.out_w == OutputSize(g.in_w, g.kernel_w, g.stride_w, g.padding_w, g.dilation_w);
-  const bool groups = pooling || (positive && g.in_channels % g.groups == 0 &&
-                                  g.out_channels % g.groups == 0);
-  const bool padding =
-      !pooling || (2 * g.padding_h <= g.kernel_h && 2 * g.padding_w <= g.kernel_w);
+  const bool groups =
+      pooling || (positive && g.in_channels % g.groups == 0 && g.out_channels % g.groups == 0);
+  const bool padding = !pooling || (2 * g.padding_h <= g.kernel_h && 2 * g.padding_w <= g.kernel_w);
   if (sizes && groups && padding) return absl::OkStatus();
   return absl::InvalidArgumentError(absl::StrCat(
       op, ": inconsistent geometry (", GeometryString(g),

@@ -19,15 +19,15 @@ inline float Normalized(float x, float mean_hi, float mean_lo, float rstd) {
 absl::Status CheckLayerNorm(const char* op, const LayerNormArgs& args, const Tensor& x,
                             const Tensor& stats, const Tensor& other, const char* other_name) {
   if (args.rows < 0 || args.features < 1 || !(args.eps > 0.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(op, ": needs rows >= 0, features >= 1 and eps > 0, got rows ",
-                                                   args.rows, ", features ", args.features,
-                                                   ", eps ", args.eps));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": needs rows >= 0, features >= 1 and eps > 0, got rows ", args.rows,
+                     ", features ", args.features, ", eps ", args.eps));
   }
   const int64_t elements = args.rows * args.features;
   RETURN_IF_ERROR(CheckF32Elements(op, "x", x, elements));
   if (x.shape().rank() < 1 || x.shape().last() != args.features) {
-    return absl::InvalidArgumentError(absl::StrCat(op, ": x must end in ", args.features,
-                                                   " features, got ", x.DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": x must end in ", args.features, " features, got ", x.DebugString()));
   }
   RETURN_IF_ERROR(CheckF32Elements(op, "stats", stats, args.rows * kLayerNormStatsPerRow));
   if (other.defined()) RETURN_IF_ERROR(CheckF32Elements(op, other_name, other, elements));

@@ -20,9 +20,8 @@ class CpuNormOps final : public NormOps {
                                        const Tensor& stats, const Tensor& dy, Tensor& dweight,
                                        Tensor& dbias) const override;
   absl::Status BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
-                                     Tensor& running_mean, Tensor& running_var,
-                                     bool update_running, Tensor& y,
-                                     Tensor& stats) const override;
+                                     Tensor& running_mean, Tensor& running_var, bool update_running,
+                                     Tensor& y, Tensor& stats) const override;
   absl::Status BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
                                     const Tensor& running_mean, const Tensor& running_var,
                                     Tensor& y) const override;

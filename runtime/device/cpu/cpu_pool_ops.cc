@@ -172,8 +172,8 @@ absl::Status CpuConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, 
       const float* max = y.f32() + p * out_plane;
       for (int64_t oh = 0; oh < g.out_h; ++oh) {
         for (int64_t ow = 0; ow < g.out_w; ++ow, ++max, ++grad) {
-          const int64_t index = FirstIndexOf(*max, in, windows.Of(oh, ow), windows.row_step,
-                                             windows.col_step);
+          const int64_t index =
+              FirstIndexOf(*max, in, windows.Of(oh, ow), windows.row_step, windows.col_step);
           if (index >= 0) d[index] += *grad;
         }
       }
@@ -195,8 +195,8 @@ absl::Status CpuConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, 
 
 absl::Status CpuConvOps::GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const {
   const Shape& s = x.shape();
-  if (!x.defined() || x.dtype() != DType::kF32 || s.rank() != 4 || s.dim(1) < 1 ||
-      s.dim(2) < 1 || s.dim(3) < 1 || !y.defined() || y.dtype() != DType::kF32 ||
+  if (!x.defined() || x.dtype() != DType::kF32 || s.rank() != 4 || s.dim(1) < 1 || s.dim(2) < 1 ||
+      s.dim(3) < 1 || !y.defined() || y.dtype() != DType::kF32 ||
       y.shape() != Shape{s.dim(0), s.dim(1)}) {
     return absl::InvalidArgumentError(
         absl::StrCat("GlobalAvgPool2dForward: needs f32 x [batch, c, h, w] (each >= 1 but the "
@@ -217,8 +217,8 @@ absl::Status CpuConvOps::GlobalAvgPool2dForward(const Tensor& x, Tensor& y) cons
 
 absl::Status CpuConvOps::GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const {
   const Shape& s = dx.shape();
-  if (!dx.defined() || dx.dtype() != DType::kF32 || s.rank() != 4 || s.dim(1) < 1 ||
-      s.dim(2) < 1 || s.dim(3) < 1 || !dy.defined() || dy.dtype() != DType::kF32 ||
+  if (!dx.defined() || dx.dtype() != DType::kF32 || s.rank() != 4 || s.dim(1) < 1 || s.dim(2) < 1 ||
+      s.dim(3) < 1 || !dy.defined() || dy.dtype() != DType::kF32 ||
       dy.shape() != Shape{s.dim(0), s.dim(1)}) {
     return absl::InvalidArgumentError(
         absl::StrCat("GlobalAvgPool2dBackward: needs f32 dy [batch, c] and dx [batch, c, h, w] "

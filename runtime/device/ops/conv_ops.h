@@ -38,9 +38,8 @@ class ConvOps {
   virtual ~ConvOps() = default;
 
   // y = conv(x, weight [out_c, in_c / groups, kh, kw]) (+ bias [out_c] when defined).
-  virtual absl::Status Conv2dForward(const Conv2dGeometry& g, const Tensor& x,
-                                     const Tensor& weight, const Tensor& bias,
-                                     Tensor& y) const = 0;
+  virtual absl::Status Conv2dForward(const Conv2dGeometry& g, const Tensor& x, const Tensor& weight,
+                                     const Tensor& bias, Tensor& y) const = 0;
   // dx = conv's input gradient (overwritten).
   virtual absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight,
                                            const Tensor& dy, Tensor& dx) const = 0;

@@ -1,8 +1,7 @@
 #include "runtime/device/cpu/cpu_conv_ops.h"
 
-#include <algorithm>
-#include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"

@@ -1,21 +1,12 @@
 #include "layers/batch_norm.h"
 
 #include <cmath>
-#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
-namespace {
-
-// Rows of the saved statistics tensor [3, C].
-constexpr int64_t kMeanHi = 0;
-constexpr int64_t kMeanLo = 1;  // mean - mean_hi, so hi + lo carries the double mean
-constexpr int64_t kInvStd = 2;
-
-}  // namespace
-
 absl::StatusOr<std::unique_ptr<Layer>> BatchNorm::Create(const pb::Layer& spec,
                                                          const Shape& input_shape) {
   const bool two_d = spec.has_batch_norm2d();
@@ -73,17 +64,17 @@ double BatchNorm::ForwardFlopsPerSample() const {
 }
 
 std::vector<SavedSpec> BatchNorm::SavedPerSample() const {
-  return {{SavedRef::kInput}, {SavedRef::kNew, 0, 3 * channels_ * 4}};
+  return {{SavedRef::kInput},
+          {SavedRef::kNew, 0, kBatchNormStatsPerChannel * channels_ * SizeOf(DType::kF32)}};
 }
 
 absl::StatusOr<Tensor> BatchNorm::Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                           const Tensor& x, SavedTensors& saved) const {
   if (!x.defined() || x.dtype() != DType::kF32 || x.shape().rank() < 1 ||
       x.shape().WithoutBatch() != input_shape()) {
-    return absl::InvalidArgumentError(absl::StrCat(type_, " layer '", name(),
-                                                   "' expects f32 samples of shape ",
-                                                   input_shape().ToString(), ", got ",
-                                                   x.DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat(type_, " layer '", name(), "' expects f32 samples of shape ",
+                     input_shape().ToString(), ", got ", x.DebugString()));
   }
   if (ctx.buffers.size() != 2) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -91,7 +82,7 @@ absl::StatusOr<Tensor> BatchNorm::Forward(const LayerContext& ctx, std::span<con
         ctx.buffers.size(), " buffers"));
   }
   for (const Tensor& buffer : ctx.buffers) {
-    // Written in place below: a buffer of the wrong size would be written out of bounds.
+    // Named here by layer; the ops check them again by shape.
     if (!buffer.defined() || buffer.dtype() != DType::kF32 || buffer.num_elements() != channels_) {
       return absl::InvalidArgumentError(absl::StrCat(
           type_, " layer '", name(), "' needs running_mean and running_var buffers of f32[",
@@ -99,75 +90,37 @@ absl::StatusOr<Tensor> BatchNorm::Forward(const LayerContext& ctx, std::span<con
     }
   }
   const int64_t batch = x.shape().dim(0);
-  const int64_t n = batch * positions_;
-  const float* in = x.f32();
-  const float* weight = affine_ ? params[0].f32() : nullptr;
-  const float* bias = affine_ ? params[1].f32() : nullptr;
+  const BatchNormArgs args = Args(params, batch);
   ASSIGN_OR_RETURN(Tensor y,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  float* out = y.f32();
-  const auto normalize = [&](int64_t c, double mean, double inv_std) {
-    const double scale = inv_std * (affine_ ? weight[c] : 1.0);
-    const double shift = affine_ ? bias[c] : 0.0;
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t offset = (b * channels_ + c) * positions_;
-      for (int64_t s = 0; s < positions_; ++s) {
-        out[offset + s] = static_cast<float>((in[offset + s] - mean) * scale + shift);
-      }
-    }
-  };
-
+  const NormOps& norm = ctx.device.ops().norm;
   if (!ctx.training) {
-    const float* running_mean = ctx.buffers[0].f32();
-    const float* running_var = ctx.buffers[1].f32();
-    for (int64_t c = 0; c < channels_; ++c) {
-      normalize(c, running_mean[c], 1.0 / std::sqrt(static_cast<double>(running_var[c]) + eps_));
-    }
+    RETURN_IF_ERROR(norm.BatchNormEvalForward(args, x, ctx.buffers[0], ctx.buffers[1], y));
     return y;
   }
-  if (n < 2) {
+  if (batch * positions_ < 2) {
     return absl::InvalidArgumentError(absl::StrCat(
         type_, " layer '", name(), "' got one value per channel (batch ", batch,
         "); training batch statistics need at least two: use micro-batches of 2 or more samples"));
   }
-  ASSIGN_OR_RETURN(Tensor stats, Tensor::Empty(ctx.device, Shape{3, channels_}, DType::kF32,
-                                               MemoryKind::kActivation));
-  float* st = stats.f32();
-  float* running_mean = ctx.buffers[0].f32();
-  float* running_var = ctx.buffers[1].f32();
-  for (int64_t c = 0; c < channels_; ++c) {
-    double sum = 0.0;
-    for (int64_t b = 0; b < batch; ++b) {
-      const float* row = in + (b * channels_ + c) * positions_;
-      for (int64_t s = 0; s < positions_; ++s) sum += row[s];
-    }
-    const double mean = sum / static_cast<double>(n);
-    double squares = 0.0;
-    for (int64_t b = 0; b < batch; ++b) {
-      const float* row = in + (b * channels_ + c) * positions_;
-      for (int64_t s = 0; s < positions_; ++s) {
-        const double d = row[s] - mean;
-        squares += d * d;
-      }
-    }
-    const double variance = squares / static_cast<double>(n);
-    const double inv_std = 1.0 / std::sqrt(variance + eps_);
-    const float mean_hi = static_cast<float>(mean);
-    st[kMeanHi * channels_ + c] = mean_hi;
-    st[kMeanLo * channels_ + c] = static_cast<float>(mean - mean_hi);
-    st[kInvStd * channels_ + c] = static_cast<float>(inv_std);
-    normalize(c, mean, inv_std);
-    if (ctx.update_buffers) {
-      const double unbiased = squares / static_cast<double>(n - 1);
-      running_mean[c] =
-          static_cast<float>((1.0 - momentum_) * running_mean[c] + momentum_ * mean);
-      running_var[c] =
-          static_cast<float>((1.0 - momentum_) * running_var[c] + momentum_ * unbiased);
-    }
-  }
+  ASSIGN_OR_RETURN(Tensor stats,
+                   Tensor::Empty(ctx.device, Shape{channels_, kBatchNormStatsPerChannel},
+                                 DType::kF32, MemoryKind::kActivation));
+  RETURN_IF_ERROR(norm.BatchNormTrainForward(args, x, ctx.buffers[0], ctx.buffers[1],
+                                             ctx.update_buffers, y, stats));
   saved.tensors.push_back(x);
   saved.tensors.push_back(std::move(stats));
   return y;
+}
+
+BatchNormArgs BatchNorm::Args(std::span<const Tensor> params, int64_t batch) const {
+  return BatchNormArgs{.batch = batch,
+                       .channels = channels_,
+                       .positions = positions_,
+                       .eps = eps_,
+                       .momentum = momentum_,
+                       .weight = affine_ && !params.empty() ? params[0] : Tensor(),
+                       .bias = affine_ && !params.empty() ? params[1] : Tensor()};
 }
 
 absl::Status BatchNorm::CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const {
@@ -181,97 +134,45 @@ absl::Status BatchNorm::CheckOutputGrad(const SavedTensors& saved, const Tensor&
   return absl::OkStatus();
 }
 
-void BatchNorm::ChannelSums(const Tensor& x, const Tensor& stats, const Tensor& dy,
-                            std::vector<double>& sum_dy, std::vector<double>& sum_dy_xhat) const {
-  const int64_t batch = x.shape().dim(0);
-  const float* in = x.f32();
-  const float* g = dy.f32();
-  const float* st = stats.f32();
-  sum_dy.assign(channels_, 0.0);
-  sum_dy_xhat.assign(channels_, 0.0);
-  for (int64_t c = 0; c < channels_; ++c) {
-    const double mean =
-        static_cast<double>(st[kMeanHi * channels_ + c]) + st[kMeanLo * channels_ + c];
-    const double inv_std = st[kInvStd * channels_ + c];
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t offset = (b * channels_ + c) * positions_;
-      for (int64_t s = 0; s < positions_; ++s) {
-        sum_dy[c] += g[offset + s];
-        sum_dy_xhat[c] += g[offset + s] * ((in[offset + s] - mean) * inv_std);
-      }
-    }
-  }
-}
-
-absl::StatusOr<Tensor> BatchNorm::InputGrad(const LayerContext& ctx,
-                                            std::span<const Tensor> params,
-                                            const SavedTensors& saved, const Tensor& dy) const {
-  if (!ctx.need_input_grad) return Tensor();
+absl::StatusOr<Tensor> BatchNorm::RunBackward(const LayerContext& ctx,
+                                              std::span<const Tensor> params,
+                                              std::span<Tensor> grads, const SavedTensors& saved,
+                                              const Tensor& dy, bool input, bool weight) const {
   const Tensor& x = saved.tensors[0];
-  const Tensor& stats = saved.tensors[1];
-  std::vector<double> sum_dy, sum_dy_xhat;
-  ChannelSums(x, stats, dy, sum_dy, sum_dy_xhat);
-  const int64_t batch = x.shape().dim(0);
-  const double n = static_cast<double>(batch * positions_);
-  ASSIGN_OR_RETURN(Tensor dx,
-                   Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  const float* in = x.f32();
-  const float* g = dy.f32();
-  const float* st = stats.f32();
-  float* out = dx.f32();
-  for (int64_t c = 0; c < channels_; ++c) {
-    const double mean =
-        static_cast<double>(st[kMeanHi * channels_ + c]) + st[kMeanLo * channels_ + c];
-    const double inv_std = st[kInvStd * channels_ + c];
-    const double scale = inv_std * (affine_ ? params[0].f32()[c] : 1.0);
-    const double mean_dy = sum_dy[c] / n;
-    const double mean_dy_xhat = sum_dy_xhat[c] / n;
-    for (int64_t b = 0; b < batch; ++b) {
-      const int64_t offset = (b * channels_ + c) * positions_;
-      for (int64_t s = 0; s < positions_; ++s) {
-        const double x_hat = (in[offset + s] - mean) * inv_std;
-        out[offset + s] =
-            static_cast<float>(scale * (g[offset + s] - mean_dy - x_hat * mean_dy_xhat));
-      }
-    }
+  Tensor dx;
+  if (input && ctx.need_input_grad) {
+    ASSIGN_OR_RETURN(dx,
+                     Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
   }
+  Tensor no_dweight, no_dbias;
+  const bool params_grad = weight && affine_;
+  if (!dx.defined() && !params_grad) return dx;
+  // dx needs the weight even when only it is computed: pass the parameters whenever affine.
+  RETURN_IF_ERROR(ctx.device.ops().norm.BatchNormBackward(
+      Args(params, x.shape().dim(0)), x, saved.tensors[1], dy, dx,
+      params_grad ? grads[0] : no_dweight, params_grad ? grads[1] : no_dbias));
   return dx;
-}
-
-absl::Status BatchNorm::WeightGrad(std::span<Tensor> grads, const SavedTensors& saved,
-                                   const Tensor& dy) const {
-  if (!affine_) return absl::OkStatus();
-  std::vector<double> sum_dy, sum_dy_xhat;
-  ChannelSums(saved.tensors[0], saved.tensors[1], dy, sum_dy, sum_dy_xhat);
-  float* dweight = grads[0].f32();
-  float* dbias = grads[1].f32();
-  for (int64_t c = 0; c < channels_; ++c) {
-    dweight[c] += static_cast<float>(sum_dy_xhat[c]);
-    dbias[c] += static_cast<float>(sum_dy[c]);
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<Tensor> BatchNorm::Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                            std::span<Tensor> grads, const SavedTensors& saved,
                                            const Tensor& dy) const {
   RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
-  RETURN_IF_ERROR(WeightGrad(grads, saved, dy));
-  return InputGrad(ctx, params, saved, dy);
+  return RunBackward(ctx, params, grads, saved, dy, /*input=*/true, /*weight=*/true);
 }
 
 absl::StatusOr<Tensor> BatchNorm::BackwardInput(const LayerContext& ctx,
                                                 std::span<const Tensor> params,
-                                                const SavedTensors& saved,
-                                                const Tensor& dy) const {
+                                                const SavedTensors& saved, const Tensor& dy) const {
   RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
-  return InputGrad(ctx, params, saved, dy);
+  return RunBackward(ctx, params, {}, saved, dy, /*input=*/true, /*weight=*/false);
 }
 
-absl::Status BatchNorm::BackwardWeight(const LayerContext&, std::span<Tensor> grads,
+absl::Status BatchNorm::BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
                                        const SavedTensors& saved, const Tensor& dy) const {
   RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
-  return WeightGrad(grads, saved, dy);
+  // The parameter gradients do not read the parameters (BackwardWeight is not given them).
+  return RunBackward(ctx, {}, grads, saved, dy, /*input=*/false, /*weight=*/true).status();
 }
 
 }  // namespace gpipe

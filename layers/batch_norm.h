@@ -11,9 +11,8 @@
 // Evaluation normalizes with the running statistics and saves nothing.
 //
 // Parameters weight [C] (ones) and bias [C] (zeros) with `affine`; buffers running_mean [C]
-// (zeros) and running_var [C] (ones). Statistics are accumulated in double. Forward saves its
-// input (shared) and a [3, C] f32 tensor of the batch mean (as a hi + lo pair) and
-// 1/sqrt(var + eps).
+// (zeros) and running_var [C] (ones). Computed by the device's NormOps (statistics in double).
+// Forward saves its input (shared) and the ops' f32 statistics [C, kBatchNormStatsPerChannel].
 #ifndef GPIPE_LAYERS_BATCH_NORM_H_
 #define GPIPE_LAYERS_BATCH_NORM_H_
 
@@ -21,6 +20,7 @@
 
 #include "layers/layer.h"
 #include "proto/plan.pb.h"
+#include "runtime/device/ops/norm_ops.h"
 
 namespace gpipe {
 
@@ -42,7 +42,7 @@ class BatchNorm final : public Layer {
   absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                   std::span<Tensor> grads, const SavedTensors& saved,
                                   const Tensor& dy) const override;
-  // {kInput, kNew of 12 * C bytes per call}.
+  // {kInput, kNew of 4 * kBatchNormStatsPerChannel * C bytes per call}.
   std::vector<SavedSpec> SavedPerSample() const override;
   // With `affine`, Backward is exactly BackwardWeight then BackwardInput.
   bool SplitsBackward() const override { return affine_; }
@@ -52,17 +52,18 @@ class BatchNorm final : public Layer {
                               const SavedTensors& saved, const Tensor& dy) const override;
 
  private:
-  BatchNorm(std::string name, const char* type, Shape input_shape, double eps,
-            double momentum, bool affine);
+  BatchNorm(std::string name, const char* type, Shape input_shape, double eps, double momentum,
+            bool affine);
   // Checks that `saved` holds a training Forward's tensors and dy matches its output.
   absl::Status CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const;
-  // Per channel: sum of dy and sum of dy * x_hat, in double.
-  void ChannelSums(const Tensor& x, const Tensor& stats, const Tensor& dy,
-                   std::vector<double>& sum_dy, std::vector<double>& sum_dy_xhat) const;
-  absl::StatusOr<Tensor> InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
-                                   const SavedTensors& saved, const Tensor& dy) const;
-  absl::Status WeightGrad(std::span<Tensor> grads, const SavedTensors& saved,
-                          const Tensor& dy) const;
+  // The ops' arguments for a batch (weight and bias from params with `affine`, undefined when
+  // params is empty).
+  BatchNormArgs Args(std::span<const Tensor> params, int64_t batch) const;
+  // One NormOps::BatchNormBackward: dx when `input` and ctx.need_input_grad (else undefined),
+  // the parameter gradients accumulated when `weight` and affine.
+  absl::StatusOr<Tensor> RunBackward(const LayerContext& ctx, std::span<const Tensor> params,
+                                     std::span<Tensor> grads, const SavedTensors& saved,
+                                     const Tensor& dy, bool input, bool weight) const;
 
   const char* type_;  // "batch_norm1d" or "batch_norm2d"
   int64_t channels_;

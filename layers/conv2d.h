@@ -2,8 +2,8 @@
 // [in_channels, H, W] inputs, with stride, zero padding, dilation, channel groups and bias.
 // weight [out_channels, in_channels / groups, kernel_h, kernel_w], bias [out_channels], both
 // U(-1/sqrt(fan_in), 1/sqrt(fan_in)) with fan_in = in_channels / groups * kernel_h * kernel_w.
-// Computed as im2col + Device::Gemm per sample and group. Forward saves only its input; each
-// backward half rebuilds the column matrix in a workspace buffer freed before it returns.
+// Computed by the device's ConvOps (forward, input gradient, accumulated parameter gradients).
+// Forward saves only its input.
 #ifndef GPIPE_LAYERS_CONV2D_H_
 #define GPIPE_LAYERS_CONV2D_H_
 
@@ -47,31 +47,19 @@ class Conv2d final : public Layer {
          int64_t groups, bool bias);
   // Checks that `saved` holds a Forward's input and dy matches that Forward's output.
   absl::Status CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const;
-  // dW += sum over samples of dY col^T; db += sum of dY over samples and positions.
+  // dW += weight gradient; db += bias gradient (ConvOps::Conv2dBackwardParams).
   absl::Status AccumulateParamGrads(Device& device, std::span<Tensor> grads, const Tensor& x,
                                     const Tensor& dy) const;
-  // dx = col2im(W^T dY) per sample (undefined when !ctx.need_input_grad).
+  // dx (undefined when !ctx.need_input_grad).
   absl::StatusOr<Tensor> InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
                                    const Tensor& x, const Tensor& dy) const;
-  // Without a spatial window (1x1 kernel, stride 1, no padding) a sample is its own column
-  // matrix, and neither im2col nor a workspace is needed.
-  bool ColumnsAreInput() const;
-  // Allocates the workspace for one sample's column matrix [in_channels * kh * kw, H_out * W_out]
-  // (an undefined Tensor when ColumnsAreInput()).
-  absl::StatusOr<Tensor> ColumnWorkspace(Device& device) const;
-  // columns[(c * kh + i) * kw + j, oh * W_out + ow] = x[c, oh*sh - ph + i*dh, ow*sw - pw + j*dw]
-  // (zero in the padding), for one sample.
-  void Im2Col(const float* x, float* columns) const;
-  // The adjoint of Im2Col: dx = sum of the columns over every tap that reads each input element.
-  void Col2Im(const float* columns, float* dx) const;
 
   Window2d window_;
   int64_t out_channels_;
   int64_t groups_;
   bool bias_;
-  // Per group: input channels, output channels, and column rows (in_channels/groups * kh * kw).
+  // Per group: input channels, and weights per output channel (in_channels/groups * kh * kw).
   int64_t group_in_;
-  int64_t group_out_;
   int64_t group_rows_;
 };
 

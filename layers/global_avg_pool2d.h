@@ -1,7 +1,7 @@
 // GlobalAvgPool2d: the mean over height and width of each channel, per-sample [C, H, W] -> [C]
 // (torch.nn.AdaptiveAvgPool2d(1) followed by flatten). No parameters; Forward saves nothing
 // (the gradient, dy / (H * W) spread over each channel, depends only on the shapes). Means are
-// summed in double.
+// summed in double (ConvOps::GlobalAvgPool2d*).
 #ifndef GPIPE_LAYERS_GLOBAL_AVG_POOL2D_H_
 #define GPIPE_LAYERS_GLOBAL_AVG_POOL2D_H_
 
@@ -33,7 +33,6 @@ class GlobalAvgPool2d final : public Layer {
   GlobalAvgPool2d(std::string name, const Shape& input_shape);
 
   int64_t channels_;
-  int64_t plane_;  // H * W
 };
 
 }  // namespace gpipe

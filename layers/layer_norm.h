@@ -1,9 +1,9 @@
 // LayerNorm: normalizes over the last dimension D (torch.nn.LayerNorm(D)):
 //   y = (x - mean) / sqrt(var + eps) * weight + bias, var biased (divides by D).
 // weight and bias are [D], initialized to ones and zeros, present only with
-// elementwise_affine. Forward saves its input (shared storage, no copy) and a small [rows, 3]
-// f32 tensor of per-row statistics (the mean as a hi + lo pair and 1/sqrt(var + eps), computed
-// in double), in evaluation too.
+// elementwise_affine. Computed by the device's NormOps (statistics in double). Forward saves its
+// input (shared storage, no copy) and the ops' small f32 [rows, kLayerNormStatsPerRow]
+// statistics, in evaluation too.
 #ifndef GPIPE_LAYERS_LAYER_NORM_H_
 #define GPIPE_LAYERS_LAYER_NORM_H_
 
@@ -11,6 +11,7 @@
 
 #include "layers/layer.h"
 #include "proto/plan.pb.h"
+#include "runtime/device/ops/norm_ops.h"
 
 namespace gpipe {
 
@@ -45,8 +46,10 @@ class LayerNorm final : public Layer {
   // Checks that `saved` holds a Forward's input and statistics and dy matches that input.
   absl::Status CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const;
   // dweight += sum over rows of dy * xhat; dbias += sum over rows of dy (affine only).
-  void AccumulateParamGrads(std::span<Tensor> grads, const SavedTensors& saved,
-                            const Tensor& dy) const;
+  absl::Status AccumulateParamGrads(const LayerContext& ctx, std::span<Tensor> grads,
+                                    const SavedTensors& saved, const Tensor& dy) const;
+  // The ops' arguments for `rows` rows (weight and bias from params when affine and given).
+  LayerNormArgs Args(std::span<const Tensor> params, int64_t rows) const;
   // dx (undefined when !ctx.need_input_grad).
   absl::StatusOr<Tensor> InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
                                    const SavedTensors& saved, const Tensor& dy) const;

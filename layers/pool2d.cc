@@ -1,11 +1,11 @@
 #include "layers/pool2d.h"
 
-#include <limits>
 #include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
 namespace {
@@ -16,52 +16,10 @@ double TapsPerSample(const Window2d& window) {
          static_cast<double>(window.kernel.h * window.kernel.w);
 }
 
-// The maximum of a window's taps: NaN if any tap is NaN (PyTorch propagates it), -infinity when
-// there are none. Branch-free (a maxss per tap): which tap wins is data-dependent and would
-// mispredict.
-inline float WindowMax(const float* plane, int64_t first, int64_t rows, int64_t cols,
-                       int64_t row_step, int64_t col_step) {
-  float best = -std::numeric_limits<float>::infinity();
-  bool any_nan = false;
-  for (int64_t i = 0; i < rows; ++i) {
-    const float* row = plane + first + i * row_step;
-    for (int64_t j = 0; j < cols; ++j) {
-      const float v = row[j * col_step];
-      best = v > best ? v : best;
-      any_nan |= v != v;
-    }
-  }
-  return any_nan ? std::numeric_limits<float>::quiet_NaN() : best;
-}
-
-// The flat plane index of the first tap (row-major) equal to `max`, or of the first NaN tap
-// when `max` is NaN; -1 when there is none. Scans backwards so that the last match kept is the
-// first, without a data-dependent branch.
-inline int64_t FirstIndexOf(float max, const float* plane, int64_t first, int64_t rows,
-                            int64_t cols, int64_t row_step, int64_t col_step) {
-  const bool nan = max != max;
-  int64_t found = -1;
-  for (int64_t i = rows - 1; i >= 0; --i) {
-    for (int64_t j = cols - 1; j >= 0; --j) {
-      const int64_t index = first + i * row_step + j * col_step;
-      const float v = plane[index];
-      // found = match ? index : found, as a mask: compilers turn the ternary into a branch.
-      const int64_t match = static_cast<int64_t>(v == max) | static_cast<int64_t>(nan & (v != v));
-      found += (index - found) & -match;
-    }
-  }
-  return found;
-}
-
 }  // namespace
 
 Pool2d::Pool2d(std::string name, const Shape& input_shape, const Window2d& window)
-    : Layer(std::move(name), input_shape, window.OutputShape(window.channels)),
-      window_(window),
-      row_taps_(window.RowTaps()),
-      col_taps_(window.ColTaps()),
-      row_step_(window.dilation.h * window.input.w),
-      col_step_(window.dilation.w) {}
+    : Layer(std::move(name), input_shape, window.OutputShape(window.channels)), window_(window) {}
 
 absl::Status Pool2d::CheckInput(const Tensor& x) const {
   if (!x.defined() || x.dtype() != DType::kF32 || x.shape().rank() != 4 ||
@@ -112,19 +70,10 @@ std::vector<SavedSpec> MaxPool2d::SavedPerSample() const {
 absl::StatusOr<Tensor> MaxPool2d::Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                           const Tensor& x, SavedTensors& saved) const {
   RETURN_IF_ERROR(CheckInput(x));
-  const int64_t planes = x.shape().dim(0) * window_.channels;
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, output_shape().WithBatch(x.shape().dim(0)),
                                            DType::kF32, MemoryKind::kActivation));
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* in = x.f32() + p * window_.input_plane();
-    float* out = y.f32() + p * window_.output_plane();
-    for (int64_t oh = 0; oh < window_.output.h; ++oh) {
-      for (int64_t ow = 0; ow < window_.output.w; ++ow) {
-        const Taps taps = TapsOf(oh, ow);
-        *out++ = WindowMax(in, taps.first, taps.rows, taps.cols, row_step_, col_step_);
-      }
-    }
-  }
+  RETURN_IF_ERROR(
+      ctx.device.ops().conv.Pool2dForward(PoolKind::kMax, Geometry(x.shape().dim(0)), x, y));
   saved.tensors.push_back(x);
   saved.tensors.push_back(y);
   return y;
@@ -144,22 +93,9 @@ absl::StatusOr<Tensor> MaxPool2d::Backward(const LayerContext& ctx, std::span<co
   }
   if (!ctx.need_input_grad) return Tensor();
   ASSIGN_OR_RETURN(Tensor dx,
-                   Tensor::Zeros(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  const int64_t planes = batch * window_.channels;
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* in = x.f32() + p * window_.input_plane();
-    const float* max = y.f32() + p * window_.output_plane();
-    const float* g = dy.f32() + p * window_.output_plane();
-    float* d = dx.f32() + p * window_.input_plane();
-    for (int64_t oh = 0; oh < window_.output.h; ++oh) {
-      for (int64_t ow = 0; ow < window_.output.w; ++ow, ++max, ++g) {
-        const Taps taps = TapsOf(oh, ow);
-        const int64_t index =
-            FirstIndexOf(*max, in, taps.first, taps.rows, taps.cols, row_step_, col_step_);
-        if (index >= 0) d[index] += *g;
-      }
-    }
-  }
+                   Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
+  RETURN_IF_ERROR(
+      ctx.device.ops().conv.Pool2dBackward(PoolKind::kMax, Geometry(batch), x, y, dy, dx));
   return dx;
 }
 
@@ -182,38 +118,17 @@ absl::StatusOr<std::unique_ptr<Layer>> AvgPool2d::Create(const pb::Layer& spec,
 
 AvgPool2d::AvgPool2d(std::string name, const Shape& input_shape, const Window2d& window,
                      bool count_include_pad)
-    : Pool2d(std::move(name), input_shape, window), count_include_pad_(count_include_pad) {}
+    : Pool2d(std::move(name), input_shape, window),
+      kind_(count_include_pad ? PoolKind::kAvg : PoolKind::kAvgExcludePad) {}
 
 double AvgPool2d::ForwardFlopsPerSample() const { return TapsPerSample(window_); }
-
-float AvgPool2d::Divisor(const Taps& taps) const {
-  // In floor mode no window reaches past the padding, so the padded window is the whole kernel;
-  // padding <= kernel / 2 leaves every window at least one input element.
-  if (count_include_pad_) return static_cast<float>(window_.kernel.h * window_.kernel.w);
-  return static_cast<float>(taps.rows * taps.cols);
-}
 
 absl::StatusOr<Tensor> AvgPool2d::Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                           const Tensor& x, SavedTensors& saved) const {
   RETURN_IF_ERROR(CheckInput(x));
-  const int64_t planes = x.shape().dim(0) * window_.channels;
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, output_shape().WithBatch(x.shape().dim(0)),
                                            DType::kF32, MemoryKind::kActivation));
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* in = x.f32() + p * window_.input_plane();
-    float* out = y.f32() + p * window_.output_plane();
-    for (int64_t oh = 0; oh < window_.output.h; ++oh) {
-      for (int64_t ow = 0; ow < window_.output.w; ++ow) {
-        const Taps taps = TapsOf(oh, ow);
-        float sum = 0.0f;
-        for (int64_t i = 0; i < taps.rows; ++i) {
-          const float* row = in + taps.first + i * row_step_;
-          for (int64_t j = 0; j < taps.cols; ++j) sum += row[j];
-        }
-        *out++ = sum / Divisor(taps);
-      }
-    }
-  }
+  RETURN_IF_ERROR(ctx.device.ops().conv.Pool2dForward(kind_, Geometry(x.shape().dim(0)), x, y));
   return y;
 }
 
@@ -222,23 +137,10 @@ absl::StatusOr<Tensor> AvgPool2d::Backward(const LayerContext& ctx, std::span<co
                                            const Tensor& dy) const {
   ASSIGN_OR_RETURN(const int64_t batch, CheckOutputGrad(dy));
   if (!ctx.need_input_grad) return Tensor();
-  const int64_t planes = batch * window_.channels;
-  ASSIGN_OR_RETURN(Tensor dx, Tensor::Zeros(ctx.device, input_shape().WithBatch(batch), DType::kF32,
+  ASSIGN_OR_RETURN(Tensor dx, Tensor::Empty(ctx.device, input_shape().WithBatch(batch), DType::kF32,
                                             MemoryKind::kActivation));
-  for (int64_t p = 0; p < planes; ++p) {
-    const float* g = dy.f32() + p * window_.output_plane();
-    float* d = dx.f32() + p * window_.input_plane();
-    for (int64_t oh = 0; oh < window_.output.h; ++oh) {
-      for (int64_t ow = 0; ow < window_.output.w; ++ow) {
-        const Taps taps = TapsOf(oh, ow);
-        const float share = *g++ / Divisor(taps);
-        for (int64_t i = 0; i < taps.rows; ++i) {
-          float* row = d + taps.first + i * row_step_;
-          for (int64_t j = 0; j < taps.cols; ++j) row[j] += share;
-        }
-      }
-    }
-  }
+  RETURN_IF_ERROR(
+      ctx.device.ops().conv.Pool2dBackward(kind_, Geometry(batch), Tensor(), Tensor(), dy, dx));
   return dx;
 }
 

@@ -6,6 +6,7 @@
 // layer keeps no index tensor.
 // avg_pool2d: zero padding, divided by the whole window (count_include_pad) or by the input
 // elements it covers; saves nothing. Both need padding <= kernel / 2, as PyTorch does.
+// Both compute through the device's ConvOps::Pool2d*.
 #ifndef GPIPE_LAYERS_POOL2D_H_
 #define GPIPE_LAYERS_POOL2D_H_
 
@@ -18,8 +19,7 @@
 
 namespace gpipe {
 
-// The window loop the two pools share: per-sample shapes, the taps of each output row and
-// column that land inside the input, and the checks of input and output gradient.
+// What the two pools share: the window and the checks of input and output gradient.
 class Pool2d : public Layer {
  protected:
   Pool2d(std::string name, const Shape& input_shape, const Window2d& window);
@@ -28,29 +28,12 @@ class Pool2d : public Layer {
   absl::Status CheckInput(const Tensor& x) const;
   // Checks that dy is f32 [batch, output_shape...]; returns the batch.
   absl::StatusOr<int64_t> CheckOutputGrad(const Tensor& dy) const;
-
-  // The input elements window (oh, ow) covers, padding left out: rows x cols taps, the first at
-  // flat index `first` of its [H, W] plane, the others every row_step_ and col_step_ elements.
-  struct Taps {
-    int64_t first = 0;
-    int64_t rows = 0;
-    int64_t cols = 0;
-  };
-  Taps TapsOf(int64_t oh, int64_t ow) const {
-    const IndexRange rows = row_taps_[oh];
-    const IndexRange cols = col_taps_[ow];
-    if (rows.size() == 0 || cols.size() == 0) return {};
-    const int64_t top = oh * window_.stride.h - window_.padding.h + rows.begin * window_.dilation.h;
-    const int64_t left =
-        ow * window_.stride.w - window_.padding.w + cols.begin * window_.dilation.w;
-    return {top * window_.input.w + left, rows.size(), cols.size()};
+  // The ConvOps geometry of a batch.
+  Conv2dGeometry Geometry(int64_t batch) const {
+    return window_.Geometry(batch, window_.channels, 1);
   }
 
   Window2d window_;
-  std::vector<IndexRange> row_taps_;  // per output row: kernel rows inside the input
-  std::vector<IndexRange> col_taps_;  // per output column: kernel columns inside the input
-  int64_t row_step_;                  // between vertically adjacent taps in a plane
-  int64_t col_step_;                  // between horizontally adjacent taps
 };
 
 class MaxPool2d final : public Pool2d {
@@ -94,10 +77,8 @@ class AvgPool2d final : public Pool2d {
  private:
   AvgPool2d(std::string name, const Shape& input_shape, const Window2d& window,
             bool count_include_pad);
-  // The divisor of a window with these taps.
-  float Divisor(const Taps& taps) const;
 
-  bool count_include_pad_;
+  PoolKind kind_;  // kAvg (count_include_pad) or kAvgExcludePad
 };
 
 }  // namespace gpipe

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -9,9 +10,8 @@
 namespace gpipe {
 namespace {
 
-// Floor and ceiling of a / b for b > 0 (C++ division truncates toward zero).
+// Floor of a / b for b > 0 (C++ division truncates toward zero).
 int64_t FloorDiv(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-int64_t CeilDiv(int64_t a, int64_t b) { return -FloorDiv(-a, b); }
 
 std::string HwString(Hw hw) { return absl::StrCat(hw.h, "x", hw.w); }
 
@@ -52,13 +52,6 @@ absl::Status CheckChannelsHeightWidth(absl::string_view kind, const Shape& input
   return absl::OkStatus();
 }
 
-IndexRange InBounds(int64_t count, int64_t start, int64_t step, int64_t limit) {
-  // Clamped to [0, count]: padding wider than the output leaves no position in range.
-  const int64_t begin = std::clamp<int64_t>(CeilDiv(-start, step), 0, count);
-  const int64_t end = std::min<int64_t>(count, FloorDiv(limit - 1 - start, step) + 1);
-  return {begin, std::max(begin, end)};
-}
-
 int64_t WindowOutputSize(int64_t input, int64_t kernel, int64_t stride, int64_t padding,
                          int64_t dilation) {
   return FloorDiv(input + 2 * padding - dilation * (kernel - 1) - 1, stride) + 1;
@@ -83,20 +76,23 @@ absl::Status Window2d::Resolve(absl::string_view kind, const Shape& input_shape)
   return absl::OkStatus();
 }
 
-std::vector<IndexRange> Window2d::RowTaps() const {
-  std::vector<IndexRange> taps;
-  for (int64_t o = 0; o < output.h; ++o) {
-    taps.push_back(InBounds(kernel.h, o * stride.h - padding.h, dilation.h, input.h));
-  }
-  return taps;
-}
-
-std::vector<IndexRange> Window2d::ColTaps() const {
-  std::vector<IndexRange> taps;
-  for (int64_t o = 0; o < output.w; ++o) {
-    taps.push_back(InBounds(kernel.w, o * stride.w - padding.w, dilation.w, input.w));
-  }
-  return taps;
+Conv2dGeometry Window2d::Geometry(int64_t batch, int64_t out_channels, int64_t groups) const {
+  return Conv2dGeometry{.batch = batch,
+                        .in_channels = channels,
+                        .in_h = input.h,
+                        .in_w = input.w,
+                        .out_channels = out_channels,
+                        .out_h = output.h,
+                        .out_w = output.w,
+                        .kernel_h = kernel.h,
+                        .kernel_w = kernel.w,
+                        .stride_h = stride.h,
+                        .stride_w = stride.w,
+                        .padding_h = padding.h,
+                        .padding_w = padding.w,
+                        .dilation_h = dilation.h,
+                        .dilation_w = dilation.w,
+                        .groups = groups};
 }
 
 }  // namespace gpipe

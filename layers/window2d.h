@@ -8,12 +8,12 @@
 
 #include <cstdint>
 #include <optional>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/repeated_field.h"
 #include "runtime/core/shape.h"
+#include "runtime/device/ops/conv_ops.h"
 
 namespace gpipe {
 
@@ -37,15 +37,6 @@ absl::Status CheckPaddingAtMostHalfKernel(absl::string_view field, Hw padding, H
 // ("conv2d") starts the message.
 absl::Status CheckChannelsHeightWidth(absl::string_view kind, const Shape& input_shape);
 
-// The indices i in [0, count) for which start + i * step lies in [0, limit), as [begin, end)
-// (begin == end when there are none). step >= 1.
-struct IndexRange {
-  int64_t begin = 0;
-  int64_t end = 0;
-  int64_t size() const { return end - begin; }
-};
-IndexRange InBounds(int64_t count, int64_t start, int64_t step, int64_t limit);
-
 struct Window2d {
   Hw kernel;
   Hw stride{1, 1};
@@ -62,10 +53,9 @@ struct Window2d {
   int64_t input_plane() const { return input.h * input.w; }
   int64_t output_plane() const { return output.h * output.w; }
   Shape OutputShape(int64_t out_channels) const { return Shape{out_channels, output.h, output.w}; }
-  // For each output row (column): the kernel rows (columns) whose taps land inside the input
-  // rather than in the padding.
-  std::vector<IndexRange> RowTaps() const;
-  std::vector<IndexRange> ColTaps() const;
+  // The resolved window as the ConvOps geometry of a batch (pools: out_channels = channels and
+  // groups = 1).
+  Conv2dGeometry Geometry(int64_t batch, int64_t out_channels, int64_t groups) const;
 };
 
 // floor((input + 2 * padding - dilation * (kernel - 1) - 1) / stride) + 1; <= 0 when the window

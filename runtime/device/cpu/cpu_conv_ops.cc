@@ -1,25 +1,256 @@
 #include "runtime/device/cpu/cpu_conv_ops.h"
 
+#include <unordered_map>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/device/cpu/cpu_conv_shapes.h"
+
 namespace gpipe {
+namespace {
 
-absl::Status CpuConvOps::Conv2dForward(const Conv2dGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) const {
-  return absl::UnimplementedError("CpuConvOps::Conv2dForward: scaffolding");
+using dnnl::memory;
+using Tag = memory::format_tag;
+
+memory::desc Plain(const memory::dims& dims, Tag tag) {
+  return memory::desc(dims, memory::data_type::f32, tag);
 }
 
-absl::Status CpuConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight, const Tensor& dy, Tensor& dx) const {
-  return absl::UnimplementedError("CpuConvOps::Conv2dBackwardInput: scaffolding");
+memory::desc SourceDesc(const Conv2dGeometry& g) {
+  return Plain({g.batch, g.in_channels, g.in_h, g.in_w}, Tag::nchw);
+}
+memory::desc DestinationDesc(const Conv2dGeometry& g) {
+  return Plain({g.batch, g.out_channels, g.out_h, g.out_w}, Tag::nchw);
+}
+// [out_c, in_c / groups, kh, kw] is already goihw's memory order when split by group.
+memory::desc WeightDesc(const Conv2dGeometry& g) {
+  if (g.groups == 1) {
+    return Plain({g.out_channels, g.in_channels, g.kernel_h, g.kernel_w}, Tag::oihw);
+  }
+  return Plain(
+      {g.groups, g.out_channels / g.groups, g.in_channels / g.groups, g.kernel_h, g.kernel_w},
+      Tag::goihw);
 }
 
-absl::Status CpuConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) const {
-  return absl::UnimplementedError("CpuConvOps::Conv2dBackwardParams: scaffolding");
+Shape InputShape(const Conv2dGeometry& g) { return {g.batch, g.in_channels, g.in_h, g.in_w}; }
+Shape OutputShape(const Conv2dGeometry& g) { return {g.batch, g.out_channels, g.out_h, g.out_w}; }
+Shape WeightShape(const Conv2dGeometry& g) {
+  return {g.out_channels, g.in_channels / g.groups, g.kernel_h, g.kernel_w};
 }
 
-absl::Status CpuConvOps::Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x, Tensor& y) const {
-  return absl::UnimplementedError("CpuConvOps::Pool2dForward: scaffolding");
+// Windows: oneDNN counts dilation from 0 (PyTorch's minus 1). Right padding equal to the left
+// one reproduces PyTorch's floor-mode output size (oneDNN divides the same way).
+struct Window {
+  memory::dims strides, dilates, padding_l, padding_r;
+};
+Window WindowOf(const Conv2dGeometry& g) {
+  return {{g.stride_h, g.stride_w},
+          {g.dilation_h - 1, g.dilation_w - 1},
+          {g.padding_h, g.padding_w},
+          {g.padding_h, g.padding_w}};
 }
 
-absl::Status CpuConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x, const Tensor& dy, Tensor& dx) const {
-  return absl::UnimplementedError("CpuConvOps::Pool2dBackward: scaffolding");
+memory Wrap(const memory::desc& desc, dnnl::engine& engine, const Tensor& tensor) {
+  // oneDNN takes non-const handles; inputs are only read.
+  return memory(desc, engine, const_cast<void*>(tensor.raw_data()));
+}
+
+// A spatial kernel over >= 16 channels per group each way: oneDNN's blocked direct kernels beat
+// its im2col GEMM on NCHW by far more than the reorders cost (3x3 64->64 on 32x32: 110 vs 66
+// GFLOP/s single-threaded); 1x1 kernels and thin inputs lose (1x1 64->64: 42 vs 83).
+bool UseBlockedLayouts(const Conv2dGeometry& g) {
+  return g.kernel_h * g.kernel_w > 1 && g.in_channels / g.groups >= 16 &&
+         g.out_channels / g.groups >= 16;
+}
+
+// `desc` for a primitive: as given (NCHW / OIHW) or left to oneDNN.
+memory::desc Layout(const memory::desc& desc, bool blocked) {
+  return blocked ? memory::desc(desc.dims(), memory::data_type::f32, Tag::any) : desc;
+}
+
+absl::Status CheckConv(const char* op, const Conv2dGeometry& g) {
+  return CheckGeometry(op, g, /*pooling=*/false);
+}
+
+}  // namespace
+
+CpuConvOps::Primitives& CpuConvOps::PrimitivesFor(const Conv2dGeometry& g, bool with_bias) const {
+  const GeometryKey key = {g.batch,    g.in_channels,    g.in_h,      g.in_w,       g.out_channels,
+                           g.out_h,    g.out_w,          g.kernel_h,  g.kernel_w,   g.stride_h,
+                           g.stride_w, g.padding_h,      g.padding_w, g.dilation_h, g.dilation_w,
+                           g.groups,   with_bias ? 1 : 0};
+  auto found = cache_.find(key);
+  if (found != cache_.end()) return found->second;
+  Primitives p;
+  p.blocked = UseBlockedLayouts(g);
+  const Window w = WindowOf(g);
+  const memory::desc bias = with_bias ? Plain({g.out_channels}, Tag::x) : memory::desc();
+  const dnnl::convolution_forward::desc forward(
+      dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
+      Layout(SourceDesc(g), p.blocked), Layout(WeightDesc(g), p.blocked), bias,
+      Layout(DestinationDesc(g), p.blocked), w.strides, w.dilates, w.padding_l, w.padding_r);
+  p.forward_pd = dnnl::convolution_forward::primitive_desc(forward, dnnl_.engine());
+  p.forward = dnnl::convolution_forward(p.forward_pd);
+  return cache_.emplace(key, std::move(p)).first->second;
+}
+
+CpuConvOps::Primitives& CpuConvOps::BackwardDataFor(const Conv2dGeometry& g) const {
+  Primitives& p = PrimitivesFor(g, /*with_bias=*/false);
+  if (p.backward_data) return p;
+  const Window w = WindowOf(g);
+  const dnnl::convolution_backward_data::desc desc(
+      dnnl::algorithm::convolution_direct, Layout(SourceDesc(g), p.blocked),
+      Layout(WeightDesc(g), p.blocked), Layout(DestinationDesc(g), p.blocked), w.strides, w.dilates,
+      w.padding_l, w.padding_r);
+  p.backward_data_pd =
+      dnnl::convolution_backward_data::primitive_desc(desc, dnnl_.engine(), p.forward_pd);
+  p.backward_data = dnnl::convolution_backward_data(p.backward_data_pd);
+  return p;
+}
+
+CpuConvOps::Primitives& CpuConvOps::BackwardWeightsFor(const Conv2dGeometry& g) const {
+  Primitives& p = PrimitivesFor(g, /*with_bias=*/false);
+  if (p.backward_weights) return p;
+  const Window w = WindowOf(g);
+  const dnnl::convolution_backward_weights::desc desc(
+      dnnl::algorithm::convolution_direct, Layout(SourceDesc(g), p.blocked),
+      Layout(WeightDesc(g), p.blocked), Layout(DestinationDesc(g), p.blocked), w.strides, w.dilates,
+      w.padding_l, w.padding_r);
+  p.backward_weights_pd =
+      dnnl::convolution_backward_weights::primitive_desc(desc, dnnl_.engine(), p.forward_pd);
+  p.backward_weights = dnnl::convolution_backward_weights(p.backward_weights_pd);
+  return p;
+}
+
+memory CpuConvOps::InLayout(Primitives& p, Role role, const memory::desc& wanted,
+                            const memory& user, bool read) const {
+  if (wanted == user.get_desc()) return user;
+  memory& buffer = p.buffers[role];
+  if (!buffer || buffer.get_desc() != wanted) buffer = memory(wanted, dnnl_.engine());
+  if (read) {
+    memory source = user;
+    dnnl::reorder(source, buffer).execute(dnnl_.stream(), source, buffer);
+  }
+  return buffer;
+}
+
+absl::Status CpuConvOps::Conv2dForward(const Conv2dGeometry& g, const Tensor& x,
+                                       const Tensor& weight, const Tensor& bias, Tensor& y) const {
+  constexpr const char* kOp = "Conv2dForward";
+  RETURN_IF_ERROR(CheckConv(kOp, g));
+  RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, InputShape(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "weight", g, weight, WeightShape(g)));
+  if (bias.defined()) RETURN_IF_ERROR(CheckTensor(kOp, "bias", g, bias, Shape{g.out_channels}));
+  RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, OutputShape(g)));
+  if (g.batch == 0) return absl::OkStatus();
+  try {
+    Primitives& p = PrimitivesFor(g, bias.defined());
+    dnnl::engine& engine = dnnl_.engine();
+    dnnl::stream& stream = dnnl_.stream();
+    memory user_y = Wrap(DestinationDesc(g), engine, y);
+    memory dst = InLayout(p, kOutputShaped, p.forward_pd.dst_desc(), user_y, /*read=*/false);
+    std::unordered_map<int, memory> args = {
+        {DNNL_ARG_SRC, InLayout(p, kInputShaped, p.forward_pd.src_desc(),
+                                Wrap(SourceDesc(g), engine, x), /*read=*/true)},
+        {DNNL_ARG_WEIGHTS, InLayout(p, kWeightShaped, p.forward_pd.weights_desc(),
+                                    Wrap(WeightDesc(g), engine, weight), /*read=*/true)},
+        {DNNL_ARG_DST, dst}};
+    if (bias.defined()) args[DNNL_ARG_BIAS] = Wrap(Plain({g.out_channels}, Tag::x), engine, bias);
+    p.forward.execute(stream, args);
+    if (dst != user_y) dnnl::reorder(dst, user_y).execute(stream, dst, user_y);
+    stream.wait();
+  } catch (const dnnl::error& error) {
+    return DnnlError(error, absl::StrCat(kOp, " (", GeometryString(g), ")").c_str());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight,
+                                             const Tensor& dy, Tensor& dx) const {
+  constexpr const char* kOp = "Conv2dBackwardInput";
+  RETURN_IF_ERROR(CheckConv(kOp, g));
+  RETURN_IF_ERROR(CheckTensor(kOp, "weight", g, weight, WeightShape(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, OutputShape(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "dx", g, dx, InputShape(g)));
+  if (g.batch == 0) return absl::OkStatus();
+  try {
+    Primitives& p = BackwardDataFor(g);
+    dnnl::engine& engine = dnnl_.engine();
+    dnnl::stream& stream = dnnl_.stream();
+    memory user_dx = Wrap(SourceDesc(g), engine, dx);
+    memory diff_src =
+        InLayout(p, kInputShaped, p.backward_data_pd.diff_src_desc(), user_dx, /*read=*/false);
+    p.backward_data.execute(
+        stream, {{DNNL_ARG_DIFF_DST, InLayout(p, kOutputShaped, p.backward_data_pd.diff_dst_desc(),
+                                              Wrap(DestinationDesc(g), engine, dy), /*read=*/true)},
+                 {DNNL_ARG_WEIGHTS, InLayout(p, kWeightShaped, p.backward_data_pd.weights_desc(),
+                                             Wrap(WeightDesc(g), engine, weight), /*read=*/true)},
+                 {DNNL_ARG_DIFF_SRC, diff_src}});
+    if (diff_src != user_dx) dnnl::reorder(diff_src, user_dx).execute(stream, diff_src, user_dx);
+    stream.wait();
+  } catch (const dnnl::error& error) {
+    return DnnlError(error, absl::StrCat(kOp, " (", GeometryString(g), ")").c_str());
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x,
+                                              const Tensor& dy, Tensor& dweight,
+                                              Tensor& dbias) const {
+  constexpr const char* kOp = "Conv2dBackwardParams";
+  RETURN_IF_ERROR(CheckConv(kOp, g));
+  RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, InputShape(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, OutputShape(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "dweight", g, dweight, WeightShape(g)));
+  if (dbias.defined()) {
+    RETURN_IF_ERROR(CheckTensor(kOp, "dbias", g, dbias, Shape{g.out_channels}));
+  }
+  if (g.batch == 0) return absl::OkStatus();
+  const int64_t weights = dweight.num_elements();
+  weight_grad_scratch_.resize(weights);
+  try {
+    Primitives& p = BackwardWeightsFor(g);
+    dnnl::engine& engine = dnnl_.engine();
+    dnnl::stream& stream = dnnl_.stream();
+    memory user_dw = memory(WeightDesc(g), engine, weight_grad_scratch_.data());
+    memory diff_weights = InLayout(p, kWeightShaped, p.backward_weights_pd.diff_weights_desc(),
+                                   user_dw, /*read=*/false);
+    p.backward_weights.execute(
+        stream,
+        {{DNNL_ARG_SRC, InLayout(p, kInputShaped, p.backward_weights_pd.src_desc(),
+                                 Wrap(SourceDesc(g), engine, x), /*read=*/true)},
+         {DNNL_ARG_DIFF_DST, InLayout(p, kOutputShaped, p.backward_weights_pd.diff_dst_desc(),
+                                      Wrap(DestinationDesc(g), engine, dy), /*read=*/true)},
+         {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
+    if (diff_weights != user_dw) {
+      dnnl::reorder(diff_weights, user_dw).execute(stream, diff_weights, user_dw);
+    }
+    stream.wait();
+  } catch (const dnnl::error& error) {
+    return DnnlError(error, absl::StrCat(kOp, " (", GeometryString(g), ")").c_str());
+  }
+  // oneDNN overwrites its output; the contract accumulates.
+  float* __restrict out = dweight.f32();
+  const float* __restrict grad = weight_grad_scratch_.data();
+  for (int64_t i = 0; i < weights; ++i) out[i] += grad[i];
+  if (!dbias.defined()) return absl::OkStatus();
+  // Per sample and channel a double sum over positions, summed over samples in double and
+  // added once: the error does not grow with the batch (the rule of every bias gradient).
+  const int64_t positions = g.out_h * g.out_w;
+  std::vector<double> sums(g.out_channels, 0.0);
+  const float* dout = dy.f32();
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t o = 0; o < g.out_channels; ++o) {
+      const float* channel = dout + (n * g.out_channels + o) * positions;
+      double channel_sum = 0.0;
+      for (int64_t i = 0; i < positions; ++i) channel_sum += channel[i];
+      sums[o] += channel_sum;
+    }
+  }
+  float* bias_out = dbias.f32();
+  for (int64_t o = 0; o < g.out_channels; ++o) bias_out[o] += static_cast<float>(sums[o]);
+  return absl::OkStatus();
 }
 
 }  // namespace gpipe

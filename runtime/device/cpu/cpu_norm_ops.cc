@@ -1,29 +1,171 @@
+// CpuNormOps: layer norm (batch norm is in cpu_batch_norm_ops.cc).
 #include "runtime/device/cpu/cpu_norm_ops.h"
 
+#include <cmath>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+
 namespace gpipe {
+namespace {
 
-absl::Status CpuNormOps::LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y, Tensor& stats) const {
-  return absl::UnimplementedError("CpuNormOps::LayerNormForward: scaffolding");
+// xhat = (x - mean) * rstd; x - mean_hi is exact when x is close to the mean (Sterbenz).
+inline float Normalized(float x, float mean_hi, float mean_lo, float rstd) {
+  return ((x - mean_hi) - mean_lo) * rstd;
 }
 
-absl::Status CpuNormOps::LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x, const Tensor& stats, const Tensor& dy, Tensor& dx) const {
-  return absl::UnimplementedError("CpuNormOps::LayerNormBackwardInput: scaffolding");
+// Checks x (and, when defined, the other row-shaped tensors), stats and the affine parameters.
+absl::Status CheckLayerNorm(const char* op, const LayerNormArgs& args, const Tensor& x,
+                            const Tensor& stats, const Tensor& other, const char* other_name) {
+  if (args.rows < 0 || args.features < 1 || !(args.eps > 0.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": needs rows >= 0, features >= 1 and eps > 0, got rows ", args.rows,
+                     ", features ", args.features, ", eps ", args.eps));
+  }
+  const int64_t elements = args.rows * args.features;
+  RETURN_IF_ERROR(CheckF32Elements(op, "x", x, elements));
+  if (x.shape().rank() < 1 || x.shape().last() != args.features) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": x must end in ", args.features, " features, got ", x.DebugString()));
+  }
+  RETURN_IF_ERROR(CheckF32Elements(op, "stats", stats, args.rows * kLayerNormStatsPerRow));
+  if (other.defined()) RETURN_IF_ERROR(CheckF32Elements(op, other_name, other, elements));
+  if (args.weight.defined() != args.bias.defined()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": weight and bias must both be defined or both undefined, got ",
+                     args.weight.DebugString(), " and ", args.bias.DebugString()));
+  }
+  if (args.weight.defined()) {
+    RETURN_IF_ERROR(CheckF32Elements(op, "weight", args.weight, args.features));
+    RETURN_IF_ERROR(CheckF32Elements(op, "bias", args.bias, args.features));
+  }
+  return absl::OkStatus();
 }
 
-absl::Status CpuNormOps::LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x, const Tensor& stats, const Tensor& dy, Tensor& dweight, Tensor& dbias) const {
-  return absl::UnimplementedError("CpuNormOps::LayerNormBackwardParams: scaffolding");
+}  // namespace
+
+absl::Status CheckF32Elements(const char* op, const char* name, const Tensor& tensor,
+                              int64_t elements) {
+  if (tensor.defined() && tensor.dtype() == DType::kF32 && tensor.num_elements() == elements) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(op, ": ", name, " must be f32 with ", elements,
+                                                 " elements, got ", tensor.DebugString()));
 }
 
-absl::Status CpuNormOps::BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x, Tensor& running_mean, Tensor& running_var, bool update_running, Tensor& y, Tensor& stats) const {
-  return absl::UnimplementedError("CpuNormOps::BatchNormTrainForward: scaffolding");
+absl::Status CpuNormOps::LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                          Tensor& stats) const {
+  constexpr const char* kOp = "LayerNormForward";
+  RETURN_IF_ERROR(CheckLayerNorm(kOp, args, x, stats, y, "y"));
+  RETURN_IF_ERROR(CheckF32Elements(kOp, "y", y, args.rows * args.features));
+  const int64_t features = args.features;
+  const bool affine = args.weight.defined();
+  const float* in = x.f32();
+  float* out = y.f32();
+  float* row_stats = stats.f32();
+  const float* __restrict weight = affine ? args.weight.f32() : nullptr;
+  const float* __restrict bias = affine ? args.bias.f32() : nullptr;
+  for (int64_t r = 0; r < args.rows; ++r) {
+    const float* __restrict xr = in + r * features;
+    float* __restrict yr = out + r * features;
+    double sum = 0.0;
+    for (int64_t i = 0; i < features; ++i) sum += xr[i];
+    const double mean = sum / static_cast<double>(features);
+    double squares = 0.0;
+    for (int64_t i = 0; i < features; ++i) {
+      const double centered = xr[i] - mean;
+      squares += centered * centered;
+    }
+    const double rstd = 1.0 / std::sqrt(squares / static_cast<double>(features) + args.eps);
+    const float mean_hi = static_cast<float>(mean);
+    const float mean_lo = static_cast<float>(mean - mean_hi);
+    const float rstd_f = static_cast<float>(rstd);
+    float* stats_r = row_stats + kLayerNormStatsPerRow * r;
+    stats_r[0] = mean_hi;
+    stats_r[1] = mean_lo;
+    stats_r[2] = rstd_f;
+    if (affine) {
+      for (int64_t i = 0; i < features; ++i) {
+        yr[i] = Normalized(xr[i], mean_hi, mean_lo, rstd_f) * weight[i] + bias[i];
+      }
+    } else {
+      for (int64_t i = 0; i < features; ++i) yr[i] = Normalized(xr[i], mean_hi, mean_lo, rstd_f);
+    }
+  }
+  return absl::OkStatus();
 }
 
-absl::Status CpuNormOps::BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x, const Tensor& running_mean, const Tensor& running_var, Tensor& y) const {
-  return absl::UnimplementedError("CpuNormOps::BatchNormEvalForward: scaffolding");
+absl::Status CpuNormOps::LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                                const Tensor& stats, const Tensor& dy,
+                                                Tensor& dx) const {
+  constexpr const char* kOp = "LayerNormBackwardInput";
+  RETURN_IF_ERROR(CheckLayerNorm(kOp, args, x, stats, dy, "dy"));
+  RETURN_IF_ERROR(CheckF32Elements(kOp, "dy", dy, args.rows * args.features));
+  if (!dx.defined()) return absl::OkStatus();
+  RETURN_IF_ERROR(CheckF32Elements(kOp, "dx", dx, args.rows * args.features));
+  const int64_t features = args.features;
+  const bool affine = args.weight.defined();
+  const float* __restrict weight = affine ? args.weight.f32() : nullptr;
+  const double inv_features = 1.0 / static_cast<double>(features);
+  // With xhat = (x - mean) * rstd and dxhat = dy * weight:
+  //   dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat)).
+  for (int64_t r = 0; r < args.rows; ++r) {
+    const float* __restrict xr = x.f32() + r * features;
+    const float* __restrict gr = dy.f32() + r * features;
+    float* __restrict dxr = dx.f32() + r * features;
+    const float* stats_r = stats.f32() + kLayerNormStatsPerRow * r;
+    const float mean_hi = stats_r[0];
+    const float mean_lo = stats_r[1];
+    const float rstd = stats_r[2];
+    double sum_dxhat = 0.0;
+    double sum_dxhat_xhat = 0.0;
+    for (int64_t i = 0; i < features; ++i) {
+      const double dxhat = affine ? static_cast<double>(gr[i]) * weight[i] : gr[i];
+      sum_dxhat += dxhat;
+      sum_dxhat_xhat += dxhat * Normalized(xr[i], mean_hi, mean_lo, rstd);
+    }
+    const float mean_dxhat = static_cast<float>(sum_dxhat * inv_features);
+    const float mean_dxhat_xhat = static_cast<float>(sum_dxhat_xhat * inv_features);
+    for (int64_t i = 0; i < features; ++i) {
+      const float dxhat = affine ? gr[i] * weight[i] : gr[i];
+      const float xhat = Normalized(xr[i], mean_hi, mean_lo, rstd);
+      dxr[i] = rstd * (dxhat - mean_dxhat - xhat * mean_dxhat_xhat);
+    }
+  }
+  return absl::OkStatus();
 }
 
-absl::Status CpuNormOps::BatchNormBackward(const BatchNormArgs& args, const Tensor& x, const Tensor& stats, const Tensor& dy, Tensor& dx, Tensor& dweight, Tensor& dbias) const {
-  return absl::UnimplementedError("CpuNormOps::BatchNormBackward: scaffolding");
+absl::Status CpuNormOps::LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                                 const Tensor& stats, const Tensor& dy,
+                                                 Tensor& dweight, Tensor& dbias) const {
+  constexpr const char* kOp = "LayerNormBackwardParams";
+  RETURN_IF_ERROR(CheckLayerNorm(kOp, args, x, stats, dy, "dy"));
+  RETURN_IF_ERROR(CheckF32Elements(kOp, "dy", dy, args.rows * args.features));
+  if (dweight.defined()) RETURN_IF_ERROR(CheckF32Elements(kOp, "dweight", dweight, args.features));
+  if (dbias.defined()) RETURN_IF_ERROR(CheckF32Elements(kOp, "dbias", dbias, args.features));
+  if (!dweight.defined() && !dbias.defined()) return absl::OkStatus();
+  const int64_t features = args.features;
+  // Summed over rows in double, then added once: the error does not grow with the rows.
+  std::vector<double> weight_sum(features, 0.0), bias_sum(features, 0.0);
+  for (int64_t r = 0; r < args.rows; ++r) {
+    const float* __restrict xr = x.f32() + r * features;
+    const float* __restrict gr = dy.f32() + r * features;
+    const float* stats_r = stats.f32() + kLayerNormStatsPerRow * r;
+    for (int64_t i = 0; i < features; ++i) {
+      weight_sum[i] += gr[i] * Normalized(xr[i], stats_r[0], stats_r[1], stats_r[2]);
+      bias_sum[i] += gr[i];
+    }
+  }
+  if (dweight.defined()) {
+    float* out = dweight.f32();
+    for (int64_t i = 0; i < features; ++i) out[i] += static_cast<float>(weight_sum[i]);
+  }
+  if (dbias.defined()) {
+    float* out = dbias.f32();
+    for (int64_t i = 0; i < features; ++i) out[i] += static_cast<float>(bias_sum[i]);
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gpipe

@@ -1,4 +1,7 @@
-// CpuNormOps: the CPU backend's NormOps (see runtime/device/ops/norm_ops.h for the contracts).
+// CpuNormOps: the CPU backend's NormOps (see runtime/device/ops/norm_ops.h for the contracts):
+// loops with double statistics, the layers' former arithmetic unchanged. Layer norm keeps
+// [mean_hi, mean_lo, rstd] per row and batch norm [mean_hi, mean_lo, inv_std] per channel,
+// hi + lo carrying the double mean (cpu_norm_ops.cc, cpu_batch_norm_ops.cc).
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_NORM_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_NORM_OPS_H_
 
@@ -8,13 +11,29 @@ namespace gpipe {
 
 class CpuNormOps final : public NormOps {
  public:
-  absl::Status LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y, Tensor& stats) const override;
-  absl::Status LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x, const Tensor& stats, const Tensor& dy, Tensor& dx) const override;
-  absl::Status LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x, const Tensor& stats, const Tensor& dy, Tensor& dweight, Tensor& dbias) const override;
-  absl::Status BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x, Tensor& running_mean, Tensor& running_var, bool update_running, Tensor& y, Tensor& stats) const override;
-  absl::Status BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x, const Tensor& running_mean, const Tensor& running_var, Tensor& y) const override;
-  absl::Status BatchNormBackward(const BatchNormArgs& args, const Tensor& x, const Tensor& stats, const Tensor& dy, Tensor& dx, Tensor& dweight, Tensor& dbias) const override;
+  absl::Status LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                Tensor& stats) const override;
+  absl::Status LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                      const Tensor& stats, const Tensor& dy,
+                                      Tensor& dx) const override;
+  absl::Status LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                       const Tensor& stats, const Tensor& dy, Tensor& dweight,
+                                       Tensor& dbias) const override;
+  absl::Status BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
+                                     Tensor& running_mean, Tensor& running_var, bool update_running,
+                                     Tensor& y, Tensor& stats) const override;
+  absl::Status BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
+                                    const Tensor& running_mean, const Tensor& running_var,
+                                    Tensor& y) const override;
+  absl::Status BatchNormBackward(const BatchNormArgs& args, const Tensor& x, const Tensor& stats,
+                                 const Tensor& dy, Tensor& dx, Tensor& dweight,
+                                 Tensor& dbias) const override;
 };
+
+// Fails unless `tensor` is a defined f32 tensor of `elements` elements (INVALID_ARGUMENT naming
+// the op, the tensor and what it should be).
+absl::Status CheckF32Elements(const char* op, const char* name, const Tensor& tensor,
+                              int64_t elements);
 
 }  // namespace gpipe
 

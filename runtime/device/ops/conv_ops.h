@@ -1,5 +1,7 @@
 // ConvOps: 2-D convolution and pooling over NCHW tensors, forward and backward (oneDNN and
-// cuDNN shapes). See runtime/device/ops.h for the common contract.
+// cuDNN shapes), and global average pooling. See runtime/device/ops.h for the common contract.
+// Every tensor is f32 with the exact NCHW shape the geometry implies (INVALID_ARGUMENT naming
+// the op and the shapes otherwise); batch 0 is allowed and does nothing.
 #ifndef GPIPE_RUNTIME_DEVICE_OPS_CONV_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_OPS_CONV_OPS_H_
 
@@ -26,8 +28,9 @@ struct Conv2dGeometry {
 };
 
 enum class PoolKind {
-  kMax,  // ties go to the first maximum in row-major window order; padding never wins
+  kMax,  // ties go to the first maximum in row-major window order; padding never wins; NaN wins
   kAvg,  // count_include_pad = true, as torch.nn.AvgPool2d's default
+  kAvgExcludePad,  // divided by the input elements the window covers (count_include_pad = false)
 };
 
 class ConvOps {
@@ -35,9 +38,8 @@ class ConvOps {
   virtual ~ConvOps() = default;
 
   // y = conv(x, weight [out_c, in_c / groups, kh, kw]) (+ bias [out_c] when defined).
-  virtual absl::Status Conv2dForward(const Conv2dGeometry& g, const Tensor& x,
-                                     const Tensor& weight, const Tensor& bias,
-                                     Tensor& y) const = 0;
+  virtual absl::Status Conv2dForward(const Conv2dGeometry& g, const Tensor& x, const Tensor& weight,
+                                     const Tensor& bias, Tensor& y) const = 0;
   // dx = conv's input gradient (overwritten).
   virtual absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight,
                                            const Tensor& dy, Tensor& dx) const = 0;
@@ -47,11 +49,19 @@ class ConvOps {
                                             Tensor& dbias) const = 0;
 
   // Pooling windows (groups and out_channels as in_channels). y: [batch, c, out_h, out_w].
+  // Sums are taken in float in row-major window order, then divided by the window's divisor.
   virtual absl::Status Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
                                      Tensor& y) const = 0;
-  // dx (overwritten) from dy; max pooling reads x to find the winners again.
+  // dx (overwritten) from dy. Max pooling reads x and its forward output y to find each
+  // window's winner again (no index tensor is kept); average pooling reads neither (they may
+  // be undefined).
   virtual absl::Status Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
-                                      const Tensor& dy, Tensor& dx) const = 0;
+                                      const Tensor& y, const Tensor& dy, Tensor& dx) const = 0;
+
+  // y [batch, c] = mean of each [h, w] plane of x [batch, c, h, w], summed in double.
+  virtual absl::Status GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const = 0;
+  // dx [batch, c, h, w] (overwritten) = dy [batch, c] / (h * w) (in float) over each plane.
+  virtual absl::Status GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const = 0;
 };
 
 }  // namespace gpipe

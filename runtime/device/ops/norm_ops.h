@@ -47,7 +47,8 @@ class NormOps {
   virtual absl::Status LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
                                               const Tensor& stats, const Tensor& dy,
                                               Tensor& dx) const = 0;
-  // dweight += sum over rows of dy * xhat, dbias += sum of dy (double sums, added once).
+  // dweight += sum over rows of dy * xhat, dbias += sum of dy (double sums, added once); each
+  // skipped when undefined. args.weight and args.bias are not read.
   virtual absl::Status LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
                                                const Tensor& stats, const Tensor& dy,
                                                Tensor& dweight, Tensor& dbias) const = 0;
@@ -64,8 +65,9 @@ class NormOps {
   virtual absl::Status BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
                                             const Tensor& running_mean, const Tensor& running_var,
                                             Tensor& y) const = 0;
-  // Backward of the training forward: dx (undefined: skipped) and, with affine parameters,
-  // dweight/dbias accumulated (undefined: skipped).
+  // Backward of the training forward: dx (undefined: skipped; reads args.weight when defined)
+  // and dweight/dbias accumulated (undefined: skipped; the two halves, or both at once, give
+  // the same bits).
   virtual absl::Status BatchNormBackward(const BatchNormArgs& args, const Tensor& x,
                                          const Tensor& stats, const Tensor& dy, Tensor& dx,
                                          Tensor& dweight, Tensor& dbias) const = 0;

@@ -48,7 +48,11 @@ absl::Status SimConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Ten
 
 absl::Status SimConvOps::Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x, Tensor& y) const { return absl::OkStatus(); }
 
-absl::Status SimConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x, const Tensor& dy, Tensor& dx) const { return absl::OkStatus(); }
+absl::Status SimConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) const { return absl::OkStatus(); }
+
+absl::Status SimConvOps::GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const { return absl::OkStatus(); }
+
+absl::Status SimConvOps::GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const { return absl::OkStatus(); }
 
 absl::Status SimAttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const { return absl::OkStatus(); }
 

@@ -56,7 +56,9 @@ class SimConvOps final : public ConvOps {
   absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight, const Tensor& dy, Tensor& dx) const override;
   absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) const override;
   absl::Status Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x, Tensor& y) const override;
-  absl::Status Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x, const Tensor& dy, Tensor& dx) const override;
+  absl::Status Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) const override;
+  absl::Status GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const override;
+  absl::Status GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const override;
 };
 
 class SimAttentionOps final : public AttentionOps {

@@ -11,12 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "layers/parameter_init.h"
-#include "runtime/core/json_text.h"
+#include "runtime/core/json.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
-#include "runtime/train/json_writer.h"
 
 namespace gpipe {
 namespace {
@@ -35,8 +34,7 @@ absl::StatusOr<Tensor> UniformTensor(Device& device, const Shape& shape, uint64_
   return tensor;
 }
 
-absl::StatusOr<Tensor> RandomIds(Device& device, const Shape& shape, int64_t limit,
-                                 uint64_t seed) {
+absl::StatusOr<Tensor> RandomIds(Device& device, const Shape& shape, int64_t limit, uint64_t seed) {
   ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(device, shape, DType::kI64, MemoryKind::kData));
   RandomStream stream(seed, {kProfileStreamTag, kInputStream});
   int64_t* out = tensor.data<int64_t>();
@@ -100,14 +98,14 @@ absl::StatusOr<LayerTiming> ProfileLayer(const Layer& layer, Device& device, int
                                          int layer_index, bool need_input_grad,
                                          const ProfileOptions& options) {
   if (options.repeats < 1 || options.warmup < 0 || batch < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "profiling needs repeats >= 1, warmup >= 0 and a batch >= 1, got repeats ",
-        options.repeats, ", warmup ", options.warmup, ", batch ", batch));
+    return absl::InvalidArgumentError(
+        absl::StrCat("profiling needs repeats >= 1, warmup >= 0 and a batch >= 1, got repeats ",
+                     options.repeats, ", warmup ", options.warmup, ", batch ", batch));
   }
   if (!device.host_accessible()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the profiler fills inputs in place and needs a host-accessible device, not ",
-        device.name()));
+    return absl::FailedPreconditionError(
+        absl::StrCat("the profiler fills inputs in place and needs a host-accessible device, not ",
+                     device.name()));
   }
   const std::vector<ParamSpec> param_specs = layer.parameter_specs();
   ASSIGN_OR_RETURN(std::vector<Tensor> params,
@@ -132,8 +130,8 @@ absl::StatusOr<LayerTiming> ProfileLayer(const Layer& layer, Device& device, int
     }
     ASSIGN_OR_RETURN(x, RandomIds(device, input_shape, param_specs[0].shape.dim(0), options.seed));
   } else {
-    ASSIGN_OR_RETURN(x, UniformTensor(device, input_shape, options.seed, kInputStream,
-                                      MemoryKind::kData));
+    ASSIGN_OR_RETURN(
+        x, UniformTensor(device, input_shape, options.seed, kInputStream, MemoryKind::kData));
   }
   ASSIGN_OR_RETURN(Tensor dy, UniformTensor(device, layer.output_shape().WithBatch(batch),
                                             options.seed, kOutputGradStream, MemoryKind::kData));
@@ -169,8 +167,7 @@ absl::StatusOr<LayerTiming> ProfileLayer(const Layer& layer, Device& device, int
 }
 
 absl::StatusOr<std::string> ProfileAnalyzedPlanLayers(const AnalyzedPlan& analyzed,
-                                                      const LayerRegistry& registry,
-                                                      Device& device,
+                                                      const LayerRegistry& registry, Device& device,
                                                       const ProfileOptions& options) {
   const pb::Plan& plan = analyzed.plan;
   const int64_t micro_batches = plan.pipeline().micro_batches();
@@ -189,17 +186,16 @@ absl::StatusOr<std::string> ProfileAnalyzedPlanLayers(const AnalyzedPlan& analyz
     absl::StatusOr<LayerTiming> timing =
         ProfileLayer(**layer, device, micro_batch, i, /*need_input_grad=*/i > 0, options);
     RETURN_IF_ERROR(InLayer(timing.status(), i, spec.name()));
-    JsonObject entry;
-    entry.AddString("name", timing->name)
-        .AddDouble("forward_us", ToNanosecond(timing->forward_us))
-        .AddDouble("backward_input_us", ToNanosecond(timing->backward_input_us))
-        .AddDouble("backward_weight_us", ToNanosecond(timing->backward_weight_us));
-    absl::StrAppend(&layers_json, i == 0 ? "\n    " : ",\n    ", entry.ToString());
+    const Json entry = {{"name", timing->name},
+                        {"forward_us", ToNanosecond(timing->forward_us)},
+                        {"backward_input_us", ToNanosecond(timing->backward_input_us)},
+                        {"backward_weight_us", ToNanosecond(timing->backward_weight_us)}};
+    // One layer per line keeps the profile readable and diffable.
+    absl::StrAppend(&layers_json, i == 0 ? "\n    " : ",\n    ", DumpJson(entry));
   }
-  return absl::StrCat("{\"device\": ", JsonQuote(device.name()), ", \"threads\": ",
-                      options.threads, ", \"micro_batch\": ", micro_batch,
-                      ", \"repeats\": ", options.repeats, ",\n  \"layers\": [", layers_json,
-                      "\n  ]\n}\n");
+  return absl::StrCat("{\"device\": ", JsonQuote(device.name()), ", \"threads\": ", options.threads,
+                      ", \"micro_batch\": ", micro_batch, ", \"repeats\": ", options.repeats,
+                      ",\n  \"layers\": [", layers_json, "\n  ]\n}\n");
 }
 
 absl::StatusOr<std::string> ProfilePlanLayers(const pb::Plan& plan, const LayerRegistry& registry,

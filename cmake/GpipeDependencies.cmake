@@ -5,6 +5,8 @@ find_package(Protobuf REQUIRED)
 find_package(absl REQUIRED)
 # zlib: the IDX reader (runtime/train/idx.cc) reads plain and gzip-compressed files alike.
 find_package(ZLIB REQUIRED)
+# nlohmann-json (Debian's nlohmann-json3-dev, header-only): every JSON gpipe reads or writes.
+find_package(nlohmann_json 3.11 REQUIRED)
 # oneDNN (Debian's libdnnl-dev): the CPU backend's matmul and convolution primitives; its
 # OpenMP runtime carries the compute threads.
 # (Its CMake package also demands OpenCL for a GPU runtime gpipe does not use, so the library

@@ -19,9 +19,9 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/ckpt/json_parser.h"
 #include "runtime/core/file_io.h"
-#include "runtime/core/json_text.h"
+#include "runtime/core/json.h"
+#include "runtime/core/json_fields.h"
 #include "runtime/core/status_macros.h"
 
 namespace gpipe {
@@ -81,34 +81,34 @@ struct EntryInfo {
 
 // One header entry: {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}.
 absl::StatusOr<EntryInfo> ParseEntry(const std::string& source, const std::string& name,
-                                     const JsonValue& entry) {
+                                     const Json& entry) {
   const std::string where = absl::StrCat("tensor \"", name, "\"");
   if (!entry.is_object()) {
-    return Invalid(source, absl::StrCat(where, " is a JSON ", JsonValue::KindName(entry.kind()),
+    return Invalid(source, absl::StrCat(where, " is a JSON ", entry.type_name(),
                                         ", expected an object with dtype, shape, data_offsets"));
   }
-  for (const std::string& key : entry.keys()) {
+  for (const auto& [key, unused] : entry.items()) {
     if (key != "dtype" && key != "shape" && key != "data_offsets") {
       return Invalid(source, absl::StrCat(where, " has an unknown field \"", key, "\""));
     }
   }
-  const JsonValue* dtype = entry.Find("dtype");
-  const JsonValue* shape = entry.Find("shape");
-  const JsonValue* offsets = entry.Find("data_offsets");
+  const Json* dtype = JsonFind(entry, "dtype");
+  const Json* shape = JsonFind(entry, "shape");
+  const Json* offsets = JsonFind(entry, "data_offsets");
   if (dtype == nullptr || shape == nullptr || offsets == nullptr) {
     return Invalid(source, absl::StrCat(where, " lacks one of dtype, shape, data_offsets"));
   }
   if (!dtype->is_string()) return Invalid(source, absl::StrCat(where, ": dtype is not a string"));
-  if (dtype->string_value() != "F32") {
+  if (dtype->get_ref<const std::string&>() != "F32") {
     return absl::InvalidArgumentError(
-        absl::StrCat(source, ": ", where, " has dtype ", dtype->string_value(),
+        absl::StrCat(source, ": ", where, " has dtype ", dtype->get_ref<const std::string&>(),
                      "; gpipe reads F32 tensors only (save it as float32, e.g. tensor.float())"));
   }
   EntryInfo info;
   info.name = name;
   if (!shape->is_array()) return Invalid(source, absl::StrCat(where, ": shape is not an array"));
-  for (const JsonValue& dim : shape->items()) {
-    const std::optional<int64_t> d = dim.AsInt64();
+  for (const Json& dim : *shape) {
+    const std::optional<int64_t> d = JsonAsInt64(dim);
     if (!d.has_value() || *d < 0) {
       return Invalid(source, absl::StrCat(where, ": shape entries must be non-negative integers"));
     }
@@ -119,11 +119,11 @@ absl::StatusOr<EntryInfo> ParseEntry(const std::string& source, const std::strin
     return Invalid(source, absl::StrCat(where, ": shape ", ShapeText(info.shape), " is too large"));
   }
   info.count = *count;
-  if (!offsets->is_array() || offsets->items().size() != 2) {
+  if (!offsets->is_array() || offsets->size() != 2) {
     return Invalid(source, absl::StrCat(where, ": data_offsets must be [begin, end]"));
   }
-  const std::optional<int64_t> begin = offsets->items()[0].AsInt64();
-  const std::optional<int64_t> end = offsets->items()[1].AsInt64();
+  const std::optional<int64_t> begin = JsonAsInt64((*offsets)[0]);
+  const std::optional<int64_t> end = JsonAsInt64((*offsets)[1]);
   if (!begin.has_value() || !end.has_value() || *begin < 0 || *end < *begin) {
     return Invalid(source,
                    absl::StrCat(where, ": data_offsets must be integers with 0 <= begin <= end"));
@@ -143,17 +143,8 @@ absl::StatusOr<EntryInfo> ParseEntry(const std::string& source, const std::strin
 absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTensorData>& tensors,
                               const std::map<std::string, std::string>& metadata) {
   std::set<std::string> names;
-  std::string header = "{";
-  if (!metadata.empty()) {
-    absl::StrAppend(&header, JsonQuote(kMetadataKey), ":{");
-    bool first = true;
-    for (const auto& [key, value] : metadata) {
-      if (!first) header.push_back(',');
-      first = false;
-      absl::StrAppend(&header, JsonQuote(key), ":", JsonQuote(value));
-    }
-    header += "}";
-  }
+  Json header = Json::object();
+  if (!metadata.empty()) header[kMetadataKey] = metadata;
   uint64_t offset = 0;
   for (const NamedTensorData& tensor : tensors) {
     if (tensor.name == kMetadataKey) {
@@ -171,37 +162,35 @@ absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTe
                        ShapeText(tensor.shape), " but ", tensor.values.size(), " values"));
     }
     const uint64_t bytes = static_cast<uint64_t>(*count) * 4;
-    if (header.size() > 1) header.push_back(',');
-    absl::StrAppend(&header, JsonQuote(tensor.name),
-                    ":{\"dtype\":\"F32\",\"shape\":", ShapeText(tensor.shape),
-                    ",\"data_offsets\":[", offset, ",", offset + bytes, "]}");
+    header[tensor.name] = {
+        {"dtype", "F32"}, {"shape", tensor.shape}, {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
-  header += "}";
+  // Invalid UTF-8 would be written as U+FFFD: refuse it rather than rename tensors silently.
   for (const NamedTensorData& tensor : tensors) {
-    if (!IsValidUtf8(tensor.name)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot write ", path, ": tensor names and metadata must be valid UTF-8 (tensor '",
-          absl::CHexEscape(tensor.name), "')"));
-    }
+    RETURN_IF_ERROR(CheckUtf8(
+        tensor.name, absl::StrCat("cannot write ", path,
+                                  ": tensor names and metadata must be valid UTF-8 (tensor '",
+                                  absl::CHexEscape(tensor.name), "')")));
   }
   for (const auto& [key, value] : metadata) {
-    if (!IsValidUtf8(key) || !IsValidUtf8(value)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cannot write ", path, ": tensor names and metadata must be valid UTF-8 (metadata '",
-          absl::CHexEscape(key), "')"));
-    }
+    const std::string what = absl::StrCat(
+        "cannot write ", path, ": tensor names and metadata must be valid UTF-8 (metadata '",
+        absl::CHexEscape(key), "')");
+    RETURN_IF_ERROR(CheckUtf8(key, what));
+    RETURN_IF_ERROR(CheckUtf8(value, what));
   }
-  header.append((8 - header.size() % 8) % 8, ' ');
-  if (header.size() > kMaxSafetensorsHeaderBytes) {
+  std::string text = DumpJson(header);
+  text.append((8 - text.size() % 8) % 8, ' ');
+  if (text.size() > kMaxSafetensorsHeaderBytes) {
     return absl::InvalidArgumentError(absl::StrCat("cannot write ", path, ": the header is ",
-                                                   header.size(),
+                                                   text.size(),
                                                    " bytes, more than readers "
                                                    "accept (",
                                                    kMaxSafetensorsHeaderBytes, ")"));
   }
   char length[8];
-  const uint64_t header_size = header.size();
+  const uint64_t header_size = text.size();
   std::memcpy(length, &header_size, 8);
 
   std::string tmp_path = path + ".tmp.XXXXXX";
@@ -218,8 +207,8 @@ absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTe
     return absl::DataLossError(
         absl::StrCat("writing ", path, " failed (", step, " ", tmp_path, "): ", reason));
   };
-  bool ok = ::fchmod(fd, 0644) == 0 && WriteAll(fd, length, 8) &&
-            WriteAll(fd, header.data(), header.size());
+  bool ok =
+      ::fchmod(fd, 0644) == 0 && WriteAll(fd, length, 8) && WriteAll(fd, text.data(), text.size());
   for (size_t i = 0; ok && i < tensors.size(); ++i) {
     ok = WriteAll(fd, reinterpret_cast<const char*>(tensors[i].values.data()),
                   tensors[i].values.size() * sizeof(float));
@@ -266,26 +255,21 @@ absl::StatusOr<SafetensorsContents> ParseSafetensors(absl::string_view bytes,
   if (header_text.empty() || header_text[0] != '{') {
     return Invalid(source, "the header does not start with '{'");
   }
-  absl::StatusOr<JsonValue> header = ParseJson(header_text);
-  if (!header.ok()) {
-    return Invalid(source,
-                   absl::StrCat("the header is not valid JSON (", header.status().message(), ")"));
-  }
+  absl::StatusOr<Json> header = ParseJson(header_text, "the header");
+  if (!header.ok()) return Invalid(source, header.status().message());
   if (!header->is_object()) return Invalid(source, "the header is not a JSON object");
 
   SafetensorsContents contents;
   std::vector<EntryInfo> entries;
-  for (size_t i = 0; i < header->keys().size(); ++i) {
-    const std::string& name = header->keys()[i];
-    const JsonValue& value = header->items()[i];
+  for (const auto& [name, value] : header->items()) {
     if (name == kMetadataKey) {
       if (!value.is_object()) return Invalid(source, "__metadata__ is not an object");
-      for (size_t k = 0; k < value.keys().size(); ++k) {
-        if (!value.items()[k].is_string()) {
-          return Invalid(source, absl::StrCat("__metadata__ value of \"", value.keys()[k],
-                                              "\" is not a string"));
+      for (const auto& [key, text] : value.items()) {
+        if (!text.is_string()) {
+          return Invalid(source,
+                         absl::StrCat("__metadata__ value of \"", key, "\" is not a string"));
         }
-        contents.metadata[value.keys()[k]] = value.items()[k].string_value();
+        contents.metadata[key] = text.get<std::string>();
       }
       continue;
     }

@@ -27,9 +27,7 @@ double EvalSummary::accuracy() const {
   return static_cast<double>(correct_) / static_cast<double>(predictions_);
 }
 
-double EvalSummary::bits_per_byte() const {
-  return bits_per_byte_ ? loss() / std::log(2.0) : -1.0;
-}
+double EvalSummary::bits_per_byte() const { return bits_per_byte_ ? loss() / std::log(2.0) : -1.0; }
 
 std::string EvalSummary::FormatLine() const {
   std::string line = absl::StrFormat("eval after step %d | loss %.4f", after_step_, loss());
@@ -39,12 +37,12 @@ std::string EvalSummary::FormatLine() const {
   return line;
 }
 
-JsonObject EvalSummary::ToMetricsRecord() const {
-  JsonObject json;
-  json.AddBool("eval", true).AddInt("step", after_step_).AddDouble("loss", loss());
-  if (accuracy() >= 0) json.AddDouble("accuracy", accuracy());
-  if (bits_per_byte() >= 0) json.AddDouble("bits_per_byte", bits_per_byte());
-  json.AddInt("samples", samples_).AddDouble("eval_ms", elapsed_ms_);
+Json EvalSummary::ToMetricsRecord() const {
+  Json json = {{"eval", true}, {"step", after_step_}, {"loss", loss()}};
+  if (accuracy() >= 0) json["accuracy"] = accuracy();
+  if (bits_per_byte() >= 0) json["bits_per_byte"] = bits_per_byte();
+  json["samples"] = samples_;
+  json["eval_ms"] = elapsed_ms_;
   return json;
 }
 

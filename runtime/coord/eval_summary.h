@@ -11,7 +11,7 @@
 
 #include "absl/status/status.h"
 #include "proto/control.pb.h"
-#include "runtime/train/json_writer.h"
+#include "runtime/core/json.h"
 
 namespace gpipe {
 
@@ -39,7 +39,7 @@ class EvalSummary {
   std::string FormatLine() const;
   // {"eval":true,"step":500,"loss":...,"accuracy":...,"bits_per_byte":...,"samples":...,
   //  "eval_ms":...}; "step" counts the training steps done.
-  JsonObject ToMetricsRecord() const;
+  Json ToMetricsRecord() const;
 
  private:
   int64_t after_step_;

@@ -44,19 +44,18 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
   return s;
 }
 
-JsonObject ToMetricsRecord(const StepSummary& s) {
-  JsonObject json;
-  json.AddInt("step", s.step).AddDouble("loss", s.loss);
-  if (s.accuracy >= 0) json.AddDouble("accuracy", s.accuracy);
-  json.AddBool("applied", s.applied)
-      .AddDouble("samples_per_s", s.samples_per_s)
-      .AddDouble("step_ms", s.step_ms)
-      .AddDouble("bubble", s.bubble)
-      .AddIntList("peak_bytes", s.peak_bytes)
-      .AddIntList("peak_boundary_bytes", s.peak_boundary_bytes)
-      .AddIntList("peak_activation_bytes", s.peak_activation_bytes)
-      .AddIntList("peak_boundary_grad_bytes", s.peak_boundary_grad_bytes)
-      .AddDoubleList("busy_ms", s.busy_ms);
+Json ToMetricsRecord(const StepSummary& s) {
+  Json json = {{"step", s.step}, {"loss", s.loss}};
+  if (s.accuracy >= 0) json["accuracy"] = s.accuracy;
+  json["applied"] = s.applied;
+  json["samples_per_s"] = s.samples_per_s;
+  json["step_ms"] = s.step_ms;
+  json["bubble"] = s.bubble;
+  json["peak_bytes"] = s.peak_bytes;
+  json["peak_boundary_bytes"] = s.peak_boundary_bytes;
+  json["peak_activation_bytes"] = s.peak_activation_bytes;
+  json["peak_boundary_grad_bytes"] = s.peak_boundary_grad_bytes;
+  json["busy_ms"] = s.busy_ms;
   return json;
 }
 

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/control.pb.h"
-#include "runtime/train/json_writer.h"
+#include "runtime/core/json.h"
 
 namespace gpipe {
 
@@ -45,7 +45,7 @@ std::string FormatProgressLine(const StepSummary& summary, int64_t total_steps);
 // The metrics file's record of the step: step, loss, accuracy (classification only), applied,
 // samples_per_s, step_ms, bubble, and peak_bytes, peak_boundary_bytes, peak_activation_bytes,
 // peak_boundary_grad_bytes and busy_ms as lists indexed by stage.
-JsonObject ToMetricsRecord(const StepSummary& summary);
+Json ToMetricsRecord(const StepSummary& summary);
 
 // "1.2 MiB"
 std::string FormatBytes(int64_t bytes);

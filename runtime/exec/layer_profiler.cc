@@ -11,12 +11,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "layers/parameter_init.h"
-#include "runtime/core/json_text.h"
+#include "runtime/core/json.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
-#include "runtime/train/json_writer.h"
 
 namespace gpipe {
 namespace {
@@ -191,12 +190,12 @@ absl::StatusOr<std::string> ProfileAnalyzedPlanLayers(const AnalyzedPlan& analyz
     absl::StatusOr<LayerTiming> timing =
         ProfileLayer(**layer, device, micro_batch, i, /*need_input_grad=*/i > 0, options);
     RETURN_IF_ERROR(InLayer(timing.status(), i, spec.name()));
-    JsonObject entry;
-    entry.AddString("name", timing->name)
-        .AddDouble("forward_us", ToNanosecond(timing->forward_us))
-        .AddDouble("backward_input_us", ToNanosecond(timing->backward_input_us))
-        .AddDouble("backward_weight_us", ToNanosecond(timing->backward_weight_us));
-    absl::StrAppend(&layers_json, i == 0 ? "\n    " : ",\n    ", entry.ToString());
+    const Json entry = {{"name", timing->name},
+                        {"forward_us", ToNanosecond(timing->forward_us)},
+                        {"backward_input_us", ToNanosecond(timing->backward_input_us)},
+                        {"backward_weight_us", ToNanosecond(timing->backward_weight_us)}};
+    // One layer per line keeps the profile readable and diffable.
+    absl::StrAppend(&layers_json, i == 0 ? "\n    " : ",\n    ", DumpJson(entry));
   }
   return absl::StrCat("{\"device\": ", JsonQuote(device.name()), ", \"threads\": ", options.threads,
                       ", \"micro_batch\": ", micro_batch, ", \"repeats\": ", options.repeats,

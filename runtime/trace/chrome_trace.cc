@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/core/file_io.h"
-#include "runtime/core/json_text.h"
+#include "runtime/core/json.h"
 #include "runtime/trace/trace_event.h"
 #include "runtime/trace/trace_recorder.h"
 

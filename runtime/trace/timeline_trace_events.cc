@@ -9,7 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
-#include "runtime/ckpt/json_parser.h"
+#include "runtime/core/json.h"
+#include "runtime/core/json_fields.h"
 
 namespace gpipe::trace {
 namespace {
@@ -21,26 +22,22 @@ absl::Status NotAGpipeTrace(absl::string_view why) {
   return absl::InvalidArgumentError(absl::StrCat("not a gpipe trace: ", why, "; ", kWhatToRead));
 }
 
-std::optional<double> NumberOf(const JsonValue* value) {
+std::optional<double> NumberOf(const Json* value) {
   if (value == nullptr || !value->is_number()) return std::nullopt;
-  return value->number_value();
+  return value->get<double>();
 }
 
 // Whole numbers written either way ("12" or "12.0").
-std::optional<int64_t> IntOf(const JsonValue* value) {
+std::optional<int64_t> IntOf(const Json* value) {
   if (value == nullptr || !value->is_number()) return std::nullopt;
-  if (std::optional<int64_t> exact = value->AsInt64()) return exact;
-  const double number = value->number_value();
+  if (std::optional<int64_t> exact = JsonAsInt64(*value)) return exact;
+  const double number = value->get<double>();
   if (std::floor(number) != number || std::fabs(number) > 9.0e15) return std::nullopt;
   return static_cast<int64_t>(number);
 }
 
-std::string StringOf(const JsonValue* value) {
-  return value != nullptr && value->is_string() ? value->string_value() : std::string();
-}
-
-const JsonValue* Member(const JsonValue* object, absl::string_view key) {
-  return object != nullptr && object->is_object() ? object->Find(key) : nullptr;
+std::string StringOf(const Json* value) {
+  return value != nullptr && value->is_string() ? value->get<std::string>() : std::string();
 }
 
 // The largest stage or replica number a trace may name (pids are bounded the same way).
@@ -74,24 +71,24 @@ std::pair<std::optional<int64_t>, std::optional<int64_t>> NumbersInName(absl::st
   return out;
 }
 
-void ReadOtherData(const JsonValue& other, TraceContents& contents) {
-  contents.plan = StringOf(other.Find("plan"));
-  contents.schedule = StringOf(other.Find("schedule"));
-  contents.remat = StringOf(other.Find("remat"));
-  contents.device = StringOf(other.Find("device"));
-  contents.status = StringOf(other.Find("status"));
-  contents.stages = IntOf(other.Find("stages")).value_or(0);
-  contents.micro_batches = IntOf(other.Find("micro_batches")).value_or(0);
-  contents.chunks = std::max<int64_t>(1, IntOf(other.Find("chunks")).value_or(1));
-  contents.ranks = IntOf(other.Find("ranks")).value_or(0);
-  if (const JsonValue* missing = other.Find("missing_ranks"); missing && missing->is_array()) {
-    for (const JsonValue& rank : missing->items()) {
+void ReadOtherData(const Json& other, TraceContents& contents) {
+  contents.plan = StringOf(JsonFind(other, "plan"));
+  contents.schedule = StringOf(JsonFind(other, "schedule"));
+  contents.remat = StringOf(JsonFind(other, "remat"));
+  contents.device = StringOf(JsonFind(other, "device"));
+  contents.status = StringOf(JsonFind(other, "status"));
+  contents.stages = IntOf(JsonFind(other, "stages")).value_or(0);
+  contents.micro_batches = IntOf(JsonFind(other, "micro_batches")).value_or(0);
+  contents.chunks = std::max<int64_t>(1, IntOf(JsonFind(other, "chunks")).value_or(1));
+  contents.ranks = IntOf(JsonFind(other, "ranks")).value_or(0);
+  if (const Json* missing = JsonFind(other, "missing_ranks"); missing && missing->is_array()) {
+    for (const Json& rank : *missing) {
       if (std::optional<int64_t> r = IntOf(&rank)) contents.missing_ranks.push_back(*r);
     }
   }
-  if (const JsonValue* uncertainty = other.Find("clock_uncertainty_us");
+  if (const Json* uncertainty = JsonFind(other, "clock_uncertainty_us");
       uncertainty && uncertainty->is_array()) {
-    for (const JsonValue& us : uncertainty->items()) {
+    for (const Json& us : *uncertainty) {
       contents.max_clock_uncertainty_us =
           std::max(contents.max_clock_uncertainty_us, NumberOf(&us).value_or(0));
     }
@@ -99,10 +96,10 @@ void ReadOtherData(const JsonValue& other, TraceContents& contents) {
 }
 
 // A complete span on the steps or compute thread; nullopt for spans of other threads.
-absl::StatusOr<std::optional<TimelineSpan>> ReadSpan(const JsonValue& event, size_t index) {
-  const std::optional<int64_t> pid = IntOf(event.Find("pid"));
-  const std::optional<int64_t> tid = IntOf(event.Find("tid"));
-  const std::string name = StringOf(event.Find("name"));
+absl::StatusOr<std::optional<TimelineSpan>> ReadSpan(const Json& event, size_t index) {
+  const std::optional<int64_t> pid = IntOf(JsonFind(event, "pid"));
+  const std::optional<int64_t> tid = IntOf(JsonFind(event, "tid"));
+  const std::string name = StringOf(JsonFind(event, "name"));
   const std::string where = absl::StrCat(
       "traceEvents[", index, "]", pid ? absl::StrCat(" (rank ", *pid, ", \"", name, "\")") : "");
   if (!pid || *pid < 0 || *pid > 1000000) {
@@ -113,8 +110,8 @@ absl::StatusOr<std::optional<TimelineSpan>> ReadSpan(const JsonValue& event, siz
     return absl::InvalidArgumentError(absl::StrCat(where, ": 'tid' is missing or not an integer"));
   }
   if (*tid != kStepsThread && *tid != kComputeThread) return std::optional<TimelineSpan>();
-  const std::optional<double> ts = NumberOf(event.Find("ts"));
-  const std::optional<double> dur = NumberOf(event.Find("dur"));
+  const std::optional<double> ts = NumberOf(JsonFind(event, "ts"));
+  const std::optional<double> dur = NumberOf(JsonFind(event, "dur"));
   if (!ts || !std::isfinite(*ts)) {
     return absl::InvalidArgumentError(absl::StrCat(where, ": 'ts' is missing or not a number"));
   }
@@ -127,38 +124,37 @@ absl::StatusOr<std::optional<TimelineSpan>> ReadSpan(const JsonValue& event, siz
   span.thread = static_cast<int>(*tid);
   span.begin_us = *ts;
   span.end_us = *ts + *dur;
-  span.category = StringOf(event.Find("cat"));
+  span.category = StringOf(JsonFind(event, "cat"));
   span.name = name;
-  const JsonValue* args = event.Find("args");
+  const Json* args = JsonFind(event, "args");
   const auto [name_major, name_minor] = NumbersInName(name);
-  span.step = IntOf(Member(args, "step"));
+  span.step = IntOf(JsonFind(args, "step"));
   if (span.thread == kStepsThread && !span.step) span.step = name_major;
-  span.micro_batch = IntOf(Member(args, "micro_batch"));
+  span.micro_batch = IntOf(JsonFind(args, "micro_batch"));
   if (span.thread == kComputeThread && !span.micro_batch) span.micro_batch = name_major;
-  span.chunk = IntOf(Member(args, "chunk")).value_or(name_minor.value_or(0));
-  const JsonValue* eval = Member(args, "eval");
-  span.eval = eval != nullptr && eval->is_bool() && eval->bool_value();
+  span.chunk = IntOf(JsonFind(args, "chunk")).value_or(name_minor.value_or(0));
+  const Json* eval = JsonFind(args, "eval");
+  span.eval = eval != nullptr && eval->is_boolean() && eval->get<bool>();
   return std::optional<TimelineSpan>(std::move(span));
 }
 
 }  // namespace
 
 absl::StatusOr<TraceContents> ReadTraceContents(absl::string_view json_text) {
-  absl::StatusOr<JsonValue> parsed = ParseJson(json_text);
+  absl::StatusOr<Json> parsed = ParseJson(json_text, "the file");
   if (!parsed.ok()) return NotAGpipeTrace(parsed.status().message());
   if (!parsed->is_object()) {
-    return NotAGpipeTrace(absl::StrCat("the top level is a JSON ",
-                                       JsonValue::KindName(parsed->kind()),
+    return NotAGpipeTrace(absl::StrCat("the top level is a JSON ", parsed->type_name(),
                                        ", not an object with traceEvents"));
   }
-  const JsonValue* events = parsed->Find("traceEvents");
+  const Json* events = JsonFind(*parsed, "traceEvents");
   if (events == nullptr || !events->is_array())
     return NotAGpipeTrace("it has no traceEvents array");
-  const JsonValue* other = parsed->Find("otherData");
-  if (StringOf(Member(other, "generator")) != "gpipe") {
+  const Json* other = JsonFind(*parsed, "otherData");
+  if (StringOf(JsonFind(other, "generator")) != "gpipe") {
     return NotAGpipeTrace("otherData.generator is not \"gpipe\"");
   }
-  if (const std::optional<int64_t> format = IntOf(Member(other, "format"));
+  if (const std::optional<int64_t> format = IntOf(JsonFind(other, "format"));
       format && *format > kTraceFormat) {
     return absl::InvalidArgumentError(
         absl::StrCat("trace format ", *format, " is newer than this gpipe-plan reads (",
@@ -168,17 +164,17 @@ absl::StatusOr<TraceContents> ReadTraceContents(absl::string_view json_text) {
   TraceContents contents;
   ReadOtherData(*other, contents);
   std::map<int, RankPlace> named;
-  for (size_t i = 0; i < events->items().size(); ++i) {
-    const JsonValue& event = events->items()[i];
+  for (size_t i = 0; i < events->size(); ++i) {
+    const Json& event = (*events)[i];
     if (!event.is_object()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "traceEvents[", i, "] is a JSON ", JsonValue::KindName(event.kind()), ", not an object"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("traceEvents[", i, "] is a JSON ", event.type_name(), ", not an object"));
     }
-    const std::string phase = StringOf(event.Find("ph"));
-    if (phase == "M" && StringOf(event.Find("name")) == "process_name") {
-      const std::optional<int64_t> pid = IntOf(event.Find("pid"));
+    const std::string phase = StringOf(JsonFind(event, "ph"));
+    if (phase == "M" && StringOf(JsonFind(event, "name")) == "process_name") {
+      const std::optional<int64_t> pid = IntOf(JsonFind(event, "pid"));
       const std::optional<RankPlace> place =
-          ParseProcessName(StringOf(Member(event.Find("args"), "name")));
+          ParseProcessName(StringOf(JsonFind(JsonFind(event, "args"), "name")));
       if (pid && place) named[static_cast<int>(*pid)] = *place;
     } else if (phase == "X") {
       absl::StatusOr<std::optional<TimelineSpan>> span = ReadSpan(event, i);
@@ -191,10 +187,10 @@ absl::StatusOr<TraceContents> ReadTraceContents(absl::string_view json_text) {
   contents.places = named;
   std::map<int, std::optional<int64_t>> stage_from_args;
   for (const TimelineSpan& span : contents.spans) stage_from_args.try_emplace(span.rank);
-  for (size_t i = 0; i < events->items().size(); ++i) {
-    const JsonValue& event = events->items()[i];
-    const std::optional<int64_t> pid = IntOf(event.Find("pid"));
-    const std::optional<int64_t> stage = IntOf(Member(event.Find("args"), "stage"));
+  for (size_t i = 0; i < events->size(); ++i) {
+    const Json& event = (*events)[i];
+    const std::optional<int64_t> pid = IntOf(JsonFind(event, "pid"));
+    const std::optional<int64_t> stage = IntOf(JsonFind(JsonFind(event, "args"), "stage"));
     if (!pid || !stage || *stage < 0) continue;
     auto it = stage_from_args.find(static_cast<int>(*pid));
     if (it != stage_from_args.end() && !it->second) it->second = stage;
@@ -215,8 +211,8 @@ absl::StatusOr<TraceContents> ReadTraceContents(absl::string_view json_text) {
   }
   // A malformed trace must not make the picture allocate a row per claimed stage.
   for (const auto& [rank, place] : contents.places) {
-    const bool beyond = contents.stages > 0 ? place.stage >= contents.stages
-                                            : place.stage > kMaxPlace;
+    const bool beyond =
+        contents.stages > 0 ? place.stage >= contents.stages : place.stage > kMaxPlace;
     if (beyond || place.replica > kMaxPlace) {
       return absl::InvalidArgumentError(absl::StrCat(
           "rank ", rank, " claims stage ", place.stage, ", replica ", place.replica,

@@ -20,8 +20,8 @@ absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::st
 
 MetricsWriter::~MetricsWriter() { std::fclose(file_); }
 
-absl::Status MetricsWriter::Write(const JsonObject& record) {
-  const std::string line = record.ToString() + "\n";
+absl::Status MetricsWriter::Write(const Json& record) {
+  const std::string line = DumpJson(record) + "\n";
   if (std::fwrite(line.data(), 1, line.size(), file_) != line.size() || std::fflush(file_) != 0) {
     return absl::DataLossError(
         absl::StrCat("writing metrics file ", path_, " failed: ", std::strerror(errno)));

@@ -10,7 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "runtime/train/json_writer.h"
+#include "runtime/core/json.h"
 
 namespace gpipe {
 
@@ -23,7 +23,7 @@ class MetricsWriter {
   MetricsWriter& operator=(const MetricsWriter&) = delete;
 
   // Writes `record` as one line and flushes it. DATA_LOSS naming the path on a write error.
-  absl::Status Write(const JsonObject& record);
+  absl::Status Write(const Json& record);
   const std::string& path() const { return path_; }
 
  private:

@@ -180,11 +180,17 @@ TEST(SafetensorsTest, RejectsCorruptHeaderLength) {
 
 TEST(SafetensorsTest, RejectsHeadersThatAreNotJson) {
   ExpectRejected(FileBytes("not json", ""), "the header does not start with '{'");
-  ExpectRejected(FileBytes("{\"a\": {\"dtype\": \"F32\",", ""),
-                 "the header is not valid JSON (invalid JSON at byte");
-  ExpectRejected(FileBytes("{} trailing", ""), "unexpected text after the JSON value");
+  ExpectRejected(
+      FileBytes("{\"a\": {\"dtype\": \"F32\",", ""),
+      "the header is not valid JSON (line 1, column 25): syntax error while parsing object "
+      "key - unexpected end of input");
+  ExpectRejected(FileBytes("{} trailing", ""), "the header is not valid JSON (line 1, column");
+  ExpectRejected(FileBytes("{} []", ""), "expected end of input");
   ExpectRejected(FileBytes(std::string("{}\0\0\0\0\0\0", 8), "", false),
-                 "unexpected text after the JSON value");
+                 "the header is not valid JSON (byte 2): a NUL byte");
+  ExpectRejected(FileBytes("{\"a\": 1, \"a\": 2}", ""), "duplicate object key \"a\"");
+  ExpectRejected(FileBytes(std::string(200, '[').insert(0, "{\"a\":"), ""),
+                 "nesting deeper than 64 levels");
   ExpectRejected(FileBytes("{\"a\": 1}", ""), "tensor \"a\" is a JSON number");
 }
 

@@ -35,7 +35,7 @@ TEST(EvalSummaryTest, MeansAreOverRealSamplesAndPredictions) {
   summary.set_elapsed_ms(12.4);
   EXPECT_EQ(summary.FormatLine(),
             "eval after step 500 | loss 0.6000 | acc 70.00% | 10 samples | 12 ms");
-  EXPECT_EQ(summary.ToMetricsRecord().ToString(),
+  EXPECT_EQ(DumpJson(summary.ToMetricsRecord()),
             "{\"eval\":true,\"step\":500,\"loss\":0.6,\"accuracy\":0.7,\"samples\":10,"
             "\"eval_ms\":12.4}");
 }

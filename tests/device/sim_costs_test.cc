@@ -8,8 +8,8 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "gtest/gtest.h"
 #include "google/protobuf/text_format.h"
+#include "gtest/gtest.h"
 
 namespace gpipe {
 namespace {
@@ -44,7 +44,8 @@ TEST(SimCostsTest, FlopsAtPeakCostEachHalfOfTheBackwardAsMuchAsTheForward) {
 TEST(SimCostsTest, LayerCostsComeFirstThenTheProfileThenFlops) {
   const std::string profile = WriteProfile("precedence.json", kProfile);
   absl::StatusOr<SimCosts> costs = SimCosts::Create(
-      ParseSim(absl::StrCat("profile: '", profile, "' peak_gflops: 1 "
+      ParseSim(absl::StrCat("profile: '", profile,
+                            "' peak_gflops: 1 "
                             "layer_costs { layer: 'fc1' forward_us: 7 backward_input_us: 8 "
                             "backward_weight_us: 9 } "
                             "layer_costs { layer: 'fc1' forward_us: 1000 }")),
@@ -78,8 +79,8 @@ TEST(SimCostsTest, ProfileTimesScaleWithTheMicroBatchSize) {
 }
 
 TEST(SimCostsTest, LinkAndAllReduceFollowLatencyAndBandwidth) {
-  absl::StatusOr<SimCosts> costs = SimCosts::Create(
-      ParseSim("link_latency_us: 10 link_gbps: 2 loss_us: 3 optimizer_us: 4"), 1);
+  absl::StatusOr<SimCosts> costs =
+      SimCosts::Create(ParseSim("link_latency_us: 10 link_gbps: 2 loss_us: 3 optimizer_us: 4"), 1);
   ASSERT_TRUE(costs.ok()) << costs.status();
   // 10us + 2e6 bytes / 2e9 B/s = 10us + 1ms.
   EXPECT_EQ(costs->Transfer(2'000'000), absl::Microseconds(1010));
@@ -113,7 +114,10 @@ TEST(SimProfileTest, NamesWhatIsWrong) {
     std::string json, message;
   };
   const Case cases[] = {
-      {"{", "sim profile p.json: invalid JSON"},
+      {"{", "sim profile p.json: the profile is not valid JSON (line 1, column 2)"},
+      {R"({"micro_batch": 2, "micro_batch": 3, "layers": []})", "duplicate object key"},
+      {R"({"micro_batch": 1e999, "layers": []})", "number overflow"},
+      {R"({"micro_batch": 2.0, "layers": []})", "micro_batch must be an integer >= 1"},
       {R"({"layers": []})", "micro_batch must be an integer >= 1"},
       {R"({"micro_batch": 0, "layers": []})", "micro_batch must be an integer >= 1"},
       {R"({"micro_batch": 2})", "layers must be an array"},

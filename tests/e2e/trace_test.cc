@@ -10,8 +10,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "runtime/ckpt/json_parser.h"
 #include "runtime/core/file_io.h"
+#include "runtime/core/json.h"
+#include "runtime/core/json_fields.h"
 #include "tests/support/process_runner.h"
 
 namespace gpipe {
@@ -27,31 +28,31 @@ struct Span {
 };
 
 struct Trace {
-  JsonValue json;
+  Json json;
   std::vector<Span> spans;
-  std::vector<std::pair<const JsonValue*, const JsonValue*>> flows;  // (s, f)
+  std::vector<std::pair<const Json*, const Json*>> flows;  // (s, f)
 };
 
 absl::StatusOr<Trace> ReadTrace(const std::string& path) {
   auto text = ReadWholeFile(path);
   if (!text.ok()) return text.status();
-  auto json = ParseJson(*text);
+  auto json = ParseJson(*text, path);
   if (!json.ok()) return json.status();
   Trace trace{*std::move(json), {}, {}};
-  std::map<int64_t, const JsonValue*> starts;
-  for (const JsonValue& e : trace.json.Find("traceEvents")->items()) {
-    const std::string& ph = e.Find("ph")->string_value();
+  std::map<int64_t, const Json*> starts;
+  for (const Json& e : trace.json.at("traceEvents")) {
+    const std::string& ph = e.at("ph").get<std::string>();
     if (ph == "X") {
-      const JsonValue& args = *e.Find("args");
-      const JsonValue* mb = args.Find("micro_batch");
-      const double begin = e.Find("ts")->number_value();
-      trace.spans.push_back({*e.Find("pid")->AsInt64(), e.Find("cat")->string_value(),
-                             *args.Find("step")->AsInt64(), mb ? *mb->AsInt64() : -1, begin,
-                             begin + e.Find("dur")->number_value()});
+      const Json& args = e.at("args");
+      const Json* mb = JsonFind(args, "micro_batch");
+      const double begin = e.at("ts").get<double>();
+      trace.spans.push_back({e.at("pid").get<int64_t>(), e.at("cat").get<std::string>(),
+                             args.at("step").get<int64_t>(), mb ? mb->get<int64_t>() : -1, begin,
+                             begin + e.at("dur").get<double>()});
     } else if (ph == "s") {
-      starts[*e.Find("id")->AsInt64()] = &e;
+      starts[e.at("id").get<int64_t>()] = &e;
     } else if (ph == "f") {
-      trace.flows.emplace_back(starts.at(*e.Find("id")->AsInt64()), &e);
+      trace.flows.emplace_back(starts.at(e.at("id").get<int64_t>()), &e);
     }
   }
   return trace;
@@ -67,8 +68,7 @@ TEST(TraceTest, ATracedRunRecordsEveryInstructionWithAlignedClocks) {
   const std::string path = absl::StrCat(::testing::TempDir(), "/trace_gpipe.json");
   constexpr int kStages = 4, kMicroBatches = 4, kSteps = 3;
   const testing::ProcessResult run = testing::RunProcess(
-      {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"),
-       "--override",
+      {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"), "--override",
        absl::StrCat("training { steps: ", kSteps, " } pipeline { stages: ", kStages,
                     " micro_batches: ", kMicroBatches, " schedule: GPIPE }"),
        "--trace", path},
@@ -79,14 +79,14 @@ TEST(TraceTest, ATracedRunRecordsEveryInstructionWithAlignedClocks) {
   auto trace = ReadTrace(path);
   ASSERT_TRUE(trace.ok()) << trace.status();
 
-  const JsonValue& other = *trace->json.Find("otherData");
-  EXPECT_EQ(other.Find("status")->string_value(), "ok");
-  EXPECT_EQ(other.Find("schedule")->string_value(), "GPIPE");
-  EXPECT_EQ(other.Find("ranks")->AsInt64(), kStages);
-  EXPECT_TRUE(other.Find("missing_ranks")->items().empty());
+  const Json& other = trace->json.at("otherData");
+  EXPECT_EQ(other.at("status").get<std::string>(), "ok");
+  EXPECT_EQ(other.at("schedule").get<std::string>(), "GPIPE");
+  EXPECT_EQ(other.at("ranks").get<int64_t>(), kStages);
+  EXPECT_TRUE(other.at("missing_ranks").empty());
   double uncertainty_us = 0;
-  for (const JsonValue& u : other.Find("clock_uncertainty_us")->items()) {
-    uncertainty_us = std::max(uncertainty_us, u.number_value());
+  for (const Json& u : other.at("clock_uncertainty_us")) {
+    uncertainty_us = std::max(uncertainty_us, u.get<double>());
   }
   EXPECT_LT(uncertainty_us, 50'000.0);  // a sane estimate, even on a loaded machine
 
@@ -102,14 +102,13 @@ TEST(TraceTest, ATracedRunRecordsEveryInstructionWithAlignedClocks) {
     }
   }
   // One arrow per boundary transfer: activations and gradients over K-1 links.
-  EXPECT_EQ(trace->flows.size(),
-            static_cast<size_t>(kSteps * 2 * (kStages - 1) * kMicroBatches));
+  EXPECT_EQ(trace->flows.size(), static_cast<size_t>(kSteps * 2 * (kStages - 1) * kMicroBatches));
 
   // Causality across ranks, on rank 0's clock: arrows point forward in time, and stage s+1
   // forwards micro-batch m only after stage s has finished forwarding it.
   const double slack = 2 * uncertainty_us + 1.0;
   for (const auto& [s, f] : trace->flows) {
-    EXPECT_LE(s->Find("ts")->number_value(), f->Find("ts")->number_value() + slack);
+    EXPECT_LE(s->at("ts").get<double>(), f->at("ts").get<double>() + slack);
   }
   std::map<std::tuple<int64_t, int64_t, int64_t>, Span> forwards;  // (rank, step, mb)
   for (const Span& s : trace->spans) {
@@ -125,8 +124,8 @@ TEST(TraceTest, ATracedRunRecordsEveryInstructionWithAlignedClocks) {
 
   // The trace draws: gpipe-plan timeline reads it and reports every stage's bubble.
   const std::string svg = absl::StrCat(::testing::TempDir(), "/trace_gpipe.svg");
-  const testing::ProcessResult drawn = testing::RunProcess(
-      {testing::BinPath("gpipe-plan"), "timeline", path, "-o", svg}, 60);
+  const testing::ProcessResult drawn =
+      testing::RunProcess({testing::BinPath("gpipe-plan"), "timeline", path, "-o", svg}, 60);
   ASSERT_EQ(drawn.exit_code, 0) << drawn.output;
   for (int stage = 0; stage < kStages; ++stage) {
     EXPECT_TRUE(absl::StrContains(drawn.output, absl::StrCat("stage ", stage, ": busy ")))
@@ -142,8 +141,7 @@ TEST(TraceTest, ATracedRunRecordsEveryInstructionWithAlignedClocks) {
 TEST(TraceTest, TraceStepsLimitsTheRecordedSteps) {
   const std::string path = absl::StrCat(::testing::TempDir(), "/trace_limited.json");
   const testing::ProcessResult run = testing::RunProcess(
-      {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"),
-       "--override",
+      {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"), "--override",
        "training { steps: 4 } pipeline { stages: 2 micro_batches: 2 schedule: ONE_F_ONE_B } "
        "runtime { trace_steps: 1 }",
        "--trace", path},
@@ -159,24 +157,23 @@ TEST(TraceTest, AFailedRunStillWritesItsTrace) {
   // The last stage runs out of its memory budget in step 0 (see launch_failure_test).
   const std::string path = absl::StrCat(::testing::TempDir(), "/trace_failed.json");
   std::vector<std::string> argv = testing::MpirunPrefix(3);
-  argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan",
-                           testing::SourcePath("tests/e2e/testdata/out_of_memory.pbtxt"),
-                           "--trace", path});
+  argv.insert(argv.end(),
+              {testing::BinPath("gpipe-worker"), "--plan",
+               testing::SourcePath("tests/e2e/testdata/out_of_memory.pbtxt"), "--trace", path});
   const testing::ProcessResult run = testing::RunProcess(argv, 60);
   EXPECT_NE(run.exit_code, 0) << run.output;
   EXPECT_FALSE(run.timed_out) << run.output;
-  EXPECT_TRUE(absl::StrContains(run.output, "wrote the trace of the failed run to"))
-      << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "wrote the trace of the failed run to")) << run.output;
   auto trace = ReadTrace(path);
   ASSERT_TRUE(trace.ok()) << trace.status() << "\n" << run.output;
-  const JsonValue& other = *trace->json.Find("otherData");
-  EXPECT_TRUE(absl::StrContains(other.Find("status")->string_value(), "exceeds the limit"))
-      << other.Find("status")->string_value();
-  EXPECT_TRUE(other.Find("missing_ranks")->items().empty()) << run.output;
+  const Json& other = trace->json.at("otherData");
+  EXPECT_TRUE(absl::StrContains(other.at("status").get<std::string>(), "exceeds the limit"))
+      << other.at("status").get<std::string>();
+  EXPECT_TRUE(other.at("missing_ranks").empty()) << run.output;
   bool failing_rank_named = false;
-  for (const JsonValue& e : other.Find("rank_errors")->items()) {
-    failing_rank_named |= e.Find("rank")->AsInt64() == 2 &&
-                          absl::StrContains(e.Find("error")->string_value(), "exceeds the limit");
+  for (const Json& e : other.at("rank_errors")) {
+    failing_rank_named |= e.at("rank").get<int64_t>() == 2 &&
+                          absl::StrContains(e.at("error").get<std::string>(), "exceeds the limit");
   }
   EXPECT_TRUE(failing_rank_named);
   // Rank 0 forwarded every micro-batch before the failure; the failed step's span is there.

@@ -1,14 +1,15 @@
 // The trace a run leaves: recorder bookkeeping, and the merged Chrome/Perfetto JSON (valid JSON,
 // times moved onto rank 0's clock, one process per rank and one thread per track, a flow arrow
 // for every send that has its receive, the run's facts and missing ranks in otherData).
+#include "runtime/trace/chrome_trace.h"
+
 #include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "runtime/ckpt/json_parser.h"
-#include "runtime/trace/chrome_trace.h"
+#include "runtime/core/json.h"
 #include "runtime/trace/trace_recorder.h"
 
 namespace gpipe {
@@ -96,36 +97,35 @@ TraceRunInfo TwoStageInfo() {
   return info;
 }
 
-std::vector<const JsonValue*> EventsWith(const JsonValue& trace, const std::string& ph) {
-  std::vector<const JsonValue*> out;
-  for (const JsonValue& e : trace.Find("traceEvents")->items()) {
-    if (e.Find("ph")->string_value() == ph) out.push_back(&e);
+std::vector<const Json*> EventsWith(const Json& trace, const std::string& ph) {
+  std::vector<const Json*> out;
+  for (const Json& e : trace.at("traceEvents")) {
+    if (e.at("ph").get<std::string>() == ph) out.push_back(&e);
   }
   return out;
 }
 
 TEST(ChromeTraceTest, MergesRanksOnRankZerosClockWithTracksAndFlows) {
   const std::string text = FormatChromeTrace(TwoStageInfo(), TwoStageRun());
-  auto parsed = ParseJson(text);
+  auto parsed = ParseJson(text, "the trace");
   ASSERT_TRUE(parsed.ok()) << parsed.status() << "\n" << text;
-  const JsonValue& other = *parsed->Find("otherData");
-  EXPECT_EQ(other.Find("plan")->string_value(), "two \"stages\"");
-  EXPECT_EQ(other.Find("stages")->AsInt64(), 2);
-  EXPECT_EQ(other.Find("status")->string_value(), "ok");
-  EXPECT_EQ(other.Find("clock_offset_us")->items()[1].number_value(), 1000.0);
-  EXPECT_EQ(other.Find("clock_uncertainty_us")->items()[1].number_value(), 2.0);
-  EXPECT_TRUE(other.Find("missing_ranks")->items().empty());
+  const Json& other = parsed->at("otherData");
+  EXPECT_EQ(other.at("plan").get<std::string>(), "two \"stages\"");
+  EXPECT_EQ(other.at("stages").get<int64_t>(), 2);
+  EXPECT_EQ(other.at("status").get<std::string>(), "ok");
+  EXPECT_EQ(other.at("clock_offset_us")[1].get<double>(), 1000.0);
+  EXPECT_EQ(other.at("clock_uncertainty_us")[1].get<double>(), 2.0);
+  EXPECT_TRUE(other.at("missing_ranks").empty());
 
   // Names: "stage s, replica 0" per rank, four tracks each.
   std::map<std::pair<int64_t, std::string>, std::string> names;
-  for (const JsonValue* m : EventsWith(*parsed, "M")) {
-    if (m->Find("name")->string_value() == "process_name") {
-      names[{*m->Find("pid")->AsInt64(), "process"}] =
-          m->Find("args")->Find("name")->string_value();
+  for (const Json* m : EventsWith(*parsed, "M")) {
+    if (m->at("name").get<std::string>() == "process_name") {
+      names[{m->at("pid").get<int64_t>(), "process"}] = m->at("args").at("name").get<std::string>();
     }
-    if (m->Find("name")->string_value() == "thread_name") {
-      names[{*m->Find("pid")->AsInt64(), absl::StrCat("tid", *m->Find("tid")->AsInt64())}] =
-          m->Find("args")->Find("name")->string_value();
+    if (m->at("name").get<std::string>() == "thread_name") {
+      names[{m->at("pid").get<int64_t>(), absl::StrCat("tid", m->at("tid").get<int64_t>())}] =
+          m->at("args").at("name").get<std::string>();
     }
   }
   EXPECT_EQ((names[{1, "process"}]), "stage 1, replica 0");
@@ -135,15 +135,15 @@ TEST(ChromeTraceTest, MergesRanksOnRankZerosClockWithTracksAndFlows) {
 
   // Rank 1's forward, shifted onto rank 0's clock: 20..30 us after the start.
   bool found = false;
-  for (const JsonValue* x : EventsWith(*parsed, "X")) {
-    if (x->Find("pid")->AsInt64() == 1 && x->Find("name")->string_value() == "F0") {
+  for (const Json* x : EventsWith(*parsed, "X")) {
+    if (x->at("pid").get<int64_t>() == 1 && x->at("name").get<std::string>() == "F0") {
       found = true;
-      EXPECT_EQ(x->Find("cat")->string_value(), "forward");
-      EXPECT_DOUBLE_EQ(x->Find("ts")->number_value(), 20.0);
-      EXPECT_DOUBLE_EQ(x->Find("dur")->number_value(), 10.0);
-      EXPECT_EQ(x->Find("tid")->AsInt64(), 1);
-      EXPECT_EQ(x->Find("args")->Find("micro_batch")->AsInt64(), 0);
-      EXPECT_EQ(x->Find("args")->Find("stage")->AsInt64(), 1);
+      EXPECT_EQ(x->at("cat").get<std::string>(), "forward");
+      EXPECT_DOUBLE_EQ(x->at("ts").get<double>(), 20.0);
+      EXPECT_DOUBLE_EQ(x->at("dur").get<double>(), 10.0);
+      EXPECT_EQ(x->at("tid").get<int64_t>(), 1);
+      EXPECT_EQ(x->at("args").at("micro_batch").get<int64_t>(), 0);
+      EXPECT_EQ(x->at("args").at("stage").get<int64_t>(), 1);
     }
   }
   EXPECT_TRUE(found);
@@ -154,15 +154,15 @@ TEST(ChromeTraceTest, MergesRanksOnRankZerosClockWithTracksAndFlows) {
   ASSERT_EQ(starts.size(), 2u);
   ASSERT_EQ(finishes.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
-    EXPECT_EQ(starts[i]->Find("id")->AsInt64(), finishes[i]->Find("id")->AsInt64());
-    EXPECT_NE(starts[i]->Find("pid")->AsInt64(), finishes[i]->Find("pid")->AsInt64());
-    EXPECT_LE(starts[i]->Find("ts")->number_value(), finishes[i]->Find("ts")->number_value());
+    EXPECT_EQ(starts[i]->at("id").get<int64_t>(), finishes[i]->at("id").get<int64_t>());
+    EXPECT_NE(starts[i]->at("pid").get<int64_t>(), finishes[i]->at("pid").get<int64_t>());
+    EXPECT_LE(starts[i]->at("ts").get<double>(), finishes[i]->at("ts").get<double>());
   }
   // The transfer in flight is an async pair; the step start is a global instant.
   EXPECT_EQ(EventsWith(*parsed, "b").size(), 1u);
   EXPECT_EQ(EventsWith(*parsed, "e").size(), 1u);
   ASSERT_EQ(EventsWith(*parsed, "i").size(), 1u);
-  EXPECT_EQ(EventsWith(*parsed, "i")[0]->Find("name")->string_value(), "step 0");
+  EXPECT_EQ(EventsWith(*parsed, "i")[0]->at("name").get<std::string>(), "step 0");
 }
 
 TEST(ChromeTraceTest, AFailedRunListsItsErrorAndTheRanksThatNeverReported) {
@@ -172,19 +172,19 @@ TEST(ChromeTraceTest, AFailedRunListsItsErrorAndTheRanksThatNeverReported) {
   TraceRunInfo info = TwoStageInfo();
   info.ranks = 3;
   info.status = "rank 0, stage 0, step 0: out of memory";
-  auto parsed = ParseJson(FormatChromeTrace(info, ranks));
+  auto parsed = ParseJson(FormatChromeTrace(info, ranks), "the trace");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
-  const JsonValue& other = *parsed->Find("otherData");
-  EXPECT_EQ(other.Find("status")->string_value(), info.status);
-  ASSERT_EQ(other.Find("missing_ranks")->items().size(), 2u);
-  EXPECT_EQ(other.Find("missing_ranks")->items()[0].AsInt64(), 1);
-  EXPECT_EQ(other.Find("missing_ranks")->items()[1].AsInt64(), 2);
+  const Json& other = parsed->at("otherData");
+  EXPECT_EQ(other.at("status").get<std::string>(), info.status);
+  ASSERT_EQ(other.at("missing_ranks").size(), 2u);
+  EXPECT_EQ(other.at("missing_ranks")[0].get<int64_t>(), 1);
+  EXPECT_EQ(other.at("missing_ranks")[1].get<int64_t>(), 2);
   // Per-rank lists stay indexed by rank: null where a rank never reported.
-  ASSERT_EQ(other.Find("clock_offset_us")->items().size(), 3u);
-  EXPECT_TRUE(other.Find("clock_offset_us")->items()[0].is_number());
-  EXPECT_TRUE(other.Find("clock_offset_us")->items()[1].is_null());
-  EXPECT_TRUE(other.Find("dropped_events")->items()[2].is_null());
-  ASSERT_EQ(other.Find("rank_errors")->items().size(), 1u);
+  ASSERT_EQ(other.at("clock_offset_us").size(), 3u);
+  EXPECT_TRUE(other.at("clock_offset_us")[0].is_number());
+  EXPECT_TRUE(other.at("clock_offset_us")[1].is_null());
+  EXPECT_TRUE(other.at("dropped_events")[2].is_null());
+  ASSERT_EQ(other.at("rank_errors").size(), 1u);
   EXPECT_TRUE(EventsWith(*parsed, "s").empty());  // no receive, no arrow
 }
 
@@ -198,7 +198,8 @@ TEST(ChromeTraceTest, InterleavedTransfersWrapToTheNextChunk) {
   r0.Add(recv);
   TraceRunInfo info = TwoStageInfo();
   info.chunks = 2;
-  auto parsed = ParseJson(FormatChromeTrace(info, {r0.ToProto(0, 0, 0), r1.ToProto(1, 1, 0)}));
+  auto parsed =
+      ParseJson(FormatChromeTrace(info, {r0.ToProto(0, 0, 0), r1.ToProto(1, 1, 0)}), "the trace");
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(EventsWith(*parsed, "s").size(), 1u);
 }

@@ -218,7 +218,7 @@ constexpr char kHeader[] =
     R"json({"otherData": {"generator": "gpipe", "format": 1}, "traceEvents": [)json";
 
 TEST(TimelineFromTraceTest, RejectsWhatIsNotAGpipeTrace) {
-  ExpectRejected("pipeline { stages: 4 }", "not a gpipe trace: invalid JSON at byte 0");
+  ExpectRejected("pipeline { stages: 4 }", "not a gpipe trace: the file is not valid JSON (line 1, column 1)");
   ExpectRejected(R"([{"ph":"X"}])", "the top level is a JSON array, not an object");
   ExpectRejected(R"({"otherData": {"generator": "gpipe"}})", "it has no traceEvents array");
   ExpectRejected(R"({"otherData": {"generator": "perfetto"}, "traceEvents": []})",

@@ -19,14 +19,10 @@ TEST(MetricsWriterTest, WritesOneFlushedLinePerRecord) {
   ASSERT_TRUE(writer.ok()) << writer.status();
   EXPECT_EQ((*writer)->path(), path);
   EXPECT_EQ(ReadFile(path), "");
-  JsonObject first;
-  first.AddInt("step", 0).AddDouble("loss", 2.5);
-  ASSERT_TRUE((*writer)->Write(first).ok());
+  ASSERT_TRUE((*writer)->Write(Json{{"step", 0}, {"loss", 2.5}}).ok());
   // Visible to another reader before the writer is closed.
   EXPECT_EQ(ReadFile(path), "{\"step\":0,\"loss\":2.5}\n");
-  JsonObject second;
-  second.AddInt("step", 1).AddString("note", "two\nlines");
-  ASSERT_TRUE((*writer)->Write(second).ok());
+  ASSERT_TRUE((*writer)->Write(Json{{"step", 1}, {"note", "two\nlines"}}).ok());
   EXPECT_EQ(ReadFile(path), "{\"step\":0,\"loss\":2.5}\n{\"step\":1,\"note\":\"two\\nlines\"}\n");
 }
 
@@ -36,9 +32,7 @@ TEST(MetricsWriterTest, OpenTruncatesAnExistingFile) {
   absl::StatusOr<std::unique_ptr<MetricsWriter>> writer = MetricsWriter::Open(path);
   ASSERT_TRUE(writer.ok()) << writer.status();
   EXPECT_EQ(ReadFile(path), "");
-  JsonObject record;
-  record.AddInt("new", 1);
-  ASSERT_TRUE((*writer)->Write(record).ok());
+  ASSERT_TRUE((*writer)->Write(Json{{"new", 1}}).ok());
   writer->reset();
   EXPECT_EQ(ReadFile(path), "{\"new\":1}\n");
 }
@@ -56,9 +50,7 @@ TEST(MetricsWriterTest, WriteErrorIsReported) {
   // /dev/full accepts the open and fails every write with ENOSPC.
   absl::StatusOr<std::unique_ptr<MetricsWriter>> writer = MetricsWriter::Open("/dev/full");
   if (!writer.ok()) GTEST_SKIP() << "no /dev/full here";
-  JsonObject record;
-  record.AddInt("step", 0);
-  absl::Status status = (*writer)->Write(record);
+  absl::Status status = (*writer)->Write(Json{{"step", 0}});
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(status.message().find("writing metrics file /dev/full failed"), std::string::npos)
       << status;

@@ -30,4 +30,4 @@ print(f"| {k} | {m} | {sps:.0f} | {ms:.2f} | {100*bubble:.1f}% | {100*(k-1)/(m+k
 PY
 done
 echo
-echo "machine: $(nproc) cores; one OpenBLAS thread per rank; ranks beyond the core count share cores."
+echo "machine: $(nproc) cores; one compute thread per rank (oneDNN); ranks beyond the core count share cores."

@@ -78,4 +78,4 @@ PY
   done
 done
 echo
-echo "machine: $(nproc) cores; fp32; one OpenBLAS thread per rank."
+echo "machine: $(nproc) cores; fp32; one compute thread per rank (oneDNN)."

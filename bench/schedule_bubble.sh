@@ -67,4 +67,4 @@ PY
   done
 done
 echo
-echo "machine: $(nproc) cores; one OpenBLAS thread per rank; micro-batches of 16 samples, width $width."
+echo "machine: $(nproc) cores; one compute thread per rank (oneDNN); micro-batches of 16 samples, width $width."

@@ -17,8 +17,6 @@ add_library(DNNL::dnnl UNKNOWN IMPORTED)
 set_target_properties(DNNL::dnnl PROPERTIES IMPORTED_LOCATION "${GPIPE_DNNL_LIBRARY}"
                       INTERFACE_INCLUDE_DIRECTORIES "${GPIPE_DNNL_INCLUDE_DIR}")
 find_package(OpenMP REQUIRED COMPONENTS CXX)
-find_package(PkgConfig REQUIRED)
-pkg_check_modules(OPENBLAS REQUIRED IMPORTED_TARGET openblas)
 if(GPIPE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

@@ -9,7 +9,6 @@ packages=(
   libprotobuf-dev protobuf-compiler
   libabsl-dev
   libgtest-dev libgmock-dev
-  libopenblas-dev
   libdnnl-dev          # oneDNN: the CPU backend's matmul and convolution
   nlohmann-json3-dev
   zlib1g-dev

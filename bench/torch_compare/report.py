@@ -63,7 +63,7 @@ def print_section(facts, real_rows, overhead_rows):
         f"of `zero_grad` + `schedule.step` + `optimizer.step`; gpipe's is `step_ms` of "
         f"`--metrics-out` (rank 0, from the step command to the step's end, update included). "
         f"PyTorch's inputs are one fixed tensor; gpipe's first stage draws synthetic samples. "
-        f"The matrix products are MKL's in PyTorch (its PyPI build) and OpenBLAS's in gpipe, so "
+        f"The matrix products are MKL's in PyTorch (its PyPI build) and oneDNN's in gpipe, so "
         f"the real-layer ratio holds the libraries' difference as well as the runtimes'; the "
         f"zero-cost table isolates the runtimes.")
     print()

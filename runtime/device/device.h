@@ -27,21 +27,6 @@ namespace gpipe {
 
 struct Ops;
 
-// TRANSITIONAL (removed when every layer computes through Ops): the old GEMM entry point.
-enum class DeviceKind { kCpu, kCuda, kSim };
-struct GemmArgs {
-  bool transpose_a = false;
-  bool transpose_b = false;
-  int64_t m = 0, n = 0, k = 0;
-  float alpha = 1.0f;
-  const float* a = nullptr;
-  int64_t lda = 0;
-  const float* b = nullptr;
-  int64_t ldb = 0;
-  float beta = 0.0f;
-  float* c = nullptr;
-  int64_t ldc = 0;
-};
 
 // A point in the device's stream of work. Recorded by Device::RecordEvent; the device can tell
 // whether the work before it has finished and how much device time separates two events.
@@ -81,10 +66,6 @@ class Device : public Allocator {
                                                 const DeviceEvent& end) = 0;
   // Waits until all issued work has finished; returns the first error of queued work.
   virtual absl::Status Synchronize() = 0;
-
-  // TRANSITIONAL.
-  virtual DeviceKind kind() const = 0;
-  virtual absl::Status Gemm(const GemmArgs& args) = 0;
 };
 
 }  // namespace gpipe

@@ -76,48 +76,6 @@ TEST(CpuDeviceTest, MemoryLimitIsEnforced) {
   EXPECT_EQ(too_much.status().code(), absl::StatusCode::kResourceExhausted);
 }
 
-TEST(CpuDeviceTest, GemmMatchesHandComputedProduct) {
-  CpuDevice device;
-  // [2x3] * [3x2]^T-free: C = A * B with A = [[1,2,3],[4,5,6]], B = [[1,0],[0,1],[1,1]].
-  const float a[] = {1, 2, 3, 4, 5, 6};
-  const float b[] = {1, 0, 0, 1, 1, 1};
-  float c[] = {100, 100, 100, 100};
-  ASSERT_TRUE(device
-                  .Gemm({.m = 2,
-                         .n = 2,
-                         .k = 3,
-                         .a = a,
-                         .lda = 3,
-                         .b = b,
-                         .ldb = 2,
-                         .beta = 0.0f,
-                         .c = c,
-                         .ldc = 2})
-                  .ok());
-  EXPECT_EQ(c[0], 4);
-  EXPECT_EQ(c[1], 5);
-  EXPECT_EQ(c[2], 10);
-  EXPECT_EQ(c[3], 11);
-  // Transposed B, accumulate: C += A * A^T.
-  float d[] = {1, 1, 1, 1};
-  ASSERT_TRUE(device
-                  .Gemm({.transpose_b = true,
-                         .m = 2,
-                         .n = 2,
-                         .k = 3,
-                         .a = a,
-                         .lda = 3,
-                         .b = a,
-                         .ldb = 3,
-                         .beta = 1.0f,
-                         .c = d,
-                         .ldc = 2})
-                  .ok());
-  EXPECT_EQ(d[0], 15);
-  EXPECT_EQ(d[1], 33);
-  EXPECT_EQ(d[3], 78);
-}
-
 // Storage the host cannot read (a GPU's, a simulated device's): fake addresses, never touched.
 class DeviceOnlyAllocator final : public Allocator {
  public:

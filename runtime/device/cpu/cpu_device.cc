@@ -1,7 +1,5 @@
 #include "runtime/device/cpu/cpu_device.h"
 
-#include <cblas.h>
-
 #include <chrono>
 #include <cstring>
 
@@ -80,17 +78,6 @@ absl::StatusOr<double> CpuDevice::ElapsedSeconds(const DeviceEvent& start, const
     return absl::InvalidArgumentError("cpu: ElapsedSeconds of an event from another device");
   }
   return std::chrono::duration<double>(b->at() - a->at()).count();
-}
-
-absl::Status CpuDevice::Gemm(const GemmArgs& g) {
-  if (g.m < 0 || g.n < 0 || g.k < 0) return absl::InvalidArgumentError("negative GEMM size");
-  if (g.m == 0 || g.n == 0) return absl::OkStatus();
-  cblas_sgemm(CblasRowMajor, g.transpose_a ? CblasTrans : CblasNoTrans,
-              g.transpose_b ? CblasTrans : CblasNoTrans, static_cast<blasint>(g.m),
-              static_cast<blasint>(g.n), static_cast<blasint>(g.k), g.alpha, g.a,
-              static_cast<blasint>(g.lda), g.b, static_cast<blasint>(g.ldb), g.beta, g.c,
-              static_cast<blasint>(g.ldc));
-  return absl::OkStatus();
 }
 
 }  // namespace gpipe

@@ -55,8 +55,6 @@ class CpuDevice final : public Device {
   absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override;
   absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) override;
   absl::Status Synchronize() override { return absl::OkStatus(); }
-  DeviceKind kind() const override { return DeviceKind::kCpu; }
-  absl::Status Gemm(const GemmArgs& args) override;
 
  private:
   CpuDeviceOptions options_;

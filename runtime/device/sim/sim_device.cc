@@ -67,12 +67,6 @@ void SimDevice::Recount(int64_t bytes, MemoryKind from, MemoryKind to) {
   memory_.Moved(from, to, bytes);
 }
 
-absl::Status SimDevice::Gemm(const GemmArgs& /*args*/) {
-  return absl::FailedPreconditionError(
-      "sim: a simulated device computes nothing; Gemm is not available (simulated layers only "
-      "wait for their modelled time)");
-}
-
 absl::Status SimDevice::CopyFromHost(const void* /*source*/, int64_t source_bytes,
                                      Tensor& destination) {
   if (!destination.defined() || destination.bytes() != source_bytes) {

@@ -1,7 +1,7 @@
 // SimDevice: a simulated accelerator. Its memory holds no data: Allocate hands out distinct,
 // aligned fake addresses (nothing is reserved, so a 16 GiB model costs no RAM) while counting
 // every byte exactly as CpuDevice does, limit included, so memory accounting and
-// RESOURCE_EXHAUSTED behave as on a real device. It computes nothing (Gemm fails); instead the
+// RESOURCE_EXHAUSTED behave as on a real device. Its ops compute nothing (sim_ops.h); instead the
 // simulated ops (sim_layer.h, sim_loss.h, sim_optimizer.h) call Occupy, which sleeps for the
 // op's modelled time, so many simulated devices share a few cores.
 //
@@ -40,7 +40,6 @@ class SimDevice final : public Device {
   void Recount(int64_t bytes, MemoryKind from, MemoryKind to) override;
   bool host_accessible() const override { return false; }
 
-  DeviceKind kind() const override { return DeviceKind::kSim; }
   std::string name() const override { return "sim"; }
   MemoryTracker& memory() override { return memory_; }
   const Ops& ops() override { return ops_; }
@@ -55,8 +54,6 @@ class SimDevice final : public Device {
   absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override;
   absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) override;
   absl::Status Synchronize() override { return absl::OkStatus(); }
-  // FAILED_PRECONDITION: a simulated device computes nothing.
-  absl::Status Gemm(const GemmArgs& args) override;
 
   // Sleeps (never spins) until `duration` after the call: the device is busy with one op. The
   // wake-up is an absolute deadline, so a late wake-up is not compounded within the op.

@@ -110,7 +110,10 @@ struct LayerCase {
 };
 
 std::vector<LayerCase> LayerCases() {
+  // Pipelines run small micro-batches: the linear and relu rows come at 8, 32 and 256 rows.
   return {
+      {"name: 'linear' linear { out_features: 1024 }", Shape{1024}, 8, "8 x 1024 -> 1024"},
+      {"name: 'linear' linear { out_features: 1024 }", Shape{1024}, 32, "32 x 1024 -> 1024"},
       {"name: 'linear' linear { out_features: 1024 }", Shape{1024}, 256, "256 x 1024 -> 1024"},
       {"name: 'linear' linear { out_features: 1024 }", Shape{4096}, 256, "256 x 4096 -> 1024"},
       {"name: 'linear' linear { out_features: 4096 }", Shape{1024}, 256, "256 x 1024 -> 4096"},
@@ -124,6 +127,9 @@ std::vector<LayerCase> LayerCases() {
        "8 x T 256 x d 512, 8 heads"},
       {"name: 'layer_norm' layer_norm {}", Shape{1024}, 256, "256 x 1024", true},
       {"name: 'gelu' gelu {}", Shape{4096}, 256, "256 x 4096", true},
+      {"name: 'relu' relu {}", Shape{1024}, 8, "8 x 1024", true},
+      {"name: 'relu' relu {}", Shape{1024}, 32, "32 x 1024", true},
+      {"name: 'relu' relu {}", Shape{1024}, 256, "256 x 1024", true},
   };
 }
 

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops.h"
+#include "runtime/exec/device_busy_time.h"
 #include "runtime/exec/micro_batch_plan.h"
 #include "runtime/exec/micro_batch_state.h"
 #include "runtime/exec/step_report_builder.h"
@@ -83,7 +84,8 @@ class StageExecutor::Step {
         scope_(config_, command_, res_.trace),
         states_(config_.chunks, micro_batches_, plan_.forward_only()),
         transfers_(scope_, program_, res_, states_, micro_batch_size_),
-        report_builder_(scope_, res_.device) {}
+        report_builder_(scope_, res_.device),
+        busy_(res_.device) {}
 
   absl::StatusOr<pb::StepReport> Run() {
     start_ = absl::Now();
@@ -275,7 +277,7 @@ class StageExecutor::Step {
 
   absl::Status Execute(const schedule::LoadMicroBatch& op) {
     RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
-    const absl::Time begin = absl::Now();
+    RETURN_IF_ERROR(busy_.Begin());
     if (res_.dataset == nullptr) {
       return absl::FailedPreconditionError("this stage has no data source");
     }
@@ -302,7 +304,7 @@ class StageExecutor::Step {
                         res_.dataset->target_dtype(), MemoryKind::kData));
       RETURN_IF_ERROR(Gather(indices, /*inputs=*/false, mb.targets));
     }
-    busy_ += absl::Now() - begin;
+    RETURN_IF_ERROR(busy_.End());
     return absl::OkStatus();
   }
 
@@ -329,7 +331,7 @@ class StageExecutor::Step {
 
   absl::Status Execute(const schedule::Forward& op) {
     RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
-    const absl::Time begin = absl::Now();
+    RETURN_IF_ERROR(busy_.Begin());
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
     MicroBatch& mb = *state;
     if (mb.forwarded) return absl::FailedPreconditionError("the micro-batch was forwarded twice");
@@ -365,7 +367,7 @@ class StageExecutor::Step {
     } else if (!plan_.KeepsActivations(op.chunk, op.micro_batch)) {
       mb.saved.clear();
     }
-    busy_ += absl::Now() - begin;
+    RETURN_IF_ERROR(busy_.End());
     ReleaseIfDone(op);
     return absl::OkStatus();
   }
@@ -424,31 +426,31 @@ class StageExecutor::Step {
 
   absl::Status Execute(const schedule::Backward& op) {
     RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
-    const absl::Time begin = absl::Now();
+    RETURN_IF_ERROR(busy_.Begin());
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
     MicroBatch& mb = *state;
     RETURN_IF_ERROR(PrepareBackward(op.chunk, op.micro_batch, mb));
     RETURN_IF_ERROR(RunBackward(op.chunk, op.micro_batch, mb, /*split=*/false));
-    busy_ += absl::Now() - begin;
+    RETURN_IF_ERROR(busy_.End());
     ReleaseIfDone(op);
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::BackwardInput& op) {
     RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
-    const absl::Time begin = absl::Now();
+    RETURN_IF_ERROR(busy_.Begin());
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
     MicroBatch& mb = *state;
     RETURN_IF_ERROR(PrepareBackward(op.chunk, op.micro_batch, mb));
     RETURN_IF_ERROR(RunBackward(op.chunk, op.micro_batch, mb, /*split=*/true));
-    busy_ += absl::Now() - begin;
+    RETURN_IF_ERROR(busy_.End());
     ReleaseIfDone(op);
     return absl::OkStatus();
   }
 
   absl::Status Execute(const schedule::BackwardWeight& op) {
     RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
-    const absl::Time begin = absl::Now();
+    RETURN_IF_ERROR(busy_.Begin());
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
     MicroBatch& mb = *state;
     if (!mb.input_grad_done) {
@@ -470,7 +472,7 @@ class StageExecutor::Step {
     }
     mb.deferred.clear();
     mb.weight_grad_pending = false;
-    busy_ += absl::Now() - begin;
+    RETURN_IF_ERROR(busy_.End());
     ReleaseIfDone(op);
     return absl::OkStatus();
   }
@@ -492,13 +494,13 @@ class StageExecutor::Step {
 
   absl::Status Execute(const schedule::AllReduceGrads&) {
     if (config_.replica_group.size() <= 1) return absl::OkStatus();
-    const absl::Time begin = absl::Now();
+    RETURN_IF_ERROR(busy_.Begin());
     std::vector<Tensor> grads;
     for (const ChunkRefs& chunk : res_.chunks) {
       grads.insert(grads.end(), chunk.parameters->grads().begin(), chunk.parameters->grads().end());
     }
     RETURN_IF_ERROR(res_.channel.AllReduceSum(grads, config_.replica_group, scope_.Deadline()));
-    busy_ += absl::Now() - begin;
+    RETURN_IF_ERROR(busy_.End());
     return absl::OkStatus();
   }
 
@@ -544,7 +546,7 @@ class StageExecutor::Step {
         }
       }
       if (members.empty()) continue;
-      const absl::Time begin = absl::Now();
+      RETURN_IF_ERROR(busy_.Begin());
       const TensorOps& ops = res_.device.ops().tensor;
       Tensor sum = members.front();
       for (size_t i = 1; i < members.size(); ++i) RETURN_IF_ERROR(ops.Add(sum, members[i], sum));
@@ -556,7 +558,7 @@ class StageExecutor::Step {
                                                  absl::StrJoin(tie.parameters(), ", "))));
       }
       for (size_t i = 1; i < members.size(); ++i) RETURN_IF_ERROR(ops.Copy(sum, members[i]));
-      busy_ += absl::Now() - begin;
+      RETURN_IF_ERROR(busy_.End());
     }
     return absl::OkStatus();
   }
@@ -580,6 +582,7 @@ class StageExecutor::Step {
 
   // The step's report, from the device scalars read once (see StepReportBuilder).
   absl::Status FillReport() {
+    ASSIGN_OR_RETURN(const absl::Duration busy, busy_.Total());
     bool counts_correct = false;
     for (const ChunkRefs& chunk : res_.chunks) {
       if (chunk.model->loss() != nullptr) counts_correct = chunk.model->loss()->counts_correct();
@@ -588,7 +591,7 @@ class StageExecutor::Step {
                                  .forward_only = plan_.forward_only(),
                                  .counts_correct = counts_correct,
                                  .step_time = absl::Now() - start_,
-                                 .busy = busy_},
+                                 .busy = busy},
                                 report_);
   }
 
@@ -607,7 +610,7 @@ class StageExecutor::Step {
   StepReportBuilder report_builder_;
 
   absl::Time start_;
-  absl::Duration busy_;
+  DeviceBusyTime busy_;
   pb::StepReport report_;
 };
 

@@ -98,7 +98,10 @@ SyntheticDataset::SyntheticDataset(const pb::Synthetic& spec, const DataRequirem
       num_classes_(requirements.num_classes),
       input_shape_(requirements.input_shape),
       target_shape_(requirements.target_shape),
-      target_dtype_(requirements.target_dtype) {
+      target_dtype_(requirements.target_dtype),
+      input_rows_(num_samples_, input_shape_.num_elements(), kRowCacheBytes),
+      target_rows_(requirements.num_classes > 0 ? 0 : num_samples_, target_shape_.num_elements(),
+                   kRowCacheBytes) {
   const int64_t features = input_shape_.num_elements();
   if (is_classification()) {
     if (num_classes_ <= kMaxCachedCenterElements / features) {
@@ -180,7 +183,9 @@ absl::Status SyntheticDataset::GatherInputs(std::span<const int64_t> indices, Te
                                                 input_shape_, DType::kF32, out));
   const int64_t features = input_shape_.num_elements();
   dataset_internal::GatherRows(indices, features, out.f32(), [&](int64_t index, float* row) {
-    FillInput(index, std::span<float>(row, features));
+    input_rows_.Get(index, row, [&](int64_t i, float* values) {
+      FillInput(i, std::span<float>(values, features));
+    });
   });
   return absl::OkStatus();
 }
@@ -195,7 +200,9 @@ absl::Status SyntheticDataset::GatherTargets(std::span<const int64_t> indices, T
   }
   const int64_t outputs = target_shape_.num_elements();
   dataset_internal::GatherRows(indices, outputs, out.f32(), [&](int64_t index, float* row) {
-    FillRegressionTarget(index, std::span<float>(row, outputs));
+    target_rows_.Get(index, row, [&](int64_t i, float* values) {
+      FillRegressionTarget(i, std::span<float>(values, outputs));
+    });
   });
   return absl::OkStatus();
 }

@@ -21,6 +21,7 @@
 #include "proto/plan.pb.h"
 #include "runtime/core/rng.h"
 #include "runtime/train/dataset.h"
+#include "runtime/train/row_cache.h"
 
 namespace gpipe {
 
@@ -72,6 +73,11 @@ class SyntheticDataset final : public Dataset {
   std::vector<float> centers_;
   std::vector<float> teacher_weight_;  // [outputs, features], row-major
   std::vector<double> teacher_bias_;
+  // Inputs and regression targets once computed (each sample is a pure function of its index),
+  // within kRowCacheBytes each.
+  static constexpr int64_t kRowCacheBytes = int64_t{256} << 20;
+  RowCache input_rows_;
+  RowCache target_rows_;
 };
 
 }  // namespace gpipe

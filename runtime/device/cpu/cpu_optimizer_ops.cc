@@ -18,6 +18,40 @@ inline float Lerp(float start, float end, float weight) {
                                   : end - (end - start) * (1.0f - weight);
 }
 
+// One branch-free loop per combination of the update's switches, so each vectorizes.
+template <bool kDecay, bool kMomentum, bool kFirst, bool kNesterov>
+void SgdLoop(const SgdUpdate& u, float* __restrict p, const float* __restrict grad,
+             float* __restrict buf, int64_t n) {
+  for (int64_t j = 0; j < n; ++j) {
+    float g = grad[j];
+    if constexpr (kDecay) g = g + u.weight_decay * p[j];
+    if constexpr (kMomentum) {
+      if constexpr (kFirst) {
+        buf[j] = g;
+      } else {
+        buf[j] = buf[j] * u.momentum + u.one_minus_dampening * g;
+      }
+      if constexpr (kNesterov) {
+        g = g + u.momentum * buf[j];
+      } else {
+        g = buf[j];
+      }
+    }
+    p[j] = p[j] + u.neg_lr * g;
+  }
+}
+
+template <bool kDecay>
+void SgdDispatch(const SgdUpdate& u, float* p, const float* grad, float* buf, int64_t n) {
+  if (u.momentum == 0) return SgdLoop<kDecay, false, false, false>(u, p, grad, buf, n);
+  if (u.first_step) {
+    return u.nesterov ? SgdLoop<kDecay, true, true, true>(u, p, grad, buf, n)
+                      : SgdLoop<kDecay, true, true, false>(u, p, grad, buf, n);
+  }
+  return u.nesterov ? SgdLoop<kDecay, true, false, true>(u, p, grad, buf, n)
+                    : SgdLoop<kDecay, true, false, false>(u, p, grad, buf, n);
+}
+
 }  // namespace
 
 absl::Status CpuOptimizerOps::Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
@@ -26,19 +60,14 @@ absl::Status CpuOptimizerOps::Sgd(const SgdUpdate& u, Tensor& param, const Tenso
   RETURN_IF_ERROR(DTypeIs("Sgd", "param", param, DType::kF32));
   RETURN_IF_ERROR(Elements("Sgd", "grad", grad, DType::kF32, n));
   const bool use_momentum = u.momentum != 0;
-  if (use_momentum)
+  if (use_momentum) {
     RETURN_IF_ERROR(Elements("Sgd", "momentum buffer", momentum_buffer, DType::kF32, n));
-  float* __restrict p = param.data<float>();
-  const float* __restrict g_in = grad.data<float>();
-  float* __restrict buf = use_momentum ? momentum_buffer.data<float>() : nullptr;
-  for (int64_t j = 0; j < n; ++j) {
-    float g = g_in[j];
-    if (u.weight_decay != 0) g = g + u.weight_decay * p[j];
-    if (use_momentum) {
-      buf[j] = u.first_step ? g : buf[j] * u.momentum + u.one_minus_dampening * g;
-      g = u.nesterov ? g + u.momentum * buf[j] : buf[j];
-    }
-    p[j] = p[j] + u.neg_lr * g;
+  }
+  float* buf = use_momentum ? momentum_buffer.data<float>() : nullptr;
+  if (u.weight_decay != 0) {
+    SgdDispatch<true>(u, param.data<float>(), grad.data<float>(), buf, n);
+  } else {
+    SgdDispatch<false>(u, param.data<float>(), grad.data<float>(), buf, n);
   }
   return absl::OkStatus();
 }

@@ -8,8 +8,8 @@
 // for one that does not, its whole Backward, reported as backward_input_us with
 // backward_weight_us 0 (the runtime runs it whole during B). Like the runtime, the model's first
 // layer computes no input gradient. Each time is the median of `repeats` calls after `warmup`
-// untimed ones, on options.clock (wall time unless told). Layers that read int64 ids (embedding) get ids drawn below their first
-// parameter's leading dimension (the table's size).
+// untimed ones, on options.clock (wall time unless told). Layers that read int64 ids (embedding)
+// get ids drawn below their first parameter's leading dimension (the table's size).
 //
 // The device must be host-accessible (inputs are filled in place). Not thread-safe: it uses the
 // device from the calling thread only.
@@ -37,10 +37,10 @@ enum class ProfileClock { kWall, kProcessCpu };
 double NowMicros(ProfileClock clock);
 
 struct ProfileOptions {
-  int repeats = 5;     // timed calls per phase (>= 1); the median is reported
-  int warmup = 1;      // untimed calls per phase before them (>= 0)
-  uint64_t seed = 1;   // keys the random inputs and output gradients
-  int threads = 1;     // the device's compute threads, as set by its owner (written to the JSON)
+  int repeats = 5;    // timed calls per phase (>= 1); the median is reported
+  int warmup = 1;     // untimed calls per phase before them (>= 0)
+  uint64_t seed = 1;  // keys the random inputs and output gradients
+  int threads = 1;    // the device's compute threads, as set by its owner (written to the JSON)
   ProfileClock clock = ProfileClock::kWall;
 };
 
@@ -67,8 +67,7 @@ absl::StatusOr<LayerTiming> ProfileLayer(const Layer& layer, Device& device, int
 //                "backward_weight_us": 9.8}, ...]}
 // Errors name the layer (its index and name).
 absl::StatusOr<std::string> ProfileAnalyzedPlanLayers(const AnalyzedPlan& analyzed,
-                                                      const LayerRegistry& registry,
-                                                      Device& device,
+                                                      const LayerRegistry& registry, Device& device,
                                                       const ProfileOptions& options);
 
 // As above after analyzing `plan` (AnalyzePlan); relative data paths in it resolve against the

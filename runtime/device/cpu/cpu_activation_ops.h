@@ -1,4 +1,5 @@
-// CpuActivationOps: the CPU backend's ActivationOps (see runtime/device/ops/activation_ops.h for the contracts).
+// CpuActivationOps: the CPU backend's ActivationOps (see runtime/device/ops/activation_ops.h for
+// the contracts).
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_ACTIVATION_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_ACTIVATION_OPS_H_
 
@@ -9,7 +10,8 @@ namespace gpipe {
 class CpuActivationOps final : public ActivationOps {
  public:
   absl::Status Forward(Activation activation, const Tensor& x, Tensor& y) const override;
-  absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy, Tensor& dx) const override;
+  absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy,
+                        Tensor& dx) const override;
 };
 
 }  // namespace gpipe

@@ -1,4 +1,5 @@
-// CpuEmbeddingOps: the CPU backend's EmbeddingOps (see runtime/device/ops/embedding_ops.h for the contracts).
+// CpuEmbeddingOps: the CPU backend's EmbeddingOps (see runtime/device/ops/embedding_ops.h for the
+// contracts).
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_EMBEDDING_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_EMBEDDING_OPS_H_
 
@@ -10,7 +11,8 @@ class CpuEmbeddingOps final : public EmbeddingOps {
  public:
   absl::Status Gather(const Tensor& table, const Tensor& ids, Tensor& out) const override;
   absl::Status ScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const override;
-  absl::Status AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n, Tensor& out) const override;
+  absl::Status AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
+                               Tensor& out) const override;
 };
 
 }  // namespace gpipe

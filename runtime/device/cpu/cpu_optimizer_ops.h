@@ -1,4 +1,5 @@
-// CpuOptimizerOps: the CPU backend's OptimizerOps (see runtime/device/ops/optimizer_ops.h for the contracts).
+// CpuOptimizerOps: the CPU backend's OptimizerOps (see runtime/device/ops/optimizer_ops.h for the
+// contracts).
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_OPTIMIZER_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_OPTIMIZER_OPS_H_
 
@@ -8,8 +9,10 @@ namespace gpipe {
 
 class CpuOptimizerOps final : public OptimizerOps {
  public:
-  absl::Status Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad, Tensor& momentum_buffer) const override;
-  absl::Status Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq) const override;
+  absl::Status Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
+                   Tensor& momentum_buffer) const override;
+  absl::Status Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad, Tensor& exp_avg,
+                    Tensor& exp_avg_sq) const override;
 };
 
 }  // namespace gpipe

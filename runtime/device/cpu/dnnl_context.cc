@@ -7,9 +7,7 @@
 namespace gpipe {
 
 DnnlContext::DnnlContext(int threads)
-    : threads_(threads > 0 ? threads : 1),
-      engine_(dnnl::engine::kind::cpu, 0),
-      stream_(engine_) {
+    : threads_(threads > 0 ? threads : 1), engine_(dnnl::engine::kind::cpu, 0), stream_(engine_) {
   // oneDNN (Debian's build) runs on OpenMP, whose pool is per process: one device per process.
   omp_set_num_threads(threads_);
 }

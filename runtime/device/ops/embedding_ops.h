@@ -22,8 +22,7 @@ class EmbeddingOps {
   virtual absl::Status Gather(const Tensor& table, const Tensor& ids, Tensor& out) const = 0;
   // dtable[ids[r], :] += dout[r, :], in order of r; ids out of range are rejected as by
   // Gather, before anything is added.
-  virtual absl::Status ScatterAdd(const Tensor& ids, const Tensor& dout,
-                                  Tensor& dtable) const = 0;
+  virtual absl::Status ScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const = 0;
   // out[b, :] = in[b, :] + row[:] for in/out f32 viewed as [batch, n] (the same element
   // count, a multiple of n) and the first n elements of `row` (f32). out may be in.
   virtual absl::Status AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,

@@ -6,70 +6,163 @@ absl::Status SimTensorOps::Fill(Tensor& out, double value) const { return absl::
 
 absl::Status SimTensorOps::Copy(const Tensor& in, Tensor& out) const { return absl::OkStatus(); }
 
-absl::Status SimTensorOps::Add(const Tensor& a, const Tensor& b, Tensor& out) const { return absl::OkStatus(); }
+absl::Status SimTensorOps::Add(const Tensor& a, const Tensor& b, Tensor& out) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimTensorOps::Axpy(float alpha, const Tensor& x, Tensor& y) const { return absl::OkStatus(); }
+absl::Status SimTensorOps::Axpy(float alpha, const Tensor& x, Tensor& y) const {
+  return absl::OkStatus();
+}
 
 absl::Status SimTensorOps::Scale(float alpha, Tensor& x) const { return absl::OkStatus(); }
 
 absl::Status SimTensorOps::Cast(const Tensor& in, Tensor& out) const { return absl::OkStatus(); }
 
-absl::Status SimTensorOps::SumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner, Tensor& out) const { return absl::OkStatus(); }
+absl::Status SimTensorOps::SumAccumulate(const Tensor& in, int64_t outer, int64_t mid,
+                                         int64_t inner, Tensor& out) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimTensorOps::FillRandom(const RandomKey& key, RandomDistribution distribution, double a, double b, Tensor& out) const { return absl::OkStatus(); }
+absl::Status SimTensorOps::FillRandom(const RandomKey& key, RandomDistribution distribution,
+                                      double a, double b, Tensor& out) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimTensorOps::DropoutMask(const RandomKey& key, double p, const Tensor& in, Tensor& out) const { return absl::OkStatus(); }
+absl::Status SimTensorOps::DropoutMask(const RandomKey& key, double p, const Tensor& in,
+                                       Tensor& out) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimTensorOps::FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const { return absl::OkStatus(); }
+absl::Status SimTensorOps::FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimMatmulOps::Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c, const GemmOptions& options) const { return absl::OkStatus(); }
+absl::Status SimMatmulOps::Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                                const GemmOptions& options) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimActivationOps::Forward(Activation activation, const Tensor& x, Tensor& y) const { return absl::OkStatus(); }
+absl::Status SimActivationOps::Forward(Activation activation, const Tensor& x, Tensor& y) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimActivationOps::Backward(Activation activation, const Tensor& saved, const Tensor& dy, Tensor& dx) const { return absl::OkStatus(); }
+absl::Status SimActivationOps::Backward(Activation activation, const Tensor& saved,
+                                        const Tensor& dy, Tensor& dx) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimNormOps::LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y, Tensor& stats) const { return absl::OkStatus(); }
+absl::Status SimNormOps::LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                          Tensor& stats) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimNormOps::LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x, const Tensor& stats, const Tensor& dy, Tensor& dx) const { return absl::OkStatus(); }
+absl::Status SimNormOps::LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                                const Tensor& stats, const Tensor& dy,
+                                                Tensor& dx) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimNormOps::LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x, const Tensor& stats, const Tensor& dy, Tensor& dweight, Tensor& dbias) const { return absl::OkStatus(); }
+absl::Status SimNormOps::LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                                 const Tensor& stats, const Tensor& dy,
+                                                 Tensor& dweight, Tensor& dbias) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimNormOps::BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x, Tensor& running_mean, Tensor& running_var, bool update_running, Tensor& y, Tensor& stats) const { return absl::OkStatus(); }
+absl::Status SimNormOps::BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
+                                               Tensor& running_mean, Tensor& running_var,
+                                               bool update_running, Tensor& y,
+                                               Tensor& stats) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimNormOps::BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x, const Tensor& running_mean, const Tensor& running_var, Tensor& y) const { return absl::OkStatus(); }
+absl::Status SimNormOps::BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
+                                              const Tensor& running_mean, const Tensor& running_var,
+                                              Tensor& y) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimNormOps::BatchNormBackward(const BatchNormArgs& args, const Tensor& x, const Tensor& stats, const Tensor& dy, Tensor& dx, Tensor& dweight, Tensor& dbias) const { return absl::OkStatus(); }
+absl::Status SimNormOps::BatchNormBackward(const BatchNormArgs& args, const Tensor& x,
+                                           const Tensor& stats, const Tensor& dy, Tensor& dx,
+                                           Tensor& dweight, Tensor& dbias) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimConvOps::Conv2dForward(const Conv2dGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) const { return absl::OkStatus(); }
+absl::Status SimConvOps::Conv2dForward(const Conv2dGeometry& g, const Tensor& x,
+                                       const Tensor& weight, const Tensor& bias, Tensor& y) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight, const Tensor& dy, Tensor& dx) const { return absl::OkStatus(); }
+absl::Status SimConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight,
+                                             const Tensor& dy, Tensor& dx) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) const { return absl::OkStatus(); }
+absl::Status SimConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x,
+                                              const Tensor& dy, Tensor& dweight,
+                                              Tensor& dbias) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimConvOps::Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x, Tensor& y) const { return absl::OkStatus(); }
+absl::Status SimConvOps::Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                                       Tensor& y) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) const { return absl::OkStatus(); }
+absl::Status SimConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                                        const Tensor& y, const Tensor& dy, Tensor& dx) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimConvOps::GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const { return absl::OkStatus(); }
+absl::Status SimConvOps::GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimConvOps::GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const { return absl::OkStatus(); }
+absl::Status SimConvOps::GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimAttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const { return absl::OkStatus(); }
+absl::Status SimAttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t,
+                                                   Tensor& scores) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimAttentionOps::CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs, Tensor& grad) const { return absl::OkStatus(); }
+absl::Status SimAttentionOps::CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale,
+                                                    const Tensor& probs, Tensor& grad) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimEmbeddingOps::Gather(const Tensor& table, const Tensor& ids, Tensor& out) const { return absl::OkStatus(); }
+absl::Status SimEmbeddingOps::Gather(const Tensor& table, const Tensor& ids, Tensor& out) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimEmbeddingOps::ScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const { return absl::OkStatus(); }
+absl::Status SimEmbeddingOps::ScatterAdd(const Tensor& ids, const Tensor& dout,
+                                         Tensor& dtable) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimEmbeddingOps::AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n, Tensor& out) const { return absl::OkStatus(); }
+absl::Status SimEmbeddingOps::AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
+                                              Tensor& out) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimLossOps::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale, Tensor& grad, Tensor& totals) const { return absl::OkStatus(); }
+absl::Status SimLossOps::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
+                                             Tensor& grad, Tensor& totals) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimLossOps::MeanSquaredError(const Tensor& output, const Tensor& targets, double scale, Tensor& grad, Tensor& totals) const { return absl::OkStatus(); }
+absl::Status SimLossOps::MeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
+                                          Tensor& grad, Tensor& totals) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimOptimizerOps::Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad, Tensor& momentum_buffer) const { return absl::OkStatus(); }
+absl::Status SimOptimizerOps::Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
+                                  Tensor& momentum_buffer) const {
+  return absl::OkStatus();
+}
 
-absl::Status SimOptimizerOps::Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq) const { return absl::OkStatus(); }
+absl::Status SimOptimizerOps::Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad,
+                                   Tensor& exp_avg, Tensor& exp_avg_sq) const {
+  return absl::OkStatus();
+}
 
 }  // namespace gpipe

@@ -3,15 +3,15 @@
 #ifndef GPIPE_RUNTIME_DEVICE_SIM_SIM_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_SIM_SIM_OPS_H_
 
-#include "runtime/device/ops/tensor_ops.h"
-#include "runtime/device/ops/matmul_ops.h"
 #include "runtime/device/ops/activation_ops.h"
-#include "runtime/device/ops/norm_ops.h"
-#include "runtime/device/ops/conv_ops.h"
 #include "runtime/device/ops/attention_ops.h"
+#include "runtime/device/ops/conv_ops.h"
 #include "runtime/device/ops/embedding_ops.h"
 #include "runtime/device/ops/loss_ops.h"
+#include "runtime/device/ops/matmul_ops.h"
+#include "runtime/device/ops/norm_ops.h"
 #include "runtime/device/ops/optimizer_ops.h"
+#include "runtime/device/ops/tensor_ops.h"
 
 namespace gpipe {
 
@@ -23,40 +23,61 @@ class SimTensorOps final : public TensorOps {
   absl::Status Axpy(float alpha, const Tensor& x, Tensor& y) const override;
   absl::Status Scale(float alpha, Tensor& x) const override;
   absl::Status Cast(const Tensor& in, Tensor& out) const override;
-  absl::Status SumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner, Tensor& out) const override;
-  absl::Status FillRandom(const RandomKey& key, RandomDistribution distribution, double a, double b, Tensor& out) const override;
-  absl::Status DropoutMask(const RandomKey& key, double p, const Tensor& in, Tensor& out) const override;
+  absl::Status SumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner,
+                             Tensor& out) const override;
+  absl::Status FillRandom(const RandomKey& key, RandomDistribution distribution, double a, double b,
+                          Tensor& out) const override;
+  absl::Status DropoutMask(const RandomKey& key, double p, const Tensor& in,
+                           Tensor& out) const override;
   absl::Status FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const override;
 };
 
 class SimMatmulOps final : public MatmulOps {
  public:
-  absl::Status Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c, const GemmOptions& options) const override;
+  absl::Status Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                    const GemmOptions& options) const override;
 };
 
 class SimActivationOps final : public ActivationOps {
  public:
   absl::Status Forward(Activation activation, const Tensor& x, Tensor& y) const override;
-  absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy, Tensor& dx) const override;
+  absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy,
+                        Tensor& dx) const override;
 };
 
 class SimNormOps final : public NormOps {
  public:
-  absl::Status LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y, Tensor& stats) const override;
-  absl::Status LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x, const Tensor& stats, const Tensor& dy, Tensor& dx) const override;
-  absl::Status LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x, const Tensor& stats, const Tensor& dy, Tensor& dweight, Tensor& dbias) const override;
-  absl::Status BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x, Tensor& running_mean, Tensor& running_var, bool update_running, Tensor& y, Tensor& stats) const override;
-  absl::Status BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x, const Tensor& running_mean, const Tensor& running_var, Tensor& y) const override;
-  absl::Status BatchNormBackward(const BatchNormArgs& args, const Tensor& x, const Tensor& stats, const Tensor& dy, Tensor& dx, Tensor& dweight, Tensor& dbias) const override;
+  absl::Status LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                Tensor& stats) const override;
+  absl::Status LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                      const Tensor& stats, const Tensor& dy,
+                                      Tensor& dx) const override;
+  absl::Status LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                       const Tensor& stats, const Tensor& dy, Tensor& dweight,
+                                       Tensor& dbias) const override;
+  absl::Status BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
+                                     Tensor& running_mean, Tensor& running_var, bool update_running,
+                                     Tensor& y, Tensor& stats) const override;
+  absl::Status BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
+                                    const Tensor& running_mean, const Tensor& running_var,
+                                    Tensor& y) const override;
+  absl::Status BatchNormBackward(const BatchNormArgs& args, const Tensor& x, const Tensor& stats,
+                                 const Tensor& dy, Tensor& dx, Tensor& dweight,
+                                 Tensor& dbias) const override;
 };
 
 class SimConvOps final : public ConvOps {
  public:
-  absl::Status Conv2dForward(const Conv2dGeometry& g, const Tensor& x, const Tensor& weight, const Tensor& bias, Tensor& y) const override;
-  absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight, const Tensor& dy, Tensor& dx) const override;
-  absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy, Tensor& dweight, Tensor& dbias) const override;
-  absl::Status Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x, Tensor& y) const override;
-  absl::Status Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x, const Tensor& y, const Tensor& dy, Tensor& dx) const override;
+  absl::Status Conv2dForward(const Conv2dGeometry& g, const Tensor& x, const Tensor& weight,
+                             const Tensor& bias, Tensor& y) const override;
+  absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight, const Tensor& dy,
+                                   Tensor& dx) const override;
+  absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
+                                    Tensor& dweight, Tensor& dbias) const override;
+  absl::Status Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                             Tensor& y) const override;
+  absl::Status Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                              const Tensor& y, const Tensor& dy, Tensor& dx) const override;
   absl::Status GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const override;
   absl::Status GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const override;
 };
@@ -64,26 +85,32 @@ class SimConvOps final : public ConvOps {
 class SimAttentionOps final : public AttentionOps {
  public:
   absl::Status CausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const override;
-  absl::Status CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs, Tensor& grad) const override;
+  absl::Status CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs,
+                                     Tensor& grad) const override;
 };
 
 class SimEmbeddingOps final : public EmbeddingOps {
  public:
   absl::Status Gather(const Tensor& table, const Tensor& ids, Tensor& out) const override;
   absl::Status ScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const override;
-  absl::Status AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n, Tensor& out) const override;
+  absl::Status AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
+                               Tensor& out) const override;
 };
 
 class SimLossOps final : public LossOps {
  public:
-  absl::Status SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale, Tensor& grad, Tensor& totals) const override;
-  absl::Status MeanSquaredError(const Tensor& output, const Tensor& targets, double scale, Tensor& grad, Tensor& totals) const override;
+  absl::Status SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
+                                   Tensor& grad, Tensor& totals) const override;
+  absl::Status MeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
+                                Tensor& grad, Tensor& totals) const override;
 };
 
 class SimOptimizerOps final : public OptimizerOps {
  public:
-  absl::Status Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad, Tensor& momentum_buffer) const override;
-  absl::Status Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad, Tensor& exp_avg, Tensor& exp_avg_sq) const override;
+  absl::Status Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
+                   Tensor& momentum_buffer) const override;
+  absl::Status Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad, Tensor& exp_avg,
+                    Tensor& exp_avg_sq) const override;
 };
 
 }  // namespace gpipe

@@ -73,6 +73,14 @@ absl::Status CheckConv(const char* op, const Conv2dGeometry& g) {
   return CheckGeometry(op, g, /*pooling=*/false);
 }
 
+// Primitive attributes: the scratchpad is ours to provide (from the device's workspace, so it is
+// counted), not oneDNN's own allocation.
+dnnl::primitive_attr UserScratchpad() {
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+  return attr;
+}
+
 }  // namespace
 
 CpuConvOps::Primitives& CpuConvOps::PrimitivesFor(const Conv2dGeometry& g, bool with_bias) const {
@@ -90,7 +98,8 @@ CpuConvOps::Primitives& CpuConvOps::PrimitivesFor(const Conv2dGeometry& g, bool 
       dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
       Layout(SourceDesc(g), p.blocked), Layout(WeightDesc(g), p.blocked), bias,
       Layout(DestinationDesc(g), p.blocked), w.strides, w.dilates, w.padding_l, w.padding_r);
-  p.forward_pd = dnnl::convolution_forward::primitive_desc(forward, dnnl_.engine());
+  p.forward_pd =
+      dnnl::convolution_forward::primitive_desc(forward, UserScratchpad(), dnnl_.engine());
   p.forward = dnnl::convolution_forward(p.forward_pd);
   return cache_.emplace(key, std::move(p)).first->second;
 }
@@ -103,8 +112,8 @@ CpuConvOps::Primitives& CpuConvOps::BackwardDataFor(const Conv2dGeometry& g) con
       dnnl::algorithm::convolution_direct, Layout(SourceDesc(g), p.blocked),
       Layout(WeightDesc(g), p.blocked), Layout(DestinationDesc(g), p.blocked), w.strides, w.dilates,
       w.padding_l, w.padding_r);
-  p.backward_data_pd =
-      dnnl::convolution_backward_data::primitive_desc(desc, dnnl_.engine(), p.forward_pd);
+  p.backward_data_pd = dnnl::convolution_backward_data::primitive_desc(
+      desc, UserScratchpad(), dnnl_.engine(), p.forward_pd);
   p.backward_data = dnnl::convolution_backward_data(p.backward_data_pd);
   return p;
 }
@@ -117,21 +126,29 @@ CpuConvOps::Primitives& CpuConvOps::BackwardWeightsFor(const Conv2dGeometry& g) 
       dnnl::algorithm::convolution_direct, Layout(SourceDesc(g), p.blocked),
       Layout(WeightDesc(g), p.blocked), Layout(DestinationDesc(g), p.blocked), w.strides, w.dilates,
       w.padding_l, w.padding_r);
-  p.backward_weights_pd =
-      dnnl::convolution_backward_weights::primitive_desc(desc, dnnl_.engine(), p.forward_pd);
+  p.backward_weights_pd = dnnl::convolution_backward_weights::primitive_desc(
+      desc, UserScratchpad(), dnnl_.engine(), p.forward_pd);
   p.backward_weights = dnnl::convolution_backward_weights(p.backward_weights_pd);
   return p;
 }
 
-memory CpuConvOps::InLayout(Primitives& p, Role role, const memory::desc& wanted,
-                            const memory& user, bool read) const {
+absl::StatusOr<memory> CpuConvOps::Workspace(const memory::desc& desc,
+                                             std::vector<Tensor>& held) const {
+  const int64_t bytes = static_cast<int64_t>(desc.get_size());
+  absl::StatusOr<Tensor> buffer =
+      Tensor::Empty(workspace_, Shape{(bytes + 3) / 4}, DType::kF32, MemoryKind::kWorkspace);
+  if (!buffer.ok()) return buffer.status();
+  held.push_back(*std::move(buffer));
+  return memory(desc, dnnl_.engine(), held.back().raw_data());
+}
+
+absl::StatusOr<memory> CpuConvOps::InLayout(const memory::desc& wanted, const memory& user,
+                                            bool read, std::vector<Tensor>& held) const {
   if (wanted == user.get_desc()) return user;
-  memory& buffer = p.buffers[role];
-  if (!buffer || buffer.get_desc() != wanted) buffer = memory(wanted, dnnl_.engine());
-  if (read) {
-    memory source = user;
-    dnnl::reorder(source, buffer).execute(dnnl_.stream(), source, buffer);
-  }
+  absl::StatusOr<memory> buffer = Workspace(wanted, held);
+  if (!buffer.ok() || !read) return buffer;
+  memory source = user;
+  dnnl::reorder(source, *buffer).execute(dnnl_.stream(), source, *buffer);
   return buffer;
 }
 
@@ -144,18 +161,23 @@ absl::Status CpuConvOps::Conv2dForward(const Conv2dGeometry& g, const Tensor& x,
   if (bias.defined()) RETURN_IF_ERROR(CheckTensor(kOp, "bias", g, bias, Shape{g.out_channels}));
   RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, OutputShape(g)));
   if (g.batch == 0) return absl::OkStatus();
+  std::vector<Tensor> held;  // workspace buffers of this call
   try {
     Primitives& p = PrimitivesFor(g, bias.defined());
     dnnl::engine& engine = dnnl_.engine();
     dnnl::stream& stream = dnnl_.stream();
     memory user_y = Wrap(DestinationDesc(g), engine, y);
-    memory dst = InLayout(p, kOutputShaped, p.forward_pd.dst_desc(), user_y, /*read=*/false);
-    std::unordered_map<int, memory> args = {
-        {DNNL_ARG_SRC, InLayout(p, kInputShaped, p.forward_pd.src_desc(),
-                                Wrap(SourceDesc(g), engine, x), /*read=*/true)},
-        {DNNL_ARG_WEIGHTS, InLayout(p, kWeightShaped, p.forward_pd.weights_desc(),
-                                    Wrap(WeightDesc(g), engine, weight), /*read=*/true)},
-        {DNNL_ARG_DST, dst}};
+    ASSIGN_OR_RETURN(memory dst, InLayout(p.forward_pd.dst_desc(), user_y, /*read=*/false, held));
+    ASSIGN_OR_RETURN(memory src, InLayout(p.forward_pd.src_desc(), Wrap(SourceDesc(g), engine, x),
+                                          /*read=*/true, held));
+    ASSIGN_OR_RETURN(memory weights,
+                     InLayout(p.forward_pd.weights_desc(), Wrap(WeightDesc(g), engine, weight),
+                              /*read=*/true, held));
+    ASSIGN_OR_RETURN(memory scratchpad, Workspace(p.forward_pd.scratchpad_desc(), held));
+    std::unordered_map<int, memory> args = {{DNNL_ARG_SRC, src},
+                                            {DNNL_ARG_WEIGHTS, weights},
+                                            {DNNL_ARG_DST, dst},
+                                            {DNNL_ARG_SCRATCHPAD, scratchpad}};
     if (bias.defined()) args[DNNL_ARG_BIAS] = Wrap(Plain({g.out_channels}, Tag::x), engine, bias);
     p.forward.execute(stream, args);
     if (dst != user_y) dnnl::reorder(dst, user_y).execute(stream, dst, user_y);
@@ -174,19 +196,25 @@ absl::Status CpuConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, const Tens
   RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, OutputShape(g)));
   RETURN_IF_ERROR(CheckTensor(kOp, "dx", g, dx, InputShape(g)));
   if (g.batch == 0) return absl::OkStatus();
+  std::vector<Tensor> held;  // workspace buffers of this call
   try {
     Primitives& p = BackwardDataFor(g);
     dnnl::engine& engine = dnnl_.engine();
     dnnl::stream& stream = dnnl_.stream();
     memory user_dx = Wrap(SourceDesc(g), engine, dx);
-    memory diff_src =
-        InLayout(p, kInputShaped, p.backward_data_pd.diff_src_desc(), user_dx, /*read=*/false);
-    p.backward_data.execute(
-        stream, {{DNNL_ARG_DIFF_DST, InLayout(p, kOutputShaped, p.backward_data_pd.diff_dst_desc(),
-                                              Wrap(DestinationDesc(g), engine, dy), /*read=*/true)},
-                 {DNNL_ARG_WEIGHTS, InLayout(p, kWeightShaped, p.backward_data_pd.weights_desc(),
-                                             Wrap(WeightDesc(g), engine, weight), /*read=*/true)},
-                 {DNNL_ARG_DIFF_SRC, diff_src}});
+    ASSIGN_OR_RETURN(memory diff_src, InLayout(p.backward_data_pd.diff_src_desc(), user_dx,
+                                               /*read=*/false, held));
+    ASSIGN_OR_RETURN(memory diff_dst, InLayout(p.backward_data_pd.diff_dst_desc(),
+                                               Wrap(DestinationDesc(g), engine, dy),
+                                               /*read=*/true, held));
+    ASSIGN_OR_RETURN(memory weights, InLayout(p.backward_data_pd.weights_desc(),
+                                              Wrap(WeightDesc(g), engine, weight),
+                                              /*read=*/true, held));
+    ASSIGN_OR_RETURN(memory scratchpad, Workspace(p.backward_data_pd.scratchpad_desc(), held));
+    p.backward_data.execute(stream, {{DNNL_ARG_DIFF_DST, diff_dst},
+                                     {DNNL_ARG_WEIGHTS, weights},
+                                     {DNNL_ARG_DIFF_SRC, diff_src},
+                                     {DNNL_ARG_SCRATCHPAD, scratchpad}});
     if (diff_src != user_dx) dnnl::reorder(diff_src, user_dx).execute(stream, diff_src, user_dx);
     stream.wait();
   } catch (const dnnl::error& error) {
@@ -208,21 +236,27 @@ absl::Status CpuConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Ten
   }
   if (g.batch == 0) return absl::OkStatus();
   const int64_t weights = dweight.num_elements();
-  weight_grad_scratch_.resize(weights);
+  // oneDNN overwrites its output; the contract accumulates: the gradient goes to workspace first.
+  ASSIGN_OR_RETURN(Tensor weight_grad,
+                   Tensor::Empty(workspace_, dweight.shape(), DType::kF32, MemoryKind::kWorkspace));
+  std::vector<Tensor> held;  // workspace buffers of this call
   try {
     Primitives& p = BackwardWeightsFor(g);
     dnnl::engine& engine = dnnl_.engine();
     dnnl::stream& stream = dnnl_.stream();
-    memory user_dw = memory(WeightDesc(g), engine, weight_grad_scratch_.data());
-    memory diff_weights = InLayout(p, kWeightShaped, p.backward_weights_pd.diff_weights_desc(),
-                                   user_dw, /*read=*/false);
-    p.backward_weights.execute(
-        stream,
-        {{DNNL_ARG_SRC, InLayout(p, kInputShaped, p.backward_weights_pd.src_desc(),
-                                 Wrap(SourceDesc(g), engine, x), /*read=*/true)},
-         {DNNL_ARG_DIFF_DST, InLayout(p, kOutputShaped, p.backward_weights_pd.diff_dst_desc(),
-                                      Wrap(DestinationDesc(g), engine, dy), /*read=*/true)},
-         {DNNL_ARG_DIFF_WEIGHTS, diff_weights}});
+    memory user_dw = Wrap(WeightDesc(g), engine, weight_grad);
+    ASSIGN_OR_RETURN(memory diff_weights, InLayout(p.backward_weights_pd.diff_weights_desc(),
+                                                   user_dw, /*read=*/false, held));
+    ASSIGN_OR_RETURN(memory src, InLayout(p.backward_weights_pd.src_desc(),
+                                          Wrap(SourceDesc(g), engine, x), /*read=*/true, held));
+    ASSIGN_OR_RETURN(memory diff_dst, InLayout(p.backward_weights_pd.diff_dst_desc(),
+                                               Wrap(DestinationDesc(g), engine, dy),
+                                               /*read=*/true, held));
+    ASSIGN_OR_RETURN(memory scratchpad, Workspace(p.backward_weights_pd.scratchpad_desc(), held));
+    p.backward_weights.execute(stream, {{DNNL_ARG_SRC, src},
+                                        {DNNL_ARG_DIFF_DST, diff_dst},
+                                        {DNNL_ARG_DIFF_WEIGHTS, diff_weights},
+                                        {DNNL_ARG_SCRATCHPAD, scratchpad}});
     if (diff_weights != user_dw) {
       dnnl::reorder(diff_weights, user_dw).execute(stream, diff_weights, user_dw);
     }
@@ -230,9 +264,8 @@ absl::Status CpuConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Ten
   } catch (const dnnl::error& error) {
     return DnnlError(error, absl::StrCat(kOp, " (", GeometryString(g), ")").c_str());
   }
-  // oneDNN overwrites its output; the contract accumulates.
   float* __restrict out = dweight.f32();
-  const float* __restrict grad = weight_grad_scratch_.data();
+  const float* __restrict grad = weight_grad.f32();
   for (int64_t i = 0; i < weights; ++i) out[i] += grad[i];
   if (!dbias.defined()) return absl::OkStatus();
   // Per sample and channel a double sum over positions, summed over samples in double and

@@ -26,7 +26,7 @@ CpuDevice::CpuDevice(CpuDeviceOptions options)
       staging_("staging"),
       dnnl_(options.threads),
       matmul_ops_(dnnl_),
-      conv_ops_(dnnl_),
+      conv_ops_(dnnl_, memory_),
       ops_{.tensor = tensor_ops_,
            .matmul = matmul_ops_,
            .activation = activation_ops_,

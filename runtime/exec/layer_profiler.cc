@@ -61,14 +61,17 @@ absl::StatusOr<std::vector<Tensor>> InitializedTensors(Device& device,
   return tensors;
 }
 
-// Median in microseconds of `repeats` timed calls of `call`, after `warmup` untimed ones.
-absl::StatusOr<double> MedianMicros(const ProfileOptions& options,
+// Median in microseconds of `repeats` timed calls of `call`, after `warmup` untimed ones. Each
+// timed call ends when the device has finished its work (a GPU runs it asynchronously).
+absl::StatusOr<double> MedianMicros(Device& device, const ProfileOptions& options,
                                     const std::function<absl::Status()>& call) {
   for (int i = 0; i < options.warmup; ++i) RETURN_IF_ERROR(call());
+  RETURN_IF_ERROR(device.Synchronize());
   std::vector<double> micros;
   for (int i = 0; i < options.repeats; ++i) {
     const double start = NowMicros(options.clock);
     RETURN_IF_ERROR(call());
+    RETURN_IF_ERROR(device.Synchronize());
     micros.push_back(NowMicros(options.clock) - start);
   }
   std::sort(micros.begin(), micros.end());
@@ -106,11 +109,6 @@ absl::StatusOr<LayerTiming> ProfileLayer(const Layer& layer, Device& device, int
         absl::StrCat("profiling needs repeats >= 1, warmup >= 0 and a batch >= 1, got repeats ",
                      options.repeats, ", warmup ", options.warmup, ", batch ", batch));
   }
-  if (!device.host_accessible()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("the profiler fills inputs in place and needs a host-accessible device, not ",
-                     device.name()));
-  }
   const std::vector<ParamSpec> param_specs = layer.parameter_specs();
   ASSIGN_OR_RETURN(std::vector<Tensor> params,
                    InitializedTensors(device, param_specs, options.seed, layer_index, 0,
@@ -147,21 +145,22 @@ absl::StatusOr<LayerTiming> ProfileLayer(const Layer& layer, Device& device, int
                          .need_input_grad = need_input_grad,
                          .buffers = buffers};
   LayerTiming timing{.name = layer.name(), .splits = layer.SplitsBackward()};
-  ASSIGN_OR_RETURN(timing.forward_us, MedianMicros(options, [&]() -> absl::Status {
+  ASSIGN_OR_RETURN(timing.forward_us, MedianMicros(device, options, [&]() -> absl::Status {
                      SavedTensors saved;
                      return layer.Forward(ctx, params, x, saved).status();
                    }));
   // Backward only reads what Forward saved, so one Forward serves every backward call.
   SavedTensors saved;
   RETURN_IF_ERROR(layer.Forward(ctx, params, x, saved).status());
-  ASSIGN_OR_RETURN(timing.backward_us, MedianMicros(options, [&]() -> absl::Status {
+  ASSIGN_OR_RETURN(timing.backward_us, MedianMicros(device, options, [&]() -> absl::Status {
                      return layer.Backward(ctx, params, grads, saved, dy).status();
                    }));
   if (timing.splits) {
-    ASSIGN_OR_RETURN(timing.backward_input_us, MedianMicros(options, [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(timing.backward_input_us, MedianMicros(device, options, [&]() -> absl::Status {
                        return layer.BackwardInput(ctx, params, saved, dy).status();
                      }));
-    ASSIGN_OR_RETURN(timing.backward_weight_us, MedianMicros(options, [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(timing.backward_weight_us,
+                     MedianMicros(device, options, [&]() -> absl::Status {
                        return layer.BackwardWeight(ctx, grads, saved, dy);
                      }));
   } else {

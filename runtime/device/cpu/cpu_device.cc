@@ -21,8 +21,7 @@ class CpuEvent final : public DeviceEvent {
 }  // namespace
 
 CpuDevice::CpuDevice(CpuDeviceOptions options)
-    : options_(options),
-      memory_("cpu", options.memory_limit_bytes),
+    : memory_("cpu", options.memory_limit_bytes),
       staging_("staging"),
       dnnl_(options.threads),
       matmul_ops_(dnnl_),

@@ -57,7 +57,6 @@ class CpuDevice final : public Device {
   absl::Status Synchronize() override { return absl::OkStatus(); }
 
  private:
-  CpuDeviceOptions options_;
   HostAllocator memory_;
   HostAllocator staging_;
   DnnlContext dnnl_;

@@ -428,9 +428,10 @@ class Worker {
     shard.set_rank(rank_);
     // A rank that cannot read its parameters still takes part in the gather, carrying its
     // error, so no rank waits for it.
-    absl::StatusOr<std::vector<NamedTensorData>> exported = parameters.Export();
+    const absl::StatusOr<std::vector<NamedTensorData>> exported = parameters.Export();
     if (!exported.ok()) shard.set_error(std::string(exported.status().message()));
-    for (const NamedTensorData& t : exported.ok() ? *exported : std::vector<NamedTensorData>()) {
+    const std::vector<NamedTensorData> none;
+    for (const NamedTensorData& t : exported.ok() ? *exported : none) {
       pb::NamedTensor* named = shard.add_tensors();
       named->set_name(t.name);
       for (int64_t d : t.shape) named->add_shape(d);

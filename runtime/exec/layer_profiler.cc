@@ -14,6 +14,7 @@
 #include "runtime/core/json.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
 
@@ -119,7 +120,8 @@ absl::StatusOr<LayerTiming> ProfileLayer(const Layer& layer, Device& device, int
   std::vector<Tensor> grads;
   for (const ParamSpec& spec : param_specs) {
     ASSIGN_OR_RETURN(Tensor grad,
-                     Tensor::Zeros(device, spec.shape, DType::kF32, MemoryKind::kGradient));
+                     Tensor::Empty(device, spec.shape, DType::kF32, MemoryKind::kGradient));
+    RETURN_IF_ERROR(device.ops().tensor.Fill(grad, 0.0));
     grads.push_back(std::move(grad));
   }
 

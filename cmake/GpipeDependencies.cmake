@@ -21,10 +21,36 @@ if(GPIPE_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()
 
-# The CUDA backend (runtime/device/cuda, a later milestone) will be built only where a CUDA
-# compiler exists; today every target is CPU code, so the toolkit is only reported.
-include(CheckLanguage)
-check_language(CUDA)
-if(CMAKE_CUDA_COMPILER)
-  message(STATUS "gpipe: CUDA toolkit found (${CMAKE_CUDA_COMPILER}); no CUDA targets yet")
+# The CUDA backend (runtime/device/cuda, runtime/backend/cuda) is built wherever a CUDA compiler
+# exists (GPIPE_CUDA=OFF turns it off); without one every other target still builds and tests.
+# GPIPE_HAVE_CUDA tells the CMake lists which variant to build; C++ sources never ask.
+option(GPIPE_CUDA "Build the CUDA backend when a CUDA compiler is found" ON)
+set(GPIPE_CUDA_ARCHITECTURES "90;80" CACHE STRING
+    "GPU architectures the CUDA backend is compiled for (CMAKE_CUDA_ARCHITECTURES syntax)")
+set(GPIPE_HAVE_CUDA OFF)
+if(GPIPE_CUDA)
+  include(CheckLanguage)
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(CMAKE_CUDA_ARCHITECTURES "${GPIPE_CUDA_ARCHITECTURES}")
+    enable_language(CUDA)
+    # The kernels include the runtime's C++20 headers. (CMake 3.25 knows no CUDA20 dialect for
+    # nvcc 13, so the flag is given directly.)
+    string(APPEND CMAKE_CUDA_FLAGS " -std=c++20 --expt-relaxed-constexpr")
+    find_package(CUDAToolkit REQUIRED)
+    # cuDNN 9 ships no CMake package: found beside the toolkit (or where CUDNN_ROOT points).
+    find_library(GPIPE_CUDNN_LIBRARY NAMES cudnn
+                 HINTS ${CUDNN_ROOT} ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
+                 PATH_SUFFIXES lib lib64 REQUIRED)
+    find_path(GPIPE_CUDNN_INCLUDE_DIR NAMES cudnn.h
+              HINTS ${CUDNN_ROOT} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include REQUIRED)
+    add_library(CUDNN::cudnn UNKNOWN IMPORTED)
+    set_target_properties(CUDNN::cudnn PROPERTIES IMPORTED_LOCATION "${GPIPE_CUDNN_LIBRARY}"
+                          INTERFACE_INCLUDE_DIRECTORIES "${GPIPE_CUDNN_INCLUDE_DIR}")
+    set(GPIPE_HAVE_CUDA ON)
+    message(STATUS "gpipe: CUDA backend on (${CMAKE_CUDA_COMPILER}, CUDA "
+                   "${CUDAToolkit_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")
+  else()
+    message(STATUS "gpipe: no CUDA compiler found; the CUDA backend is not built")
+  endif()
 endif()

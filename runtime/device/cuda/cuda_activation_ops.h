@@ -1,0 +1,25 @@
+// CudaActivationOps: ActivationOps (runtime/device/ops/activation_ops.h) on the GPU, issued on the context's
+// compute stream. Checks its arguments as the CPU backend does (op_checks.h), before any launch.
+#ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_ACTIVATION_OPS_H_
+#define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_ACTIVATION_OPS_H_
+
+#include "runtime/device/cuda/cuda_context.h"
+#include "runtime/device/ops/activation_ops.h"
+
+namespace gpipe {
+
+class CudaActivationOps final : public ActivationOps {
+ public:
+  explicit CudaActivationOps(const CudaContext& context) : context_(context) {}
+
+  absl::Status Forward(Activation activation, const Tensor& x, Tensor& y) const override;
+  absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy,
+                        Tensor& dx) const override;
+
+ private:
+  const CudaContext& context_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_DEVICE_CUDA_CUDA_ACTIVATION_OPS_H_

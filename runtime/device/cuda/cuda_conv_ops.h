@@ -1,0 +1,34 @@
+// CudaConvOps: ConvOps (runtime/device/ops/conv_ops.h) on the GPU, issued on the context's
+// compute stream. Checks its arguments as the CPU backend does (op_checks.h), before any launch.
+#ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_CONV_OPS_H_
+#define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_CONV_OPS_H_
+
+#include "runtime/device/cuda/cuda_context.h"
+#include "runtime/device/ops/conv_ops.h"
+
+namespace gpipe {
+
+class CudaConvOps final : public ConvOps {
+ public:
+  explicit CudaConvOps(const CudaContext& context) : context_(context) {}
+
+  absl::Status Conv2dForward(const Conv2dGeometry& g, const Tensor& x, const Tensor& weight,
+                             const Tensor& bias, Tensor& y) const override;
+  absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight, const Tensor& dy,
+                                   Tensor& dx) const override;
+  absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
+                                    Tensor& dweight, Tensor& dbias) const override;
+  absl::Status Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                             Tensor& y) const override;
+  absl::Status Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                              const Tensor& y, const Tensor& dy, Tensor& dx) const override;
+  absl::Status GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const override;
+  absl::Status GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const override;
+
+ private:
+  const CudaContext& context_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_DEVICE_CUDA_CUDA_CONV_OPS_H_

@@ -1,0 +1,26 @@
+// CudaEmbeddingOps: EmbeddingOps (runtime/device/ops/embedding_ops.h) on the GPU, issued on the context's
+// compute stream. Checks its arguments as the CPU backend does (op_checks.h), before any launch.
+#ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_EMBEDDING_OPS_H_
+#define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_EMBEDDING_OPS_H_
+
+#include "runtime/device/cuda/cuda_context.h"
+#include "runtime/device/ops/embedding_ops.h"
+
+namespace gpipe {
+
+class CudaEmbeddingOps final : public EmbeddingOps {
+ public:
+  explicit CudaEmbeddingOps(const CudaContext& context) : context_(context) {}
+
+  absl::Status Gather(const Tensor& table, const Tensor& ids, Tensor& out) const override;
+  absl::Status ScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const override;
+  absl::Status AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
+                               Tensor& out) const override;
+
+ private:
+  const CudaContext& context_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_DEVICE_CUDA_CUDA_EMBEDDING_OPS_H_

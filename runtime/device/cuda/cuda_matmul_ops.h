@@ -1,0 +1,24 @@
+// CudaMatmulOps: MatmulOps (runtime/device/ops/matmul_ops.h) on the GPU, issued on the context's
+// compute stream. Checks its arguments as the CPU backend does (op_checks.h), before any launch.
+#ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_MATMUL_OPS_H_
+#define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_MATMUL_OPS_H_
+
+#include "runtime/device/cuda/cuda_context.h"
+#include "runtime/device/ops/matmul_ops.h"
+
+namespace gpipe {
+
+class CudaMatmulOps final : public MatmulOps {
+ public:
+  explicit CudaMatmulOps(const CudaContext& context) : context_(context) {}
+
+  absl::Status Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                    const GemmOptions& options) const override;
+
+ private:
+  const CudaContext& context_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_DEVICE_CUDA_CUDA_MATMUL_OPS_H_

@@ -1,0 +1,39 @@
+// CudaNormOps: NormOps (runtime/device/ops/norm_ops.h) on the GPU, issued on the context's
+// compute stream. Checks its arguments as the CPU backend does (op_checks.h), before any launch.
+#ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_NORM_OPS_H_
+#define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_NORM_OPS_H_
+
+#include "runtime/device/cuda/cuda_context.h"
+#include "runtime/device/ops/norm_ops.h"
+
+namespace gpipe {
+
+class CudaNormOps final : public NormOps {
+ public:
+  explicit CudaNormOps(const CudaContext& context) : context_(context) {}
+
+  absl::Status LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                Tensor& stats) const override;
+  absl::Status LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                      const Tensor& stats, const Tensor& dy,
+                                      Tensor& dx) const override;
+  absl::Status LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                       const Tensor& stats, const Tensor& dy, Tensor& dweight,
+                                       Tensor& dbias) const override;
+  absl::Status BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
+                                     Tensor& running_mean, Tensor& running_var, bool update_running,
+                                     Tensor& y, Tensor& stats) const override;
+  absl::Status BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
+                                    const Tensor& running_mean, const Tensor& running_var,
+                                    Tensor& y) const override;
+  absl::Status BatchNormBackward(const BatchNormArgs& args, const Tensor& x, const Tensor& stats,
+                                 const Tensor& dy, Tensor& dx, Tensor& dweight,
+                                 Tensor& dbias) const override;
+
+ private:
+  const CudaContext& context_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_DEVICE_CUDA_CUDA_NORM_OPS_H_

@@ -15,6 +15,8 @@
 # the shortest op (K=16) about 8 ms. Sleeping ranks still need a core to wake up on: on a loaded
 # machine every op pays the scheduler's wake-up latency, so run this on an idle machine (or raise
 # the op times by lowering peak_gflops). About 8 minutes.
+# GPIPE_SIM_PROFILE=FILE: cost the layers by a profile of a real device (`gpipe-plan profile`,
+# e.g. a GPU's, as bench/gpu_report.sh does) instead of FLOPs at peak_gflops.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 steps=${1:-3}
@@ -33,6 +35,8 @@ run() {
   local o="pipeline { stages: $k micro_batches: $m schedule: $schedule }"
   local t="training { global_batch: $b steps: $steps }"
   local r="runtime { log_every: 0 sim { peak_gflops: $peak } }"
+  [ -z "${GPIPE_SIM_PROFILE:-}" ] ||
+    r="runtime { log_every: 0 sim { profile: \"$GPIPE_SIM_PROFILE\" } }"
   local predicted
   predicted=$("$bin/gpipe-plan" show "$plan" --override "$o" --override "$t" --override "$r" |
               sed -n 's/^predicted step time \([0-9.]*\) ms.*/\1/p')
@@ -55,16 +59,18 @@ for k in 1 2 4 8 16; do
   done
 done
 
-python3 - "$batch" "$peak" "$steps" <<PY
+costs="at $peak GFLOP/s per stage"
+[ -z "${GPIPE_SIM_PROFILE:-}" ] || costs="costed by the profile $(basename "$GPIPE_SIM_PROFILE")"
+python3 - "$batch" "$peak" "$steps" "$costs" <<PY
 import sys
-batch, peak, steps = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3])
+batch, peak, steps, costs = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 step = {$(for key in "${!step_ms[@]}"; do printf '(%s): %s, ' "$key" "${step_ms[$key]}"; done)}
 paper = {(2, 1): 1, (4, 1): 1.07, (8, 1): 1.3, (2, 4): 1.7, (4, 4): 3.2, (8, 4): 4.8,
          (2, 32): 1.8, (4, 32): 3.4, (8, 32): 6.3}
 base = batch / step[(2, 1)]
 print("## Pipeline scaling on simulated accelerators (GPipe Table 2 format)\n")
 print(f"Transformer-48-like model (examples/sim_transformer48: 48 transformer blocks, d=1024, 32 "
-      f"positions, 16 heads) on \`device: SIM\` at {peak:g} GFLOP/s per stage, GPIPE schedule, "
+      f"positions, 16 heads) on \`device: SIM\` {costs}, GPIPE schedule, "
       f"remat NEVER, global batch {batch} for every cell, K ranks on this machine's cores. "
       f"Throughput = samples/s from the median step time of {steps - 1} steps after one warm-up, "
       f"normalized to K=2, M=1 (the paper's baseline). Ideal = K·M/(M+K−1). Paper: GPipe "

@@ -57,6 +57,14 @@ struct CudaDeviceParts {
 absl::StatusOr<CudaDeviceParts> CreateParts(const CudaDeviceOptions& options) {
   CudaDeviceParts parts;
   parts.options = options;
+  int pools_supported = 0;
+  GPIPE_CUDA_RETURN_IF_ERROR(
+      cudaDeviceGetAttribute(&pools_supported, cudaDevAttrMemoryPoolsSupported, options.ordinal));
+  if (pools_supported == 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "cuda:", options.ordinal, " does not support stream-ordered memory pools "
+        "(cudaMallocAsync), which the CUDA backend allocates from; use a newer GPU or driver"));
+  }
   GPIPE_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(
       &parts.multiprocessors, cudaDevAttrMultiProcessorCount, options.ordinal));
   ASSIGN_OR_RETURN(parts.compute_stream, cuda::CreateStream());

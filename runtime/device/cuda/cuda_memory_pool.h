@@ -2,7 +2,7 @@
 // private cudaMemPool (see cuda::CreateMemPool: freed blocks stay in the pool for reuse) and go
 // back with cudaFreeAsync, both on the compute stream, so a block freed while queued kernels
 // still read it is handed out again only after them (the Device's stream-ordered free). CUDA
-// aligns every block to at least 256 bytes.
+// aligns blocks as cudaMalloc does (256 bytes), beyond the 64 the Allocator contract asks.
 //
 // Every live byte is counted by kind in a MemoryTracker (current and peak); blocks cached in the
 // pool are not. An allocation beyond memory_limit_bytes, or one the GPU has no room for even

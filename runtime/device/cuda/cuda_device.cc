@@ -62,7 +62,8 @@ absl::StatusOr<CudaDeviceParts> CreateParts(const CudaDeviceOptions& options) {
       cudaDeviceGetAttribute(&pools_supported, cudaDevAttrMemoryPoolsSupported, options.ordinal));
   if (pools_supported == 0) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "cuda:", options.ordinal, " does not support stream-ordered memory pools "
+        "cuda:", options.ordinal,
+        " does not support stream-ordered memory pools "
         "(cudaMallocAsync), which the CUDA backend allocates from; use a newer GPU or driver"));
   }
   GPIPE_CUDA_RETURN_IF_ERROR(cudaDeviceGetAttribute(
@@ -130,8 +131,8 @@ class CudaDevice final : public Device {
   // An error of that work has no caller left to return to, so it is logged.
   ~CudaDevice() override {
     if (const absl::Status status = Synchronize(); !status.ok()) {
-      logger_.Error(absl::StrCat(name_, ": work still queued at shutdown failed: ",
-                                 status.message()));
+      logger_.Error(
+          absl::StrCat(name_, ": work still queued at shutdown failed: ", status.message()));
     }
   }
 
@@ -300,10 +301,10 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCudaDevice(const CudaDeviceOptions
   }
   const int visible = VisibleGpuCount();
   if (options.ordinal < 0 || options.ordinal >= visible) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "cuda: no GPU with ordinal ", options.ordinal, ": this process sees ", visible,
-        " GPU(s)", visible == 0 ? " (no device or no driver)" : "",
-        "; check CUDA_VISIBLE_DEVICES and how many ranks share a node"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("cuda: no GPU with ordinal ", options.ordinal, ": this process sees ", visible,
+                     " GPU(s)", visible == 0 ? " (no device or no driver)" : "",
+                     "; check CUDA_VISIBLE_DEVICES and how many ranks share a node"));
   }
   // Handles, streams and the pool are created for the current device, and kernels are issued
   // to it: it stays current on this thread.

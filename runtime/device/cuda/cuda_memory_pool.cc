@@ -35,9 +35,9 @@ absl::StatusOr<void*> CudaMemoryPool::Allocate(int64_t bytes, MemoryKind kind) {
         absl::StrCat(label_, ": allocating a negative size (", bytes, " bytes)"));
   }
   if (limit_bytes_ > 0 && memory_.current() + bytes > limit_bytes_) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        label_, ": allocating ", Describe(bytes, kind), " exceeds the limit of ", limit_bytes_,
-        " bytes (", memory_.current(), " in use)"));
+    return absl::ResourceExhaustedError(absl::StrCat(label_, ": allocating ", Describe(bytes, kind),
+                                                     " exceeds the limit of ", limit_bytes_,
+                                                     " bytes (", memory_.current(), " in use)"));
   }
   void* ptr = nullptr;
   cudaError_t code = TryAllocate(bytes, &ptr);
@@ -50,9 +50,9 @@ absl::StatusOr<void*> CudaMemoryPool::Allocate(int64_t bytes, MemoryKind kind) {
     code = TryAllocate(bytes, &ptr);
   }
   if (code == cudaErrorMemoryAllocation) {
-    const std::string limit =
-        limit_bytes_ > 0 ? absl::StrCat("the limit of ", limit_bytes_, " bytes")
-                         : std::string("no limit set");
+    const std::string limit = limit_bytes_ > 0
+                                  ? absl::StrCat("the limit of ", limit_bytes_, " bytes")
+                                  : std::string("no limit set");
     return absl::ResourceExhaustedError(absl::StrCat(
         label_, ": out of GPU memory allocating ", Describe(bytes, kind), " (", memory_.current(),
         " bytes in use, ", limit, "); lower the micro-batch size or move layers to other stages"));
@@ -71,9 +71,9 @@ void CudaMemoryPool::Free(void* ptr, int64_t bytes, MemoryKind kind) {
   const cudaError_t code = cudaFreeAsync(ptr, stream_);
   if (code == cudaSuccess) return;
   cudaGetLastError();  // logged here; not an error of queued work
-  logger_.Error(absl::StrCat(label_, ": freeing ", Describe(bytes, kind),
-                             " failed, the block stays allocated: ",
-                             CudaStatus(code, "cudaFreeAsync").message()));
+  logger_.Error(absl::StrCat(
+      label_, ": freeing ", Describe(bytes, kind),
+      " failed, the block stays allocated: ", CudaStatus(code, "cudaFreeAsync").message()));
 }
 
 void CudaMemoryPool::Recount(int64_t bytes, MemoryKind from, MemoryKind to) {

@@ -1,8 +1,8 @@
 // CudaDevice: one GPU as a stage sees it. Memory comes from a stream-ordered pool (cudaMallocAsync
 // on a private cudaMemPool that keeps freed blocks for reuse), every byte counted by kind with
-// peaks; a compute stream on which every op and copy is issued in order; copy streams for
-// host<->device transfers, ordered against the compute stream by events; pinned host staging
-// buffers; busy time from CUDA events. Kernels are the Cuda*Ops families, sharing one
+// peaks; a compute stream on which every op and copy is issued in order; a copy stream for
+// host-to-device transfers from pinned memory, ordered against the compute stream by events;
+// pinned host staging buffers; busy time from CUDA events. Kernels are the Cuda*Ops families, sharing one
 // CudaContext (stream, cuBLAS/cuBLASLt/cuDNN handles, workspace).
 //
 // Errors of queued work (a kernel that faulted) surface from the next call that synchronizes

@@ -17,10 +17,9 @@ absl::StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(
   auto it = factories_.find(static_cast<int>(runtime.device()));
   if (it == factories_.end()) {
     auto why = unavailable_.find(static_cast<int>(runtime.device()));
-    return absl::UnimplementedError(
-        absl::StrCat("runtime.device ", pb::Device_Name(runtime.device()),
-                     " is not built into this program",
-                     why != unavailable_.end() ? absl::StrCat(": ", why->second) : ""));
+    return absl::UnimplementedError(absl::StrCat(
+        "runtime.device ", pb::Device_Name(runtime.device()), " is not built into this program",
+        why != unavailable_.end() ? absl::StrCat(": ", why->second) : ""));
   }
   return it->second(runtime, context);
 }

@@ -16,8 +16,8 @@ namespace gpipe {
 
 class BackendRegistry {
  public:
-  using Factory = std::function<absl::StatusOr<std::unique_ptr<Backend>>(
-      const pb::Runtime&, const BackendContext&)>;
+  using Factory = std::function<absl::StatusOr<std::unique_ptr<Backend>>(const pb::Runtime&,
+                                                                         const BackendContext&)>;
 
   // Registers the factory of `device`; a second registration of the same device replaces it.
   void Register(pb::Device device, Factory factory);

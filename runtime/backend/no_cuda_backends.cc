@@ -6,8 +6,9 @@ namespace gpipe {
 
 void RegisterOptionalBackends(BackendRegistry& registry) {
   registry.MarkUnavailable(
-      pb::CUDA, "this gpipe was built without the CUDA backend (no nvcc at build time); rebuild "
-                "it on a machine with the CUDA toolkit, or run the plan with device: CPU");
+      pb::CUDA,
+      "this gpipe was built without the CUDA backend (no nvcc at build time); rebuild "
+      "it on a machine with the CUDA toolkit, or run the plan with device: CPU");
 }
 
 }  // namespace gpipe

@@ -38,8 +38,8 @@ class StagedSendHandle final : public TransferHandle {
 // Copies the received bytes into the device tensor once, when the inner receive completes.
 class StagedRecvHandle final : public TransferHandle {
  public:
-  StagedRecvHandle(std::unique_ptr<TransferHandle> host_handle, Tensor staged,
-                   Tensor destination, Device& device)
+  StagedRecvHandle(std::unique_ptr<TransferHandle> host_handle, Tensor staged, Tensor destination,
+                   Device& device)
       : staged_(std::move(staged)),
         host_handle_(std::move(host_handle)),
         destination_(std::move(destination)),

@@ -15,7 +15,9 @@ namespace {
 using ::testing::HasSubstr;
 
 NodeRanks Node(int local_rank, int local_size, int world_rank = 0) {
-  return NodeRanks{.world_rank = world_rank, .host = "node7", .local_rank = local_rank,
+  return NodeRanks{.world_rank = world_rank,
+                   .host = "node7",
+                   .local_rank = local_rank,
                    .local_size = local_size};
 }
 

@@ -54,11 +54,8 @@ class CopyCountingDevice final : public Device {
     ++copies_to_host;
     return cpu_.CopyToHost(source, destination, destination_bytes);
   }
-  absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override {
-    return cpu_.RecordEvent();
-  }
-  absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start,
-                                        const DeviceEvent& end) override {
+  absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override { return cpu_.RecordEvent(); }
+  absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) override {
     return cpu_.ElapsedSeconds(start, end);
   }
   absl::Status Synchronize() override { return cpu_.Synchronize(); }
@@ -203,8 +200,8 @@ TEST_F(HostStagedDataChannelTest, AllReduceSumsDeviceTensorsThroughTheHost) {
     for (int64_t i = 0; i < gradients[t].num_elements(); ++i) {
       double expected = 0;
       for (int r = 0; r < size; ++r) expected += static_cast<double>(KeyedValue(r, t + 1, i));
-      ASSERT_EQ(gradients[t].f32()[i], static_cast<float>(expected)) << "tensor " << t << "[" << i
-                                                                     << "]";
+      ASSERT_EQ(gradients[t].f32()[i], static_cast<float>(expected))
+          << "tensor " << t << "[" << i << "]";
     }
   }
   EXPECT_EQ(device_.copies_to_host, 2);

@@ -1,9 +1,9 @@
 // The op conformance suite's fixture: every test of tests/device/ops_*_test.cc runs once per
 // backend present in this build (CPU always; CUDA joins where it is built, with no new test
-// code, and its cases skip where no GPU is visible). A test computes its expected values with an independent
-// double-precision oracle written in the test, and checks the backend within the tolerance
-// the test states for that op: the CPU reference backend and every other backend are held to
-// the same oracle.
+// code, and its cases skip where no GPU is visible). A test computes its expected values with an
+// independent double-precision oracle written in the test, and checks the backend within the
+// tolerance the test states for that op: the CPU reference backend and every other backend are held
+// to the same oracle.
 #ifndef GPIPE_TESTS_DEVICE_BACKENDS_UNDER_TEST_H_
 #define GPIPE_TESTS_DEVICE_BACKENDS_UNDER_TEST_H_
 

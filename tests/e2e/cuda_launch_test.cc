@@ -29,11 +29,10 @@ TEST(CudaLaunchTest, DeviceCudaWithoutAGpuFailsEveryRankAtStartUpWithOneLine) {
   }
   constexpr int kRanks = 2;
   std::vector<std::string> argv = testing::MpirunPrefix(kRanks);
-  argv.insert(argv.end(),
-              {testing::BinPath("gpipe-worker"), "--plan",
-               testing::SourcePath("tests/e2e/testdata/equivalence.pbtxt"), "--override",
-               absl::StrCat("pipeline { stages: ", kRanks, " }"), "--override",
-               "runtime { device: CUDA }"});
+  argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan",
+                           testing::SourcePath("tests/e2e/testdata/equivalence.pbtxt"),
+                           "--override", absl::StrCat("pipeline { stages: ", kRanks, " }"),
+                           "--override", "runtime { device: CUDA }"});
   const testing::ProcessResult run = testing::RunProcess(argv, 60);
   EXPECT_NE(run.exit_code, 0) << run.output;
   EXPECT_LT(run.exit_code, 128) << "killed by a signal:\n" << run.output;
@@ -49,8 +48,9 @@ TEST(CudaLaunchTest, DeviceCudaWithoutAGpuFailsEveryRankAtStartUpWithOneLine) {
       EXPECT_TRUE(absl::StrContains(line, "CUDA_VISIBLE_DEVICES")) << line;
     } else {
       EXPECT_TRUE(absl::StrContains(
-          line, "runtime.device CUDA is not built into this program: this gpipe was built "
-                "without the CUDA backend (no nvcc at build time)"))
+          line,
+          "runtime.device CUDA is not built into this program: this gpipe was built "
+          "without the CUDA backend (no nvcc at build time)"))
           << line;
     }
   }

@@ -35,7 +35,7 @@ class CpuBackend final : public Backend {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const pb::Runtime& runtime,
-                                                        const BackendContext&) {
+                                                          const BackendContext&) {
   return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(runtime));
 }
 

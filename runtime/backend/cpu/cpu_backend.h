@@ -13,7 +13,7 @@
 namespace gpipe {
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const pb::Runtime& runtime,
-                                                        const BackendContext& context);
+                                                          const BackendContext& context);
 
 }  // namespace gpipe
 

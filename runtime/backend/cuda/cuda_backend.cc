@@ -37,15 +37,15 @@ class CudaBackend final : public Backend {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const pb::Runtime& runtime,
-                                                         const BackendContext& context) {
+                                                           const BackendContext& context) {
   ASSIGN_OR_RETURN(const NodeRanks node, NodeRanksOf(context.world));
   const int visible_gpus = VisibleGpuCount();
   ASSIGN_OR_RETURN(const GpuChoice gpu, SelectGpu(node, visible_gpus, runtime.cuda().share_gpu(),
                                                   context.cuda_visible_devices));
   if (gpu.shared && node.local_rank == 0 && context.logger != nullptr) {
-    context.logger->Info(absl::StrCat(
-        "runtime.cuda.share_gpu: host ", node.host, " runs ", node.local_size, " ranks on ",
-        visible_gpus, " GPU(s), shared round-robin; they run their work in turn"));
+    context.logger->Info(absl::StrCat("runtime.cuda.share_gpu: host ", node.host, " runs ",
+                                      node.local_size, " ranks on ", visible_gpus,
+                                      " GPU(s), shared round-robin; they run their work in turn"));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<Device> device,
                    CreateCudaDevice(CudaDeviceOptions{

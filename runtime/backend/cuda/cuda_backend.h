@@ -17,7 +17,7 @@ namespace gpipe {
 // Collective over context.world (finding the ranks of this node): every rank calls it at the
 // same point. FAILED_PRECONDITION, on every rank of the node alike, when this rank has no GPU.
 absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const pb::Runtime& runtime,
-                                                         const BackendContext& context);
+                                                           const BackendContext& context);
 
 }  // namespace gpipe
 

@@ -22,17 +22,17 @@ absl::StatusOr<GpuChoice> SelectGpu(const NodeRanks& node, int visible_gpus, boo
                                                    " is out of range; a gpipe bug, please report"));
   }
   if (visible_gpus <= 0) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "device: CUDA but no GPU is visible to rank ", node.world_rank, " on host ", node.host,
-        " (", DescribeVariable(visible_devices_variable), ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("device: CUDA but no GPU is visible to rank ", node.world_rank, " on host ",
+                     node.host, " (", DescribeVariable(visible_devices_variable), ")"));
   }
   const bool shared = node.local_size > visible_gpus;
   if (shared && !share_gpu) {
     return absl::FailedPreconditionError(absl::StrCat(
         "device: CUDA: host ", node.host, " runs ", node.local_size,
-        " ranks of this job but they see only ", visible_gpus, " GPU",
-        visible_gpus == 1 ? "" : "s", " (", DescribeVariable(visible_devices_variable),
-        "); start at most ", visible_gpus, " ranks per node, or set "
+        " ranks of this job but they see only ", visible_gpus, " GPU", visible_gpus == 1 ? "" : "s",
+        " (", DescribeVariable(visible_devices_variable), "); start at most ", visible_gpus,
+        " ranks per node, or set "
         "runtime { cuda { share_gpu: true } } to let ranks share GPUs round-robin"));
   }
   return GpuChoice{.ordinal = node.local_rank % visible_gpus, .shared = shared};

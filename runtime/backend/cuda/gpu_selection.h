@@ -17,9 +17,9 @@ namespace gpipe {
 // Where a rank runs, for choosing its GPU and for saying so in messages.
 struct NodeRanks {
   int world_rank = 0;
-  std::string host;     // MPI's processor name
-  int local_rank = 0;   // this rank's index among the ranks of its node
-  int local_size = 1;   // how many ranks of the job run on its node
+  std::string host;    // MPI's processor name
+  int local_rank = 0;  // this rank's index among the ranks of its node
+  int local_size = 1;  // how many ranks of the job run on its node
 };
 
 struct GpuChoice {

@@ -14,7 +14,7 @@
 namespace gpipe {
 
 absl::StatusOr<std::unique_ptr<Backend>> CreateSimBackend(const pb::Runtime& runtime,
-                                                        const BackendContext& context);
+                                                          const BackendContext& context);
 
 }  // namespace gpipe
 

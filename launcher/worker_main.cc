@@ -1,6 +1,7 @@
 // gpipe-worker: one pipeline stage process. Started by mpirun/srun (usually through gpipe-run),
 // one per rank; rank 0 also coordinates. See README.md for the flags.
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -53,6 +54,10 @@ int main(int argc, char** argv) {
   options.trace = flags->Get("trace").value_or("");
   options.init_from = flags->Get("init-from").value_or("");
   options.export_path = flags->Get("export").value_or("");
+  // Quoted in the CUDA backend's messages when a rank finds no GPU (CUDA itself reads it).
+  if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible != nullptr) {
+    options.cuda_visible_devices = visible;
+  }
   if (auto timeout = flags->Get("startup-timeout")) {
     auto seconds = gpipe::ParseSecondsFlag("--startup-timeout", *timeout);
     if (!seconds.ok()) {

@@ -9,6 +9,8 @@
 #include <mpi.h>
 
 #include <memory>
+#include <optional>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -16,11 +18,25 @@
 #include "proto/plan.pb.h"
 #include "runtime/comm/data_channel.h"
 #include "runtime/comm/wait.h"
+#include "runtime/core/logger.h"
 #include "runtime/device/device.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/train/dataset.h"
 
 namespace gpipe {
+
+// What a backend factory may need beyond the plan's runtime section: the job's processes (a GPU
+// backend finds the ranks of its node through them) and where to say things once.
+struct BackendContext {
+  // The job's ranks; every rank builds its backend at the same point, so a factory may use it
+  // collectively.
+  MPI_Comm world = MPI_COMM_NULL;
+  // Where start-up notes go; null: nowhere.
+  const Logger* logger = nullptr;
+  // The process's CUDA_VISIBLE_DEVICES as the launcher found it (nullopt: unset), quoted in
+  // messages about missing GPUs; never used to choose one.
+  std::optional<std::string> cuda_visible_devices;
+};
 
 class Backend {
  public:

@@ -8,13 +8,20 @@ void BackendRegistry::Register(pb::Device device, Factory factory) {
   factories_[static_cast<int>(device)] = std::move(factory);
 }
 
-absl::StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(const pb::Runtime& runtime) const {
+void BackendRegistry::MarkUnavailable(pb::Device device, std::string reason) {
+  unavailable_[static_cast<int>(device)] = std::move(reason);
+}
+
+absl::StatusOr<std::unique_ptr<Backend>> BackendRegistry::Create(
+    const pb::Runtime& runtime, const BackendContext& context) const {
   auto it = factories_.find(static_cast<int>(runtime.device()));
   if (it == factories_.end()) {
+    auto why = unavailable_.find(static_cast<int>(runtime.device()));
     return absl::UnimplementedError(absl::StrCat(
-        "runtime.device ", pb::Device_Name(runtime.device()), " is not built into this program"));
+        "runtime.device ", pb::Device_Name(runtime.device()), " is not built into this program",
+        why != unavailable_.end() ? absl::StrCat(": ", why->second) : ""));
   }
-  return it->second(runtime);
+  return it->second(runtime, context);
 }
 
 }  // namespace gpipe

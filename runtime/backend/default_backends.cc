@@ -8,6 +8,7 @@ BackendRegistry DefaultBackends() {
   BackendRegistry registry;
   registry.Register(pb::CPU, CreateCpuBackend);
   registry.Register(pb::SIM, CreateSimBackend);
+  RegisterOptionalBackends(registry);
   return registry;
 }
 

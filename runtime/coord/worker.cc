@@ -237,7 +237,12 @@ class Worker {
     const int chunks = plan.pipeline().virtual_stages();
     timeout_ = absl::Seconds(plan.runtime().timeouts().wait_seconds());
 
-    ASSIGN_OR_RETURN(std::unique_ptr<Backend> backend, backends_.Create(plan.runtime()));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<Backend> backend,
+        backends_.Create(plan.runtime(),
+                         BackendContext{.world = mpi_.world(),
+                                        .logger = &logger_,
+                                        .cuda_visible_devices = options_.cuda_visible_devices}));
     Device& device = backend->device();
     RETURN_IF_ERROR(backend->CheckSetup(setup_));
     const std::vector<ChunkSpec> specs =

@@ -3,6 +3,7 @@
 #ifndef GPIPE_RUNTIME_COORD_WORKER_OPTIONS_H_
 #define GPIPE_RUNTIME_COORD_WORKER_OPTIONS_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,8 @@ struct WorkerOptions {
   std::string trace;                   // --trace (overrides runtime.trace)
   std::string init_from;               // --init-from FILE.safetensors
   std::string export_path;             // --export FILE.safetensors
+  // $CUDA_VISIBLE_DEVICES (nullopt: unset), quoted in messages about missing GPUs.
+  std::optional<std::string> cuda_visible_devices;
   // How long non-root ranks wait for rank 0's setup message (rank 0 parses the plan meanwhile).
   absl::Duration startup_timeout = absl::Seconds(120);
 };

@@ -12,6 +12,7 @@ namespace gpipe::testing {
 std::vector<BackendUnderTest> BackendsUnderTest() {
   std::vector<BackendUnderTest> backends;
   backends.push_back({"cpu", [] { return std::make_unique<CpuDevice>(); }});
+  AppendOptionalBackendsUnderTest(backends);
   return backends;
 }
 

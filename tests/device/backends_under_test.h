@@ -1,9 +1,9 @@
 // The op conformance suite's fixture: every test of tests/device/ops_*_test.cc runs once per
-// backend present in this build (CPU always; CUDA joins where it is built and a GPU is visible,
-// with no new test code). A test computes its expected values with an independent
-// double-precision oracle written in the test, and checks the backend within the tolerance
-// the test states for that op: the CPU reference backend and every other backend are held to
-// the same oracle.
+// backend present in this build (CPU always; CUDA joins where it is built, with no new test
+// code, and its cases skip where no GPU is visible). A test computes its expected values with an
+// independent double-precision oracle written in the test, and checks the backend within the
+// tolerance the test states for that op: the CPU reference backend and every other backend are held
+// to the same oracle.
 #ifndef GPIPE_TESTS_DEVICE_BACKENDS_UNDER_TEST_H_
 #define GPIPE_TESTS_DEVICE_BACKENDS_UNDER_TEST_H_
 
@@ -24,14 +24,25 @@ namespace gpipe::testing {
 struct BackendUnderTest {
   std::string name;  // "cpu", used in test names
   std::function<std::unique_ptr<Device>()> make;
+  // Not empty: the backend is built in but cannot run here (no GPU visible); its cases skip,
+  // saying this, and `make` is never called.
+  std::string skip_reason;
 };
 
-// Backends built into this binary that can run here, CPU first.
+// Backends built into this binary, CPU first; those that cannot run here carry a skip_reason.
 std::vector<BackendUnderTest> BackendsUnderTest();
+
+// Appends the backends this build has beyond the CPU. Defined by whichever source CMake picks:
+// cuda_backend_under_test.cc (a "cuda" entry on GPU 0) where the CUDA backend is built,
+// no_cuda_backend_under_test.cc (nothing) otherwise.
+void AppendOptionalBackendsUnderTest(std::vector<BackendUnderTest>& backends);
 
 class OpsConformanceTest : public ::testing::TestWithParam<BackendUnderTest> {
  protected:
-  void SetUp() override { device_ = GetParam().make(); }
+  void SetUp() override {
+    if (!GetParam().skip_reason.empty()) GTEST_SKIP() << GetParam().skip_reason;
+    device_ = GetParam().make();
+  }
 
   Device& device() { return *device_; }
   const Ops& ops() { return device_->ops(); }

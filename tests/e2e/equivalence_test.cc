@@ -2,85 +2,21 @@
 // on the same mini-batch does, whatever the number of stages, micro-batches or the
 // re-materialization policy. Each case trains the same plan under mpirun and compares the
 // exported parameters.
-#include <cmath>
-#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
-#include "runtime/ckpt/safetensors.h"
-#include "tests/support/process_runner.h"
+#include "tests/e2e/equivalence_harness.h"
 
 namespace gpipe {
 namespace {
 
-using Weights = std::map<std::string, NamedTensorData>;
+using ::gpipe::testing::Weights;
 
-class EquivalenceTest : public ::testing::Test {
- protected:
-  // Trains tests/e2e/testdata/equivalence.pbtxt with `overrides` on `stages` ranks.
-  Weights Train(int stages, const std::vector<std::string>& overrides,
-                const std::string& plan = "tests/e2e/testdata/equivalence.pbtxt") {
-    const std::string out =
-        absl::StrCat(::testing::TempDir(), "/equivalence_", counter_++, ".safetensors");
-    std::vector<std::string> argv = testing::MpirunPrefix(stages);
-    argv.insert(argv.end(),
-                {testing::BinPath("gpipe-worker"), "--plan", testing::SourcePath(plan), "--export",
-                 out, "--override", absl::StrCat("pipeline { stages: ", stages, " }")});
-    for (const std::string& o : overrides) argv.insert(argv.end(), {"--override", o});
-    const testing::ProcessResult run = testing::RunProcess(argv, 120);
-    EXPECT_EQ(run.exit_code, 0) << run.output;
-    EXPECT_FALSE(run.timed_out);
-    Weights weights;
-    auto read = ReadSafetensors(out);
-    EXPECT_TRUE(read.ok()) << read.status() << "\n" << run.output;
-    if (read.ok()) {
-      for (NamedTensorData& t : *read) weights[t.name] = std::move(t);
-    }
-    return weights;
-  }
-
-  static void ExpectBitIdentical(const Weights& a, const Weights& b) {
-    ASSERT_EQ(a.size(), b.size());
-    ASSERT_FALSE(a.empty());
-    for (const auto& [name, tensor] : a) {
-      ASSERT_TRUE(b.contains(name)) << name;
-      const NamedTensorData& other = b.at(name);
-      ASSERT_EQ(tensor.shape, other.shape) << name;
-      for (size_t i = 0; i < tensor.values.size(); ++i) {
-        ASSERT_EQ(tensor.values[i], other.values[i]) << name << "[" << i << "]";
-      }
-    }
-  }
-
-  // max |a - b| / max |b| per tensor.
-  static void ExpectClose(const Weights& a, const Weights& b, double relative) {
-    ASSERT_EQ(a.size(), b.size());
-    ASSERT_FALSE(a.empty());
-    for (const auto& [name, tensor] : a) {
-      ASSERT_TRUE(b.contains(name)) << name;
-      const NamedTensorData& other = b.at(name);
-      ASSERT_EQ(tensor.shape, other.shape) << name;
-      double max_diff = 0, max_ref = 0;
-      for (size_t i = 0; i < tensor.values.size(); ++i) {
-        max_diff = std::max(max_diff, std::abs(double{tensor.values[i]} - other.values[i]));
-        max_ref = std::max(max_ref, std::abs(double{other.values[i]}));
-      }
-      EXPECT_LE(max_diff, relative * max_ref) << name << ": max diff " << max_diff;
-    }
-  }
-
-  static bool Differs(const Weights& a, const Weights& b) {
-    for (const auto& [name, tensor] : a) {
-      if (tensor.values != b.at(name).values) return true;
-    }
-    return false;
-  }
-
-  int counter_ = 0;
-};
+// On the plan's own device, the CPU.
+class EquivalenceTest : public testing::EquivalenceHarness {};
 
 TEST_F(EquivalenceTest, StageCountsGiveBitIdenticalWeights) {
   const Weights one = Train(1, {});

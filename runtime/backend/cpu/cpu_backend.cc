@@ -34,7 +34,8 @@ class CpuBackend final : public Backend {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const pb::Runtime& runtime) {
+absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const pb::Runtime& runtime,
+                                                          const BackendContext&) {
   return std::unique_ptr<Backend>(std::make_unique<CpuBackend>(runtime));
 }
 

@@ -12,7 +12,8 @@
 
 namespace gpipe {
 
-absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const pb::Runtime& runtime);
+absl::StatusOr<std::unique_ptr<Backend>> CreateCpuBackend(const pb::Runtime& runtime,
+                                                          const BackendContext& context);
 
 }  // namespace gpipe
 

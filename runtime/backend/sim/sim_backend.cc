@@ -82,7 +82,8 @@ class SimBackend final : public Backend {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Backend>> CreateSimBackend(const pb::Runtime& runtime) {
+absl::StatusOr<std::unique_ptr<Backend>> CreateSimBackend(const pb::Runtime& runtime,
+                                                          const BackendContext&) {
   return std::unique_ptr<Backend>(std::make_unique<SimBackend>(runtime));
 }
 

@@ -13,7 +13,8 @@
 
 namespace gpipe {
 
-absl::StatusOr<std::unique_ptr<Backend>> CreateSimBackend(const pb::Runtime& runtime);
+absl::StatusOr<std::unique_ptr<Backend>> CreateSimBackend(const pb::Runtime& runtime,
+                                                          const BackendContext& context);
 
 }  // namespace gpipe
 

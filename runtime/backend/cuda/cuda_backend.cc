@@ -1,0 +1,59 @@
+#include "runtime/backend/cuda/cuda_backend.h"
+
+#include "absl/strings/str_cat.h"
+#include "runtime/backend/cuda/gpu_selection.h"
+#include "runtime/comm/host_staged_data_channel.h"
+#include "runtime/comm/mpi_data_channel.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/device/cuda/cuda_device.h"
+
+namespace gpipe {
+namespace {
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(std::unique_ptr<Device> device) : device_(std::move(device)) {}
+
+  Device& device() override { return *device_; }
+  absl::Status CheckSetup(const pb::Setup&) const override { return absl::OkStatus(); }
+  std::unique_ptr<Dataset> AdaptDataset(std::unique_ptr<Dataset> dataset) const override {
+    return dataset;
+  }
+  absl::StatusOr<std::unique_ptr<DataChannel>> CreateChannel(
+      const pb::Plan&, MPI_Comm world, AbortPoller abort_poller,
+      absl::Duration setup_timeout) override {
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<MpiDataChannel> host_channel,
+        MpiDataChannel::Create(world, std::move(abort_poller), nullptr, setup_timeout));
+    return std::unique_ptr<DataChannel>(
+        std::make_unique<HostStagedDataChannel>(std::move(host_channel), *device_));
+  }
+  ChunkAdapter ChunkAdapterFor(const pb::Plan&) override { return nullptr; }
+
+ private:
+  std::unique_ptr<Device> device_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const pb::Runtime& runtime,
+                                                           const BackendContext& context) {
+  ASSIGN_OR_RETURN(const NodeRanks node, NodeRanksOf(context.world));
+  const int visible_gpus = VisibleGpuCount();
+  ASSIGN_OR_RETURN(const GpuChoice gpu, SelectGpu(node, visible_gpus, runtime.cuda().share_gpu(),
+                                                  context.cuda_visible_devices));
+  if (gpu.shared && node.local_rank == 0 && context.logger != nullptr) {
+    context.logger->Info(absl::StrCat("runtime.cuda.share_gpu: host ", node.host, " runs ",
+                                      node.local_size, " ranks on ", visible_gpus,
+                                      " GPU(s), shared round-robin; they run their work in turn"));
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<Device> device,
+                   CreateCudaDevice(CudaDeviceOptions{
+                       .ordinal = gpu.ordinal,
+                       .memory_limit_bytes = runtime.memory_limit_bytes(),
+                       .allow_tf32 = runtime.cuda().allow_tf32(),
+                   }));
+  return std::unique_ptr<Backend>(std::make_unique<CudaBackend>(std::move(device)));
+}
+
+}  // namespace gpipe

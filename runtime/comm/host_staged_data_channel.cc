@@ -1,0 +1,124 @@
+#include "runtime/comm/host_staged_data_channel.h"
+
+#include <vector>
+
+#include "runtime/core/status_macros.h"
+
+namespace gpipe {
+namespace {
+
+// Staging memory is counted like the device tensor it stands for.
+MemoryKind StagingKindOf(const TransferKey& key) {
+  return key.kind == TransferKind::kGradient ? MemoryKind::kBoundaryGrad : MemoryKind::kBoundary;
+}
+
+// A host copy of `tensor` in the device's staging memory, taken after all work issued before.
+absl::StatusOr<Tensor> StageToHost(Device& device, const Tensor& tensor, MemoryKind kind) {
+  ASSIGN_OR_RETURN(Tensor staged,
+                   Tensor::Empty(device.host_staging(), tensor.shape(), tensor.dtype(), kind));
+  RETURN_IF_ERROR(device.CopyToHost(tensor, staged.raw_data(), staged.bytes()));
+  return staged;
+}
+
+// Keeps the staged copy alive while the inner send may still read it.
+class StagedSendHandle final : public TransferHandle {
+ public:
+  StagedSendHandle(std::unique_ptr<TransferHandle> host_handle, Tensor staged)
+      : staged_(std::move(staged)), host_handle_(std::move(host_handle)) {}
+
+  bool Done() override { return host_handle_->Done(); }
+  absl::Status Wait(absl::Time deadline) override { return host_handle_->Wait(deadline); }
+
+ private:
+  // Declared before the inner handle so that it is destroyed after it.
+  Tensor staged_;
+  std::unique_ptr<TransferHandle> host_handle_;
+};
+
+// Copies the received bytes into the device tensor once, when the inner receive completes.
+class StagedRecvHandle final : public TransferHandle {
+ public:
+  StagedRecvHandle(std::unique_ptr<TransferHandle> host_handle, Tensor staged, Tensor destination,
+                   Device& device)
+      : staged_(std::move(staged)),
+        host_handle_(std::move(host_handle)),
+        destination_(std::move(destination)),
+        device_(device) {}
+
+  bool Done() override {
+    if (finished_) return true;
+    if (!host_handle_->Done()) return false;
+    // The inner receive has finished (or failed): its Wait returns at once with the outcome.
+    Finish(host_handle_->Wait(absl::InfinitePast()));
+    return true;
+  }
+
+  absl::Status Wait(absl::Time deadline) override {
+    if (finished_) return outcome_;
+    const absl::Status received = host_handle_->Wait(deadline);
+    // A wait that ran out of time leaves an unfinished receive that may be waited for again.
+    if (!received.ok() && !host_handle_->Done()) return received;
+    Finish(received);
+    return outcome_;
+  }
+
+ private:
+  void Finish(const absl::Status& received) {
+    finished_ = true;
+    outcome_ = received.ok()
+                   ? device_.CopyFromHost(staged_.raw_data(), staged_.bytes(), destination_)
+                   : received;
+    // CopyFromHost is done with the staging memory when it returns.
+    staged_ = Tensor();
+    destination_ = Tensor();
+  }
+
+  // Declared before the inner handle so that it outlives it: the inner receive writes into it.
+  Tensor staged_;
+  std::unique_ptr<TransferHandle> host_handle_;
+  Tensor destination_;
+  Device& device_;
+  bool finished_ = false;
+  absl::Status outcome_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<TransferHandle>> HostStagedDataChannel::Send(
+    const Tensor& tensor, int peer_rank, const TransferKey& key) {
+  ASSIGN_OR_RETURN(Tensor staged, StageToHost(device_, tensor, StagingKindOf(key)));
+  ASSIGN_OR_RETURN(std::unique_ptr<TransferHandle> host_handle,
+                   host_channel_->Send(staged, peer_rank, key));
+  return std::unique_ptr<TransferHandle>(
+      std::make_unique<StagedSendHandle>(std::move(host_handle), std::move(staged)));
+}
+
+absl::StatusOr<std::unique_ptr<TransferHandle>> HostStagedDataChannel::Recv(
+    Tensor& tensor, int peer_rank, const TransferKey& key) {
+  ASSIGN_OR_RETURN(Tensor staged, Tensor::Empty(device_.host_staging(), tensor.shape(),
+                                                tensor.dtype(), StagingKindOf(key)));
+  ASSIGN_OR_RETURN(std::unique_ptr<TransferHandle> host_handle,
+                   host_channel_->Recv(staged, peer_rank, key));
+  return std::unique_ptr<TransferHandle>(std::make_unique<StagedRecvHandle>(
+      std::move(host_handle), std::move(staged), tensor, device_));
+}
+
+absl::Status HostStagedDataChannel::AllReduceSum(std::span<Tensor> tensors,
+                                                 std::span<const int> group_ranks,
+                                                 absl::Time deadline) {
+  // A group of one sums nothing: no copies.
+  if (group_ranks.size() <= 1) return absl::OkStatus();
+  std::vector<Tensor> staged;
+  staged.reserve(tensors.size());
+  for (const Tensor& tensor : tensors) {
+    ASSIGN_OR_RETURN(Tensor copy, StageToHost(device_, tensor, MemoryKind::kGradient));
+    staged.push_back(std::move(copy));
+  }
+  RETURN_IF_ERROR(host_channel_->AllReduceSum(staged, group_ranks, deadline));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    RETURN_IF_ERROR(device_.CopyFromHost(staged[i].raw_data(), staged[i].bytes(), tensors[i]));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpipe

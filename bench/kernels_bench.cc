@@ -1,6 +1,7 @@
-// gpipe-bench-kernels: how close the CPU backend's layers come to the machine's own GEMM speed.
+// gpipe-bench-kernels: how close a backend's layers come to the device's own GEMM speed.
 //
-// It measures the single-thread (or --threads N) SGEMM peak through the CPU device (the best of
+// It measures the SGEMM peak through the device's matmul ops (CPU: single-thread or --threads N;
+// --device cuda: the first GPU, fp32 without TF32 unless the plan allows it) (the best of
 // several large square and rectangular shapes), then times forward and backward (and the split
 // halves where a layer splits) of linear, conv2d and causal self-attention at representative
 // shapes, with layer_norm and gelu as memory-bound references, and prints a markdown section:
@@ -8,7 +9,7 @@
 // backward time) as a share of the GEMM peak. Layers are timed by the layer profiler
 // (runtime/exec/layer_profiler.h), the same code that writes the simulated device's profile.
 //
-//   gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall]
+//   gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]
 //   gpipe-bench-kernels --profile PLAN [-o profile.json] [--override TEXT]... [--repeats N]
 //                       [--threads N] [--clock cpu|wall]
 //
@@ -28,7 +29,8 @@
 #include "layers/registry.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/device/cpu/cpu_device.h"
+#include "runtime/backend/standalone_device.h"
+#include "runtime/device/ops.h"
 #include "runtime/exec/layer_profiler.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
@@ -37,11 +39,13 @@ namespace gpipe {
 namespace {
 
 constexpr char kUsage[] =
-    "usage: gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall]\n"
+    "usage: gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]\n"
     "       gpipe-bench-kernels --profile PLAN [-o FILE] [--override TEXT]... [--repeats N]"
     " [--threads N] [--clock cpu|wall]\n"
     "  --quick        fewer repetitions and GEMM shapes (a smoke run)\n"
     "  --threads N    the CPU device's compute threads (default 1)\n"
+    "  --device D     cpu (default) or cuda (the first GPU; timed on the wall clock after the\n"
+    "                 device has finished each call)\n"
     "  --profile PLAN write PLAN's per-layer profile JSON (forward, backward input and weight\n"
     "                 halves, microseconds) to -o FILE, or to stdout\n"
     "  --repeats N    timed calls per phase for --profile (default 5; the median is kept)\n"
@@ -57,14 +61,23 @@ struct GemmPeak {
   double gflops = 0;
 };
 
-// Median seconds on `clock` of `repeats` calls after one warm-up call.
+// How rates are printed: GFLOP/s on a CPU, TFLOP/s on a GPU.
+struct RateUnit {
+  const char* name = "GFLOP/s";
+  double per_gflops = 1.0;  // printed value = GFLOP/s * per_gflops
+};
+
+// Median seconds on `clock` of `repeats` calls after one warm-up call, each timed until the
+// device has finished it.
 template <typename Call>
-absl::StatusOr<double> MedianSeconds(ProfileClock clock, int repeats, Call call) {
+absl::StatusOr<double> MedianSeconds(Device& device, ProfileClock clock, int repeats, Call call) {
   RETURN_IF_ERROR(call());
+  RETURN_IF_ERROR(device.Synchronize());
   std::vector<double> seconds;
   for (int i = 0; i < repeats; ++i) {
     const double start = NowMicros(clock);
     RETURN_IF_ERROR(call());
+    RETURN_IF_ERROR(device.Synchronize());
     seconds.push_back((NowMicros(clock) - start) * 1e-6);
   }
   std::sort(seconds.begin(), seconds.end());
@@ -74,27 +87,28 @@ absl::StatusOr<double> MedianSeconds(ProfileClock clock, int repeats, Call call)
 absl::StatusOr<Tensor> FilledTensor(Device& device, int64_t rows, int64_t cols, float value) {
   ASSIGN_OR_RETURN(Tensor t,
                    Tensor::Empty(device, Shape{rows, cols}, DType::kF32, MemoryKind::kData));
-  std::fill(t.f32(), t.f32() + t.num_elements(), value);
+  RETURN_IF_ERROR(device.ops().tensor.Fill(t, value));
   return t;
 }
 
 // The best GFLOP/s of C = A B over `shapes`, printed as a table as it goes.
 absl::StatusOr<GemmPeak> MeasureGemmPeak(Device& device, const std::vector<GemmShape>& shapes,
-                                         ProfileClock clock, int repeats) {
-  std::printf("| GEMM m x n x k | ms | GFLOP/s |\n|---|---|---|\n");
+                                         ProfileClock clock, int repeats, RateUnit unit) {
+  std::printf("| GEMM m x n x k | ms | %s |\n|---|---|---|\n", unit.name);
   GemmPeak best;
   for (const GemmShape& s : shapes) {
     ASSIGN_OR_RETURN(Tensor a, FilledTensor(device, s.m, s.k, 0.5f));
     ASSIGN_OR_RETURN(Tensor b, FilledTensor(device, s.k, s.n, 0.25f));
     ASSIGN_OR_RETURN(Tensor c, FilledTensor(device, s.m, s.n, 0.0f));
-    ASSIGN_OR_RETURN(double seconds, MedianSeconds(clock, repeats, [&] {
+    ASSIGN_OR_RETURN(double seconds, MedianSeconds(device, clock, repeats, [&] {
                        return device.ops().matmul.Gemm(WholeMatrix(a, s.m, s.k),
                                                        WholeMatrix(b, s.k, s.n),
                                                        WholeMatrix(c, s.m, s.n), {});
                      }));
     const double gflops = 2.0 * s.m * s.n * s.k / seconds * 1e-9;
     std::printf("| %lld x %lld x %lld | %.2f | %.1f |\n", static_cast<long long>(s.m),
-                static_cast<long long>(s.n), static_cast<long long>(s.k), seconds * 1e3, gflops);
+                static_cast<long long>(s.n), static_cast<long long>(s.k), seconds * 1e3,
+                gflops * unit.per_gflops);
     if (gflops > best.gflops) best = {s, gflops};
   }
   return best;
@@ -135,11 +149,13 @@ std::vector<LayerCase> LayerCases() {
 
 std::string Millis(double micros) { return absl::StrFormat("%.3f", micros * 1e-3); }
 
-absl::Status BenchLayers(Device& device, const GemmPeak& peak, ProfileClock clock, int repeats) {
+absl::Status BenchLayers(Device& device, const GemmPeak& peak, ProfileClock clock, int repeats,
+                         RateUnit unit) {
   const LayerRegistry registry = LayerRegistry::WithBuiltins();
   std::printf(
-      "\n| layer | shape | fwd ms | bwd ms | bwd-input ms | bwd-weight ms | GFLOP/s | "
-      "%% of GEMM peak |\n|---|---|---|---|---|---|---|---|\n");
+      "\n| layer | shape | fwd ms | bwd ms | bwd-input ms | bwd-weight ms | %s | "
+      "%% of GEMM peak |\n|---|---|---|---|---|---|---|---|\n",
+      unit.name);
   for (const LayerCase& c : LayerCases()) {
     pb::Layer spec;
     if (!google::protobuf::TextFormat::ParseFromString(c.entry, &spec)) {
@@ -152,46 +168,57 @@ absl::Status BenchLayers(Device& device, const GemmPeak& peak, ProfileClock cloc
                                   ProfileOptions{.repeats = repeats, .warmup = 1, .clock = clock}));
     const double flops = 3.0 * layer->ForwardFlopsPerSample() * static_cast<double>(c.batch);
     const double gflops = flops / ((t.forward_us + t.backward_us) * 1e-6) * 1e-9;
-    std::printf("| %s%s | %s | %s | %s | %s | %s | %.1f | %.0f%% |\n",
+    std::printf("| %s%s | %s | %s | %s | %s | %s | %.2f | %.0f%% |\n",
                 std::string(layer->type()).c_str(), c.memory_bound ? " (memory-bound)" : "",
                 c.shape.c_str(), Millis(t.forward_us).c_str(), Millis(t.backward_us).c_str(),
                 t.splits ? Millis(t.backward_input_us).c_str() : "—",
-                t.splits ? Millis(t.backward_weight_us).c_str() : "—", gflops,
+                t.splits ? Millis(t.backward_weight_us).c_str() : "—", gflops * unit.per_gflops,
                 100.0 * gflops / peak.gflops);
     std::fflush(stdout);
   }
   return absl::OkStatus();
 }
 
-absl::Status RunKernelBench(bool quick, int threads, ProfileClock clock) {
-  CpuDevice device(CpuDeviceOptions{.threads = threads});
+absl::Status RunKernelBench(bool quick, pb::Device kind, int threads, ProfileClock clock) {
+  pb::Runtime runtime;
+  runtime.set_device(kind);
+  runtime.set_threads(threads);
+  ASSIGN_OR_RETURN(std::unique_ptr<Device> owned, CreateStandaloneDevice(runtime));
+  Device& device = *owned;
+  const bool cpu = kind == pb::CPU;
+  const RateUnit unit = cpu ? RateUnit{} : RateUnit{.name = "TFLOP/s", .per_gflops = 1e-3};
   const int repeats = quick ? 2 : 7;
   std::vector<GemmShape> shapes = {{1024, 1024, 1024}, {256, 1024, 1024}};
   if (!quick) {
     shapes = {{512, 512, 512},    {1024, 1024, 1024}, {1536, 1536, 1536}, {2048, 2048, 2048},
               {256, 1024, 1024},  {256, 1024, 4096},  {2048, 512, 2048},  {512, 2048, 2048},
               {2048, 2048, 512}};
+    // A GPU reaches its peak only on large products.
+    if (!cpu) shapes.insert(shapes.end(), {{4096, 4096, 4096}, {8192, 8192, 8192}});
   }
-  std::printf("## CPU kernels against the GEMM peak\n\n");
+  std::printf("## %s kernels against the GEMM peak\n\n", cpu ? "CPU" : device.name().c_str());
   std::printf(
-      "SGEMM (C = A B, row-major, through the CPU device's matmul ops, %d thread%s) on each "
+      "SGEMM (C = A B, row-major, fp32, through the %s device's matmul ops%s) on each "
       "shape, then forward and backward of each layer on random inputs (the layer profiler: "
       "parameters initialized as in training, every input gradient computed, outputs allocated "
       "through the device as in training), each time the median of %d calls after one warm-up, "
-      "in %s. GFLOP/s = forward FLOPs (ForwardFlopsPerSample) x "
+      "in %s. Rate = forward FLOPs (ForwardFlopsPerSample) x "
       "batch x 3 / (fwd + bwd time); bwd is the whole Backward, and bwd-input / bwd-weight are "
       "its split halves timed on their own where the layer splits. The peak is the best GEMM "
       "row. layer_norm and gelu are memory-bound references (their FLOPs are nominal).%s\n\n",
-      threads, threads == 1 ? "" : "s", repeats,
+      device.name().c_str(),
+      cpu ? absl::StrCat(", ", threads, threads == 1 ? " thread" : " threads").c_str() : "",
+      repeats,
       clock == ProfileClock::kWall ? "wall time"
                                    : "process CPU time (page faults included; other processes "
                                      "sharing the cores do not inflate it)",
       quick ? " Quick run: few repetitions." : "");
-  ASSIGN_OR_RETURN(GemmPeak peak, MeasureGemmPeak(device, shapes, clock, repeats));
-  std::printf("\nGEMM peak: %.1f GFLOP/s at %lld x %lld x %lld.\n", peak.gflops,
+  ASSIGN_OR_RETURN(GemmPeak peak, MeasureGemmPeak(device, shapes, clock, repeats, unit));
+  std::printf("\nGEMM peak: %.1f %s at %lld x %lld x %lld.\n", peak.gflops * unit.per_gflops,
+              unit.name,
               static_cast<long long>(peak.shape.m), static_cast<long long>(peak.shape.n),
               static_cast<long long>(peak.shape.k));
-  return BenchLayers(device, peak, clock, repeats);
+  return BenchLayers(device, peak, clock, repeats, unit);
 }
 
 absl::Status RunProfile(const std::string& plan_path, const std::vector<std::string>& overrides,
@@ -200,9 +227,11 @@ absl::Status RunProfile(const std::string& plan_path, const std::vector<std::str
   ASSIGN_OR_RETURN(LoadedPlan loaded, LoadPlanFile(plan_path, overrides));
   const LayerRegistry registry = LayerRegistry::WithBuiltins();
   ASSIGN_OR_RETURN(AnalyzedPlan analyzed, AnalyzePlan(loaded, registry));
-  CpuDevice device(CpuDeviceOptions{.threads = threads});
+  pb::Runtime runtime;
+  runtime.set_threads(threads);
+  ASSIGN_OR_RETURN(std::unique_ptr<Device> device, CreateStandaloneDevice(runtime));
   ASSIGN_OR_RETURN(std::string json,
-                   ProfileAnalyzedPlanLayers(analyzed, registry, device,
+                   ProfileAnalyzedPlanLayers(analyzed, registry, *device,
                                              ProfileOptions{.repeats = repeats, .threads = threads, .clock = clock}));
   if (out_path.empty()) {
     std::fputs(json.c_str(), stdout);
@@ -213,7 +242,7 @@ absl::Status RunProfile(const std::string& plan_path, const std::vector<std::str
 
 int Main(int argc, char** argv) {
   absl::StatusOr<ParsedFlags> flags = ParseFlags(
-      {{"help", false}, {"quick", false}, {"threads"}, {"profile"}, {"o"}, {"repeats"}, {"clock"},
+      {{"help", false}, {"quick", false}, {"threads"}, {"profile"}, {"o"}, {"repeats"}, {"clock"}, {"device"},
        {"override", true, true}},
       std::vector<std::string>(argv + 1, argv + argc));
   if (!flags.ok() || !flags->positional().empty()) {
@@ -252,7 +281,16 @@ int Main(int argc, char** argv) {
     status = RunProfile(*plan, flags->GetAll("override"), flags->Get("o").value_or(""), repeats,
                         threads, clock);
   } else {
-    status = RunKernelBench(flags->Has("quick"), threads, clock);
+    absl::StatusOr<pb::Device> kind = StandaloneDeviceFromName(flags->Get("device").value_or("cpu"));
+    if (!kind.ok()) {
+      std::fprintf(stderr, "gpipe-bench-kernels: %s\n%s", std::string(kind.status().message()).c_str(),
+                   kUsage);
+      return 2;
+    }
+    // A GPU's kernels run on its own clock: only wall time, after each call has finished on the
+    // device, measures them.
+    if (*kind != pb::CPU) clock = ProfileClock::kWall;
+    status = RunKernelBench(flags->Has("quick"), *kind, threads, clock);
   }
   if (!status.ok()) {
     std::fprintf(stderr, "gpipe-bench-kernels: %s\n", status.ToString().c_str());

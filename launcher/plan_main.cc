@@ -6,8 +6,9 @@
 //   gpipe-plan timeline SOURCE -o OUT.svg [--step N] [--override TEXT]...
 //                                 the GPipe-paper stage x time picture of a traced step, or of
 //                                 a plan's simulated step
-//   gpipe-plan profile PLAN -o OUT.json [--override TEXT]... [--repeats N]
-//                                 time each layer on this machine's CPU: the cost profile that
+//   gpipe-plan profile PLAN -o OUT.json [--override TEXT]... [--repeats N] [--device cpu|cuda]
+//                                 time each layer on this machine's CPU (or first GPU): the
+//                                 cost profile that
 //                                 runtime { device: SIM sim { profile: ... } } reads
 #include <cstdio>
 #include <optional>
@@ -21,7 +22,7 @@
 #include "runtime/coord/plan_report.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/device/cpu/cpu_device.h"
+#include "runtime/backend/standalone_device.h"
 #include "runtime/exec/layer_profiler.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
@@ -35,7 +36,8 @@ constexpr char kUsage[] =
     "usage: gpipe-plan check PLAN [--override TEXT]... [-n N]\n"
     "       gpipe-plan show  PLAN [--override TEXT]... [--compare]\n"
     "       gpipe-plan timeline SOURCE -o OUT.svg [--step N] [--override TEXT]...\n"
-    "       gpipe-plan profile PLAN -o OUT.json [--override TEXT]... [--repeats N]\n"
+    "       gpipe-plan profile PLAN -o OUT.json [--override TEXT]... [--repeats N]"
+    " [--device cpu|cuda]\n"
     "  check      validate the plan (errors as file:line:col) and print its stages\n"
     "  show       also draw the schedule as a stage x time grid with the simulated step time,\n"
     "             bubble and per-stage peak memory by kind\n"
@@ -46,9 +48,11 @@ constexpr char kUsage[] =
     "             runtime { trace: ... } (measured, in ms) or a plan (simulated as `show`\n"
     "             predicts it)\n"
     "  profile    time every layer's forward, backward-input and backward-weight on this\n"
-    "             machine's CPU (runtime.threads threads, the plan's micro-batch size; median\n"
-    "             of --repeats runs, default 5) and write the JSON cost profile that\n"
+    "             machine's CPU (runtime.threads threads) or, with --device cuda, its first\n"
+    "             GPU (the plan's micro-batch size; median of --repeats runs, default 5) and\n"
+    "             write the JSON cost profile that\n"
     "             runtime { device: SIM sim { profile: ... } } reads\n"
+    "  --device D (profile) cpu (default) or cuda\n"
     "  -o OUT     (timeline) where to write the picture; (profile) the profile\n"
     "  --step N   (timeline, trace) the training step to draw; default: the last one every\n"
     "             rank completed\n"
@@ -149,8 +153,16 @@ int ProfileMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
   auto analyzed = gpipe::AnalyzePlan(*loaded, registry);
   if (!analyzed.ok()) return Fail(std::string(analyzed.status().message()));
   options.threads = analyzed->plan.runtime().threads();
-  gpipe::CpuDevice device(gpipe::CpuDeviceOptions{.threads = options.threads});
-  auto profile = gpipe::ProfileAnalyzedPlanLayers(*analyzed, registry, device, options);
+  gpipe::pb::Runtime runtime = analyzed->plan.runtime();
+  auto device_kind = gpipe::StandaloneDeviceFromName(flags.Get("device").value_or("cpu"));
+  if (!device_kind.ok()) return Usage(std::string(device_kind.status().message()).c_str());
+  runtime.set_device(*device_kind);
+  // A GPU's kernels run asynchronously on its own clock: only wall time (the profiler waits for
+  // the device after each timed call) measures them.
+  if (*device_kind != gpipe::pb::CPU) options.clock = gpipe::ProfileClock::kWall;
+  auto device = gpipe::CreateStandaloneDevice(runtime);
+  if (!device.ok()) return Fail(std::string(device.status().message()));
+  auto profile = gpipe::ProfileAnalyzedPlanLayers(*analyzed, registry, **device, options);
   if (!profile.ok()) return Fail(std::string(profile.status().message()));
   const absl::Status written = gpipe::WriteFileAtomically(*out, *profile);
   if (!written.ok()) return Fail(std::string(written.message()));
@@ -169,7 +181,8 @@ int main(int argc, char** argv) {
        {"help", false},
        {"o"},
        {"step"},
-       {"repeats"}},
+       {"repeats"},
+       {"device"}},
       args);
   if (!flags.ok()) {
     std::fprintf(stderr, "gpipe-plan: %s\n%s", std::string(flags.status().message()).c_str(),
@@ -187,8 +200,9 @@ int main(int argc, char** argv) {
   if (positional.size() == 2 && positional[0] == "profile") {
     return ProfileMain(*flags, positional[1]);
   }
-  if (flags->Has("o") || flags->Has("step") || flags->Has("repeats")) {
-    std::fputs("gpipe-plan: -o, --step and --repeats go with timeline or profile\n", stderr);
+  if (flags->Has("o") || flags->Has("step") || flags->Has("repeats") || flags->Has("device")) {
+    std::fputs("gpipe-plan: -o, --step, --repeats and --device go with timeline or profile\n",
+               stderr);
     return 2;
   }
   if (positional.size() != 2 || (positional[0] != "check" && positional[0] != "show")) {

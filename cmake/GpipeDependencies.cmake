@@ -37,6 +37,10 @@ if(GPIPE_CUDA)
     # The kernels include the runtime's C++20 headers. (CMake 3.25 knows no CUDA20 dialect for
     # nvcc 13, so the flag is given directly.)
     string(APPEND CMAKE_CUDA_FLAGS " -std=c++20 --expt-relaxed-constexpr")
+    # No fused multiply-add contraction: the element-wise kernels then round exactly as the CPU
+    # reference (GCC in ISO mode does not contract either), so optimizer updates and the like
+    # agree to the bit.
+    string(APPEND CMAKE_CUDA_FLAGS " --fmad=false")
     find_package(CUDAToolkit REQUIRED)
     # cuDNN 9 ships no CMake package: found beside the toolkit (or where CUDNN_ROOT points).
     find_library(GPIPE_CUDNN_LIBRARY NAMES cudnn

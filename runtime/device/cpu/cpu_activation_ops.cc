@@ -3,37 +3,14 @@
 #include <cmath>
 #include <cstdint>
 
-#include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops/activation_checks.h"
 
 namespace gpipe {
 namespace {
 
 constexpr float kInvSqrt2 = 0.70710678118654752440f;
 constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
-
-const char* NameOf(Activation activation) {
-  switch (activation) {
-    case Activation::kRelu:
-      return "relu";
-    case Activation::kTanh:
-      return "tanh";
-    case Activation::kGelu:
-      return "gelu";
-  }
-  return "unknown activation";
-}
-
-absl::Status CheckPair(const char* op, Activation activation, const char* a_name, const Tensor& a,
-                       const char* b_name, const Tensor& b) {
-  if (!a.defined() || !b.defined() || a.dtype() != DType::kF32 || b.dtype() != DType::kF32 ||
-      a.num_elements() != b.num_elements()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ActivationOps::", op, " (", NameOf(activation), "): ", a_name, " ", a.DebugString(),
-        " and ", b_name, " ", b.DebugString(), " must be f32 with the same element count"));
-  }
-  return absl::OkStatus();
-}
 
 // One plain loop per activation and direction, so each vectorizes on its own.
 void ReluForward(const float* __restrict x, float* __restrict y, int64_t n) {
@@ -75,7 +52,7 @@ void GeluBackward(const float* __restrict x, const float* __restrict dy, float* 
 }  // namespace
 
 absl::Status CpuActivationOps::Forward(Activation activation, const Tensor& x, Tensor& y) const {
-  RETURN_IF_ERROR(CheckPair("Forward", activation, "x", x, "y", y));
+  RETURN_IF_ERROR(op_checks::ActivationPair("Forward", activation, "x", x, "y", y));
   const int64_t n = x.num_elements();
   switch (activation) {
     case Activation::kRelu:
@@ -93,8 +70,8 @@ absl::Status CpuActivationOps::Forward(Activation activation, const Tensor& x, T
 
 absl::Status CpuActivationOps::Backward(Activation activation, const Tensor& saved,
                                         const Tensor& dy, Tensor& dx) const {
-  RETURN_IF_ERROR(CheckPair("Backward", activation, "saved", saved, "dy", dy));
-  RETURN_IF_ERROR(CheckPair("Backward", activation, "dy", dy, "dx", dx));
+  RETURN_IF_ERROR(op_checks::ActivationPair("Backward", activation, "saved", saved, "dy", dy));
+  RETURN_IF_ERROR(op_checks::ActivationPair("Backward", activation, "dy", dy, "dx", dx));
   const int64_t n = dy.num_elements();
   switch (activation) {
     case Activation::kRelu:

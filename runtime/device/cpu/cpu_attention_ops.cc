@@ -3,32 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
-#include "absl/strings/str_cat.h"
+#include "runtime/device/ops/op_checks.h"
 
 namespace gpipe {
-namespace {
-
-absl::Status CheckBlocks(const char* op, const char* what, int64_t blocks, int64_t t,
-                         const Tensor& tensor) {
-  if (blocks < 0 || t < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": negative blocks (", blocks, ") or t (", t, ")"));
-  }
-  if (!tensor.defined() || tensor.dtype() != DType::kF32 ||
-      tensor.num_elements() != blocks * t * t) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": ", what, " must be f32 [", blocks, ", ", t, ", ", t, "], got ",
-                     tensor.defined() ? tensor.DebugString() : "undefined"));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::Status CpuAttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t,
                                                    Tensor& scores) const {
   if (absl::Status s =
-          CheckBlocks("CpuAttentionOps::CausalSoftmaxForward", "scores", blocks, t, scores);
+          op_checks::SquareBlocks("CpuAttentionOps::CausalSoftmaxForward", "scores", blocks, t, scores);
       !s.ok()) {
     return s;
   }
@@ -52,8 +34,8 @@ absl::Status CpuAttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t,
 absl::Status CpuAttentionOps::CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale,
                                                     const Tensor& probs, Tensor& grad) const {
   constexpr char kOp[] = "CpuAttentionOps::CausalSoftmaxBackward";
-  if (absl::Status s = CheckBlocks(kOp, "probs", blocks, t, probs); !s.ok()) return s;
-  if (absl::Status s = CheckBlocks(kOp, "grad", blocks, t, grad); !s.ok()) return s;
+  if (absl::Status s = op_checks::SquareBlocks(kOp, "probs", blocks, t, probs); !s.ok()) return s;
+  if (absl::Status s = op_checks::SquareBlocks(kOp, "grad", blocks, t, grad); !s.ok()) return s;
   const float* p_base = probs.data<float>();
   float* g_base = grad.data<float>();
   for (int64_t r = 0; r < blocks * t; ++r) {

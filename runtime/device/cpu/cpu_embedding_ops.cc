@@ -2,31 +2,21 @@
 
 #include <cstdint>
 
-#include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops/embedding_checks.h"
 
 namespace gpipe {
 namespace {
 
-// Checks the operands shared by Gather and ScatterAdd: table (or its gradient) f32 [rows, dim],
-// ids i64, rows-of-dim f32 data with ids.num_elements() * dim elements; then every id.
+// The operands shared by Gather and ScatterAdd, then every id.
 absl::Status CheckRows(const char* op, const Tensor& table, const Tensor& ids, const Tensor& data) {
-  if (!table.defined() || table.dtype() != DType::kF32 || table.shape().rank() != 2 ||
-      !ids.defined() || ids.dtype() != DType::kI64 || !data.defined() ||
-      data.dtype() != DType::kF32 ||
-      data.num_elements() != ids.num_elements() * table.shape().dim(1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("EmbeddingOps::", op, ": table ", table.DebugString(), ", ids ",
-                     ids.DebugString(), " and rows ", data.DebugString(),
-                     " do not fit (f32 [rows, dim], i64 [n], f32 with n * dim elements)"));
-  }
+  RETURN_IF_ERROR(op_checks::EmbeddingRows(op, table, ids, data));
   const int64_t rows = table.shape().dim(0);
   const int64_t* id = ids.data<int64_t>();
   const int64_t n = ids.num_elements();
   for (int64_t r = 0; r < n; ++r) {
     if (id[r] < 0 || id[r] >= rows) {
-      return BadIdError(absl::StrCat("index ", r, " has id ", id[r], ", outside [0, ", rows, ")"),
-                        BadId{.index = r, .id = id[r]});
+      return op_checks::EmbeddingBadId(BadId{.index = r, .id = id[r]}, rows);
     }
   }
   return absl::OkStatus();
@@ -68,15 +58,7 @@ absl::Status CpuEmbeddingOps::ScatterAdd(const Tensor& ids, const Tensor& dout,
 
 absl::Status CpuEmbeddingOps::AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
                                               Tensor& out) const {
-  if (!in.defined() || !row.defined() || !out.defined() || in.dtype() != DType::kF32 ||
-      row.dtype() != DType::kF32 || out.dtype() != DType::kF32 || n < 1 ||
-      in.num_elements() % n != 0 || out.num_elements() != in.num_elements() ||
-      row.num_elements() < n) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("EmbeddingOps::AddRowBroadcast: in ", in.DebugString(), ", row ",
-                     row.DebugString(), ", n ", n, ", out ", out.DebugString(),
-                     " (f32 in/out of equal size, a multiple of n >= 1; row with >= n elements)"));
-  }
+  RETURN_IF_ERROR(op_checks::RowBroadcastArgs(in, row, n, out));
   const int64_t batch = in.num_elements() / n;
   // No __restrict on in/out: out may be in.
   const float* x = in.f32();

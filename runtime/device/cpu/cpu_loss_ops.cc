@@ -5,33 +5,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops/loss_checks.h"
 
 namespace gpipe {
-namespace {
-
-absl::Status CheckTotals(const char* op, const Tensor& totals) {
-  if (!totals.defined() || totals.dtype() != DType::kF64 ||
-      totals.num_elements() != kLossTotalsSize) {
-    return absl::InvalidArgumentError(absl::StrCat("LossOps::", op, ": totals must be f64 [",
-                                                   kLossTotalsSize, "], got ",
-                                                   totals.DebugString()));
-  }
-  return absl::OkStatus();
-}
-
-}  // namespace
 
 absl::Status CpuLossOps::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
                                              Tensor& grad, Tensor& totals) const {
-  RETURN_IF_ERROR(CheckTotals("SoftmaxCrossEntropy", totals));
-  if (!logits.defined() || logits.dtype() != DType::kF32 || logits.shape().rank() < 1 ||
-      logits.shape().last() < 1 || !ids.defined() || ids.dtype() != DType::kI64 ||
-      ids.num_elements() * logits.shape().last() != logits.num_elements() || !grad.defined() ||
-      grad.dtype() != DType::kF32 || grad.num_elements() != logits.num_elements()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "LossOps::SoftmaxCrossEntropy: logits ", logits.DebugString(), ", ids ", ids.DebugString(),
-        ", grad ", grad.DebugString(), " (f32 [rows, classes], i64 [rows], f32 like the logits)"));
-  }
+  RETURN_IF_ERROR(op_checks::LossTotals("SoftmaxCrossEntropy", totals));
+  RETURN_IF_ERROR(op_checks::CrossEntropyArgs(logits, ids, grad));
   const int64_t classes = logits.shape().last();
   const int64_t rows = ids.num_elements();
   const int64_t* id = ids.data<int64_t>();
@@ -74,16 +55,8 @@ absl::Status CpuLossOps::SoftmaxCrossEntropy(const Tensor& logits, const Tensor&
 
 absl::Status CpuLossOps::MeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
                                           Tensor& grad, Tensor& totals) const {
-  RETURN_IF_ERROR(CheckTotals("MeanSquaredError", totals));
-  if (!output.defined() || output.dtype() != DType::kF32 || !targets.defined() ||
-      targets.dtype() != DType::kF32 || targets.num_elements() != output.num_elements() ||
-      !grad.defined() || grad.dtype() != DType::kF32 ||
-      grad.num_elements() != output.num_elements()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("LossOps::MeanSquaredError: output ", output.DebugString(), ", targets ",
-                     targets.DebugString(), ", grad ", grad.DebugString(),
-                     " must be f32 with the same element count"));
-  }
+  RETURN_IF_ERROR(op_checks::LossTotals("MeanSquaredError", totals));
+  RETURN_IF_ERROR(op_checks::MeanSquaredErrorArgs(output, targets, grad));
   const float* __restrict y = output.f32();
   const float* __restrict t = targets.f32();
   float* __restrict g = grad.f32();

@@ -39,4 +39,19 @@ absl::Status NonNegative(const char* op, std::initializer_list<int64_t> counts) 
   return absl::OkStatus();
 }
 
+absl::Status SquareBlocks(const char* op, const char* what, int64_t blocks, int64_t t,
+                          const Tensor& tensor) {
+  if (blocks < 0 || t < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": negative blocks (", blocks, ") or t (", t, ")"));
+  }
+  if (!tensor.defined() || tensor.dtype() != DType::kF32 ||
+      tensor.num_elements() != blocks * t * t) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", what, " must be f32 [", blocks, ", ", t, ", ", t, "], got ",
+                     tensor.defined() ? tensor.DebugString() : "undefined"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace gpipe::op_checks

@@ -18,6 +18,9 @@ absl::Status Elements(const char* op, const char* what, const Tensor& t, DType d
 // `t` is defined, holds `dtype` and at least `elements` elements.
 absl::Status AtLeast(const char* op, const char* what, const Tensor& t, DType dtype,
                      int64_t elements);
+// blocks, t >= 0 and `t` (`what`) is a defined f32 tensor of blocks * t * t elements.
+absl::Status SquareBlocks(const char* op, const char* what, int64_t blocks, int64_t t,
+                          const Tensor& tensor);
 // Every count is >= 0.
 absl::Status NonNegative(const char* op, std::initializer_list<int64_t> counts);
 

@@ -1,0 +1,51 @@
+// Deterministic reductions inside one thread block: every thread passes its partial value, the
+// block combines them in a fixed tree (shared memory, then the first warp), and every thread gets
+// the result. The order depends only on blockDim.x, never on timing, so a kernel launched with
+// the same block size gives the same bits every time. blockDim.x must be a multiple of 32 and at
+// most 1024.
+#ifndef GPIPE_RUNTIME_DEVICE_CUDA_BLOCK_REDUCE_CUH_
+#define GPIPE_RUNTIME_DEVICE_CUDA_BLOCK_REDUCE_CUH_
+
+namespace gpipe::cuda {
+
+struct SumOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const { return a + b; }
+};
+
+// NaN wins, so a row holding NaN keeps it (as std::max_element over the row lets it through
+// when NaN comes first; the CPU and GPU then both produce NaN rows).
+struct MaxOp {
+  __device__ float operator()(float a, float b) const {
+    return (a != a || a > b) ? a : (b != b ? b : (b > a ? b : a));
+  }
+};
+
+// `scratch` holds at least 32 values of T in shared memory.
+template <typename T, typename Op>
+__device__ T BlockReduce(T value, Op op, T* scratch) {
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  for (int offset = 16; offset > 0; offset /= 2) {
+    value = op(value, __shfl_down_sync(0xffffffffu, value, offset));
+  }
+  __syncthreads();  // scratch may still be read by a previous call
+  if (lane == 0) scratch[warp] = value;
+  __syncthreads();
+  const unsigned warps = blockDim.x / 32;
+  if (warp == 0) {
+    value = lane < warps ? scratch[lane] : scratch[0];
+    // Lanes past `warps` hold a copy of scratch[0] and are never combined below.
+    for (int offset = 16; offset > 0; offset /= 2) {
+      const T other = __shfl_down_sync(0xffffffffu, value, offset);
+      if (lane + offset < warps) value = op(value, other);
+    }
+    if (lane == 0) scratch[0] = value;
+  }
+  __syncthreads();
+  return scratch[0];
+}
+
+}  // namespace gpipe::cuda
+
+#endif  // GPIPE_RUNTIME_DEVICE_CUDA_BLOCK_REDUCE_CUH_

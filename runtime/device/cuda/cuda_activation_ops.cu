@@ -1,0 +1,82 @@
+#include <cstdint>
+
+#include "runtime/core/status_macros.h"
+#include "runtime/device/cuda/cuda_activation_ops.h"
+#include "runtime/device/cuda/device_pointer.h"
+#include "runtime/device/cuda/kernel_launch.h"
+#include "runtime/device/ops/activation_checks.h"
+
+namespace gpipe {
+namespace {
+
+constexpr float kInvSqrt2 = 0.70710678118654752440f;
+constexpr float kInvSqrt2Pi = 0.39894228040143267794f;
+
+// The same float expressions as the CPU backend (cpu_activation_ops.cc); erff/expf/tanhf may
+// differ from glibc's in the last bits, which the conformance tolerances allow.
+__device__ float Forward(Activation activation, float x) {
+  switch (activation) {
+    case Activation::kRelu:
+      return x <= 0.0f ? 0.0f : x;  // NaN passes through, as torch.relu
+    case Activation::kTanh:
+      return tanhf(x);
+    case Activation::kGelu:
+      return x * 0.5f * (1.0f + erff(x * kInvSqrt2));
+  }
+  return x;
+}
+
+__device__ float Backward(Activation activation, float saved, float dy) {
+  switch (activation) {
+    case Activation::kRelu:
+      return saved > 0.0f ? dy : 0.0f;
+    case Activation::kTanh:
+      return dy * (1.0f - saved * saved);
+    case Activation::kGelu: {
+      const float cdf = 0.5f * (1.0f + erff(saved * kInvSqrt2));
+      const float pdf = kInvSqrt2Pi * expf(-0.5f * saved * saved);
+      return dy * (cdf + saved * pdf);
+    }
+  }
+  return dy;
+}
+
+__global__ void ForwardKernel(Activation activation, const float* x, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    y[i] = Forward(activation, x[i]);
+  }
+}
+
+__global__ void BackwardKernel(Activation activation, const float* saved, const float* dy,
+                               float* dx, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    dx[i] = Backward(activation, saved[i], dy[i]);
+  }
+}
+
+}  // namespace
+
+absl::Status CudaActivationOps::Forward(Activation activation, const Tensor& x, Tensor& y) const {
+  RETURN_IF_ERROR(op_checks::ActivationPair("Forward", activation, "x", x, "y", y));
+  const int64_t n = x.num_elements();
+  if (n == 0) return absl::OkStatus();
+  ForwardKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
+      activation, DevicePointer<float>(x), DevicePointer<float>(y), n);
+  return cuda::LaunchStatus("activation forward");
+}
+
+absl::Status CudaActivationOps::Backward(Activation activation, const Tensor& saved,
+                                         const Tensor& dy, Tensor& dx) const {
+  RETURN_IF_ERROR(op_checks::ActivationPair("Backward", activation, "saved", saved, "dy", dy));
+  RETURN_IF_ERROR(op_checks::ActivationPair("Backward", activation, "dy", dy, "dx", dx));
+  const int64_t n = dy.num_elements();
+  if (n == 0) return absl::OkStatus();
+  BackwardKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
+      activation, DevicePointer<float>(saved), DevicePointer<float>(dy), DevicePointer<float>(dx),
+      n);
+  return cuda::LaunchStatus("activation backward");
+}
+
+}  // namespace gpipe

@@ -1,0 +1,121 @@
+#include <cmath>
+#include <cstdint>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/device/cuda/block_reduce.cuh"
+#include "runtime/device/cuda/cuda_loss_ops.h"
+#include "runtime/device/cuda/device_pointer.h"
+#include "runtime/device/cuda/id_check.h"
+#include "runtime/device/cuda/kernel_launch.h"
+#include "runtime/device/ops/loss_checks.h"
+
+namespace gpipe {
+namespace {
+
+constexpr int kTotalThreads = 1024;
+
+// One thread per row, in the CPU backend's arithmetic (cpu_loss_ops.cc): argmax with ties to the
+// lowest class, log-sum-exp shifted by the max in double, gradient (softmax - onehot) * scale.
+// Each row's loss and hit go to `row_loss` / `row_hit` for the fixed-order total below.
+__global__ void CrossEntropyRowsKernel(const float* logits, const int64_t* ids, int64_t rows,
+                                       int64_t classes, double scale, float* grad,
+                                       double* row_loss, double* row_hit) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < rows;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const float* row = logits + i * classes;
+    float* grad_row = grad + i * classes;
+    int64_t argmax = 0;
+    for (int64_t c = 1; c < classes; ++c) {
+      if (row[c] > row[argmax]) argmax = c;
+    }
+    const double max_logit = row[argmax];
+    double sum_exp = 0.0;
+    for (int64_t c = 0; c < classes; ++c) sum_exp += exp(row[c] - max_logit);
+    const double log_sum_exp = max_logit + log(sum_exp);
+    const int64_t target = ids[i];
+    row_loss[i] = log_sum_exp - row[target];
+    row_hit[i] = argmax == target ? 1.0 : 0.0;
+    for (int64_t c = 0; c < classes; ++c) {
+      const double softmax = exp(row[c] - log_sum_exp);
+      grad_row[c] = static_cast<float>((softmax - (c == target ? 1.0 : 0.0)) * scale);
+    }
+  }
+}
+
+__global__ void SquaredErrorKernel(const float* output, const float* targets, int64_t n,
+                                   double scale, float* grad, double* squared) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const double diff = static_cast<double>(output[i]) - targets[i];
+    squared[i] = diff * diff;
+    grad[i] = static_cast<float>(2.0 * diff * scale);
+  }
+}
+
+// One block: totals[kLossSum] += scale * sum(values); totals[kLossCorrect] += sum(hits) when
+// hits is given. Each thread sums a fixed stride of the values, then the block tree combines
+// them: the same order every run (not the CPU's left-to-right order; sums agree to rounding).
+__global__ void AddTotalsKernel(const double* values, const double* hits, int64_t n, double scale,
+                                double* totals) {
+  __shared__ double scratch[32];
+  double sum = 0.0, hit_sum = 0.0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    sum += values[i];
+    if (hits != nullptr) hit_sum += hits[i];
+  }
+  sum = cuda::BlockReduce(sum, cuda::SumOp(), scratch);
+  if (hits != nullptr) hit_sum = cuda::BlockReduce(hit_sum, cuda::SumOp(), scratch);
+  if (threadIdx.x == 0) {
+    totals[kLossSum] += sum * scale;
+    if (hits != nullptr) totals[kLossCorrect] += hit_sum;
+  }
+}
+
+}  // namespace
+
+absl::Status CudaLossOps::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids,
+                                              double scale, Tensor& grad, Tensor& totals) const {
+  RETURN_IF_ERROR(op_checks::LossTotals("SoftmaxCrossEntropy", totals));
+  RETURN_IF_ERROR(op_checks::CrossEntropyArgs(logits, ids, grad));
+  const int64_t classes = logits.shape().last();
+  const int64_t rows = ids.num_elements();
+  ASSIGN_OR_RETURN(std::optional<BadId> bad, cuda::FirstBadId(context_, ids, classes));
+  if (bad.has_value()) {
+    return BadIdError(
+        absl::StrCat("row ", bad->index, " has class id ", bad->id, ", outside [0, ", classes, ")"),
+        *bad);
+  }
+  if (rows == 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Tensor per_row, Tensor::Empty(*context_.workspace, Shape{2, rows}, DType::kF64,
+                                                 MemoryKind::kWorkspace));
+  double* row_loss = DevicePointer<double>(per_row);
+  double* row_hit = row_loss + rows;
+  CrossEntropyRowsKernel<<<cuda::BlocksFor(rows, 128), 128, 0, context_.stream>>>(
+      DevicePointer<float>(logits), DevicePointer<int64_t>(ids), rows, classes, scale,
+      DevicePointer<float>(grad), row_loss, row_hit);
+  RETURN_IF_ERROR(cuda::LaunchStatus("cross-entropy rows"));
+  AddTotalsKernel<<<1, kTotalThreads, 0, context_.stream>>>(row_loss, row_hit, rows, scale,
+                                                            DevicePointer<double>(totals));
+  return cuda::LaunchStatus("cross-entropy totals");
+}
+
+absl::Status CudaLossOps::MeanSquaredError(const Tensor& output, const Tensor& targets,
+                                           double scale, Tensor& grad, Tensor& totals) const {
+  RETURN_IF_ERROR(op_checks::LossTotals("MeanSquaredError", totals));
+  RETURN_IF_ERROR(op_checks::MeanSquaredErrorArgs(output, targets, grad));
+  const int64_t n = output.num_elements();
+  if (n == 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(Tensor squared, Tensor::Empty(*context_.workspace, Shape{n}, DType::kF64,
+                                                 MemoryKind::kWorkspace));
+  SquaredErrorKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
+      DevicePointer<float>(output), DevicePointer<float>(targets), n, scale,
+      DevicePointer<float>(grad), DevicePointer<double>(squared));
+  RETURN_IF_ERROR(cuda::LaunchStatus("squared error"));
+  AddTotalsKernel<<<1, kTotalThreads, 0, context_.stream>>>(DevicePointer<double>(squared),
+                                                            nullptr, n, scale,
+                                                            DevicePointer<double>(totals));
+  return cuda::LaunchStatus("squared error totals");
+}
+
+}  // namespace gpipe

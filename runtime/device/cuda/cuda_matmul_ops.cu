@@ -1,0 +1,84 @@
+// Row-major products on cuBLAS (column-major): a row-major matrix with leading dimension ld is
+// its transpose in column-major with the same ld, so C = op(A) op(B) is computed as
+// C^T = op(B)^T op(A)^T: cuBLAS gets B first with op = transpose_b, then A with op =
+// transpose_a, and m and n swap. Views keep their offsets, leading dimensions and batch strides;
+// nothing is copied. cuBLAS returns the same bits on every run on the same GPU model; TF32 is
+// used only when the handle's math mode allows it (runtime.cuda.allow_tf32, set by the device).
+#include <cstdint>
+
+#include "runtime/core/status_macros.h"
+#include "runtime/device/cuda/cuda_matmul_ops.h"
+#include "runtime/device/cuda/cuda_status.h"
+#include "runtime/device/cuda/device_pointer.h"
+#include "runtime/device/cuda/kernel_launch.h"
+
+namespace gpipe {
+namespace {
+
+constexpr char kOp[] = "CudaMatmulOps::Gemm";
+
+// c[b, i, j] = beta c[b, i, j] (0 when beta == 0, so NaNs in c do not propagate) + bias[j]
+// (when given), as the CPU backend does for k == 0.
+__global__ void ScaleAndAddBiasKernel(float* c, int64_t rows, int64_t cols, int64_t ld,
+                                      int64_t batch_stride, int64_t batch, float beta,
+                                      const float* bias) {
+  const int64_t total = batch * rows * cols;
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t j = e % cols;
+    const int64_t i = (e / cols) % rows;
+    const int64_t b = e / (cols * rows);
+    float& value = c[b * batch_stride + i * ld + j];
+    const float scaled = beta == 0.0f ? 0.0f : beta * value;
+    value = bias != nullptr ? scaled + bias[j] : scaled;
+  }
+}
+
+// c[b, i, j] += bias[j], after the product (the CPU backend's order).
+__global__ void AddBiasKernel(float* c, int64_t rows, int64_t cols, int64_t ld,
+                              int64_t batch_stride, int64_t batch, const float* bias) {
+  const int64_t total = batch * rows * cols;
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t j = e % cols;
+    const int64_t i = (e / cols) % rows;
+    const int64_t b = e / (cols * rows);
+    c[b * batch_stride + i * ld + j] += bias[j];
+  }
+}
+
+const float* ViewPointer(const MatrixView& view) {
+  return DevicePointer<float>(view.tensor) + view.offset;
+}
+
+}  // namespace
+
+absl::Status CudaMatmulOps::Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                                 const GemmOptions& options) const {
+  RETURN_IF_ERROR(ValidateGemm(kOp, a, b, c, options));
+  const int64_t m = c.rows;
+  const int64_t n = c.cols;
+  const int64_t k = options.transpose_a ? a.rows : a.cols;
+  if (options.batch == 0 || m == 0 || n == 0) return absl::OkStatus();
+  float* c_ptr = const_cast<float*>(ViewPointer(c));
+  const float* bias = options.bias != nullptr ? DevicePointer<float>(*options.bias) : nullptr;
+  const int64_t total = options.batch * m * n;
+  if (k == 0) {
+    ScaleAndAddBiasKernel<<<cuda::BlocksFor(total), cuda::kThreadsPerBlock, 0, context_.stream>>>(
+        c_ptr, m, n, c.ld, c.batch_stride, options.batch, options.beta, bias);
+    return cuda::LaunchStatus("gemm scale (k = 0)");
+  }
+  const float alpha = options.alpha;
+  const float beta = options.beta;
+  GPIPE_CUBLAS_RETURN_IF_ERROR(cublasSgemmStridedBatched_64(
+      context_.cublas, options.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+      options.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, ViewPointer(b), b.ld,
+      b.batch_stride, ViewPointer(a), a.ld, a.batch_stride, &beta, c_ptr, c.ld, c.batch_stride,
+      options.batch));
+  if (bias == nullptr) return absl::OkStatus();
+  AddBiasKernel<<<cuda::BlocksFor(total), cuda::kThreadsPerBlock, 0, context_.stream>>>(
+      c_ptr, m, n, c.ld, c.batch_stride, options.batch, bias);
+  return cuda::LaunchStatus("gemm bias");
+}
+
+}  // namespace gpipe

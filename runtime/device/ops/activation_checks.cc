@@ -1,0 +1,31 @@
+#include "runtime/device/ops/activation_checks.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace gpipe::op_checks {
+
+const char* ActivationName(Activation activation) {
+  switch (activation) {
+    case Activation::kRelu:
+      return "relu";
+    case Activation::kTanh:
+      return "tanh";
+    case Activation::kGelu:
+      return "gelu";
+  }
+  return "unknown activation";
+}
+
+absl::Status ActivationPair(const char* op, Activation activation, const char* a_name,
+                            const Tensor& a, const char* b_name, const Tensor& b) {
+  if (!a.defined() || !b.defined() || a.dtype() != DType::kF32 || b.dtype() != DType::kF32 ||
+      a.num_elements() != b.num_elements()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "ActivationOps::", op, " (", ActivationName(activation), "): ", a_name, " ",
+        a.DebugString(), " and ", b_name, " ", b.DebugString(),
+        " must be f32 with the same element count"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpipe::op_checks

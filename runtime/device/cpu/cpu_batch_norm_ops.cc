@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/cpu/cpu_norm_ops.h"
+#include "runtime/device/ops/norm_checks.h"
 
 namespace gpipe {
 namespace {
@@ -13,28 +14,6 @@ namespace {
 constexpr int64_t kMeanHi = 0;
 constexpr int64_t kMeanLo = 1;
 constexpr int64_t kInvStd = 2;
-
-absl::Status CheckBatchNorm(const char* op, const BatchNormArgs& args, const Tensor& x,
-                            const Tensor& other, const char* other_name) {
-  if (args.batch < 0 || args.channels < 1 || args.positions < 1 || !(args.eps > 0.0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": needs batch >= 0, channels >= 1, positions >= 1 and eps > 0, got batch ", args.batch,
-        ", channels ", args.channels, ", positions ", args.positions, ", eps ", args.eps));
-  }
-  const int64_t elements = args.batch * args.channels * args.positions;
-  RETURN_IF_ERROR(CheckF32Elements(op, "x", x, elements));
-  RETURN_IF_ERROR(CheckF32Elements(op, other_name, other, elements));
-  if (args.weight.defined() != args.bias.defined()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": weight and bias must both be defined or both undefined, got ",
-                     args.weight.DebugString(), " and ", args.bias.DebugString()));
-  }
-  if (args.weight.defined()) {
-    RETURN_IF_ERROR(CheckF32Elements(op, "weight", args.weight, args.channels));
-    RETURN_IF_ERROR(CheckF32Elements(op, "bias", args.bias, args.channels));
-  }
-  return absl::OkStatus();
-}
 
 // y = (x - mean) * inv_std (* weight + bias) over channel c, computed in double.
 void Normalize(const BatchNormArgs& args, int64_t c, double mean, double inv_std,
@@ -57,10 +36,10 @@ absl::Status CpuNormOps::BatchNormTrainForward(const BatchNormArgs& args, const 
                                                bool update_running, Tensor& y,
                                                Tensor& stats) const {
   constexpr const char* kOp = "BatchNormTrainForward";
-  RETURN_IF_ERROR(CheckBatchNorm(kOp, args, x, y, "y"));
-  RETURN_IF_ERROR(CheckF32Elements(kOp, "running_mean", running_mean, args.channels));
-  RETURN_IF_ERROR(CheckF32Elements(kOp, "running_var", running_var, args.channels));
-  RETURN_IF_ERROR(CheckF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
+  RETURN_IF_ERROR(op_checks::BatchNorm(kOp, args, x, y, "y"));
+  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "running_mean", running_mean, args.channels));
+  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "running_var", running_var, args.channels));
+  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
   const int64_t n = args.batch * args.positions;
   if (n < 2) {
     return absl::InvalidArgumentError(
@@ -107,9 +86,9 @@ absl::Status CpuNormOps::BatchNormEvalForward(const BatchNormArgs& args, const T
                                               const Tensor& running_mean, const Tensor& running_var,
                                               Tensor& y) const {
   constexpr const char* kOp = "BatchNormEvalForward";
-  RETURN_IF_ERROR(CheckBatchNorm(kOp, args, x, y, "y"));
-  RETURN_IF_ERROR(CheckF32Elements(kOp, "running_mean", running_mean, args.channels));
-  RETURN_IF_ERROR(CheckF32Elements(kOp, "running_var", running_var, args.channels));
+  RETURN_IF_ERROR(op_checks::BatchNorm(kOp, args, x, y, "y"));
+  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "running_mean", running_mean, args.channels));
+  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "running_var", running_var, args.channels));
   const float* mean = running_mean.f32();
   const float* var = running_var.f32();
   for (int64_t c = 0; c < args.channels; ++c) {
@@ -123,12 +102,12 @@ absl::Status CpuNormOps::BatchNormBackward(const BatchNormArgs& args, const Tens
                                            const Tensor& stats, const Tensor& dy, Tensor& dx,
                                            Tensor& dweight, Tensor& dbias) const {
   constexpr const char* kOp = "BatchNormBackward";
-  RETURN_IF_ERROR(CheckBatchNorm(kOp, args, x, dy, "dy"));
-  RETURN_IF_ERROR(CheckF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
+  RETURN_IF_ERROR(op_checks::BatchNorm(kOp, args, x, dy, "dy"));
+  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
   const int64_t elements = args.batch * args.channels * args.positions;
-  if (dx.defined()) RETURN_IF_ERROR(CheckF32Elements(kOp, "dx", dx, elements));
-  if (dweight.defined()) RETURN_IF_ERROR(CheckF32Elements(kOp, "dweight", dweight, args.channels));
-  if (dbias.defined()) RETURN_IF_ERROR(CheckF32Elements(kOp, "dbias", dbias, args.channels));
+  if (dx.defined()) RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dx", dx, elements));
+  if (dweight.defined()) RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dweight", dweight, args.channels));
+  if (dbias.defined()) RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dbias", dbias, args.channels));
   const float* in = x.f32();
   const float* g = dy.f32();
   const float* st = stats.f32();

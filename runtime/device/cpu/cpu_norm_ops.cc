@@ -4,8 +4,8 @@
 #include <cmath>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops/norm_checks.h"
 
 namespace gpipe {
 namespace {
@@ -15,50 +15,13 @@ inline float Normalized(float x, float mean_hi, float mean_lo, float rstd) {
   return ((x - mean_hi) - mean_lo) * rstd;
 }
 
-// Checks x (and, when defined, the other row-shaped tensors), stats and the affine parameters.
-absl::Status CheckLayerNorm(const char* op, const LayerNormArgs& args, const Tensor& x,
-                            const Tensor& stats, const Tensor& other, const char* other_name) {
-  if (args.rows < 0 || args.features < 1 || !(args.eps > 0.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": needs rows >= 0, features >= 1 and eps > 0, got rows ", args.rows,
-                     ", features ", args.features, ", eps ", args.eps));
-  }
-  const int64_t elements = args.rows * args.features;
-  RETURN_IF_ERROR(CheckF32Elements(op, "x", x, elements));
-  if (x.shape().rank() < 1 || x.shape().last() != args.features) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": x must end in ", args.features, " features, got ", x.DebugString()));
-  }
-  RETURN_IF_ERROR(CheckF32Elements(op, "stats", stats, args.rows * kLayerNormStatsPerRow));
-  if (other.defined()) RETURN_IF_ERROR(CheckF32Elements(op, other_name, other, elements));
-  if (args.weight.defined() != args.bias.defined()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": weight and bias must both be defined or both undefined, got ",
-                     args.weight.DebugString(), " and ", args.bias.DebugString()));
-  }
-  if (args.weight.defined()) {
-    RETURN_IF_ERROR(CheckF32Elements(op, "weight", args.weight, args.features));
-    RETURN_IF_ERROR(CheckF32Elements(op, "bias", args.bias, args.features));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
-
-absl::Status CheckF32Elements(const char* op, const char* name, const Tensor& tensor,
-                              int64_t elements) {
-  if (tensor.defined() && tensor.dtype() == DType::kF32 && tensor.num_elements() == elements) {
-    return absl::OkStatus();
-  }
-  return absl::InvalidArgumentError(absl::StrCat(op, ": ", name, " must be f32 with ", elements,
-                                                 " elements, got ", tensor.DebugString()));
-}
 
 absl::Status CpuNormOps::LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
                                           Tensor& stats) const {
   constexpr const char* kOp = "LayerNormForward";
-  RETURN_IF_ERROR(CheckLayerNorm(kOp, args, x, stats, y, "y"));
-  RETURN_IF_ERROR(CheckF32Elements(kOp, "y", y, args.rows * args.features));
+  RETURN_IF_ERROR(op_checks::LayerNorm(kOp, args, x, stats, y, "y"));
+  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "y", y, args.rows * args.features));
   const int64_t features = args.features;
   const bool affine = args.weight.defined();
   const float* in = x.f32();
@@ -100,10 +63,10 @@ absl::Status CpuNormOps::LayerNormBackwardInput(const LayerNormArgs& args, const
                                                 const Tensor& stats, const Tensor& dy,
                                                 Tensor& dx) const {
   constexpr const char* kOp = "LayerNormBackwardInput";
-  RETURN_IF_ERROR(CheckLayerNorm(kOp, args, x, stats, dy, "dy"));
-  RETURN_IF_ERROR(CheckF32Elements(kOp, "dy", dy, args.rows * args.features));
+  RETURN_IF_ERROR(op_checks::LayerNorm(kOp, args, x, stats, dy, "dy"));
+  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dy", dy, args.rows * args.features));
   if (!dx.defined()) return absl::OkStatus();
-  RETURN_IF_ERROR(CheckF32Elements(kOp, "dx", dx, args.rows * args.features));
+  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dx", dx, args.rows * args.features));
   const int64_t features = args.features;
   const bool affine = args.weight.defined();
   const float* __restrict weight = affine ? args.weight.f32() : nullptr;
@@ -140,10 +103,10 @@ absl::Status CpuNormOps::LayerNormBackwardParams(const LayerNormArgs& args, cons
                                                  const Tensor& stats, const Tensor& dy,
                                                  Tensor& dweight, Tensor& dbias) const {
   constexpr const char* kOp = "LayerNormBackwardParams";
-  RETURN_IF_ERROR(CheckLayerNorm(kOp, args, x, stats, dy, "dy"));
-  RETURN_IF_ERROR(CheckF32Elements(kOp, "dy", dy, args.rows * args.features));
-  if (dweight.defined()) RETURN_IF_ERROR(CheckF32Elements(kOp, "dweight", dweight, args.features));
-  if (dbias.defined()) RETURN_IF_ERROR(CheckF32Elements(kOp, "dbias", dbias, args.features));
+  RETURN_IF_ERROR(op_checks::LayerNorm(kOp, args, x, stats, dy, "dy"));
+  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dy", dy, args.rows * args.features));
+  if (dweight.defined()) RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dweight", dweight, args.features));
+  if (dbias.defined()) RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dbias", dbias, args.features));
   if (!dweight.defined() && !dbias.defined()) return absl::OkStatus();
   const int64_t features = args.features;
   // Summed over rows in double, then added once: the error does not grow with the rows.

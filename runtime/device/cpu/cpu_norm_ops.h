@@ -30,11 +30,6 @@ class CpuNormOps final : public NormOps {
                                  Tensor& dbias) const override;
 };
 
-// Fails unless `tensor` is a defined f32 tensor of `elements` elements (INVALID_ARGUMENT naming
-// the op, the tensor and what it should be).
-absl::Status CheckF32Elements(const char* op, const char* name, const Tensor& tensor,
-                              int64_t elements);
-
 }  // namespace gpipe
 
 #endif  // GPIPE_RUNTIME_DEVICE_CPU_CPU_NORM_OPS_H_

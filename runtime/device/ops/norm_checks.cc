@@ -1,0 +1,66 @@
+#include "runtime/device/ops/norm_checks.h"
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+
+namespace gpipe::op_checks {
+
+absl::Status NormF32Elements(const char* op, const char* name, const Tensor& tensor,
+                              int64_t elements) {
+  if (tensor.defined() && tensor.dtype() == DType::kF32 && tensor.num_elements() == elements) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(op, ": ", name, " must be f32 with ", elements,
+                                                 " elements, got ", tensor.DebugString()));
+}
+
+absl::Status LayerNorm(const char* op, const LayerNormArgs& args, const Tensor& x,
+                            const Tensor& stats, const Tensor& other, const char* other_name) {
+  if (args.rows < 0 || args.features < 1 || !(args.eps > 0.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": needs rows >= 0, features >= 1 and eps > 0, got rows ", args.rows,
+                     ", features ", args.features, ", eps ", args.eps));
+  }
+  const int64_t elements = args.rows * args.features;
+  RETURN_IF_ERROR(NormF32Elements(op, "x", x, elements));
+  if (x.shape().rank() < 1 || x.shape().last() != args.features) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": x must end in ", args.features, " features, got ", x.DebugString()));
+  }
+  RETURN_IF_ERROR(NormF32Elements(op, "stats", stats, args.rows * kLayerNormStatsPerRow));
+  if (other.defined()) RETURN_IF_ERROR(NormF32Elements(op, other_name, other, elements));
+  if (args.weight.defined() != args.bias.defined()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": weight and bias must both be defined or both undefined, got ",
+                     args.weight.DebugString(), " and ", args.bias.DebugString()));
+  }
+  if (args.weight.defined()) {
+    RETURN_IF_ERROR(NormF32Elements(op, "weight", args.weight, args.features));
+    RETURN_IF_ERROR(NormF32Elements(op, "bias", args.bias, args.features));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status BatchNorm(const char* op, const BatchNormArgs& args, const Tensor& x,
+                            const Tensor& other, const char* other_name) {
+  if (args.batch < 0 || args.channels < 1 || args.positions < 1 || !(args.eps > 0.0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        op, ": needs batch >= 0, channels >= 1, positions >= 1 and eps > 0, got batch ", args.batch,
+        ", channels ", args.channels, ", positions ", args.positions, ", eps ", args.eps));
+  }
+  const int64_t elements = args.batch * args.channels * args.positions;
+  RETURN_IF_ERROR(NormF32Elements(op, "x", x, elements));
+  RETURN_IF_ERROR(NormF32Elements(op, other_name, other, elements));
+  if (args.weight.defined() != args.bias.defined()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": weight and bias must both be defined or both undefined, got ",
+                     args.weight.DebugString(), " and ", args.bias.DebugString()));
+  }
+  if (args.weight.defined()) {
+    RETURN_IF_ERROR(NormF32Elements(op, "weight", args.weight, args.channels));
+    RETURN_IF_ERROR(NormF32Elements(op, "bias", args.bias, args.channels));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpipe::op_checks

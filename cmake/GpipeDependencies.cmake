@@ -34,9 +34,16 @@ if(GPIPE_CUDA)
   if(CMAKE_CUDA_COMPILER)
     set(CMAKE_CUDA_ARCHITECTURES "${GPIPE_CUDA_ARCHITECTURES}")
     enable_language(CUDA)
-    # The kernels include the runtime's C++20 headers. (CMake 3.25 knows no CUDA20 dialect for
-    # nvcc 13, so the flag is given directly.)
-    string(APPEND CMAKE_CUDA_FLAGS " -std=c++20 --expt-relaxed-constexpr")
+    # The kernels include the runtime's C++20 headers. CMake 3.25 does not know how nvcc 13
+    # enables C++20, so it is told (the targets' C++20 requirement then maps onto CUDA sources).
+    set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    string(APPEND CMAKE_CUDA_FLAGS " --expt-relaxed-constexpr")
+    # Debian's packages export /usr/include as an include directory; passed to nvcc as -isystem it
+    # breaks libstdc++'s #include_next <math.h>. It is searched anyway, so it is left out.
+    list(APPEND CMAKE_CUDA_IMPLICIT_INCLUDE_DIRECTORIES /usr/include)
     # No fused multiply-add contraction: the element-wise kernels then round exactly as the CPU
     # reference (GCC in ISO mode does not contract either), so optimizer updates and the like
     # agree to the bit.

@@ -5,7 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/device/cpu/cpu_conv_shapes.h"
+#include "runtime/device/ops/conv_shapes.h"
 
 namespace gpipe {
 namespace {
@@ -33,11 +33,6 @@ memory::desc WeightDesc(const Conv2dGeometry& g) {
       Tag::goihw);
 }
 
-Shape InputShape(const Conv2dGeometry& g) { return {g.batch, g.in_channels, g.in_h, g.in_w}; }
-Shape OutputShape(const Conv2dGeometry& g) { return {g.batch, g.out_channels, g.out_h, g.out_w}; }
-Shape WeightShape(const Conv2dGeometry& g) {
-  return {g.out_channels, g.in_channels / g.groups, g.kernel_h, g.kernel_w};
-}
 
 // Windows: oneDNN counts dilation from 0 (PyTorch's minus 1). Right padding equal to the left
 // one reproduces PyTorch's floor-mode output size (oneDNN divides the same way).

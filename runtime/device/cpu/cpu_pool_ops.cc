@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/cpu/cpu_conv_ops.h"
-#include "runtime/device/cpu/cpu_conv_shapes.h"
+#include "runtime/device/ops/conv_shapes.h"
 
 namespace gpipe {
 namespace {
@@ -112,8 +112,6 @@ inline int64_t FirstIndexOf(float max, const float* plane, const PoolWindows::Ta
   return found;
 }
 
-Shape PoolInput(const Conv2dGeometry& g) { return {g.batch, g.in_channels, g.in_h, g.in_w}; }
-Shape PoolOutput(const Conv2dGeometry& g) { return {g.batch, g.in_channels, g.out_h, g.out_w}; }
 
 }  // namespace
 
@@ -121,8 +119,8 @@ absl::Status CpuConvOps::Pool2dForward(PoolKind kind, const Conv2dGeometry& g, c
                                        Tensor& y) const {
   constexpr const char* kOp = "Pool2dForward";
   RETURN_IF_ERROR(CheckGeometry(kOp, g, /*pooling=*/true));
-  RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, PoolInput(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, PoolOutput(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, PoolInputShape(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, PoolOutputShape(g)));
   const PoolWindows windows(g);
   const int64_t planes = g.batch * g.in_channels;
   const int64_t in_plane = g.in_h * g.in_w;
@@ -154,11 +152,11 @@ absl::Status CpuConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, 
   constexpr const char* kOp = "Pool2dBackward";
   RETURN_IF_ERROR(CheckGeometry(kOp, g, /*pooling=*/true));
   if (kind == PoolKind::kMax) {
-    RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, PoolInput(g)));
-    RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, PoolOutput(g)));
+    RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, PoolInputShape(g)));
+    RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, PoolOutputShape(g)));
   }
-  RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, PoolOutput(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "dx", g, dx, PoolInput(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, PoolOutputShape(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "dx", g, dx, PoolInputShape(g)));
   const PoolWindows windows(g);
   const int64_t planes = g.batch * g.in_channels;
   const int64_t in_plane = g.in_h * g.in_w;
@@ -194,15 +192,8 @@ absl::Status CpuConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, 
 }
 
 absl::Status CpuConvOps::GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const {
+  RETURN_IF_ERROR(CheckGlobalAvgPoolForward(x, y));
   const Shape& s = x.shape();
-  if (!x.defined() || x.dtype() != DType::kF32 || s.rank() != 4 || s.dim(1) < 1 || s.dim(2) < 1 ||
-      s.dim(3) < 1 || !y.defined() || y.dtype() != DType::kF32 ||
-      y.shape() != Shape{s.dim(0), s.dim(1)}) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("GlobalAvgPool2dForward: needs f32 x [batch, c, h, w] (each >= 1 but the "
-                     "batch) and y [batch, c], got x ",
-                     x.DebugString(), " and y ", y.DebugString()));
-  }
   const int64_t planes = s.dim(0) * s.dim(1);
   const int64_t plane = s.dim(2) * s.dim(3);
   const float* in = x.f32();
@@ -216,15 +207,8 @@ absl::Status CpuConvOps::GlobalAvgPool2dForward(const Tensor& x, Tensor& y) cons
 }
 
 absl::Status CpuConvOps::GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const {
+  RETURN_IF_ERROR(CheckGlobalAvgPoolBackward(dy, dx));
   const Shape& s = dx.shape();
-  if (!dx.defined() || dx.dtype() != DType::kF32 || s.rank() != 4 || s.dim(1) < 1 || s.dim(2) < 1 ||
-      s.dim(3) < 1 || !dy.defined() || dy.dtype() != DType::kF32 ||
-      dy.shape() != Shape{s.dim(0), s.dim(1)}) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("GlobalAvgPool2dBackward: needs f32 dy [batch, c] and dx [batch, c, h, w] "
-                     "(each >= 1 but the batch), got dy ",
-                     dy.DebugString(), " and dx ", dx.DebugString()));
-  }
   const int64_t planes = s.dim(0) * s.dim(1);
   const int64_t plane = s.dim(2) * s.dim(3);
   const float* grad = dy.f32();

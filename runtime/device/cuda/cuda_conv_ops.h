@@ -3,7 +3,15 @@
 #ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_CONV_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_CONV_OPS_H_
 
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
 #include "runtime/device/cuda/cuda_context.h"
+#include "runtime/device/cuda/cuda_conv_plan.h"
 #include "runtime/device/ops/conv_ops.h"
 
 namespace gpipe {
@@ -26,7 +34,12 @@ class CudaConvOps final : public ConvOps {
   absl::Status GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const override;
 
  private:
+  absl::StatusOr<const CudaConvPlan*> PlanFor(const Conv2dGeometry& g) const;
+  absl::StatusOr<Tensor> Workspace(size_t bytes) const;
+
   const CudaContext& context_;
+  // One entry per geometry seen; ops are used by one thread at a time (the device's).
+  mutable absl::flat_hash_map<std::array<int64_t, 16>, std::unique_ptr<CudaConvPlan>> plans_;
 };
 
 }  // namespace gpipe

@@ -1,4 +1,4 @@
-#include "runtime/device/cpu/cpu_conv_shapes.h"
+#include "runtime/device/ops/conv_shapes.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -52,6 +52,43 @@ absl::Status CheckTensor(const char* op, const char* name, const Conv2dGeometry&
   return absl::InvalidArgumentError(absl::StrCat(op, ": ", name, " must be f32",
                                                  expected.ToString(), " for ", GeometryString(g),
                                                  ", got ", tensor.DebugString()));
+}
+
+Shape InputShape(const Conv2dGeometry& g) { return {g.batch, g.in_channels, g.in_h, g.in_w}; }
+Shape OutputShape(const Conv2dGeometry& g) { return {g.batch, g.out_channels, g.out_h, g.out_w}; }
+Shape WeightShape(const Conv2dGeometry& g) {
+  return {g.out_channels, g.in_channels / g.groups, g.kernel_h, g.kernel_w};
+}
+
+Shape PoolInputShape(const Conv2dGeometry& g) { return {g.batch, g.in_channels, g.in_h, g.in_w}; }
+Shape PoolOutputShape(const Conv2dGeometry& g) {
+  return {g.batch, g.in_channels, g.out_h, g.out_w};
+}
+
+absl::Status CheckGlobalAvgPoolForward(const Tensor& x, const Tensor& y) {
+  const Shape& s = x.shape();
+  if (!x.defined() || x.dtype() != DType::kF32 || s.rank() != 4 || s.dim(1) < 1 || s.dim(2) < 1 ||
+      s.dim(3) < 1 || !y.defined() || y.dtype() != DType::kF32 ||
+      y.shape() != Shape{s.dim(0), s.dim(1)}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GlobalAvgPool2dForward: needs f32 x [batch, c, h, w] (each >= 1 but the "
+                     "batch) and y [batch, c], got x ",
+                     x.DebugString(), " and y ", y.DebugString()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckGlobalAvgPoolBackward(const Tensor& dy, const Tensor& dx) {
+  const Shape& s = dx.shape();
+  if (!dx.defined() || dx.dtype() != DType::kF32 || s.rank() != 4 || s.dim(1) < 1 || s.dim(2) < 1 ||
+      s.dim(3) < 1 || !dy.defined() || dy.dtype() != DType::kF32 ||
+      dy.shape() != Shape{s.dim(0), s.dim(1)}) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("GlobalAvgPool2dBackward: needs f32 dy [batch, c] and dx [batch, c, h, w] "
+                     "(each >= 1 but the batch), got dy ",
+                     dy.DebugString(), " and dx ", dx.DebugString()));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gpipe

@@ -1,0 +1,233 @@
+// CudaConvOps' convolutions on cuDNN's convolution API (NCHW fp32, groups, dilation): descriptors
+// and the chosen algorithms are cached per geometry; only deterministic algorithms are taken
+// (forward ones all are; backward ones are filtered), with FMA math (no TF32) unless
+// runtime.cuda.allow_tf32. Workspaces come from the device (counted, freed in stream order). The
+// bias is added, and its gradient summed in double, by small kernels in the CPU backend's order.
+// (cuDNN 9 marks this API deprecated in favour of its graph API; it remains supported, and the
+// warnings are silenced for this file.)
+#include <cudnn.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/device/cuda/cuda_conv_ops.h"
+#include "runtime/device/cuda/cuda_conv_plan.h"
+#include "runtime/device/cuda/cuda_status.h"
+#include "runtime/device/cuda/device_pointer.h"
+#include "runtime/device/cuda/kernel_launch.h"
+#include "runtime/device/ops/conv_shapes.h"
+
+namespace gpipe {
+namespace {
+
+constexpr int kMaxAlgorithms = 16;
+
+// y[b, c, :] += bias[c] over each plane.
+__global__ void AddBiasKernel(float* y, const float* bias, int64_t total, int64_t channels,
+                              int64_t plane) {
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    y[e] += bias[(e / plane) % channels];
+  }
+}
+
+// dbias[c] += sum over the batch and the plane of dy, in double, one thread per channel.
+__global__ void BiasGradKernel(const float* dy, int64_t batch, int64_t channels, int64_t plane,
+                               float* dbias) {
+  for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < channels;
+       c += int64_t{gridDim.x} * blockDim.x) {
+    double sum = 0.0;
+    for (int64_t b = 0; b < batch; ++b) {
+      const float* run = dy + (b * channels + c) * plane;
+      for (int64_t i = 0; i < plane; ++i) sum += run[i];
+    }
+    dbias[c] += static_cast<float>(sum);
+  }
+}
+
+std::string Where(const char* op, const Conv2dGeometry& g) {
+  return absl::StrCat(op, " (", GeometryString(g), ")");
+}
+
+absl::Status InOp(absl::Status status, const char* op, const Conv2dGeometry& g) {
+  if (status.ok()) return status;
+  return absl::Status(status.code(), absl::StrCat(Where(op, g), ": ", status.message()));
+}
+
+// The first result that succeeded and is deterministic (results come fastest first).
+template <typename Perf>
+const Perf* FirstDeterministic(const Perf* results, int count) {
+  for (int i = 0; i < count; ++i) {
+    if (results[i].status == CUDNN_STATUS_SUCCESS &&
+        results[i].determinism == CUDNN_DETERMINISTIC) {
+      return &results[i];
+    }
+  }
+  return nullptr;
+}
+
+int Int(int64_t value) { return static_cast<int>(value); }
+
+}  // namespace
+
+absl::StatusOr<const CudaConvPlan*> CudaConvOps::PlanFor(const Conv2dGeometry& g) const {
+  const std::array<int64_t, 16> key = {
+      g.batch,    g.in_channels, g.in_h,      g.in_w,      g.out_channels, g.out_h,
+      g.out_w,    g.kernel_h,    g.kernel_w,  g.stride_h,  g.stride_w,     g.padding_h,
+      g.padding_w, g.dilation_h, g.dilation_w, g.groups};
+  if (auto it = plans_.find(key); it != plans_.end()) return it->second.get();
+  auto plan = std::make_unique<CudaConvPlan>();
+  cudnnTensorDescriptor_t x, y;
+  cudnnFilterDescriptor_t w;
+  cudnnConvolutionDescriptor_t conv;
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&x));
+  plan->x.reset(x);
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&y));
+  plan->y.reset(y);
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnCreateFilterDescriptor(&w));
+  plan->w.reset(w);
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(&conv));
+  plan->conv.reset(conv);
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(
+      x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, Int(g.batch), Int(g.in_channels), Int(g.in_h),
+      Int(g.in_w)));
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(
+      y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, Int(g.batch), Int(g.out_channels), Int(g.out_h),
+      Int(g.out_w)));
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(
+      w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, Int(g.out_channels), Int(g.in_channels / g.groups),
+      Int(g.kernel_h), Int(g.kernel_w)));
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(
+      conv, Int(g.padding_h), Int(g.padding_w), Int(g.stride_h), Int(g.stride_w),
+      Int(g.dilation_h), Int(g.dilation_w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionGroupCount(conv, Int(g.groups)));
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(
+      conv, context_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  // cuDNN's output size must be the geometry's (PyTorch's floor rule, checked before).
+  int n = 0, c = 0, h = 0, wd = 0;
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &n, &c, &h, &wd));
+  if (n != g.batch || c != g.out_channels || h != g.out_h || wd != g.out_w) {
+    return absl::InternalError(absl::StrCat("cudnn computes an output of [", n, ", ", c, ", ", h,
+                                            ", ", wd, "] for this geometry"));
+  }
+  int found = 0;
+  cudnnConvolutionFwdAlgoPerf_t forward[kMaxAlgorithms];
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(
+      context_.cudnn, x, w, conv, y, kMaxAlgorithms, &found, forward));
+  const auto* fwd = FirstDeterministic(forward, found);
+  cudnnConvolutionBwdDataAlgoPerf_t data[kMaxAlgorithms];
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
+      context_.cudnn, w, y, conv, x, kMaxAlgorithms, &found, data));
+  const auto* bwd_data = FirstDeterministic(data, found);
+  cudnnConvolutionBwdFilterAlgoPerf_t filter[kMaxAlgorithms];
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
+      context_.cudnn, x, y, conv, w, kMaxAlgorithms, &found, filter));
+  const auto* bwd_filter = FirstDeterministic(filter, found);
+  if (fwd == nullptr || bwd_data == nullptr || bwd_filter == nullptr) {
+    return absl::UnimplementedError("cudnn offers no deterministic algorithm for this geometry");
+  }
+  plan->forward = fwd->algo;
+  plan->forward_bytes = fwd->memory;
+  plan->backward_data = bwd_data->algo;
+  plan->backward_data_bytes = bwd_data->memory;
+  plan->backward_filter = bwd_filter->algo;
+  plan->backward_filter_bytes = bwd_filter->memory;
+  const CudaConvPlan* result = plan.get();
+  plans_.emplace(key, std::move(plan));
+  return result;
+}
+
+absl::StatusOr<Tensor> CudaConvOps::Workspace(size_t bytes) const {
+  return Tensor::Empty(*context_.workspace, Shape{static_cast<int64_t>((bytes + 3) / 4)},
+                       DType::kF32, MemoryKind::kWorkspace);
+}
+
+absl::Status CudaConvOps::Conv2dForward(const Conv2dGeometry& g, const Tensor& x,
+                                        const Tensor& weight, const Tensor& bias,
+                                        Tensor& y) const {
+  constexpr const char* kOp = "Conv2dForward";
+  RETURN_IF_ERROR(CheckGeometry(kOp, g, /*pooling=*/false));
+  RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, InputShape(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "weight", g, weight, WeightShape(g)));
+  if (bias.defined()) RETURN_IF_ERROR(CheckTensor(kOp, "bias", g, bias, Shape{g.out_channels}));
+  RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, OutputShape(g)));
+  if (g.batch == 0) return absl::OkStatus();
+  absl::StatusOr<const CudaConvPlan*> plan = PlanFor(g);
+  RETURN_IF_ERROR(InOp(plan.status(), kOp, g));
+  ASSIGN_OR_RETURN(Tensor workspace, Workspace((*plan)->forward_bytes));
+  const float one = 1.0f, zero = 0.0f;
+  RETURN_IF_ERROR(InOp(
+      CudnnStatus(cudnnConvolutionForward(context_.cudnn, &one, (*plan)->x.get(),
+                                          DevicePointer<float>(x), (*plan)->w.get(),
+                                          DevicePointer<float>(weight), (*plan)->conv.get(),
+                                          (*plan)->forward, workspace.raw_data(),
+                                          (*plan)->forward_bytes, &zero, (*plan)->y.get(),
+                                          DevicePointer<float>(y)),
+                  "cudnnConvolutionForward"),
+      kOp, g));
+  if (!bias.defined()) return absl::OkStatus();
+  const int64_t total = y.num_elements();
+  AddBiasKernel<<<cuda::BlocksFor(total), cuda::kThreadsPerBlock, 0, context_.stream>>>(
+      DevicePointer<float>(y), DevicePointer<float>(bias), total, g.out_channels,
+      g.out_h * g.out_w);
+  return cuda::LaunchStatus("conv2d bias");
+}
+
+absl::Status CudaConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight,
+                                              const Tensor& dy, Tensor& dx) const {
+  constexpr const char* kOp = "Conv2dBackwardInput";
+  RETURN_IF_ERROR(CheckGeometry(kOp, g, /*pooling=*/false));
+  RETURN_IF_ERROR(CheckTensor(kOp, "weight", g, weight, WeightShape(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, OutputShape(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "dx", g, dx, InputShape(g)));
+  if (g.batch == 0) return absl::OkStatus();
+  absl::StatusOr<const CudaConvPlan*> plan = PlanFor(g);
+  RETURN_IF_ERROR(InOp(plan.status(), kOp, g));
+  ASSIGN_OR_RETURN(Tensor workspace, Workspace((*plan)->backward_data_bytes));
+  const float one = 1.0f, zero = 0.0f;
+  return InOp(CudnnStatus(cudnnConvolutionBackwardData(
+                              context_.cudnn, &one, (*plan)->w.get(), DevicePointer<float>(weight),
+                              (*plan)->y.get(), DevicePointer<float>(dy), (*plan)->conv.get(),
+                              (*plan)->backward_data, workspace.raw_data(),
+                              (*plan)->backward_data_bytes, &zero, (*plan)->x.get(),
+                              DevicePointer<float>(dx)),
+                          "cudnnConvolutionBackwardData"),
+              kOp, g);
+}
+
+absl::Status CudaConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x,
+                                               const Tensor& dy, Tensor& dweight,
+                                               Tensor& dbias) const {
+  constexpr const char* kOp = "Conv2dBackwardParams";
+  RETURN_IF_ERROR(CheckGeometry(kOp, g, /*pooling=*/false));
+  RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, InputShape(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, OutputShape(g)));
+  RETURN_IF_ERROR(CheckTensor(kOp, "dweight", g, dweight, WeightShape(g)));
+  if (dbias.defined()) {
+    RETURN_IF_ERROR(CheckTensor(kOp, "dbias", g, dbias, Shape{g.out_channels}));
+  }
+  if (g.batch == 0) return absl::OkStatus();
+  absl::StatusOr<const CudaConvPlan*> plan = PlanFor(g);
+  RETURN_IF_ERROR(InOp(plan.status(), kOp, g));
+  ASSIGN_OR_RETURN(Tensor workspace, Workspace((*plan)->backward_filter_bytes));
+  // beta = 1: the weight gradient accumulates, as the contract says.
+  const float one = 1.0f;
+  RETURN_IF_ERROR(InOp(CudnnStatus(cudnnConvolutionBackwardFilter(
+                                       context_.cudnn, &one, (*plan)->x.get(),
+                                       DevicePointer<float>(x), (*plan)->y.get(),
+                                       DevicePointer<float>(dy), (*plan)->conv.get(),
+                                       (*plan)->backward_filter, workspace.raw_data(),
+                                       (*plan)->backward_filter_bytes, &one, (*plan)->w.get(),
+                                       DevicePointer<float>(dweight)),
+                                   "cudnnConvolutionBackwardFilter"),
+                       kOp, g));
+  if (!dbias.defined()) return absl::OkStatus();
+  BiasGradKernel<<<cuda::BlocksFor(g.out_channels, 64), 64, 0, context_.stream>>>(
+      DevicePointer<float>(dy), g.batch, g.out_channels, g.out_h * g.out_w,
+      DevicePointer<float>(dbias));
+  return cuda::LaunchStatus("conv2d bias gradient");
+}
+
+}  // namespace gpipe

@@ -9,8 +9,8 @@ namespace gpipe {
 
 absl::Status CpuAttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t,
                                                    Tensor& scores) const {
-  if (absl::Status s =
-          op_checks::SquareBlocks("CpuAttentionOps::CausalSoftmaxForward", "scores", blocks, t, scores);
+  if (absl::Status s = op_checks::SquareBlocks("CpuAttentionOps::CausalSoftmaxForward", "scores",
+                                               blocks, t, scores);
       !s.ok()) {
     return s;
   }

@@ -39,7 +39,8 @@ absl::Status CpuNormOps::BatchNormTrainForward(const BatchNormArgs& args, const 
   RETURN_IF_ERROR(op_checks::BatchNorm(kOp, args, x, y, "y"));
   RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "running_mean", running_mean, args.channels));
   RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "running_var", running_var, args.channels));
-  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
+  RETURN_IF_ERROR(
+      op_checks::NormF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
   const int64_t n = args.batch * args.positions;
   if (n < 2) {
     return absl::InvalidArgumentError(
@@ -103,11 +104,14 @@ absl::Status CpuNormOps::BatchNormBackward(const BatchNormArgs& args, const Tens
                                            Tensor& dweight, Tensor& dbias) const {
   constexpr const char* kOp = "BatchNormBackward";
   RETURN_IF_ERROR(op_checks::BatchNorm(kOp, args, x, dy, "dy"));
-  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
+  RETURN_IF_ERROR(
+      op_checks::NormF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
   const int64_t elements = args.batch * args.channels * args.positions;
   if (dx.defined()) RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dx", dx, elements));
-  if (dweight.defined()) RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dweight", dweight, args.channels));
-  if (dbias.defined()) RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dbias", dbias, args.channels));
+  if (dweight.defined())
+    RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dweight", dweight, args.channels));
+  if (dbias.defined())
+    RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dbias", dbias, args.channels));
   const float* in = x.f32();
   const float* g = dy.f32();
   const float* st = stats.f32();

@@ -33,7 +33,6 @@ memory::desc WeightDesc(const Conv2dGeometry& g) {
       Tag::goihw);
 }
 
-
 // Windows: oneDNN counts dilation from 0 (PyTorch's minus 1). Right padding equal to the left
 // one reproduces PyTorch's floor-mode output size (oneDNN divides the same way).
 struct Window {

@@ -105,8 +105,10 @@ absl::Status CpuNormOps::LayerNormBackwardParams(const LayerNormArgs& args, cons
   constexpr const char* kOp = "LayerNormBackwardParams";
   RETURN_IF_ERROR(op_checks::LayerNorm(kOp, args, x, stats, dy, "dy"));
   RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dy", dy, args.rows * args.features));
-  if (dweight.defined()) RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dweight", dweight, args.features));
-  if (dbias.defined()) RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dbias", dbias, args.features));
+  if (dweight.defined())
+    RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dweight", dweight, args.features));
+  if (dbias.defined())
+    RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dbias", dbias, args.features));
   if (!dweight.defined() && !dbias.defined()) return absl::OkStatus();
   const int64_t features = args.features;
   // Summed over rows in double, then added once: the error does not grow with the rows.

@@ -112,7 +112,6 @@ inline int64_t FirstIndexOf(float max, const float* plane, const PoolWindows::Ta
   return found;
 }
 
-
 }  // namespace
 
 absl::Status CpuConvOps::Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,

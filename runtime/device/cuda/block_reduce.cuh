@@ -10,7 +10,9 @@ namespace gpipe::cuda {
 
 struct SumOp {
   template <typename T>
-  __device__ T operator()(T a, T b) const { return a + b; }
+  __device__ T operator()(T a, T b) const {
+    return a + b;
+  }
 };
 
 // NaN wins, so a row holding NaN keeps it (as std::max_element over the row lets it through

@@ -14,12 +14,12 @@
 namespace gpipe {
 
 struct CudaContext {
-  int ordinal = 0;                   // the CUDA device id (current on the thread that issues)
-  int multiprocessors = 0;           // SM count, for sizing grids
-  cudaStream_t stream = nullptr;     // the compute stream; every op is issued on it
-  cublasHandle_t cublas = nullptr;   // bound to `stream`
+  int ordinal = 0;                  // the CUDA device id (current on the thread that issues)
+  int multiprocessors = 0;          // SM count, for sizing grids
+  cudaStream_t stream = nullptr;    // the compute stream; every op is issued on it
+  cublasHandle_t cublas = nullptr;  // bound to `stream`
   cublasLtHandle_t cublas_lt = nullptr;
-  cudnnHandle_t cudnn = nullptr;     // bound to `stream`
+  cudnnHandle_t cudnn = nullptr;  // bound to `stream`
   // Per-call scratch (cuBLASLt / cuDNN workspaces, partial sums): Tensor::Empty(*workspace, ...,
   // MemoryKind::kWorkspace). Its storage is freed in stream order, so a scratch tensor may be
   // dropped as soon as the kernels that use it are issued.

@@ -73,10 +73,10 @@ int Int(int64_t value) { return static_cast<int>(value); }
 }  // namespace
 
 absl::StatusOr<const CudaConvPlan*> CudaConvOps::PlanFor(const Conv2dGeometry& g) const {
-  const std::array<int64_t, 16> key = {
-      g.batch,    g.in_channels, g.in_h,      g.in_w,      g.out_channels, g.out_h,
-      g.out_w,    g.kernel_h,    g.kernel_w,  g.stride_h,  g.stride_w,     g.padding_h,
-      g.padding_w, g.dilation_h, g.dilation_w, g.groups};
+  const std::array<int64_t, 16> key = {g.batch,        g.in_channels, g.in_h,       g.in_w,
+                                       g.out_channels, g.out_h,       g.out_w,      g.kernel_h,
+                                       g.kernel_w,     g.stride_h,    g.stride_w,   g.padding_h,
+                                       g.padding_w,    g.dilation_h,  g.dilation_w, g.groups};
   if (auto it = plans_.find(key); it != plans_.end()) return it->second.get();
   auto plan = std::make_unique<CudaConvPlan>();
   cudnnTensorDescriptor_t x, y;
@@ -90,21 +90,21 @@ absl::StatusOr<const CudaConvPlan*> CudaConvOps::PlanFor(const Conv2dGeometry& g
   plan->w.reset(w);
   GPIPE_CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(&conv));
   plan->conv.reset(conv);
-  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(
-      x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, Int(g.batch), Int(g.in_channels), Int(g.in_h),
-      Int(g.in_w)));
-  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(
-      y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT, Int(g.batch), Int(g.out_channels), Int(g.out_h),
-      Int(g.out_w)));
-  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(
-      w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, Int(g.out_channels), Int(g.in_channels / g.groups),
-      Int(g.kernel_h), Int(g.kernel_w)));
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(x, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                                         Int(g.batch), Int(g.in_channels),
+                                                         Int(g.in_h), Int(g.in_w)));
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(y, CUDNN_TENSOR_NCHW, CUDNN_DATA_FLOAT,
+                                                         Int(g.batch), Int(g.out_channels),
+                                                         Int(g.out_h), Int(g.out_w)));
+  GPIPE_CUDNN_RETURN_IF_ERROR(
+      cudnnSetFilter4dDescriptor(w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, Int(g.out_channels),
+                                 Int(g.in_channels / g.groups), Int(g.kernel_h), Int(g.kernel_w)));
   GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(
-      conv, Int(g.padding_h), Int(g.padding_w), Int(g.stride_h), Int(g.stride_w),
-      Int(g.dilation_h), Int(g.dilation_w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+      conv, Int(g.padding_h), Int(g.padding_w), Int(g.stride_h), Int(g.stride_w), Int(g.dilation_h),
+      Int(g.dilation_w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionGroupCount(conv, Int(g.groups)));
-  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(
-      conv, context_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  GPIPE_CUDNN_RETURN_IF_ERROR(
+      cudnnSetConvolutionMathType(conv, context_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
   // cuDNN's output size must be the geometry's (PyTorch's floor rule, checked before).
   int n = 0, c = 0, h = 0, wd = 0;
   GPIPE_CUDNN_RETURN_IF_ERROR(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &n, &c, &h, &wd));
@@ -145,8 +145,7 @@ absl::StatusOr<Tensor> CudaConvOps::Workspace(size_t bytes) const {
 }
 
 absl::Status CudaConvOps::Conv2dForward(const Conv2dGeometry& g, const Tensor& x,
-                                        const Tensor& weight, const Tensor& bias,
-                                        Tensor& y) const {
+                                        const Tensor& weight, const Tensor& bias, Tensor& y) const {
   constexpr const char* kOp = "Conv2dForward";
   RETURN_IF_ERROR(CheckGeometry(kOp, g, /*pooling=*/false));
   RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, InputShape(g)));
@@ -158,15 +157,14 @@ absl::Status CudaConvOps::Conv2dForward(const Conv2dGeometry& g, const Tensor& x
   RETURN_IF_ERROR(InOp(plan.status(), kOp, g));
   ASSIGN_OR_RETURN(Tensor workspace, Workspace((*plan)->forward_bytes));
   const float one = 1.0f, zero = 0.0f;
-  RETURN_IF_ERROR(InOp(
-      CudnnStatus(cudnnConvolutionForward(context_.cudnn, &one, (*plan)->x.get(),
-                                          DevicePointer<float>(x), (*plan)->w.get(),
-                                          DevicePointer<float>(weight), (*plan)->conv.get(),
-                                          (*plan)->forward, workspace.raw_data(),
-                                          (*plan)->forward_bytes, &zero, (*plan)->y.get(),
-                                          DevicePointer<float>(y)),
-                  "cudnnConvolutionForward"),
-      kOp, g));
+  RETURN_IF_ERROR(
+      InOp(CudnnStatus(cudnnConvolutionForward(
+                           context_.cudnn, &one, (*plan)->x.get(), DevicePointer<float>(x),
+                           (*plan)->w.get(), DevicePointer<float>(weight), (*plan)->conv.get(),
+                           (*plan)->forward, workspace.raw_data(), (*plan)->forward_bytes, &zero,
+                           (*plan)->y.get(), DevicePointer<float>(y)),
+                       "cudnnConvolutionForward"),
+           kOp, g));
   if (!bias.defined()) return absl::OkStatus();
   const int64_t total = y.num_elements();
   AddBiasKernel<<<cuda::BlocksFor(total), cuda::kThreadsPerBlock, 0, context_.stream>>>(
@@ -187,14 +185,14 @@ absl::Status CudaConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, const Ten
   RETURN_IF_ERROR(InOp(plan.status(), kOp, g));
   ASSIGN_OR_RETURN(Tensor workspace, Workspace((*plan)->backward_data_bytes));
   const float one = 1.0f, zero = 0.0f;
-  return InOp(CudnnStatus(cudnnConvolutionBackwardData(
-                              context_.cudnn, &one, (*plan)->w.get(), DevicePointer<float>(weight),
-                              (*plan)->y.get(), DevicePointer<float>(dy), (*plan)->conv.get(),
-                              (*plan)->backward_data, workspace.raw_data(),
-                              (*plan)->backward_data_bytes, &zero, (*plan)->x.get(),
-                              DevicePointer<float>(dx)),
-                          "cudnnConvolutionBackwardData"),
-              kOp, g);
+  return InOp(
+      CudnnStatus(cudnnConvolutionBackwardData(
+                      context_.cudnn, &one, (*plan)->w.get(), DevicePointer<float>(weight),
+                      (*plan)->y.get(), DevicePointer<float>(dy), (*plan)->conv.get(),
+                      (*plan)->backward_data, workspace.raw_data(), (*plan)->backward_data_bytes,
+                      &zero, (*plan)->x.get(), DevicePointer<float>(dx)),
+                  "cudnnConvolutionBackwardData"),
+      kOp, g);
 }
 
 absl::Status CudaConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x,
@@ -214,15 +212,15 @@ absl::Status CudaConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Te
   ASSIGN_OR_RETURN(Tensor workspace, Workspace((*plan)->backward_filter_bytes));
   // beta = 1: the weight gradient accumulates, as the contract says.
   const float one = 1.0f;
-  RETURN_IF_ERROR(InOp(CudnnStatus(cudnnConvolutionBackwardFilter(
-                                       context_.cudnn, &one, (*plan)->x.get(),
-                                       DevicePointer<float>(x), (*plan)->y.get(),
-                                       DevicePointer<float>(dy), (*plan)->conv.get(),
-                                       (*plan)->backward_filter, workspace.raw_data(),
-                                       (*plan)->backward_filter_bytes, &one, (*plan)->w.get(),
-                                       DevicePointer<float>(dweight)),
-                                   "cudnnConvolutionBackwardFilter"),
-                       kOp, g));
+  RETURN_IF_ERROR(InOp(
+      CudnnStatus(cudnnConvolutionBackwardFilter(context_.cudnn, &one, (*plan)->x.get(),
+                                                 DevicePointer<float>(x), (*plan)->y.get(),
+                                                 DevicePointer<float>(dy), (*plan)->conv.get(),
+                                                 (*plan)->backward_filter, workspace.raw_data(),
+                                                 (*plan)->backward_filter_bytes, &one,
+                                                 (*plan)->w.get(), DevicePointer<float>(dweight)),
+                  "cudnnConvolutionBackwardFilter"),
+      kOp, g));
   if (!dbias.defined()) return absl::OkStatus();
   BiasGradKernel<<<cuda::BlocksFor(g.out_channels, 64), 64, 0, context_.stream>>>(
       DevicePointer<float>(dy), g.batch, g.out_channels, g.out_h * g.out_w,

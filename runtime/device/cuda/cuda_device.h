@@ -2,8 +2,8 @@
 // on a private cudaMemPool that keeps freed blocks for reuse), every byte counted by kind with
 // peaks; a compute stream on which every op and copy is issued in order; a copy stream for
 // host-to-device transfers from pinned memory, ordered against the compute stream by events;
-// pinned host staging buffers; busy time from CUDA events. Kernels are the Cuda*Ops families, sharing one
-// CudaContext (stream, cuBLAS/cuBLASLt/cuDNN handles, workspace).
+// pinned host staging buffers; busy time from CUDA events. Kernels are the Cuda*Ops families,
+// sharing one CudaContext (stream, cuBLAS/cuBLASLt/cuDNN handles, workspace).
 //
 // Errors of queued work (a kernel that faulted) surface from the next call that synchronizes
 // (CopyToHost, ElapsedSeconds, Synchronize), as the Device contract says.

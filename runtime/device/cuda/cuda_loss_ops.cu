@@ -19,8 +19,8 @@ constexpr int kTotalThreads = 1024;
 // lowest class, log-sum-exp shifted by the max in double, gradient (softmax - onehot) * scale.
 // Each row's loss and hit go to `row_loss` / `row_hit` for the fixed-order total below.
 __global__ void CrossEntropyRowsKernel(const float* logits, const int64_t* ids, int64_t rows,
-                                       int64_t classes, double scale, float* grad,
-                                       double* row_loss, double* row_hit) {
+                                       int64_t classes, double scale, float* grad, double* row_loss,
+                                       double* row_hit) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < rows;
        i += int64_t{gridDim.x} * blockDim.x) {
     const float* row = logits + i * classes;
@@ -74,8 +74,8 @@ __global__ void AddTotalsKernel(const double* values, const double* hits, int64_
 
 }  // namespace
 
-absl::Status CudaLossOps::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids,
-                                              double scale, Tensor& grad, Tensor& totals) const {
+absl::Status CudaLossOps::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
+                                              Tensor& grad, Tensor& totals) const {
   RETURN_IF_ERROR(op_checks::LossTotals("SoftmaxCrossEntropy", totals));
   RETURN_IF_ERROR(op_checks::CrossEntropyArgs(logits, ids, grad));
   const int64_t classes = logits.shape().last();
@@ -112,9 +112,8 @@ absl::Status CudaLossOps::MeanSquaredError(const Tensor& output, const Tensor& t
       DevicePointer<float>(output), DevicePointer<float>(targets), n, scale,
       DevicePointer<float>(grad), DevicePointer<double>(squared));
   RETURN_IF_ERROR(cuda::LaunchStatus("squared error"));
-  AddTotalsKernel<<<1, kTotalThreads, 0, context_.stream>>>(DevicePointer<double>(squared),
-                                                            nullptr, n, scale,
-                                                            DevicePointer<double>(totals));
+  AddTotalsKernel<<<1, kTotalThreads, 0, context_.stream>>>(
+      DevicePointer<double>(squared), nullptr, n, scale, DevicePointer<double>(totals));
   return cuda::LaunchStatus("squared error totals");
 }
 

@@ -41,7 +41,8 @@ __global__ void LayerNormForwardKernel(int64_t first_row, int64_t features, doub
   float* yr = y + r * features;
   double sum = 0.0;
   for (int64_t i = threadIdx.x; i < features; i += blockDim.x) sum += xr[i];
-  const double mean = cuda::BlockReduce(sum, cuda::SumOp(), scratch) / static_cast<double>(features);
+  const double mean =
+      cuda::BlockReduce(sum, cuda::SumOp(), scratch) / static_cast<double>(features);
   double squares = 0.0;
   for (int64_t i = threadIdx.x; i < features; i += blockDim.x) {
     const double centered = xr[i] - mean;
@@ -122,8 +123,8 @@ struct BatchNormShape {
 // Batch norm: x is [batch, channels, positions]; one block per channel.
 __global__ void BatchNormTrainForwardKernel(BatchNormShape args_shape, const float* weight,
                                             const float* bias, const float* x, float* y,
-                                            float* stats, float* running_mean,
-                                            float* running_var, bool update_running) {
+                                            float* stats, float* running_mean, float* running_var,
+                                            bool update_running) {
   __shared__ double scratch[32];
   const int64_t c = blockIdx.x;
   const int64_t batch = args_shape.batch, channels = args_shape.channels;
@@ -220,8 +221,8 @@ BatchNormShape ShapeOf(const BatchNormArgs& args) {
 // is checked rather than assumed.
 absl::Status CheckChannelBlocks(const char* op, int64_t channels) {
   if (channels > kMaxBlocks) {
-    return absl::InvalidArgumentError(absl::StrCat(op, ": ", channels, " channels exceed ",
-                                                   kMaxBlocks, " (one GPU block each)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", channels, " channels exceed ", kMaxBlocks, " (one GPU block each)"));
   }
   return absl::OkStatus();
 }
@@ -261,13 +262,12 @@ absl::Status CudaNormOps::LayerNormBackwardInput(const LayerNormArgs& args, cons
   if (!dx.defined()) return absl::OkStatus();
   RETURN_IF_ERROR(NormF32Elements(kOp, "dx", dx, args.rows * args.features));
   const float* weight = DevicePointer<float>(args.weight);
-  return ForEachBlockChunk(args.rows, "layer norm backward input",
-                           [&](int64_t first, unsigned count) {
-                             LayerNormBackwardInputKernel<<<count, kThreads, 0, context_.stream>>>(
-                                 first, args.features, DevicePointer<float>(x),
-                                 DevicePointer<float>(stats), DevicePointer<float>(dy), weight,
-                                 DevicePointer<float>(dx));
-                           });
+  return ForEachBlockChunk(
+      args.rows, "layer norm backward input", [&](int64_t first, unsigned count) {
+        LayerNormBackwardInputKernel<<<count, kThreads, 0, context_.stream>>>(
+            first, args.features, DevicePointer<float>(x), DevicePointer<float>(stats),
+            DevicePointer<float>(dy), weight, DevicePointer<float>(dx));
+      });
 }
 
 absl::Status CudaNormOps::LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,

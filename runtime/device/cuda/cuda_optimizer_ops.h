@@ -1,5 +1,6 @@
-// CudaOptimizerOps: OptimizerOps (runtime/device/ops/optimizer_ops.h) on the GPU, issued on the context's
-// compute stream. Checks its arguments as the CPU backend does (op_checks.h), before any launch.
+// CudaOptimizerOps: OptimizerOps (runtime/device/ops/optimizer_ops.h) on the GPU, issued on the
+// context's compute stream. Checks its arguments as the CPU backend does (op_checks.h), before any
+// launch.
 #ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_OPTIMIZER_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_OPTIMIZER_OPS_H_
 

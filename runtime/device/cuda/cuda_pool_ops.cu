@@ -106,8 +106,7 @@ __global__ void PoolForwardKernel(PoolKind kind, Conv2dGeometry g, const float* 
 
 // The output positions along one axis whose window can cover input position `at`.
 __device__ inline void CoveringRange(int64_t at, int64_t kernel, int64_t stride, int64_t padding,
-                                     int64_t dilation, int64_t out, int64_t* first,
-                                     int64_t* last) {
+                                     int64_t dilation, int64_t out, int64_t* first, int64_t* last) {
   const int64_t lo = CeilDiv(at + padding - (kernel - 1) * dilation, stride);
   const int64_t hi = FloorDiv(at + padding, stride);
   *first = lo < 0 ? 0 : lo;

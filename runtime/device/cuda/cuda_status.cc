@@ -6,8 +6,8 @@ namespace gpipe {
 
 absl::Status CudaStatus(cudaError_t code, const char* call) {
   if (code == cudaSuccess) return absl::OkStatus();
-  const std::string message =
-      absl::StrCat("cuda: ", call, ": ", cudaGetErrorName(code), " (", cudaGetErrorString(code), ")");
+  const std::string message = absl::StrCat("cuda: ", call, ": ", cudaGetErrorName(code), " (",
+                                           cudaGetErrorString(code), ")");
   switch (code) {
     case cudaErrorMemoryAllocation:
       return absl::ResourceExhaustedError(message);

@@ -26,26 +26,26 @@ absl::Status CudnnStatus(cudnnStatus_t code, const char* call);
 
 // Evaluates a CUDA runtime / cuBLAS / cuDNN call and returns its Status from the enclosing
 // function when it failed, naming the call as written.
-#define GPIPE_CUDA_RETURN_IF_ERROR(call)                                           \
-  do {                                                                             \
-    if (const absl::Status gpipe_cuda_status_ = ::gpipe::CudaStatus((call), #call); \
-        !gpipe_cuda_status_.ok()) {                                                \
-      return gpipe_cuda_status_;                                                   \
-    }                                                                              \
-  } while (0)
-#define GPIPE_CUBLAS_RETURN_IF_ERROR(call)                                           \
-  do {                                                                               \
-    if (const absl::Status gpipe_cuda_status_ = ::gpipe::CublasStatus((call), #call); \
-        !gpipe_cuda_status_.ok()) {                                                  \
-      return gpipe_cuda_status_;                                                     \
-    }                                                                                \
-  } while (0)
-#define GPIPE_CUDNN_RETURN_IF_ERROR(call)                                           \
+#define GPIPE_CUDA_RETURN_IF_ERROR(call)                                            \
   do {                                                                              \
-    if (const absl::Status gpipe_cuda_status_ = ::gpipe::CudnnStatus((call), #call); \
+    if (const absl::Status gpipe_cuda_status_ = ::gpipe::CudaStatus((call), #call); \
         !gpipe_cuda_status_.ok()) {                                                 \
       return gpipe_cuda_status_;                                                    \
     }                                                                               \
+  } while (0)
+#define GPIPE_CUBLAS_RETURN_IF_ERROR(call)                                            \
+  do {                                                                                \
+    if (const absl::Status gpipe_cuda_status_ = ::gpipe::CublasStatus((call), #call); \
+        !gpipe_cuda_status_.ok()) {                                                   \
+      return gpipe_cuda_status_;                                                      \
+    }                                                                                 \
+  } while (0)
+#define GPIPE_CUDNN_RETURN_IF_ERROR(call)                                            \
+  do {                                                                               \
+    if (const absl::Status gpipe_cuda_status_ = ::gpipe::CudnnStatus((call), #call); \
+        !gpipe_cuda_status_.ok()) {                                                  \
+      return gpipe_cuda_status_;                                                     \
+    }                                                                                \
   } while (0)
 
 #endif  // GPIPE_RUNTIME_DEVICE_CUDA_CUDA_STATUS_H_

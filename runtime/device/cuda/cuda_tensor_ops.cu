@@ -19,7 +19,7 @@ using op_checks::AtLeast;
 using op_checks::DTypeIs;
 using op_checks::Elements;
 
-#define GPIPE_GRID_STRIDE(i, n)                                                    \
+#define GPIPE_GRID_STRIDE(i, n)                                             \
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
        i += int64_t{gridDim.x} * blockDim.x)
 
@@ -140,8 +140,8 @@ absl::Status CudaTensorOps::Fill(Tensor& out, double value) const {
                                                                 n);
       return cuda::LaunchStatus("fill f64");
     case DType::kI64:
-      FillKernel<<<blocks, cuda::kThreadsPerBlock, 0, stream>>>(
-          DevicePointer<int64_t>(out), static_cast<int64_t>(value), n);
+      FillKernel<<<blocks, cuda::kThreadsPerBlock, 0, stream>>>(DevicePointer<int64_t>(out),
+                                                                static_cast<int64_t>(value), n);
       return cuda::LaunchStatus("fill i64");
     case DType::kBF16: {
       const float f = static_cast<float>(value);
@@ -287,7 +287,8 @@ absl::Status CudaTensorOps::DropoutMask(const RandomKey& key, double p, const Te
 
 absl::Status CudaTensorOps::FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const {
   RETURN_IF_ERROR(Elements("FlagNonFinite", "flag", flag, DType::kF32, 1));
-  for (const Tensor& t : tensors) RETURN_IF_ERROR(DTypeIs("FlagNonFinite", "tensor", t, DType::kF32));
+  for (const Tensor& t : tensors)
+    RETURN_IF_ERROR(DTypeIs("FlagNonFinite", "tensor", t, DType::kF32));
   float* flag_ptr = DevicePointer<float>(flag);
   for (const Tensor& t : tensors) {
     const int64_t n = t.num_elements();

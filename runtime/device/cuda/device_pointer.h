@@ -14,16 +14,16 @@ namespace gpipe {
 template <typename T>
 T* DevicePointer(Tensor& tensor) {
   if (!tensor.defined()) return nullptr;
-  GPIPE_CHECK(tensor.dtype() == DTypeOf<T>()) << "device pointer of the wrong type for "
-                                              << tensor.DebugString();
+  GPIPE_CHECK(tensor.dtype() == DTypeOf<T>())
+      << "device pointer of the wrong type for " << tensor.DebugString();
   return static_cast<T*>(tensor.raw_data());
 }
 
 template <typename T>
 const T* DevicePointer(const Tensor& tensor) {
   if (!tensor.defined()) return nullptr;
-  GPIPE_CHECK(tensor.dtype() == DTypeOf<T>()) << "device pointer of the wrong type for "
-                                              << tensor.DebugString();
+  GPIPE_CHECK(tensor.dtype() == DTypeOf<T>())
+      << "device pointer of the wrong type for " << tensor.DebugString();
   return static_cast<const T*>(tensor.raw_data());
 }
 

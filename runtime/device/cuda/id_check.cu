@@ -1,10 +1,9 @@
-#include "runtime/device/cuda/id_check.h"
-
 #include <cstdint>
 
 #include "runtime/core/status_macros.h"
 #include "runtime/device/cuda/cuda_status.h"
 #include "runtime/device/cuda/device_pointer.h"
+#include "runtime/device/cuda/id_check.h"
 #include "runtime/device/cuda/kernel_launch.h"
 
 namespace gpipe::cuda {
@@ -28,8 +27,8 @@ absl::StatusOr<std::optional<BadId>> FirstBadId(const CudaContext& context, cons
   ASSIGN_OR_RETURN(Tensor first, Tensor::Empty(*context.workspace, Shape{1}, DType::kI64,
                                                MemoryKind::kWorkspace));
   int64_t* first_ptr = DevicePointer<int64_t>(first);
-  GPIPE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(first_ptr, &n, sizeof(n), cudaMemcpyHostToDevice,
-                                             context.stream));
+  GPIPE_CUDA_RETURN_IF_ERROR(
+      cudaMemcpyAsync(first_ptr, &n, sizeof(n), cudaMemcpyHostToDevice, context.stream));
   FirstBadKernel<<<BlocksFor(n), kThreadsPerBlock, 0, context.stream>>>(
       DevicePointer<int64_t>(ids), n, limit, reinterpret_cast<unsigned long long*>(first_ptr));
   RETURN_IF_ERROR(LaunchStatus("id range check"));

@@ -12,7 +12,7 @@ namespace gpipe::cuda {
 // A stream as the kernels need it: the key words and the mixed stream key (MixKey on the host).
 struct PhiloxStream {
   uint32_t key0 = 0, key1 = 0;  // seed, low and high halves
-  uint64_t stream = 0;           // MixKey(key words)
+  uint64_t stream = 0;          // MixKey(key words)
 };
 
 __device__ inline uint32_t PhiloxWord(const PhiloxStream& s, uint64_t word) {

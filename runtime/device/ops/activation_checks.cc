@@ -20,10 +20,10 @@ absl::Status ActivationPair(const char* op, Activation activation, const char* a
                             const Tensor& a, const char* b_name, const Tensor& b) {
   if (!a.defined() || !b.defined() || a.dtype() != DType::kF32 || b.dtype() != DType::kF32 ||
       a.num_elements() != b.num_elements()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "ActivationOps::", op, " (", ActivationName(activation), "): ", a_name, " ",
-        a.DebugString(), " and ", b_name, " ", b.DebugString(),
-        " must be f32 with the same element count"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ActivationOps::", op, " (", ActivationName(activation), "): ", a_name, " ",
+                     a.DebugString(), " and ", b_name, " ", b.DebugString(),
+                     " must be f32 with the same element count"));
   }
   return absl::OkStatus();
 }

@@ -1,5 +1,5 @@
-// Shape checks shared by every backend's convolution and pooling ops: every message names the op, the
-// geometry and the offending tensor, as the ConvOps contract asks.
+// Shape checks shared by every backend's convolution and pooling ops: every message names the op,
+// the geometry and the offending tensor, as the ConvOps contract asks.
 #ifndef GPIPE_RUNTIME_DEVICE_OPS_CONV_SHAPES_H_
 #define GPIPE_RUNTIME_DEVICE_OPS_CONV_SHAPES_H_
 

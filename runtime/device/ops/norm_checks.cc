@@ -6,7 +6,7 @@
 namespace gpipe::op_checks {
 
 absl::Status NormF32Elements(const char* op, const char* name, const Tensor& tensor,
-                              int64_t elements) {
+                             int64_t elements) {
   if (tensor.defined() && tensor.dtype() == DType::kF32 && tensor.num_elements() == elements) {
     return absl::OkStatus();
   }
@@ -15,7 +15,7 @@ absl::Status NormF32Elements(const char* op, const char* name, const Tensor& ten
 }
 
 absl::Status LayerNorm(const char* op, const LayerNormArgs& args, const Tensor& x,
-                            const Tensor& stats, const Tensor& other, const char* other_name) {
+                       const Tensor& stats, const Tensor& other, const char* other_name) {
   if (args.rows < 0 || args.features < 1 || !(args.eps > 0.0)) {
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": needs rows >= 0, features >= 1 and eps > 0, got rows ", args.rows,
@@ -42,7 +42,7 @@ absl::Status LayerNorm(const char* op, const LayerNormArgs& args, const Tensor& 
 }
 
 absl::Status BatchNorm(const char* op, const BatchNormArgs& args, const Tensor& x,
-                            const Tensor& other, const char* other_name) {
+                       const Tensor& other, const char* other_name) {
   if (args.batch < 0 || args.channels < 1 || args.positions < 1 || !(args.eps > 0.0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         op, ": needs batch >= 0, channels >= 1, positions >= 1 and eps > 0, got batch ", args.batch,

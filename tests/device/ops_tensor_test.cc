@@ -4,8 +4,10 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "runtime/core/rng.h"
 #include "tests/device/backends_under_test.h"
 
@@ -124,24 +126,35 @@ TEST_P(TensorOpsTest, CastsBetweenF32AndF64) {
 constexpr double kSumRelTol = 1.2e-7;
 
 TEST_P(TensorOpsTest, SumAccumulateAddsDoubleSumsOverOuterAndInner) {
+  // Spread over inner (a convolution's bias), and inner == 1 (a linear layer's bias) with more
+  // rows and columns than one block of a GPU kernel covers.
+  struct Case {
+    int64_t outer, mid, inner;
+  };
+  for (const Case c : {Case{5, 7, 9}, Case{300, 70, 1}, Case{3, 2, 1000}}) {
+    const std::string name = absl::StrCat("SumAccumulate ", c.outer, "x", c.mid, "x", c.inner);
+    const std::vector<float> in = TestValues(5, c.outer * c.mid * c.inner);
+    const std::vector<float> start = TestValues(6, c.mid + 3);
+    Tensor out = Upload(start, Shape{c.mid + 3});
+    ASSERT_TRUE(
+        ops()
+            .tensor
+            .SumAccumulate(Upload(in, Shape{c.outer, c.mid, c.inner}), c.outer, c.mid, c.inner, out)
+            .ok())
+        << name;
+    std::vector<double> expected(start.begin(), start.end());
+    for (int64_t m = 0; m < c.mid; ++m) {
+      double sum = 0;
+      for (int64_t o = 0; o < c.outer; ++o) {
+        for (int64_t i = 0; i < c.inner; ++i) sum += in[(o * c.mid + m) * c.inner + i];
+      }
+      expected[m] = static_cast<float>(start[m] + static_cast<float>(sum));
+    }
+    ExpectNear(Download(out), expected, kSumRelTol, 1e-6, name + " (tail untouched)");
+  }
+
   constexpr int64_t kOuter = 5, kMid = 7, kInner = 9;
   const std::vector<float> in = TestValues(5, kOuter * kMid * kInner);
-  const std::vector<float> start = TestValues(6, kMid + 3);
-  Tensor out = Upload(start, Shape{kMid + 3});
-  ASSERT_TRUE(
-      ops()
-          .tensor.SumAccumulate(Upload(in, Shape{kOuter, kMid, kInner}), kOuter, kMid, kInner, out)
-          .ok());
-  std::vector<double> expected(start.begin(), start.end());
-  for (int64_t m = 0; m < kMid; ++m) {
-    double sum = 0;
-    for (int64_t o = 0; o < kOuter; ++o) {
-      for (int64_t i = 0; i < kInner; ++i) sum += in[(o * kMid + m) * kInner + i];
-    }
-    expected[m] = static_cast<float>(start[m] + static_cast<float>(sum));
-  }
-  ExpectNear(Download(out), expected, kSumRelTol, 1e-7, "SumAccumulate (tail untouched)");
-
   Tensor too_small = Uninitialized(Shape{kMid - 1});
   EXPECT_EQ(
       ops()

@@ -48,6 +48,27 @@ __device__ T BlockReduce(T value, Op op, T* scratch) {
   return scratch[0];
 }
 
+// Column sums over a 2-D block of kColumnTile x kColumnLanes threads: thread (x, y) passes its
+// partial sum of column x (over rows y, y + kColumnLanes, ...); thread (x, 0) gets the column's
+// total, the lanes added in order 0, 1, ... (a fixed order: the same bits every run). Every
+// thread of the block must call it; `scratch` is shared memory of kColumnLanes * kColumnTile
+// values.
+inline constexpr int kColumnTile = 32;
+inline constexpr int kColumnLanes = 16;
+
+template <typename T>
+__device__ T SumOverColumnLanes(T value, T* scratch) {
+  __syncthreads();  // scratch may still be read by a previous call
+  scratch[threadIdx.y * kColumnTile + threadIdx.x] = value;
+  __syncthreads();
+  T total = 0;
+  if (threadIdx.y == 0) {
+    for (int lane = 0; lane < kColumnLanes; ++lane)
+      total += scratch[lane * kColumnTile + threadIdx.x];
+  }
+  return total;
+}
+
 }  // namespace gpipe::cuda
 
 #endif  // GPIPE_RUNTIME_DEVICE_CUDA_BLOCK_REDUCE_CUH_

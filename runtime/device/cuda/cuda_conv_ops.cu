@@ -1,10 +1,10 @@
 // CudaConvOps' convolutions on cuDNN's convolution API (NCHW fp32, groups, dilation): descriptors
-// and the chosen algorithms are cached per geometry; only deterministic algorithms are taken
-// (forward ones all are; backward ones are filtered), with FMA math (no TF32) unless
-// runtime.cuda.allow_tf32. Workspaces come from the device (counted, freed in stream order). The
-// bias is added, and its gradient summed in double, by small kernels in the CPU backend's order.
-// (cuDNN 9 marks this API deprecated in favour of its graph API; it remains supported, and the
-// warnings are silenced for this file.)
+// and the algorithms cuDNN measures fastest are chosen once per geometry and cached; only
+// deterministic algorithms are taken (forward ones all are; backward ones are filtered), with FMA
+// math (no TF32) unless runtime.cuda.allow_tf32. Workspaces come from the device (counted, freed in
+// stream order). The bias is added by a small kernel and its gradient summed in double by
+// sum_accumulate.h. (cuDNN 9 marks this API deprecated in favour of its graph API; it remains
+// supported, and the warnings are silenced for this file.)
 #include <cudnn.h>
 
 #include <cstdint>
@@ -17,6 +17,7 @@
 #include "runtime/device/cuda/cuda_status.h"
 #include "runtime/device/cuda/device_pointer.h"
 #include "runtime/device/cuda/kernel_launch.h"
+#include "runtime/device/cuda/sum_accumulate.h"
 #include "runtime/device/ops/conv_shapes.h"
 
 namespace gpipe {
@@ -33,20 +34,6 @@ __global__ void AddBiasKernel(float* y, const float* bias, int64_t total, int64_
   }
 }
 
-// dbias[c] += sum over the batch and the plane of dy, in double, one thread per channel.
-__global__ void BiasGradKernel(const float* dy, int64_t batch, int64_t channels, int64_t plane,
-                               float* dbias) {
-  for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < channels;
-       c += int64_t{gridDim.x} * blockDim.x) {
-    double sum = 0.0;
-    for (int64_t b = 0; b < batch; ++b) {
-      const float* run = dy + (b * channels + c) * plane;
-      for (int64_t i = 0; i < plane; ++i) sum += run[i];
-    }
-    dbias[c] += static_cast<float>(sum);
-  }
-}
-
 std::string Where(const char* op, const Conv2dGeometry& g) {
   return absl::StrCat(op, " (", GeometryString(g), ")");
 }
@@ -56,7 +43,8 @@ absl::Status InOp(absl::Status status, const char* op, const Conv2dGeometry& g) 
   return absl::Status(status.code(), absl::StrCat(Where(op, g), ": ", status.message()));
 }
 
-// The first result that succeeded and is deterministic (results come fastest first).
+// The first result that succeeded and is deterministic (results come fastest first; the
+// descriptor's math type, FMA unless TF32 is allowed, binds every algorithm).
 template <typename Perf>
 const Perf* FirstDeterministic(const Perf* results, int count) {
   for (int i = 0; i < count; ++i) {
@@ -66,6 +54,24 @@ const Perf* FirstDeterministic(const Perf* results, int count) {
     }
   }
   return nullptr;
+}
+
+// The algorithm for one direction: cuDNN's measured choice (its Find call times every algorithm
+// on scratch buffers it allocates itself, once per geometry), falling back to its heuristic
+// ranking where measuring fails (e.g. no memory left for the scratch buffers) or offers no
+// deterministic algorithm. Heuristics alone pick badly for fp32 without TF32: on an H200 the
+// heuristic backward-filter choice ran 5 to 10 times slower than the convolution's forward.
+template <typename Perf, typename Find, typename Get>
+absl::StatusOr<Perf> ChooseAlgorithm(Find find, Get get) {
+  Perf results[kMaxAlgorithms];
+  int found = 0;
+  if (find(results, &found) == CUDNN_STATUS_SUCCESS) {
+    if (const Perf* best = FirstDeterministic(results, found)) return *best;
+  }
+  cudaGetLastError();  // a failed measurement is not an error of queued work
+  GPIPE_CUDNN_RETURN_IF_ERROR(get(results, &found));
+  if (const Perf* best = FirstDeterministic(results, found)) return *best;
+  return absl::UnimplementedError("cudnn offers no deterministic algorithm for this geometry");
 }
 
 int Int(int64_t value) { return static_cast<int>(value); }
@@ -103,8 +109,8 @@ absl::StatusOr<const CudaConvPlan*> CudaConvOps::PlanFor(const Conv2dGeometry& g
       conv, Int(g.padding_h), Int(g.padding_w), Int(g.stride_h), Int(g.stride_w), Int(g.dilation_h),
       Int(g.dilation_w), CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionGroupCount(conv, Int(g.groups)));
-  GPIPE_CUDNN_RETURN_IF_ERROR(
-      cudnnSetConvolutionMathType(conv, context_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  const cudnnMathType_t math = context_.allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(conv, math));
   // cuDNN's output size must be the geometry's (PyTorch's floor rule, checked before).
   int n = 0, c = 0, h = 0, wd = 0;
   GPIPE_CUDNN_RETURN_IF_ERROR(cudnnGetConvolution2dForwardOutputDim(conv, x, w, &n, &c, &h, &wd));
@@ -112,28 +118,43 @@ absl::StatusOr<const CudaConvPlan*> CudaConvOps::PlanFor(const Conv2dGeometry& g
     return absl::InternalError(absl::StrCat("cudnn computes an output of [", n, ", ", c, ", ", h,
                                             ", ", wd, "] for this geometry"));
   }
-  int found = 0;
-  cudnnConvolutionFwdAlgoPerf_t forward[kMaxAlgorithms];
-  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(
-      context_.cudnn, x, w, conv, y, kMaxAlgorithms, &found, forward));
-  const auto* fwd = FirstDeterministic(forward, found);
-  cudnnConvolutionBwdDataAlgoPerf_t data[kMaxAlgorithms];
-  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithm_v7(
-      context_.cudnn, w, y, conv, x, kMaxAlgorithms, &found, data));
-  const auto* bwd_data = FirstDeterministic(data, found);
-  cudnnConvolutionBwdFilterAlgoPerf_t filter[kMaxAlgorithms];
-  GPIPE_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithm_v7(
-      context_.cudnn, x, y, conv, w, kMaxAlgorithms, &found, filter));
-  const auto* bwd_filter = FirstDeterministic(filter, found);
-  if (fwd == nullptr || bwd_data == nullptr || bwd_filter == nullptr) {
-    return absl::UnimplementedError("cudnn offers no deterministic algorithm for this geometry");
-  }
-  plan->forward = fwd->algo;
-  plan->forward_bytes = fwd->memory;
-  plan->backward_data = bwd_data->algo;
-  plan->backward_data_bytes = bwd_data->memory;
-  plan->backward_filter = bwd_filter->algo;
-  plan->backward_filter_bytes = bwd_filter->memory;
+  cudnnHandle_t cudnn = context_.cudnn;
+  ASSIGN_OR_RETURN(const cudnnConvolutionFwdAlgoPerf_t fwd,
+                   ChooseAlgorithm<cudnnConvolutionFwdAlgoPerf_t>(
+                       [&](cudnnConvolutionFwdAlgoPerf_t* r, int* n) {
+                         return cudnnFindConvolutionForwardAlgorithm(cudnn, x, w, conv, y,
+                                                                     kMaxAlgorithms, n, r);
+                       },
+                       [&](cudnnConvolutionFwdAlgoPerf_t* r, int* n) {
+                         return cudnnGetConvolutionForwardAlgorithm_v7(cudnn, x, w, conv, y,
+                                                                       kMaxAlgorithms, n, r);
+                       }));
+  ASSIGN_OR_RETURN(const cudnnConvolutionBwdDataAlgoPerf_t bwd_data,
+                   ChooseAlgorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
+                       [&](cudnnConvolutionBwdDataAlgoPerf_t* r, int* n) {
+                         return cudnnFindConvolutionBackwardDataAlgorithm(cudnn, w, y, conv, x,
+                                                                          kMaxAlgorithms, n, r);
+                       },
+                       [&](cudnnConvolutionBwdDataAlgoPerf_t* r, int* n) {
+                         return cudnnGetConvolutionBackwardDataAlgorithm_v7(cudnn, w, y, conv, x,
+                                                                            kMaxAlgorithms, n, r);
+                       }));
+  ASSIGN_OR_RETURN(const cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter,
+                   ChooseAlgorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
+                       [&](cudnnConvolutionBwdFilterAlgoPerf_t* r, int* n) {
+                         return cudnnFindConvolutionBackwardFilterAlgorithm(cudnn, x, y, conv, w,
+                                                                            kMaxAlgorithms, n, r);
+                       },
+                       [&](cudnnConvolutionBwdFilterAlgoPerf_t* r, int* n) {
+                         return cudnnGetConvolutionBackwardFilterAlgorithm_v7(cudnn, x, y, conv, w,
+                                                                              kMaxAlgorithms, n, r);
+                       }));
+  plan->forward = fwd.algo;
+  plan->forward_bytes = fwd.memory;
+  plan->backward_data = bwd_data.algo;
+  plan->backward_data_bytes = bwd_data.memory;
+  plan->backward_filter = bwd_filter.algo;
+  plan->backward_filter_bytes = bwd_filter.memory;
   const CudaConvPlan* result = plan.get();
   plans_.emplace(key, std::move(plan));
   return result;
@@ -222,9 +243,8 @@ absl::Status CudaConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Te
                   "cudnnConvolutionBackwardFilter"),
       kOp, g));
   if (!dbias.defined()) return absl::OkStatus();
-  BiasGradKernel<<<cuda::BlocksFor(g.out_channels, 64), 64, 0, context_.stream>>>(
-      DevicePointer<float>(dy), g.batch, g.out_channels, g.out_h * g.out_w,
-      DevicePointer<float>(dbias));
+  cuda::LaunchSumAccumulate(DevicePointer<float>(dy), g.batch, g.out_channels, g.out_h * g.out_w,
+                            DevicePointer<float>(dbias), context_.stream);
   return cuda::LaunchStatus("conv2d bias gradient");
 }
 

@@ -2,8 +2,8 @@
 // cpu_batch_norm_ops.cc) and with its stats layout: statistics in double, one block per row
 // (layer norm) or channel (batch norm) whose threads each sum a fixed stride and combine in a
 // fixed tree (block_reduce.cuh), so results are deterministic and agree with the CPU to
-// rounding. Parameter gradients of layer norm are summed over rows by one thread per feature in
-// the CPU's order.
+// rounding. Parameter gradients of layer norm are column sums over the rows in a fixed order
+// (block_reduce.cuh's SumOverColumnLanes).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -94,20 +94,29 @@ __global__ void LayerNormBackwardInputKernel(int64_t first_row, int64_t features
   }
 }
 
+// dweight and dbias: column sums over the rows, 32 features per block and kColumnLanes threads
+// down each feature (coalesced), in double, the lanes combined in a fixed order.
 __global__ void LayerNormBackwardParamsKernel(int64_t rows, int64_t features, const float* x,
                                               const float* stats, const float* dy, float* dweight,
                                               float* dbias) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < features;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  __shared__ double scratch[2][cuda::kColumnLanes * cuda::kColumnTile];
+  for (int64_t tile = blockIdx.x; tile * cuda::kColumnTile < features; tile += gridDim.x) {
+    const int64_t i = tile * cuda::kColumnTile + threadIdx.x;
     double weight_sum = 0.0, bias_sum = 0.0;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float g = dy[r * features + i];
-      const float* stats_r = stats + kLayerNormStatsPerRow * r;
-      weight_sum += g * Normalized(x[r * features + i], stats_r[0], stats_r[1], stats_r[2]);
-      bias_sum += g;
+    if (i < features) {
+      for (int64_t r = threadIdx.y; r < rows; r += cuda::kColumnLanes) {
+        const float g = dy[r * features + i];
+        const float* stats_r = stats + kLayerNormStatsPerRow * r;
+        weight_sum += g * Normalized(x[r * features + i], stats_r[0], stats_r[1], stats_r[2]);
+        bias_sum += g;
+      }
     }
-    if (dweight != nullptr) dweight[i] += static_cast<float>(weight_sum);
-    if (dbias != nullptr) dbias[i] += static_cast<float>(bias_sum);
+    weight_sum = cuda::SumOverColumnLanes(weight_sum, scratch[0]);
+    bias_sum = cuda::SumOverColumnLanes(bias_sum, scratch[1]);
+    if (threadIdx.y == 0 && i < features) {
+      if (dweight != nullptr) dweight[i] += static_cast<float>(weight_sum);
+      if (dbias != nullptr) dbias[i] += static_cast<float>(bias_sum);
+    }
   }
 }
 
@@ -279,7 +288,9 @@ absl::Status CudaNormOps::LayerNormBackwardParams(const LayerNormArgs& args, con
   if (dweight.defined()) RETURN_IF_ERROR(NormF32Elements(kOp, "dweight", dweight, args.features));
   if (dbias.defined()) RETURN_IF_ERROR(NormF32Elements(kOp, "dbias", dbias, args.features));
   if (!dweight.defined() && !dbias.defined()) return absl::OkStatus();
-  LayerNormBackwardParamsKernel<<<cuda::BlocksFor(args.features, 128), 128, 0, context_.stream>>>(
+  const dim3 threads(cuda::kColumnTile, cuda::kColumnLanes);
+  LayerNormBackwardParamsKernel<<<cuda::BlocksFor(args.features, cuda::kColumnTile), threads, 0,
+                                  context_.stream>>>(
       args.rows, args.features, DevicePointer<float>(x), DevicePointer<float>(stats),
       DevicePointer<float>(dy), DevicePointer<float>(dweight), DevicePointer<float>(dbias));
   return cuda::LaunchStatus("layer norm backward params");

@@ -10,6 +10,7 @@
 #include "runtime/device/cuda/device_pointer.h"
 #include "runtime/device/cuda/kernel_launch.h"
 #include "runtime/device/cuda/philox.cuh"
+#include "runtime/device/cuda/sum_accumulate.h"
 #include "runtime/device/ops/op_checks.h"
 
 namespace gpipe {
@@ -62,26 +63,6 @@ __global__ void F32ToF64Kernel(const float* in, double* out, int64_t n) {
 
 __global__ void F64ToF32Kernel(const double* in, float* out, int64_t n) {
   GPIPE_GRID_STRIDE(i, n) out[i] = static_cast<float>(in[i]);
-}
-
-// One thread per output m, summing in double in the CPU backend's order (over i within each o,
-// then over o), so the result has the CPU's bits.
-__global__ void SumAccumulateKernel(const float* in, int64_t outer, int64_t mid, int64_t inner,
-                                    float* out) {
-  GPIPE_GRID_STRIDE(m, mid) {
-    double sum = 0.0;
-    for (int64_t o = 0; o < outer; ++o) {
-      const float* run = in + (o * mid + m) * inner;
-      if (inner == 1) {
-        sum += run[0];
-      } else {
-        double run_sum = 0.0;
-        for (int64_t i = 0; i < inner; ++i) run_sum += run[i];
-        sum += run_sum;
-      }
-    }
-    out[m] += static_cast<float>(sum);
-  }
 }
 
 __global__ void UniformKernel(cuda::PhiloxStream s, uint64_t first_word, double low, double width,
@@ -241,8 +222,8 @@ absl::Status CudaTensorOps::SumAccumulate(const Tensor& in, int64_t outer, int64
   RETURN_IF_ERROR(Elements("SumAccumulate", "in", in, DType::kF32, outer * mid * inner));
   RETURN_IF_ERROR(AtLeast("SumAccumulate", "out", out, DType::kF32, mid));
   if (mid == 0) return absl::OkStatus();
-  SumAccumulateKernel<<<cuda::BlocksFor(mid), cuda::kThreadsPerBlock, 0, context_.stream>>>(
-      DevicePointer<float>(in), outer, mid, inner, DevicePointer<float>(out));
+  cuda::LaunchSumAccumulate(DevicePointer<float>(in), outer, mid, inner, DevicePointer<float>(out),
+                            context_.stream);
   return cuda::LaunchStatus("sum accumulate");
 }
 

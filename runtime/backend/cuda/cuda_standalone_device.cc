@@ -10,9 +10,11 @@ absl::StatusOr<std::unique_ptr<Device>> CreateOptionalStandaloneDevice(const pb:
     return absl::UnimplementedError(
         absl::StrCat("device ", pb::Device_Name(runtime.device()), " has no standalone device"));
   }
-  return CreateCudaDevice(CudaDeviceOptions{.ordinal = 0,
-                                            .memory_limit_bytes = runtime.memory_limit_bytes(),
-                                            .allow_tf32 = runtime.cuda().allow_tf32()});
+  return CreateCudaDevice(
+      CudaDeviceOptions{.ordinal = 0,
+                        .memory_limit_bytes = runtime.memory_limit_bytes(),
+                        .allow_tf32 = runtime.cuda().allow_tf32(),
+                        .measure_conv_algorithms = runtime.cuda().measure_conv_algorithms()});
 }
 
 }  // namespace gpipe

@@ -26,6 +26,9 @@ struct CudaContext {
   Allocator* workspace = nullptr;
   // fp32 GEMMs and convolutions may use TF32 tensor cores (runtime.cuda.allow_tf32).
   bool allow_tf32 = false;
+  // Convolution algorithms timed by cuDNN, or its heuristic ranking
+  // (runtime.cuda.measure_conv_algorithms).
+  bool measure_conv_algorithms = true;
 };
 
 }  // namespace gpipe

@@ -1,5 +1,6 @@
 // CudaConvOps' convolutions on cuDNN's convolution API (NCHW fp32, groups, dilation): descriptors
-// and the algorithms cuDNN measures fastest are chosen once per geometry and cached; only
+// and the algorithms cuDNN measures fastest (or, with runtime.cuda.measure_conv_algorithms off,
+// ranks first) are chosen once per geometry and cached; only
 // deterministic algorithms are taken (forward ones all are; backward ones are filtered), with FMA
 // math (no TF32) unless runtime.cuda.allow_tf32. Workspaces come from the device (counted, freed in
 // stream order). The bias is added by a small kernel and its gradient summed in double by
@@ -56,16 +57,17 @@ const Perf* FirstDeterministic(const Perf* results, int count) {
   return nullptr;
 }
 
-// The algorithm for one direction: cuDNN's measured choice (its Find call times every algorithm
-// on scratch buffers it allocates itself, once per geometry), falling back to its heuristic
-// ranking where measuring fails (e.g. no memory left for the scratch buffers) or offers no
-// deterministic algorithm. Heuristics alone pick badly for fp32 without TF32: on an H200 the
-// heuristic backward-filter choice ran 5 to 10 times slower than the convolution's forward.
+// The algorithm for one direction. With `measure`, cuDNN's measured choice (its Find call times
+// every algorithm on scratch buffers it allocates itself, once per geometry), falling back to
+// its heuristic ranking where measuring fails (e.g. no memory left for the scratch buffers) or
+// offers no deterministic algorithm; without, the heuristic ranking alone, which gives the same
+// algorithms every run but picks worse for fp32 without TF32: on an H200 the measured forward
+// choices ran 2 to 5 times faster (bench/report-gpu-2026-11-26.md).
 template <typename Perf, typename Find, typename Get>
-absl::StatusOr<Perf> ChooseAlgorithm(Find find, Get get) {
+absl::StatusOr<Perf> ChooseAlgorithm(bool measure, Find find, Get get) {
   Perf results[kMaxAlgorithms];
   int found = 0;
-  if (find(results, &found) == CUDNN_STATUS_SUCCESS) {
+  if (measure && find(results, &found) == CUDNN_STATUS_SUCCESS) {
     if (const Perf* best = FirstDeterministic(results, found)) return *best;
   }
   cudaGetLastError();  // a failed measurement is not an error of queued work
@@ -121,6 +123,7 @@ absl::StatusOr<const CudaConvPlan*> CudaConvOps::PlanFor(const Conv2dGeometry& g
   cudnnHandle_t cudnn = context_.cudnn;
   ASSIGN_OR_RETURN(const cudnnConvolutionFwdAlgoPerf_t fwd,
                    ChooseAlgorithm<cudnnConvolutionFwdAlgoPerf_t>(
+                       context_.measure_conv_algorithms,
                        [&](cudnnConvolutionFwdAlgoPerf_t* r, int* n) {
                          return cudnnFindConvolutionForwardAlgorithm(cudnn, x, w, conv, y,
                                                                      kMaxAlgorithms, n, r);
@@ -131,6 +134,7 @@ absl::StatusOr<const CudaConvPlan*> CudaConvOps::PlanFor(const Conv2dGeometry& g
                        }));
   ASSIGN_OR_RETURN(const cudnnConvolutionBwdDataAlgoPerf_t bwd_data,
                    ChooseAlgorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
+                       context_.measure_conv_algorithms,
                        [&](cudnnConvolutionBwdDataAlgoPerf_t* r, int* n) {
                          return cudnnFindConvolutionBackwardDataAlgorithm(cudnn, w, y, conv, x,
                                                                           kMaxAlgorithms, n, r);
@@ -141,6 +145,7 @@ absl::StatusOr<const CudaConvPlan*> CudaConvOps::PlanFor(const Conv2dGeometry& g
                        }));
   ASSIGN_OR_RETURN(const cudnnConvolutionBwdFilterAlgoPerf_t bwd_filter,
                    ChooseAlgorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
+                       context_.measure_conv_algorithms,
                        [&](cudnnConvolutionBwdFilterAlgoPerf_t* r, int* n) {
                          return cudnnFindConvolutionBackwardFilterAlgorithm(cudnn, x, y, conv, w,
                                                                             kMaxAlgorithms, n, r);

@@ -27,6 +27,9 @@ struct CudaDeviceOptions {
   int64_t memory_limit_bytes = 0;
   // fp32 GEMMs and convolutions may use TF32 tensor cores.
   bool allow_tf32 = false;
+  // Convolution algorithms timed by cuDNN (fastest deterministic one) rather than its heuristic
+  // ranking (the same choice every run).
+  bool measure_conv_algorithms = true;
 };
 
 // The number of GPUs this process can see; 0 (not an error) when there are none or no driver.

@@ -10,6 +10,8 @@
 //                                 time each layer on this machine's CPU (or first GPU): the
 //                                 cost profile that
 //                                 runtime { device: SIM sim { profile: ... } } reads
+//   gpipe-plan balance PLAN [--stages K] [--memory-limit BYTES] [-o OUT.pbtxt] [--override TEXT]...
+//                                 stage boundaries by measured cost and memory
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -17,12 +19,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "google/protobuf/text_format.h"
 #include "launcher/flags.h"
 #include "layers/registry.h"
+#include "runtime/backend/standalone_device.h"
+#include "runtime/coord/plan_balance.h"
 #include "runtime/coord/plan_report.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/backend/standalone_device.h"
 #include "runtime/exec/layer_profiler.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
@@ -38,6 +42,8 @@ constexpr char kUsage[] =
     "       gpipe-plan timeline SOURCE -o OUT.svg [--step N] [--override TEXT]...\n"
     "       gpipe-plan profile PLAN -o OUT.json [--override TEXT]... [--repeats N]"
     " [--device cpu|cuda]\n"
+    "       gpipe-plan balance PLAN [--stages K] [--memory-limit BYTES] [-o OUT.pbtxt]"
+    " [--override TEXT]...\n"
     "  check      validate the plan (errors as file:line:col) and print its stages\n"
     "  show       also draw the schedule as a stage x time grid with the simulated step time,\n"
     "             bubble and per-stage peak memory by kind\n"
@@ -53,10 +59,19 @@ constexpr char kUsage[] =
     "             write the JSON cost profile that\n"
     "             runtime { device: SIM sim { profile: ... } } reads\n"
     "  --device D (profile) cpu (default) or cuda\n"
-    "  -o OUT     (timeline) where to write the picture; (profile) the profile\n"
+    "  balance    choose the stage boundaries with the least predicted step time whose stages\n"
+    "             all fit --memory-limit bytes (parameters, gradients, optimizer state and the\n"
+    "             schedule's live activations), costing layers by runtime.sim (layer_costs, a\n"
+    "             `profile` JSON in sim.profile, or FLOPs at sim.peak_gflops); print it beside\n"
+    "             balance PARAMETERS, balance FLOPS and equal layer counts, and with -o write\n"
+    "             the plan with those boundaries\n"
+    "  --stages K (balance) the number of stages (default: the plan's pipeline.stages)\n"
+    "  -o OUT     (timeline) where to write the picture; (profile) the profile; (balance) the\n"
+    "             balanced plan\n"
     "  --step N   (timeline, trace) the training step to draw; default: the last one every\n"
     "             rank completed\n"
-    "  --override (check, show, profile, timeline of a plan) a plan text merged over the file\n"
+    "  --override (check, show, profile, balance, timeline of a plan) a plan text merged over the "
+    "file\n"
     "exit code: 0 valid, 1 invalid plan or trace, 2 usage error\n";
 
 int Fail(const std::string& message) {
@@ -170,20 +185,56 @@ int ProfileMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
   return 0;
 }
 
+int BalanceMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
+  if (flags.Has("n") || flags.Has("compare") || flags.Has("step") || flags.Has("repeats") ||
+      flags.Has("device")) {
+    return Usage("-n, --compare, --step, --repeats and --device do not go with balance");
+  }
+  gpipe::BalanceOptions options;
+  if (auto stages = flags.Get("stages")) {
+    auto parsed = gpipe::ParseIntFlag("--stages", *stages);
+    if (!parsed.ok() || *parsed < 1) return Usage("--stages takes a count >= 1");
+    options.stages = static_cast<int>(*parsed);
+  }
+  if (auto limit = flags.Get("memory-limit")) {
+    auto parsed = gpipe::ParseIntFlag("--memory-limit", *limit);
+    if (!parsed.ok() || *parsed < 1) return Usage("--memory-limit takes a byte count >= 1");
+    options.memory_limit = *parsed;
+  }
+  auto loaded = gpipe::LoadPlanFile(plan_path, flags.GetAll("override"));
+  if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+  const gpipe::LayerRegistry registry = gpipe::LayerRegistry::WithBuiltins();
+  auto result = gpipe::BalancePlan(*loaded, registry, options);
+  if (!result.ok()) return Fail(std::string(result.status().message()));
+  std::fputs(gpipe::FormatBalance(*result, options.memory_limit).c_str(), stdout);
+  if (auto out = flags.Get("o")) {
+    std::string text;
+    if (!google::protobuf::TextFormat::PrintToString(result->plan, &text)) {
+      return Fail("balance: the balanced plan could not be printed");
+    }
+    const absl::Status written = gpipe::WriteFileAtomically(
+        *out, absl::StrCat("# ", plan_path, ", balanced by gpipe-plan balance\n", text));
+    if (!written.ok()) return Fail(std::string(written.message()));
+    std::printf("wrote %s\n", out->c_str());
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
-  auto flags = gpipe::ParseFlags(
-      {{"override", true, true},
-       {"n"},
-       {"compare", false},
-       {"help", false},
-       {"o"},
-       {"step"},
-       {"repeats"},
-       {"device"}},
-      args);
+  auto flags = gpipe::ParseFlags({{"override", true, true},
+                                  {"n"},
+                                  {"compare", false},
+                                  {"help", false},
+                                  {"o"},
+                                  {"step"},
+                                  {"repeats"},
+                                  {"device"},
+                                  {"stages"},
+                                  {"memory-limit"}},
+                                 args);
   if (!flags.ok()) {
     std::fprintf(stderr, "gpipe-plan: %s\n%s", std::string(flags.status().message()).c_str(),
                  kUsage);
@@ -200,9 +251,17 @@ int main(int argc, char** argv) {
   if (positional.size() == 2 && positional[0] == "profile") {
     return ProfileMain(*flags, positional[1]);
   }
+  if (positional.size() == 2 && positional[0] == "balance") {
+    return BalanceMain(*flags, positional[1]);
+  }
+  if (flags->Has("stages") || flags->Has("memory-limit")) {
+    std::fputs("gpipe-plan: --stages and --memory-limit go with balance\n", stderr);
+    return 2;
+  }
   if (flags->Has("o") || flags->Has("step") || flags->Has("repeats") || flags->Has("device")) {
-    std::fputs("gpipe-plan: -o, --step, --repeats and --device go with timeline or profile\n",
-               stderr);
+    std::fputs(
+        "gpipe-plan: -o, --step, --repeats and --device go with timeline, profile or balance\n",
+        stderr);
     return 2;
   }
   if (positional.size() != 2 || (positional[0] != "check" && positional[0] != "show")) {

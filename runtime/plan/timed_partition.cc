@@ -49,7 +49,8 @@ absl::Status CheckProblem(const PartitionProblem& p) {
             absl::StrCat("layer ", i, " has a time of ", v, "; times must be finite and >= 0"));
       }
     }
-    for (const int64_t b : {l.fixed_bytes, l.saved_bytes, l.input_bytes, l.work_bytes}) {
+    for (const int64_t b :
+         {l.fixed_bytes, l.saved_bytes, l.input_bytes, l.input_once_bytes, l.work_bytes}) {
       if (b < 0) {
         return absl::InvalidArgumentError(
             absl::StrCat("layer ", i, " has ", b, " bytes; byte counts must be >= 0"));
@@ -90,8 +91,8 @@ class StageCosts {
     const __int128 live = p_.live[stage];
     const __int128 kept = live * (static_cast<__int128>(p_.layers[begin].input_bytes) +
                                   (saved_[end] - saved_[begin]));
-    const __int128 total =
-        static_cast<__int128>(fixed_[end] - fixed_[begin]) + kept + MaxWork(begin, end);
+    const __int128 total = static_cast<__int128>(fixed_[end] - fixed_[begin]) + kept +
+                           p_.layers[begin].input_once_bytes + MaxWork(begin, end);
     return total > kMaxBytes ? kMaxBytes : static_cast<int64_t>(total);
   }
 
@@ -204,11 +205,12 @@ absl::StatusOr<PartitionChoice> PartitionForStepTime(const PartitionProblem& pro
   // The least cut cost with no cap: no partition under any cap does better.
   const CutPlan free = CheapestCuts(problem, costs, kInfinity);
   if (free.cut_cost == kInfinity) {
-    return absl::ResourceExhaustedError(absl::StrCat(
-        "no partition of ", layers, " layers into ", problem.stages,
-        " stages keeps every stage within ", problem.memory_limit,
-        " bytes; the best partition needs ", LeastFullestStage(problem, costs),
-        " bytes on its fullest stage (raise the limit, add stages or re-materialize)"));
+    return absl::ResourceExhaustedError(
+        absl::StrCat("no partition of ", layers, " layers into ", problem.stages,
+                     " stages keeps every stage within ", problem.memory_limit,
+                     " bytes; the best partition needs ", LeastFullestStage(problem, costs),
+                     " bytes on its fullest stage by this model (raise the limit, add stages or "
+                     "re-materialize)"));
   }
   // Candidate caps: every stage time at or above the lower bound max(largest layer, total / K).
   double lower = costs.Time(0, layers) / problem.stages;

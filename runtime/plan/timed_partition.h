@@ -11,12 +11,15 @@
 // transfers). The first term does not depend on the partition, so the partitioner minimizes
 //     objective = (M - 1) * bottleneck + cut cost.
 // Memory of stage s over layers [j, t):
-//     sum of fixed_bytes  +  live[s] * (input_bytes[j] + sum of saved_bytes)  +  max work_bytes,
+//     sum of fixed_bytes  +  live[s] * (input_bytes[j] + sum of saved_bytes)
+//       +  input_once_bytes[j]  +  max work_bytes,
 // fixed = parameters, gradients and optimizer state; saved = what one micro-batch keeps for the
 // backward (0 for layers whose activations are recomputed); input = the stage input kept per
 // micro-batch; live[s] = the most micro-batches the schedule keeps alive on stage s (GPipe: M;
-// 1F1B: min(M, K - s)); work = a layer's transient peak while it runs (e.g. the recomputed
-// activations of one micro-batch under re-materialization).
+// 1F1B: min(M, K - s)); input_once = what a stage starting there holds once (receive buffers
+// posted ahead, the input's gradient); work = a layer's transient peak while it runs, or what it
+// holds when it ends a stage (its output's gradient buffers), taken as the stage's largest so
+// memory only grows with the stage.
 //
 // Exact: every distinct stage time is tried as the bottleneck cap in increasing order; for each,
 // a dynamic program over (stage, first layer) finds the cheapest cuts under the cap and the
@@ -36,9 +39,10 @@ struct PartitionLayer {
   double time = 0;        // forward + backward per micro-batch (>= 0, finite)
   double cut_before = 0;  // added fill-and-drain time when a stage starts at this layer
   int64_t fixed_bytes = 0;
-  int64_t saved_bytes = 0;  // per live micro-batch
-  int64_t input_bytes = 0;  // per live micro-batch, when a stage starts at this layer
-  int64_t work_bytes = 0;   // transient, while this layer runs
+  int64_t saved_bytes = 0;       // per live micro-batch
+  int64_t input_bytes = 0;       // per live micro-batch, when a stage starts at this layer
+  int64_t input_once_bytes = 0;  // once, when a stage starts at this layer
+  int64_t work_bytes = 0;        // transient, while this layer runs
 };
 
 struct PartitionProblem {

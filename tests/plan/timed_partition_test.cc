@@ -32,7 +32,8 @@ int64_t StageBytes(const PartitionProblem& p, int begin, int end, int stage) {
     saved += p.layers[i].saved_bytes;
     work = std::max(work, p.layers[i].work_bytes);
   }
-  return fixed + p.live[stage] * (p.layers[begin].input_bytes + saved) + work;
+  return fixed + p.live[stage] * (p.layers[begin].input_bytes + saved) +
+         p.layers[begin].input_once_bytes + work;
 }
 
 struct Brute {
@@ -93,6 +94,7 @@ PartitionProblem RandomProblem(std::mt19937& rng, int layers, int stages) {
                         .fixed_bytes = bytes(rng),
                         .saved_bytes = bytes(rng) / 5,
                         .input_bytes = bytes(rng) / 5,
+                        .input_once_bytes = bytes(rng) / 10,
                         .work_bytes = bytes(rng) / 2});
   }
   for (int s = 0; s < stages; ++s)

@@ -93,8 +93,9 @@ bool LooksLikeJson(const std::string& text) {
 // The plan's schedule as `gpipe-plan show` predicts it (same simulation, same costs).
 absl::StatusOr<gpipe::trace::Timeline> SimulatedTimeline(
     const std::string& path, const std::vector<std::string>& overrides) {
-  ASSIGN_OR_RETURN(const gpipe::LoadedPlan loaded, gpipe::LoadPlanFile(path, overrides));
+  ASSIGN_OR_RETURN(gpipe::LoadedPlan loaded, gpipe::LoadPlanFile(path, overrides));
   const gpipe::LayerRegistry registry = gpipe::LayerRegistry::WithBuiltins();
+  RETURN_IF_ERROR(gpipe::ResolveProfileBalance(loaded, registry));
   ASSIGN_OR_RETURN(const gpipe::AnalyzedPlan analyzed, gpipe::AnalyzePlan(loaded, registry));
   ASSIGN_OR_RETURN(const gpipe::SchedulePrediction prediction,
                    gpipe::PredictSchedule(analyzed, registry));
@@ -165,6 +166,11 @@ int ProfileMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
   auto loaded = gpipe::LoadPlanFile(plan_path, flags.GetAll("override"));
   if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
   const gpipe::LayerRegistry registry = gpipe::LayerRegistry::WithBuiltins();
+  // Layers are timed one by one: the partition does not matter, and a PROFILE balance would
+  // need the profile being written.
+  if (loaded->plan.pipeline().balance() == gpipe::pb::PROFILE) {
+    loaded->plan.mutable_pipeline()->set_balance(gpipe::pb::PARAMETERS);
+  }
   auto analyzed = gpipe::AnalyzePlan(*loaded, registry);
   if (!analyzed.ok()) return Fail(std::string(analyzed.status().message()));
   options.threads = analyzed->plan.runtime().threads();
@@ -280,6 +286,9 @@ int main(int argc, char** argv) {
   auto loaded = gpipe::LoadPlanFile(positional[1], flags->GetAll("override"));
   if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
   const gpipe::LayerRegistry registry = gpipe::LayerRegistry::WithBuiltins();
+  if (absl::Status resolved = gpipe::ResolveProfileBalance(*loaded, registry); !resolved.ok()) {
+    return Fail(std::string(resolved.message()));
+  }
   auto analyzed = gpipe::AnalyzePlan(*loaded, registry);
   if (!analyzed.ok()) return Fail(std::string(analyzed.status().message()));
   if (auto n = flags->Get("n")) {

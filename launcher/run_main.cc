@@ -14,6 +14,7 @@
 #include "absl/strings/str_join.h"
 #include "launcher/flags.h"
 #include "layers/registry.h"
+#include "runtime/coord/plan_balance.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
 
@@ -69,7 +70,11 @@ int main(int argc, char** argv) {
 
   auto loaded = gpipe::LoadPlanFile(plan_path, overrides);
   if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
-  auto analyzed = gpipe::AnalyzePlan(*loaded, gpipe::LayerRegistry::WithBuiltins());
+  const gpipe::LayerRegistry registry = gpipe::LayerRegistry::WithBuiltins();
+  if (absl::Status resolved = gpipe::ResolveProfileBalance(*loaded, registry); !resolved.ok()) {
+    return Fail(std::string(resolved.message()));
+  }
+  auto analyzed = gpipe::AnalyzePlan(*loaded, registry);
   if (!analyzed.ok()) return Fail(std::string(analyzed.status().message()));
   int64_t processes = analyzed->plan.pipeline().stages();
   if (auto n = flags->Get("n")) {

@@ -235,6 +235,24 @@ absl::StatusOr<BalanceResult> BalancePlan(const LoadedPlan& loaded, const LayerR
   return result;
 }
 
+absl::Status ResolveProfileBalance(LoadedPlan& loaded, const LayerRegistry& registry) {
+  const pb::Pipeline& pipeline = loaded.plan.pipeline();
+  if (pipeline.balance() != pb::PROFILE || pipeline.boundaries_size() > 0) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<BalanceResult> result =
+      BalancePlan(loaded, registry,
+                  BalanceOptions{.stages = pipeline.stages(),
+                                 .memory_limit = loaded.plan.runtime().memory_limit_bytes()});
+  if (!result.ok()) {
+    return absl::Status(result.status().code(),
+                        absl::StrCat(loaded.LocationOf("pipeline.balance"),
+                                     ": pipeline.balance: PROFILE: ", result.status().message()));
+  }
+  *loaded.plan.mutable_pipeline()->mutable_boundaries() = result->plan.pipeline().boundaries();
+  return absl::OkStatus();
+}
+
 std::string FormatBalance(const BalanceResult& result, int64_t memory_limit) {
   std::string out = absl::StrCat(
       "predicted with runtime.sim's costs (as gpipe-plan show on device SIM)",

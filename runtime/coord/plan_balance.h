@@ -54,6 +54,12 @@ struct BalanceResult {
 absl::StatusOr<BalanceResult> BalancePlan(const LoadedPlan& loaded, const LayerRegistry& registry,
                                           const BalanceOptions& options);
 
+// pipeline.balance: PROFILE without explicit boundaries: sets pipeline.boundaries to what
+// BalancePlan chooses for the plan's stages under runtime.memory_limit_bytes (errors carry the
+// location of pipeline.balance). Other plans are left as they are. Every entry point runs it
+// before AnalyzePlan, so rank 0, gpipe-run and gpipe-plan see the same partition.
+absl::Status ResolveProfileBalance(LoadedPlan& loaded, const LayerRegistry& registry);
+
 // The candidates as a table, and the chosen boundaries as a plan override.
 std::string FormatBalance(const BalanceResult& result, int64_t memory_limit);
 

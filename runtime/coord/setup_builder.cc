@@ -7,6 +7,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/coord/plan_balance.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/plan/plan_loader.h"
 #include "runtime/schedule/program.h"
@@ -42,6 +43,7 @@ schedule::OpCosts CostsFromFlops(const AnalyzedPlan& plan) {
 absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_size,
                                        const LayerRegistry& registry) {
   ASSIGN_OR_RETURN(LoadedPlan loaded, LoadPlanFile(options.plan_path, options.overrides));
+  RETURN_IF_ERROR(ResolveProfileBalance(loaded, registry));
   ResolvedJob job;
   ASSIGN_OR_RETURN(job.analyzed, AnalyzePlan(loaded, registry));
   RETURN_IF_ERROR(CheckWorldSize(job.analyzed, loaded, world_size));

@@ -206,6 +206,11 @@ absl::StatusOr<std::string> ProfileAnalyzedPlanLayers(const AnalyzedPlan& analyz
 absl::StatusOr<std::string> ProfilePlanLayers(const pb::Plan& plan, const LayerRegistry& registry,
                                               Device& device, const ProfileOptions& options) {
   LoadedPlan loaded{.plan = plan, .path = "<profiled plan>", .directory = "."};
+  // Layers are timed one by one: the partition does not matter, and a PROFILE balance would need
+  // the costs being measured here.
+  if (loaded.plan.pipeline().balance() == pb::PROFILE) {
+    loaded.plan.mutable_pipeline()->set_balance(pb::PARAMETERS);
+  }
   ASSIGN_OR_RETURN(AnalyzedPlan analyzed, AnalyzePlan(loaded, registry));
   return ProfileAnalyzedPlanLayers(analyzed, registry, device, options);
 }

@@ -26,6 +26,11 @@ absl::StatusOr<std::vector<int>> StageStarts(const pb::Plan& plan,
     for (const std::string& name : pipeline.boundaries()) starts.push_back(index.at(name));
     return starts;
   }
+  if (pipeline.balance() == pb::PROFILE) {
+    return absl::FailedPreconditionError(
+        "pipeline.balance: PROFILE: the boundaries come from the plan balancer "
+        "(ResolveProfileBalance in runtime/coord/plan_balance.h), which runs before the analysis");
+  }
   std::vector<double> costs;
   costs.reserve(layers.size());
   for (const LayerInfo& layer : layers) {

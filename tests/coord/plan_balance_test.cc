@@ -10,6 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "layers/registry.h"
+#include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
 
 namespace gpipe {
@@ -97,6 +98,46 @@ TEST(PlanBalanceTest, InterleavedPlansAndBadCountsAreRefused) {
   EXPECT_FALSE(BalancePlan(Uneven(), registry, BalanceOptions{.stages = 99}).ok());
   EXPECT_EQ(BalancePlan(Uneven(), registry, BalanceOptions{.memory_limit = -5}).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(PlanBalanceTest, BalanceProfileResolvesToTheBalancersChoice) {
+  const LayerRegistry registry = LayerRegistry::WithBuiltins();
+  LoadedPlan plan = Uneven();
+  plan.plan.mutable_pipeline()->set_balance(pb::PROFILE);
+  plan.plan.mutable_runtime()->set_memory_limit_bytes(6500000);
+  // Unresolved, the analysis refuses it rather than guess a partition.
+  EXPECT_EQ(AnalyzePlan(plan, registry).status().code(), absl::StatusCode::kFailedPrecondition);
+  absl::StatusOr<BalanceResult> expected =
+      BalancePlan(plan, registry, BalanceOptions{.memory_limit = 6500000});
+  ASSERT_TRUE(expected.ok()) << expected.status();
+  ASSERT_TRUE(ResolveProfileBalance(plan, registry).ok());
+  EXPECT_THAT(plan.plan.pipeline().boundaries(),
+              ::testing::ElementsAreArray(expected->plan.pipeline().boundaries()));
+  absl::StatusOr<AnalyzedPlan> analyzed = AnalyzePlan(plan, registry);
+  ASSERT_TRUE(analyzed.ok()) << analyzed.status();
+  EXPECT_EQ(analyzed->stages[1].first_layer, expected->candidates[expected->chosen].starts[1]);
+
+  // Explicit boundaries, or another balance, are left alone.
+  LoadedPlan explicit_plan = Uneven();
+  explicit_plan.plan.mutable_pipeline()->set_balance(pb::PROFILE);
+  for (const char* name : {"c3", "c5", "c7"}) {
+    explicit_plan.plan.mutable_pipeline()->add_boundaries(name);
+  }
+  ASSERT_TRUE(ResolveProfileBalance(explicit_plan, registry).ok());
+  EXPECT_THAT(explicit_plan.plan.pipeline().boundaries(), ::testing::ElementsAre("c3", "c5", "c7"));
+  LoadedPlan flops = Uneven();
+  flops.plan.mutable_pipeline()->set_balance(pb::FLOPS);
+  ASSERT_TRUE(ResolveProfileBalance(flops, registry).ok());
+  EXPECT_EQ(flops.plan.pipeline().boundaries_size(), 0);
+
+  // A limit nothing fits: the error names where the balance was asked for.
+  LoadedPlan tight = Uneven();
+  tight.plan.mutable_pipeline()->set_balance(pb::PROFILE);
+  tight.plan.mutable_runtime()->set_memory_limit_bytes(1000);
+  const absl::Status status = ResolveProfileBalance(tight, registry);
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(status.message(), HasSubstr("uneven_convnet/plan.pbtxt"));
+  EXPECT_THAT(status.message(), HasSubstr("pipeline.balance: PROFILE: "));
 }
 
 }  // namespace

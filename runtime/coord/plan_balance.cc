@@ -22,12 +22,6 @@ namespace {
 
 double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
-// Optimizer state elements per parameter element (as `gpipe-plan show` counts them).
-int OptimizerStateFactor(const pb::Optimizer& optimizer) {
-  if (optimizer.has_sgd()) return optimizer.sgd().momentum() != 0 ? 1 : 0;
-  return 2;
-}
-
 // `loaded` with K stages, the given boundaries (none: the plan's balance rule chooses), timed on
 // the simulated device so the prediction is in milliseconds.
 LoadedPlan Variant(const LoadedPlan& loaded, int stages, const std::vector<std::string>& boundaries,

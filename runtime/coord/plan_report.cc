@@ -14,12 +14,6 @@
 namespace gpipe {
 namespace {
 
-// Optimizer state elements per parameter element.
-int OptimizerStateFactor(const pb::Optimizer& optimizer) {
-  if (optimizer.has_sgd()) return optimizer.sgd().momentum() != 0 ? 1 : 0;
-  return 2;  // Adam, AdamW: two moments
-}
-
 std::string ScheduleName(const pb::Pipeline& pipeline) {
   std::string name = pb::Schedule_Name(pipeline.schedule());
   if (pipeline.virtual_stages() > 1) absl::StrAppend(&name, " v=", pipeline.virtual_stages());
@@ -33,6 +27,11 @@ std::string Percent(double fraction) { return absl::StrFormat("%.1f%%", 100.0 * 
 bool TimedInMs(const pb::Plan& plan) { return plan.runtime().device() == pb::SIM; }
 
 }  // namespace
+
+int OptimizerStateFactor(const pb::Optimizer& optimizer) {
+  if (optimizer.has_sgd()) return optimizer.sgd().momentum() != 0 ? 1 : 0;
+  return 2;  // Adam, AdamW: two moments
+}
 
 absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
                                                    const LayerRegistry& registry) {

@@ -27,6 +27,9 @@ struct SchedulePrediction {
   std::vector<int64_t> parameter_bytes;            // per stage: values, gradients, optimizer
 };
 
+// Optimizer state elements per parameter element (SGD with momentum 1, Adam and AdamW 2).
+int OptimizerStateFactor(const pb::Optimizer& optimizer);
+
 absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
                                                    const LayerRegistry& registry);
 

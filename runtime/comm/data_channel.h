@@ -13,6 +13,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -42,6 +43,25 @@ class TransferHandle {
   virtual absl::Status Wait(absl::Time deadline) = 0;
 };
 
+// A fixed set of ranks that sum fixed lists of f32 tensors together every step: a stage's
+// data-parallel replicas reducing their gradient buckets. Created once, at set-up, by
+// DataChannel::CreateReduceGroup on every member; each step, every member starts the buckets
+// in the same order (collectives on one group are ordered) and each start overlaps whatever the
+// caller does until it waits.
+class ReduceGroup {
+ public:
+  virtual ~ReduceGroup() = default;
+  // Starts summing bucket `bucket`'s tensors in place over the group. `tensors` must match the
+  // element counts the bucket was created with, stay alive and unread until the handle is done,
+  // and be written by no one else meanwhile. On every member, buckets start in ascending order
+  // each step, after the previous step's all finished. The handle completes when the sums are
+  // in `tensors` (for a device whose memory the host cannot read, after the copy back).
+  virtual absl::StatusOr<std::unique_ptr<TransferHandle>> Start(int bucket,
+                                                                std::span<Tensor> tensors) = 0;
+  // The bucket layout it was created with: element counts per tensor, per bucket.
+  virtual const std::vector<std::vector<int64_t>>& buckets() const = 0;
+};
+
 class DataChannel {
  public:
   virtual ~DataChannel() = default;
@@ -57,6 +77,13 @@ class DataChannel {
   // (this rank included). Blocks until done or `deadline`. A group of one is a no-op.
   virtual absl::Status AllReduceSum(std::span<Tensor> tensors, std::span<const int> group_ranks,
                                     absl::Time deadline) = 0;
+  // Collective over `group_ranks` (this rank included, any order): every member calls it with
+  // the same ranks and the same `buckets` (element counts per tensor, per bucket); members that
+  // disagree fail with both sides' descriptions, a member that never comes fails the others at
+  // `deadline`. A group of one rank sums nothing: its handles are done at once.
+  virtual absl::StatusOr<std::unique_ptr<ReduceGroup>> CreateReduceGroup(
+      std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
+      absl::Time deadline) = 0;
 };
 
 }  // namespace gpipe

@@ -17,7 +17,7 @@
 namespace gpipe {
 namespace {
 
-constexpr int64_t kAgreementMagic = 0x6770697065415201;  // "gpipeAR" + version 1
+constexpr int64_t kAgreementMagic = 0x6770697065415202;  // "gpipeAR" + version 2
 
 // What one member is about to reduce.
 struct Agreement {
@@ -27,8 +27,9 @@ struct Agreement {
   int64_t tensor_count = 0;
   int64_t total_elements = 0;
   int64_t shapes_hash = 0;
+  int64_t bucket_count = 0;
 };
-using AgreementWords = std::array<int64_t, 6>;
+using AgreementWords = std::array<int64_t, 7>;
 
 uint64_t Fnv1a(uint64_t hash, int64_t word) {
   for (int i = 0; i < 8; ++i) {
@@ -39,32 +40,40 @@ uint64_t Fnv1a(uint64_t hash, int64_t word) {
 }
 
 AgreementWords ToWords(const Agreement& a) {
-  return {a.magic, a.group_hash, a.group_size, a.tensor_count, a.total_elements, a.shapes_hash};
+  return {a.magic,          a.group_hash,  a.group_size,  a.tensor_count,
+          a.total_elements, a.shapes_hash, a.bucket_count};
 }
 
 Agreement FromWords(const AgreementWords& w) {
-  return Agreement{w[0], w[1], w[2], w[3], w[4], w[5]};
+  return Agreement{w[0], w[1], w[2], w[3], w[4], w[5], w[6]};
 }
 
-Agreement Summarize(std::span<const Tensor> tensors, const std::vector<int>& group) {
+Agreement Summarize(const std::vector<std::vector<int64_t>>& buckets,
+                    const std::vector<int>& group) {
   Agreement agreement;
   uint64_t group_hash = 14695981039346656037ull;
   for (int rank : group) group_hash = Fnv1a(group_hash, rank);
   uint64_t shapes_hash = 14695981039346656037ull;
-  for (const Tensor& tensor : tensors) {
-    shapes_hash = Fnv1a(shapes_hash, tensor.num_elements());
-    agreement.total_elements += tensor.num_elements();
+  for (const std::vector<int64_t>& bucket : buckets) {
+    for (int64_t count : bucket) {
+      shapes_hash = Fnv1a(shapes_hash, count);
+      agreement.total_elements += count;
+    }
+    agreement.tensor_count += static_cast<int64_t>(bucket.size());
+    shapes_hash = Fnv1a(shapes_hash, -1);  // the bucket's end
   }
   agreement.group_hash = static_cast<int64_t>(group_hash);
   agreement.group_size = static_cast<int64_t>(group.size());
-  agreement.tensor_count = static_cast<int64_t>(tensors.size());
   agreement.shapes_hash = static_cast<int64_t>(shapes_hash);
+  agreement.bucket_count = static_cast<int64_t>(buckets.size());
   return agreement;
 }
 
 std::string Counts(const Agreement& a) {
   return absl::StrCat(a.tensor_count, a.tensor_count == 1 ? " tensor (" : " tensors (",
-                      a.total_elements, " floats)");
+                      a.total_elements, " floats",
+                      a.bucket_count > 1 ? absl::StrCat(" in ", a.bucket_count, " buckets") : "",
+                      ")");
 }
 
 }  // namespace
@@ -83,16 +92,7 @@ absl::Status GroupAllReducer::AllReduceSum(std::span<Tensor> tensors,
       absl::StrCat("rank ", context.rank, " all-reducing ", tensors.size(),
                    tensors.size() == 1 ? " tensor" : " tensors", " over ranks [",
                    absl::StrJoin(group, ", "), "]");
-  if (std::adjacent_find(group.begin(), group.end()) != group.end()) {
-    return absl::InvalidArgumentError(absl::StrCat(description, ": a rank appears twice"));
-  }
-  if (group.empty() || group.front() < 0 || group.back() >= context.size) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(description, ": the job has ranks 0..", context.size - 1));
-  }
-  if (!std::binary_search(group.begin(), group.end(), context.rank)) {
-    return absl::InvalidArgumentError(absl::StrCat(description, ": this rank is not in the group"));
-  }
+  RETURN_IF_ERROR(CheckGroup(group, description));
   for (const Tensor& tensor : tensors) {
     if (!tensor.defined() || tensor.dtype() != DType::kF32) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -107,7 +107,9 @@ absl::Status GroupAllReducer::AllReduceSum(std::span<Tensor> tensors,
   }
   if (group.size() == 1) return absl::OkStatus();
 
-  RETURN_IF_ERROR(CheckAgreement(tensors, group, deadline, description));
+  std::vector<int64_t> counts;
+  for (const Tensor& tensor : tensors) counts.push_back(tensor.num_elements());
+  RETURN_IF_ERROR(CheckAgreement({counts}, group, deadline, description));
   ASSIGN_OR_RETURN(MPI_Comm comm, GroupCommunicator(group));
 
   // Keeps the tensors alive if the reduction must be abandoned mid-flight.
@@ -145,11 +147,26 @@ absl::Status GroupAllReducer::AllReduceSum(std::span<Tensor> tensors,
   return status;
 }
 
-absl::Status GroupAllReducer::CheckAgreement(std::span<const Tensor> tensors,
+absl::Status GroupAllReducer::CheckGroup(const std::vector<int>& group,
+                                         const std::string& description) const {
+  if (std::adjacent_find(group.begin(), group.end()) != group.end()) {
+    return absl::InvalidArgumentError(absl::StrCat(description, ": a rank appears twice"));
+  }
+  if (group.empty() || group.front() < 0 || group.back() >= context_->size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(description, ": the job has ranks 0..", context_->size - 1));
+  }
+  if (!std::binary_search(group.begin(), group.end(), context_->rank)) {
+    return absl::InvalidArgumentError(absl::StrCat(description, ": this rank is not in the group"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GroupAllReducer::CheckAgreement(const std::vector<std::vector<int64_t>>& buckets,
                                              const std::vector<int>& group, absl::Time deadline,
                                              const std::string& description) {
   DataChannelContext& context = *context_;
-  const Agreement mine = Summarize(tensors, group);
+  const Agreement mine = Summarize(buckets, group);
   struct Exchange {
     AgreementWords mine;
     std::vector<AgreementWords> theirs;
@@ -208,6 +225,10 @@ absl::Status GroupAllReducer::CheckAgreement(std::span<const Tensor> tensors,
       return absl::InvalidArgumentError(
           absl::StrCat(self, " but rank ", group[i], " all-reduces ", Counts(theirs)));
     }
+    if (theirs.bucket_count != mine.bucket_count) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(self, " but rank ", group[i], " all-reduces ", Counts(theirs)));
+    }
     if (theirs.shapes_hash != mine.shapes_hash) {
       return absl::InvalidArgumentError(absl::StrCat(
           self, " but rank ", group[i], " all-reduces tensors of other sizes with the same total"));
@@ -218,6 +239,12 @@ absl::Status GroupAllReducer::CheckAgreement(std::span<const Tensor> tensors,
 
 absl::StatusOr<MPI_Comm> GroupAllReducer::GroupCommunicator(const std::vector<int>& group) {
   if (auto it = communicators_.find(group); it != communicators_.end()) return it->second;
+  ASSIGN_OR_RETURN(MPI_Comm comm, CreateCommunicator(group));
+  communicators_.emplace(group, comm);
+  return comm;
+}
+
+absl::StatusOr<MPI_Comm> GroupAllReducer::CreateCommunicator(const std::vector<int>& group) {
   MPI_Comm parent = context_->comm;
   MPI_Group parent_group = MPI_GROUP_NULL;
   RETURN_IF_ERROR(MpiStatus(MPI_Comm_group(parent, &parent_group), "MPI_Comm_group"));
@@ -242,7 +269,6 @@ absl::StatusOr<MPI_Comm> GroupAllReducer::GroupCommunicator(const std::vector<in
     return WithContext(status, absl::StrCat("creating the communicator of ranks [",
                                             absl::StrJoin(group, ", "), "]"));
   }
-  communicators_.emplace(group, comm);
   return comm;
 }
 

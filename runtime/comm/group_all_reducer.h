@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -37,10 +38,20 @@ class GroupAllReducer {
   // Communicators created so far (one per distinct group of two or more ranks).
   int cached_groups() const { return static_cast<int>(communicators_.size()); }
 
+  // For groups made once and used many times (MpiReduceGroup). `group` sorted: INVALID_ARGUMENT
+  // prefixed with `description` when a rank repeats, is outside the job or is not this one.
+  absl::Status CheckGroup(const std::vector<int>& group, const std::string& description) const;
+  // Exchanges what this member will reduce (element counts per tensor, per bucket) with every
+  // other member of `group` (sorted) under `deadline` and compares.
+  absl::Status CheckAgreement(const std::vector<std::vector<int64_t>>& buckets,
+                              const std::vector<int>& group, absl::Time deadline,
+                              const std::string& description);
+  // A new communicator of `group` (sorted), collective over its members: call CheckAgreement
+  // first, so that every member is known to be here and this cannot hang. The caller owns it
+  // (FreeCommunicator).
+  absl::StatusOr<MPI_Comm> CreateCommunicator(const std::vector<int>& group);
+
  private:
-  // Exchanges the reduction's description with every other member and compares.
-  absl::Status CheckAgreement(std::span<const Tensor> tensors, const std::vector<int>& group,
-                              absl::Time deadline, const std::string& description);
   absl::StatusOr<MPI_Comm> GroupCommunicator(const std::vector<int>& group);
 
   std::shared_ptr<DataChannelContext> context_;

@@ -2,6 +2,8 @@
 
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+
 #include "runtime/core/status_macros.h"
 
 namespace gpipe {
@@ -35,14 +37,15 @@ class StagedSendHandle final : public TransferHandle {
   std::unique_ptr<TransferHandle> host_handle_;
 };
 
-// Copies the received bytes into the device tensor once, when the inner receive completes.
-class StagedRecvHandle final : public TransferHandle {
+// Copies the host tensors the inner transfer writes (a receive, or a reduction in place) into
+// the device tensors once, when it completes.
+class StagedCopyBackHandle final : public TransferHandle {
  public:
-  StagedRecvHandle(std::unique_ptr<TransferHandle> host_handle, Tensor staged, Tensor destination,
-                   Device& device)
+  StagedCopyBackHandle(std::unique_ptr<TransferHandle> host_handle, std::vector<Tensor> staged,
+                       std::vector<Tensor> destinations, Device& device)
       : staged_(std::move(staged)),
         host_handle_(std::move(host_handle)),
-        destination_(std::move(destination)),
+        destinations_(std::move(destinations)),
         device_(device) {}
 
   bool Done() override {
@@ -65,18 +68,19 @@ class StagedRecvHandle final : public TransferHandle {
  private:
   void Finish(const absl::Status& received) {
     finished_ = true;
-    outcome_ = received.ok()
-                   ? device_.CopyFromHost(staged_.raw_data(), staged_.bytes(), destination_)
-                   : received;
+    outcome_ = received;
+    for (size_t i = 0; i < staged_.size() && outcome_.ok(); ++i) {
+      outcome_ = device_.CopyFromHost(staged_[i].raw_data(), staged_[i].bytes(), destinations_[i]);
+    }
     // CopyFromHost is done with the staging memory when it returns.
-    staged_ = Tensor();
-    destination_ = Tensor();
+    staged_.clear();
+    destinations_.clear();
   }
 
-  // Declared before the inner handle so that it outlives it: the inner receive writes into it.
-  Tensor staged_;
+  // Declared before the inner handle so that it outlives it: the inner transfer writes into it.
+  std::vector<Tensor> staged_;
   std::unique_ptr<TransferHandle> host_handle_;
-  Tensor destination_;
+  std::vector<Tensor> destinations_;
   Device& device_;
   bool finished_ = false;
   absl::Status outcome_;
@@ -99,9 +103,48 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> HostStagedDataChannel::Recv(
                                                 tensor.dtype(), StagingKindOf(key)));
   ASSIGN_OR_RETURN(std::unique_ptr<TransferHandle> host_handle,
                    host_channel_->Recv(staged, peer_rank, key));
-  return std::unique_ptr<TransferHandle>(std::make_unique<StagedRecvHandle>(
-      std::move(host_handle), std::move(staged), tensor, device_));
+  return std::unique_ptr<TransferHandle>(std::make_unique<StagedCopyBackHandle>(
+      std::move(host_handle), std::vector<Tensor>{std::move(staged)}, std::vector<Tensor>{tensor},
+      device_));
 }
+
+namespace {
+
+// Stages each bucket to the host, reduces it there through the host channel's group and copies
+// the sums back when the reduction completes.
+class StagedReduceGroup final : public ReduceGroup {
+ public:
+  StagedReduceGroup(std::unique_ptr<ReduceGroup> host_group, Device& device)
+      : host_group_(std::move(host_group)), device_(device) {}
+
+  absl::StatusOr<std::unique_ptr<TransferHandle>> Start(int bucket,
+                                                        std::span<Tensor> tensors) override {
+    std::vector<Tensor> staged;
+    staged.reserve(tensors.size());
+    for (const Tensor& tensor : tensors) {
+      if (!tensor.defined()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("bucket ", bucket, " holds an undefined tensor"));
+      }
+      ASSIGN_OR_RETURN(Tensor copy, StageToHost(device_, tensor, MemoryKind::kGradient));
+      staged.push_back(std::move(copy));
+    }
+    ASSIGN_OR_RETURN(std::unique_ptr<TransferHandle> host_handle,
+                     host_group_->Start(bucket, std::span<Tensor>(staged)));
+    return std::unique_ptr<TransferHandle>(std::make_unique<StagedCopyBackHandle>(
+        std::move(host_handle), std::move(staged),
+        std::vector<Tensor>(tensors.begin(), tensors.end()), device_));
+  }
+  const std::vector<std::vector<int64_t>>& buckets() const override {
+    return host_group_->buckets();
+  }
+
+ private:
+  std::unique_ptr<ReduceGroup> host_group_;
+  Device& device_;
+};
+
+}  // namespace
 
 absl::Status HostStagedDataChannel::AllReduceSum(std::span<Tensor> tensors,
                                                  std::span<const int> group_ranks,
@@ -119,6 +162,15 @@ absl::Status HostStagedDataChannel::AllReduceSum(std::span<Tensor> tensors,
     RETURN_IF_ERROR(device_.CopyFromHost(staged[i].raw_data(), staged[i].bytes(), tensors[i]));
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ReduceGroup>> HostStagedDataChannel::CreateReduceGroup(
+    std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
+    absl::Time deadline) {
+  ASSIGN_OR_RETURN(std::unique_ptr<ReduceGroup> host_group,
+                   host_channel_->CreateReduceGroup(group_ranks, std::move(buckets), deadline));
+  return std::unique_ptr<ReduceGroup>(
+      std::make_unique<StagedReduceGroup>(std::move(host_group), device_));
 }
 
 }  // namespace gpipe

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -31,6 +32,10 @@ class HostStagedDataChannel final : public DataChannel {
                                                        const TransferKey& key) override;
   absl::Status AllReduceSum(std::span<Tensor> tensors, std::span<const int> group_ranks,
                             absl::Time deadline) override;
+  // Each start stages the bucket to the host and its handle copies the sums back when done.
+  absl::StatusOr<std::unique_ptr<ReduceGroup>> CreateReduceGroup(
+      std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
+      absl::Time deadline) override;
 
  private:
   std::unique_ptr<DataChannel> host_channel_;

@@ -2,6 +2,7 @@
 
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/mpi_recv_handle.h"
+#include "runtime/comm/mpi_reduce_group.h"
 #include "runtime/comm/mpi_send_handle.h"
 #include "runtime/comm/mpi_status.h"
 #include "runtime/core/status_macros.h"
@@ -58,6 +59,17 @@ absl::Status MpiDataChannel::AllReduceSum(std::span<Tensor> tensors,
         "device's channel models the all-reduce instead");
   }
   return reducer_.AllReduceSum(tensors, group_ranks, deadline);
+}
+
+absl::StatusOr<std::unique_ptr<ReduceGroup>> MpiDataChannel::CreateReduceGroup(
+    std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
+    absl::Time deadline) {
+  if (options_.headers_only && group_ranks.size() > 1) {
+    return absl::FailedPreconditionError(
+        "a headers-only data channel moves no payload and cannot all-reduce; the simulated "
+        "device's channel models the all-reduce instead");
+  }
+  return MpiReduceGroup::Create(context_, reducer_, group_ranks, std::move(buckets), deadline);
 }
 
 }  // namespace gpipe

@@ -11,6 +11,7 @@
 
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
@@ -54,6 +55,12 @@ class MpiDataChannel final : public DataChannel {
   // member must call with the same group, tensor count and sizes, in the same order of calls).
   absl::Status AllReduceSum(std::span<Tensor> tensors, std::span<const int> group_ranks,
                             absl::Time deadline) override;
+
+  // See DataChannel; reductions run on the group's own communicator (MpiReduceGroup). Not
+  // available with headers_only (FAILED_PRECONDITION).
+  absl::StatusOr<std::unique_ptr<ReduceGroup>> CreateReduceGroup(
+      std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
+      absl::Time deadline) override;
 
   int rank() const { return context_->rank; }
   int size() const { return context_->size; }

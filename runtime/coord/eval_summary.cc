@@ -8,8 +8,11 @@
 namespace gpipe {
 
 absl::Status EvalSummary::Add(const std::vector<pb::StepReport>& reports) {
+  // One last stage per data-parallel replica, each with the sums of its share of the batch.
+  bool any = false;
   for (const pb::StepReport& report : reports) {
     if (!report.has_eval_samples()) continue;
+    any = true;
     loss_sum_ += report.eval_loss_sum();
     samples_ += report.eval_samples();
     if (report.has_correct()) {
@@ -17,9 +20,11 @@ absl::Status EvalSummary::Add(const std::vector<pb::StepReport>& reports) {
       correct_ += report.correct();
       predictions_ += report.eval_predictions();
     }
-    return absl::OkStatus();
   }
-  return absl::InternalError("no stage reported evaluation sums for an evaluation batch");
+  if (!any) {
+    return absl::InternalError("no stage reported evaluation sums for an evaluation batch");
+  }
+  return absl::OkStatus();
 }
 
 double EvalSummary::accuracy() const {

@@ -22,7 +22,8 @@ class EvalSummary {
   EvalSummary(int64_t after_step, bool bits_per_byte)
       : after_step_(after_step), bits_per_byte_(bits_per_byte) {}
 
-  // Adds one evaluation batch; `reports` indexed by rank, the last stage's carrying the sums.
+  // Adds one evaluation batch; `reports` indexed by rank, the last stage of every replica
+  // carrying the sums of its share.
   // Fails when no report carries evaluation sums.
   absl::Status Add(const std::vector<pb::StepReport>& reports);
   void set_elapsed_ms(double ms) { elapsed_ms_ = ms; }

@@ -127,7 +127,7 @@ absl::StatusOr<BalanceResult> BalancePlan(const LoadedPlan& loaded, const LayerR
   ASSIGN_OR_RETURN(const SchedulePrediction schedule, PredictSchedule(at_k, registry));
   const int layers = static_cast<int>(at_k.layers.size());
   const int micro_batches = at_k.plan.pipeline().micro_batches();
-  const int64_t micro_batch_size = at_k.plan.training().global_batch() / micro_batches;
+  const int64_t micro_batch_size = MicroBatchSize(at_k.plan);
   ASSIGN_OR_RETURN(const LayerBytes bytes, MeasureLayerBytes(at_k, registry, micro_batch_size));
   ASSIGN_OR_RETURN(const SimCosts costs,
                    SimCosts::Create(at_k.plan.runtime().sim(), micro_batch_size));

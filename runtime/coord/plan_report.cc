@@ -45,7 +45,7 @@ absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
     ASSIGN_OR_RETURN(costs, SimScheduleCosts(plan));
   }
   ASSIGN_OR_RETURN(out.simulation, schedule::VerifyProgram(out.program, costs));
-  const int64_t micro_batch_size = plan.plan.training().global_batch() / pipeline.micro_batches();
+  const int64_t micro_batch_size = MicroBatchSize(plan.plan);
   ASSIGN_OR_RETURN(const std::vector<PartBytes> parts,
                    MeasurePartBytes(plan, registry, micro_batch_size));
   out.activations =
@@ -63,8 +63,12 @@ absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
   const pb::Pipeline& pipeline = plan.plan.pipeline();
   std::string out =
       absl::StrCat("plan '", plan.plan.name(), "' is valid: ", plan.layers.size(), " layers, ",
-                   pipeline.stages(), " stages, ", pipeline.micro_batches(), " micro-batches of ",
-                   plan.plan.training().global_batch() / pipeline.micro_batches(), " samples\n\n");
+                   pipeline.stages(), " stages, ",
+                   pipeline.data_parallel() > 1
+                       ? absl::StrCat(pipeline.data_parallel(), " data-parallel replicas, ")
+                       : std::string(),
+                   pipeline.micro_batches(), " micro-batches of ", MicroBatchSize(plan.plan),
+                   " samples\n\n");
   absl::StrAppend(&out, FormatStageTable(plan));
   if (!with_schedule) return out;
 

@@ -40,6 +40,39 @@ schedule::OpCosts CostsFromFlops(const AnalyzedPlan& plan) {
   return costs;
 }
 
+namespace {
+
+// Tied parameters, for the ranks of one replica: which of them own a member. The replicas'
+// copies of a member are summed by the data-parallel gradient all-reduce first, so the tie sum
+// stays inside the replica (summing over every replica's ranks would count each gradient D
+// times).
+std::vector<pb::TieGroup> TieGroupsOfReplica(const AnalyzedPlan& analyzed,
+                                             const schedule::RankLayout& layout, int replica) {
+  std::vector<pb::TieGroup> ties;
+  for (const TieInfo& tie : analyzed.ties) {
+    pb::TieGroup& group = ties.emplace_back();
+    std::set<int> ranks;
+    for (const TieInfo::Member& member : tie.members) {
+      group.add_parameters(member.name);
+      for (const StageInfo& part : analyzed.stages) {
+        if (member.layer >= part.first_layer && member.layer < part.end_layer) {
+          ranks.insert(layout.RankOf(replica, part.stage));
+        }
+      }
+    }
+    const TieInfo::Member& first = tie.members.front();
+    const ParamSpec& spec = analyzed.layers[first.layer].parameter_specs[first.parameter];
+    group.set_init_layer(first.layer);
+    group.set_init_parameter(first.parameter);
+    group.set_init_kind(static_cast<int>(spec.init));
+    group.set_init_bound(spec.bound);
+    for (int r : ranks) group.add_ranks(r);
+  }
+  return ties;
+}
+
+}  // namespace
+
 absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_size,
                                        const LayerRegistry& registry) {
   ASSIGN_OR_RETURN(LoadedPlan loaded, LoadPlanFile(options.plan_path, options.overrides));
@@ -85,36 +118,13 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     }
   }
 
-  // One replica for now; data parallelism adds replicas here and nowhere else.
   ASSIGN_OR_RETURN(const schedule::RankLayout layout,
-                   schedule::RankLayout::Create(/*replicas=*/1, pipeline.stages()));
-  // Tied parameters: which ranks own a member (in every replica).
-  std::vector<pb::TieGroup> ties;
-  for (const TieInfo& tie : job.analyzed.ties) {
-    pb::TieGroup& group = ties.emplace_back();
-    std::set<int> ranks;
-    for (const TieInfo::Member& member : tie.members) {
-      group.add_parameters(member.name);
-      for (const StageInfo& part : job.analyzed.stages) {
-        if (member.layer >= part.first_layer && member.layer < part.end_layer) {
-          for (int replica = 0; replica < layout.replicas(); ++replica) {
-            ranks.insert(layout.RankOf(replica, part.stage));
-          }
-        }
-      }
-    }
-    const TieInfo::Member& first = tie.members.front();
-    const ParamSpec& spec = job.analyzed.layers[first.layer].parameter_specs[first.parameter];
-    group.set_init_layer(first.layer);
-    group.set_init_parameter(first.parameter);
-    group.set_init_kind(static_cast<int>(spec.init));
-    group.set_init_bound(spec.bound);
-    for (int r : ranks) group.add_ranks(r);
-  }
-
+                   schedule::RankLayout::Create(pipeline.data_parallel(), pipeline.stages()));
   for (int rank = 0; rank < world_size; ++rank) {
     pb::Setup setup;
-    for (const pb::TieGroup& group : ties) *setup.add_ties() = group;
+    for (pb::TieGroup& group : TieGroupsOfReplica(job.analyzed, layout, layout.ReplicaOf(rank))) {
+      *setup.add_ties() = std::move(group);
+    }
     *setup.mutable_plan() = job.analyzed.plan;
     for (pb::StageSpec& spec : ToStageSpecs(job.analyzed)) *setup.add_stages() = std::move(spec);
     const int stage = layout.StageOf(rank);

@@ -16,6 +16,11 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
   s.step_ms = step_ms;
   s.samples_per_s = step_ms > 0 ? global_batch / (step_ms / 1000.0) : 0.0;
   double bubble_sum = 0.0;
+  int64_t correct = 0;
+  bool counts_correct = false;
+  bool has_loss = false;
+  for (const pb::StepReport& report : reports) s.replicas = std::max(s.replicas, report.replica() + 1);
+  s.replica_loss.assign(s.replicas, 0.0);
   for (size_t r = 0; r < reports.size(); ++r) {
     const pb::StepReport& report = reports[r];
     if (report.step() != step || report.rank() != static_cast<int>(r)) {
@@ -23,11 +28,18 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
                                               report.step(), " arrived at slot ", r, " of step ",
                                               step));
     }
-    if (report.has_loss()) s.loss = report.loss();
-    if (report.has_correct() && global_batch > 0 && predictions_per_sample > 0) {
-      s.accuracy = static_cast<double>(report.correct()) /
-                   (static_cast<double>(global_batch) * predictions_per_sample);
+    if (report.has_loss()) {
+      has_loss = true;
+      s.replica_loss[report.replica()] += report.loss();
     }
+    if (report.has_correct()) {
+      counts_correct = true;
+      correct += report.correct();
+    }
+    s.stage.push_back(report.stage());
+    s.replica.push_back(report.replica());
+    s.all_reduce_ms.push_back(report.all_reduce_ms());
+    s.all_reduce_exposed_ms.push_back(report.all_reduce_exposed_ms());
     s.peak_bytes.push_back(report.peak_bytes());
     auto kind = [&report](const char* name) -> int64_t {
       const auto it = report.peak_bytes_by_kind().find(name);
@@ -41,6 +53,14 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
     bubble_sum += std::clamp(1.0 - report.busy_ms() / stage_ms, 0.0, 1.0);
   }
   s.bubble = reports.empty() ? 0.0 : bubble_sum / reports.size();
+  // Each replica's part is its samples' losses over the whole global batch: they add up.
+  if (has_loss) {
+    for (double part : s.replica_loss) s.loss += part;
+  }
+  if (counts_correct && global_batch > 0 && predictions_per_sample > 0) {
+    s.accuracy = static_cast<double>(correct) /
+                 (static_cast<double>(global_batch) * predictions_per_sample);
+  }
   return s;
 }
 
@@ -56,6 +76,14 @@ Json ToMetricsRecord(const StepSummary& s) {
   json["peak_activation_bytes"] = s.peak_activation_bytes;
   json["peak_boundary_grad_bytes"] = s.peak_boundary_grad_bytes;
   json["busy_ms"] = s.busy_ms;
+  if (s.replicas > 1) {
+    json["replicas"] = s.replicas;
+    json["replica_loss"] = s.replica_loss;
+    json["stage"] = s.stage;
+    json["replica"] = s.replica;
+    json["all_reduce_ms"] = s.all_reduce_ms;
+    json["all_reduce_exposed_ms"] = s.all_reduce_exposed_ms;
+  }
   return json;
 }
 
@@ -74,8 +102,19 @@ std::string FormatProgressLine(const StepSummary& s, int64_t total_steps) {
                         s.step_ms, 100.0 * s.bubble);
   if (!s.peak_bytes.empty()) {
     const auto fullest = std::max_element(s.peak_bytes.begin(), s.peak_bytes.end());
+    const size_t rank = fullest - s.peak_bytes.begin();
     absl::StrAppend(&line, " | peak mem ", FormatBytes(*fullest), " (stage ",
-                    fullest - s.peak_bytes.begin(), ")");
+                    rank < s.stage.size() ? s.stage[rank] : static_cast<int>(rank),
+                    s.replicas > 1 && rank < s.replica.size()
+                        ? absl::StrCat(", replica ", s.replica[rank])
+                        : std::string(),
+                    ")");
+  }
+  if (s.replicas > 1 && !s.all_reduce_ms.empty()) {
+    absl::StrAppendFormat(
+        &line, " | %d replicas, all-reduce %.2f ms (%.2f ms exposed)", s.replicas,
+        *std::max_element(s.all_reduce_ms.begin(), s.all_reduce_ms.end()),
+        *std::max_element(s.all_reduce_exposed_ms.begin(), s.all_reduce_exposed_ms.end()));
   }
   if (!s.applied) absl::StrAppend(&line, " | SKIPPED (non-finite loss or gradients)");
   return line;

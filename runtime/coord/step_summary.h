@@ -15,36 +15,49 @@ namespace gpipe {
 
 struct StepSummary {
   int64_t step = 0;
+  // The mini-batch-mean loss: the sum of the replicas' parts (replica_loss).
   double loss = 0.0;
+  std::vector<double> replica_loss;  // per data-parallel replica
   // Fraction of the mini-batch's predictions (one per sample, or per position of a sequence)
   // that are correct; < 0 when not classification.
   double accuracy = -1.0;
   bool applied = true;     // whether the optimizer step was applied
   double step_ms = 0.0;    // rank 0's wall time for the step (command to decision)
   double samples_per_s = 0.0;
-  double bubble = 0.0;              // mean over stages of 1 - busy/step time
-  std::vector<int64_t> peak_bytes;  // per stage
-  // Per stage, the step's peak of: stage inputs kept and activations received ("boundary"),
+  double bubble = 0.0;              // mean over ranks of 1 - busy/step time
+  // Per rank from here on (replica r's stage s is rank r * stages + s).
+  std::vector<int> stage;
+  std::vector<int> replica;
+  std::vector<int64_t> peak_bytes;
+  // The step's peak of: stage inputs kept and activations received ("boundary"),
   // tensors saved inside the stage ("activation"), gradients in flight ("boundary_grad").
   std::vector<int64_t> peak_boundary_bytes;
   std::vector<int64_t> peak_activation_bytes;
   std::vector<int64_t> peak_boundary_grad_bytes;
-  std::vector<double> busy_ms;  // per stage
+  std::vector<double> busy_ms;
+  // Data parallelism: the gradient all-reduce's span (first bucket's start to last one's end)
+  // and the part of it the step waited for at its end; 0 with one replica.
+  std::vector<double> all_reduce_ms;
+  std::vector<double> all_reduce_exposed_ms;
+  int replicas = 1;
 };
 
-// `reports` indexed by rank (= stage here). Fails if one is missing or from another step.
+// `reports` indexed by rank. Fails if one is missing or from another step.
 // predictions_per_sample: class ids per sample (1, or the positions of a sequence target).
 absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepReport>& reports,
                                       int64_t global_batch, double step_ms, bool applied,
                                       int64_t predictions_per_sample = 1);
 
 // "step 10/200 | loss 0.4312 | acc 87.5% | 5321 samples/s | step 48.1 ms | bubble 27.4% |
-//  peak mem 1.2 MiB (stage 0)"
+//  peak mem 1.2 MiB (stage 0)"; with replicas the peak names "(stage 0, replica 1)" and the
+// line ends "| 2 replicas, all-reduce 3.10 ms (0.42 ms exposed)" (the slowest rank's).
 std::string FormatProgressLine(const StepSummary& summary, int64_t total_steps);
 
 // The metrics file's record of the step: step, loss, accuracy (classification only), applied,
 // samples_per_s, step_ms, bubble, and peak_bytes, peak_boundary_bytes, peak_activation_bytes,
-// peak_boundary_grad_bytes and busy_ms as lists indexed by stage.
+// peak_boundary_grad_bytes and busy_ms as lists indexed by rank; with replicas also replicas,
+// replica_loss (by replica), stage and replica (by rank), all_reduce_ms and
+// all_reduce_exposed_ms (by rank).
 Json ToMetricsRecord(const StepSummary& summary);
 
 // "1.2 MiB"

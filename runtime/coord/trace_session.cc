@@ -1,5 +1,6 @@
 #include "runtime/coord/trace_session.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <limits>
@@ -36,8 +37,11 @@ std::unique_ptr<TraceSession> TraceSession::Create(const pb::Setup& setup, int r
   info.micro_batches = plan.pipeline().micro_batches();
   info.chunks = plan.pipeline().virtual_stages();
   info.ranks = world_size;
-  return std::unique_ptr<TraceSession>(new TraceSession(
-      plan.runtime().trace(), std::move(info), rank, setup.stage(), plan.runtime().trace_steps()));
+  // Replica r's stage s is rank r * stages + s (runtime/schedule/rank_layout.h).
+  const int replica = rank / std::max(1, setup.layout().stages());
+  return std::unique_ptr<TraceSession>(new TraceSession(plan.runtime().trace(), std::move(info),
+                                                        rank, setup.stage(), replica,
+                                                        plan.runtime().trace_steps()));
 }
 
 void TraceSession::RemoveStaleParts(const std::string& path, int world_size) {
@@ -45,11 +49,13 @@ void TraceSession::RemoveStaleParts(const std::string& path, int world_size) {
   for (int r = 1; r < world_size; ++r) std::remove(PartPathOf(path, r).c_str());
 }
 
-TraceSession::TraceSession(std::string path, TraceRunInfo info, int rank, int stage, int steps)
+TraceSession::TraceSession(std::string path, TraceRunInfo info, int rank, int stage, int replica,
+                           int steps)
     : path_(std::move(path)),
       info_(std::move(info)),
       rank_(rank),
       stage_(stage),
+      replica_(replica),
       recorder_(TraceRecorderOptions{.steps = steps}) {}
 
 std::string TraceSession::PartPath(int rank) const { return PartPathOf(path_, rank); }
@@ -96,7 +102,7 @@ absl::Status TraceSession::AlignClocks(ControlChannel& control, absl::Time deadl
 }
 
 pb::RankTrace TraceSession::OwnTrace(const std::string& error) const {
-  pb::RankTrace trace = recorder_.ToProto(rank_, stage_, /*replica=*/0);
+  pb::RankTrace trace = recorder_.ToProto(rank_, stage_, replica_);
   trace.set_clock_offset_ns(offset_ns_);
   trace.set_clock_uncertainty_ns(uncertainty_ns_);
   if (!error.empty()) trace.set_error(error);

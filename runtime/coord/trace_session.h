@@ -49,13 +49,14 @@ class TraceSession {
   std::string PartPath(int rank) const;
 
  private:
-  TraceSession(std::string path, TraceRunInfo info, int rank, int stage, int steps);
+  TraceSession(std::string path, TraceRunInfo info, int rank, int stage, int replica, int steps);
   pb::RankTrace OwnTrace(const std::string& error) const;
 
   std::string path_;
   TraceRunInfo info_;
   int rank_;
   int stage_;
+  int replica_;
   TraceRecorder recorder_;
   int64_t offset_ns_ = 0;
   int64_t uncertainty_ns_ = 0;

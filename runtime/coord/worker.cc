@@ -5,8 +5,14 @@
 //              {error} — every rank then exits non-zero with that message and MPI finalizes
 //              normally — or {resolved plan, stage table, rank r's stage and program, init/export
 //              choices}. Ranks != 0 wait up to --startup-timeout for it.
+//   replicas   with pipeline.data_parallel D > 1 the job is D pipelines (Setup.layout: replica r's
+//              stage s is rank r * stages + s). Each replica's stage ranks then build their
+//              gradient buckets and, together, the group that all-reduces them
+//              (DataChannel::CreateReduceGroup), before the first step.
 //   each step  rank 0 broadcasts a StepCommand {step, lr, sample indices} (kStepCommand).
-//              Every rank runs its stage program. At the program's OptimizerStep, each rank
+//              Every rank runs its stage program, replica r on its share of the indices (the
+//              r-th of D equal slices); the buckets' all-reduces start during the backward and
+//              end at the program's AllReduceGrads. At the program's OptimizerStep, each rank
 //              gathers its StepReport to rank 0 (kStepReport); rank 0 decides apply/skip (skip if
 //              any rank saw a non-finite loss or gradient) and broadcasts a StepDecision
 //              (kDecision); every rank applies or skips the update alike. Rank 0 prints the
@@ -288,6 +294,8 @@ class Worker {
     config.chunks = chunks;
     config.micro_batches = plan.pipeline().micro_batches();
     config.global_batch = plan.training().global_batch();
+    config.replica = layout.ReplicaOf(rank_);
+    config.replicas = layout.replicas();
     config.remat = plan.pipeline().remat();
     config.seed = plan.training().seed();
     // With several chunks the pipeline wraps around.
@@ -299,9 +307,22 @@ class Worker {
     config.ties = ties;
     CoordinatorGate gate(*control_, timeout_);
     TraceRecorder* recorder = trace_ != nullptr ? trace_->recorder() : nullptr;
-    StageExecutor executor(
-        config, std::move(program),
-        ExecutorResources{device, parts.refs(), dataset.get(), *channel, gate, recorder});
+    ExecutorResources resources{device, parts.refs(), dataset.get(), *channel, gate, recorder};
+    // Data parallelism: the stage's gradient buckets, and its replicas' group that all-reduces
+    // them, made here, once, by every replica of the stage together.
+    std::optional<GradientBuckets> buckets;
+    std::unique_ptr<ReduceGroup> replica_reducer;
+    if (layout.replicas() > 1) {
+      buckets = GradientBuckets::Plan(parts.refs(), plan.runtime().gradient_bucket_bytes());
+      resources.gradient_buckets = &*buckets;
+      if (!buckets->buckets().empty()) {  // a stage without parameters or buffers has none
+        ASSIGN_OR_RETURN(replica_reducer,
+                         channel->CreateReduceGroup(config.replica_group, buckets->Layout(),
+                                                    absl::Now() + timeout_));
+        resources.replica_reducer = replica_reducer.get();
+      }
+    }
+    StageExecutor executor(config, std::move(program), resources);
     // The forward-only program that evaluates the held-out split with the same parts.
     std::unique_ptr<StageExecutor> evaluator;
     if (evaluates) {
@@ -350,7 +371,10 @@ class Worker {
       ASSIGN_OR_RETURN(metrics, MetricsWriter::Open(metrics_path));
     }
 
-    logger_.Info(absl::StrCat("plan '", plan.name(), "': ", plan.pipeline().stages(), " stages x ",
+    const int replicas = plan.pipeline().data_parallel();
+    logger_.Info(absl::StrCat("plan '", plan.name(), "': ",
+                              replicas > 1 ? absl::StrCat(replicas, " replicas x ") : std::string(),
+                              plan.pipeline().stages(), " stages x ",
                               plan.pipeline().micro_batches(), " micro-batches, ",
                               pb::Schedule_Name(plan.pipeline().schedule()), ", remat ",
                               pb::Remat_Name(plan.pipeline().remat()), ", batch ", batch, ", ",
@@ -459,9 +483,13 @@ class Worker {
     return absl::OkStatus();
   }
 
-  // Rank 0: merges every rank's shard and writes one safetensors file.
+  // Rank 0: merges every rank's shard and writes one safetensors file. With data parallelism
+  // each parameter arrives once per replica: replica 0's is written, and every other copy must
+  // equal it bit for bit (the replicas apply the same update to the same values), else the
+  // export fails naming the first difference.
   absl::Status WriteExport(const pb::Plan& plan, const std::vector<std::string>& gathered) {
     std::vector<NamedTensorData> all;
+    std::map<std::string, size_t> index;  // name -> position in `all`
     for (size_t r = 0; r < gathered.size(); ++r) {
       pb::ParameterShard received;
       if (!received.ParseFromString(gathered[r])) {
@@ -475,6 +503,11 @@ class Worker {
         NamedTensorData t{named.name(), {named.shape().begin(), named.shape().end()}, {}};
         t.values.resize(named.f32_data().size() / sizeof(float));
         std::memcpy(t.values.data(), named.f32_data().data(), t.values.size() * sizeof(float));
+        if (const auto it = index.find(t.name); it != index.end()) {
+          RETURN_IF_ERROR(CheckReplicaCopy(all[it->second], t, static_cast<int>(r)));
+          continue;
+        }
+        index.emplace(t.name, all.size());
         all.push_back(std::move(t));
       }
     }
@@ -484,6 +517,25 @@ class Worker {
         {"gpipe_steps", absl::StrCat(plan.training().steps())}};
     RETURN_IF_ERROR(WriteSafetensors(options_.export_path, all, metadata));
     logger_.Info(absl::StrCat("exported ", all.size(), " parameters to ", options_.export_path));
+    return absl::OkStatus();
+  }
+
+  // A data-parallel replica's copy of a parameter (from `rank`) against replica 0's.
+  static absl::Status CheckReplicaCopy(const NamedTensorData& first, const NamedTensorData& copy,
+                                       int rank) {
+    if (copy.shape != first.shape) {
+      return absl::InternalError(absl::StrCat("rank ", rank, " exported '", copy.name,
+                                              "' with another shape than replica 0"));
+    }
+    for (size_t i = 0; i < copy.values.size(); ++i) {
+      // Bitwise, so that NaNs compare too.
+      if (std::memcmp(&copy.values[i], &first.values[i], sizeof(float)) != 0) {
+        return absl::InternalError(absl::StrCat(
+            "the data-parallel replicas diverged: rank ", rank, " holds ", copy.name, "[", i,
+            "] = ", copy.values[i], ", replica 0 holds ", first.values[i],
+            "; a gpipe bug, please report it"));
+      }
+    }
     return absl::OkStatus();
   }
 

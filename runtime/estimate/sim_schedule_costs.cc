@@ -13,8 +13,7 @@ double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 }  // namespace
 
 absl::StatusOr<schedule::OpCosts> SimScheduleCosts(const AnalyzedPlan& plan) {
-  const int micro_batches = std::max(1, plan.plan.pipeline().micro_batches());
-  const int64_t micro_batch_size = plan.plan.training().global_batch() / micro_batches;
+  const int64_t micro_batch_size = MicroBatchSize(plan.plan);
   ASSIGN_OR_RETURN(const SimCosts costs,
                    SimCosts::Create(plan.plan.runtime().sim(), micro_batch_size));
   schedule::OpCosts out;

@@ -11,6 +11,7 @@
 #include "proto/plan.pb.h"
 #include "runtime/comm/data_channel.h"
 #include "runtime/device/device.h"
+#include "runtime/exec/gradient_buckets.h"
 #include "runtime/exec/gradient_sync_gate.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/trace/trace_recorder.h"
@@ -27,8 +28,14 @@ struct ExecutorConfig {
   int num_stages = 1;
   // Model chunks this stage runs (pipeline.virtual_stages; 1 except for INTERLEAVED_1F1B).
   int chunks = 1;
+  // Micro-batches of this replica's share of each mini-batch.
   int micro_batches = 1;
+  // Samples of the whole mini-batch, over every replica (the loss is a mean over them).
   int64_t global_batch = 1;
+  // Data parallelism: this rank's replica of `replicas`. Replica r trains on samples
+  // [r * global_batch / replicas, (r + 1) * global_batch / replicas) of each step's command.
+  int replica = 0;
+  int replicas = 1;
   pb::Remat remat = pb::EXCEPT_LAST;
   uint64_t seed = 0;
   // Ranks of the neighbouring stages along the pipeline, or -1 where there is none. With
@@ -54,6 +61,11 @@ struct ExecutorResources {
   GradientSyncGate& gate;
   // runtime.trace: where instructions and transfers are recorded (null: not traced).
   TraceRecorder* trace = nullptr;
+  // With replicas > 1: the stage's gradient buckets and the group of its replicas that
+  // all-reduces them (created at set-up with buckets->Layout(); null when there are no buckets);
+  // both null with one replica.
+  GradientBuckets* gradient_buckets = nullptr;
+  ReduceGroup* replica_reducer = nullptr;
 };
 
 }  // namespace gpipe

@@ -181,7 +181,7 @@ absl::StatusOr<std::string> ProfileAnalyzedPlanLayers(const AnalyzedPlan& analyz
         "training.global_batch (", plan.training().global_batch(),
         ") must be a multiple of pipeline.micro_batches (", micro_batches, ") to profile"));
   }
-  const int64_t micro_batch = plan.training().global_batch() / micro_batches;
+  const int64_t micro_batch = MicroBatchSize(plan);
   std::string layers_json;
   for (int i = 0; i < plan.model().layers_size(); ++i) {
     const pb::Layer& spec = plan.model().layers(i);

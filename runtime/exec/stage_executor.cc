@@ -12,6 +12,7 @@
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops.h"
 #include "runtime/exec/device_busy_time.h"
+#include "runtime/exec/gradient_sync.h"
 #include "runtime/exec/micro_batch_plan.h"
 #include "runtime/exec/micro_batch_state.h"
 #include "runtime/exec/step_report_builder.h"
@@ -78,14 +79,22 @@ class StageExecutor::Step {
         res_(executor.resources_),
         command_(command),
         micro_batches_(config_.micro_batches),
-        micro_batch_size_(config_.global_batch / config_.micro_batches),
+        micro_batch_size_(config_.global_batch /
+                          (int64_t{std::max(1, config_.replicas)} * config_.micro_batches)),
+        replica_offset_(config_.global_batch / std::max(1, config_.replicas) * config_.replica),
         topology_{config_.num_stages, config_.chunks},
         plan_(*executor.plan_),
         scope_(config_, command_, res_.trace),
         states_(config_.chunks, micro_batches_, plan_.forward_only()),
         transfers_(scope_, program_, res_, states_, micro_batch_size_),
         report_builder_(scope_, res_.device),
-        busy_(res_.device) {}
+        busy_(res_.device) {
+    if (!plan_.forward_only() && res_.replica_reducer != nullptr &&
+        res_.gradient_buckets != nullptr) {
+      grad_sync_.emplace(*res_.gradient_buckets, *res_.replica_reducer, res_.device, scope_,
+                         micro_batches_, config_.replicas);
+    }
+  }
 
   absl::StatusOr<pb::StepReport> Run() {
     start_ = absl::Now();
@@ -97,6 +106,12 @@ class StageExecutor::Step {
       return absl::InternalError(absl::StrCat(scope_.Where(), "the executor has ",
                                               res_.chunks.size(), " chunk(s) of resources for ",
                                               config_.chunks, " chunk(s)"));
+    }
+    if (config_.replicas > 1 && !plan_.forward_only() &&
+        (res_.gradient_buckets == nullptr ||
+         (!res_.gradient_buckets->buckets().empty() && res_.replica_reducer == nullptr))) {
+      return absl::InternalError(absl::StrCat(scope_.Where(), config_.replicas,
+                                              " replicas but no gradient buckets or replica group"));
     }
     if (command_.sample_indices_size() != config_.global_batch) {
       return absl::InvalidArgumentError(
@@ -128,6 +143,7 @@ class StageExecutor::Step {
       }
       if (status.ok()) status = transfers_.ReapFinishedSends();
       if (status.ok()) transfers_.PollPostedReceives();
+      if (status.ok() && grad_sync_.has_value()) status = grad_sync_->Poll();
       if (!status.ok()) {
         return WithContext(
             status, absl::StrCat(scope_.Where(), "instruction ", schedule::ToString(instruction)));
@@ -173,7 +189,9 @@ class StageExecutor::Step {
     ctx.seed = config_.seed;
     ctx.step = command_.step();
     ctx.micro_batch = micro_batch;
-    ctx.sample_offset = static_cast<int64_t>(micro_batch) * micro_batch_size_;
+    // Where the micro-batch's samples sit in the whole mini-batch (dropout masks are keyed by
+    // it, so they do not depend on the replica count).
+    ctx.sample_offset = replica_offset_ + static_cast<int64_t>(micro_batch) * micro_batch_size_;
     ctx.layer_index = model.global_index(local_layer);
     ctx.need_input_grad = !(model.holds_model_input() && local_layer == 0);
     return ctx;
@@ -193,7 +211,7 @@ class StageExecutor::Step {
   std::span<const int64_t> IndicesOf(int m) const {
     return std::span<const int64_t>(command_.sample_indices().data(),
                                     command_.sample_indices_size())
-        .subspan(static_cast<size_t>(m) * micro_batch_size_, micro_batch_size_);
+        .subspan(static_cast<size_t>(replica_offset_ + m * micro_batch_size_), micro_batch_size_);
   }
 
   // ---- compute ----------------------------------------------------------------------------
@@ -248,13 +266,15 @@ class StageExecutor::Step {
       const Layer& layer = model.layer(l);
       const LayerContext ctx = ContextFor(chunk, m, l);
       absl::StatusOr<Tensor> dx;
-      if (split && layer.SplitsBackward()) {
+      const bool deferred = split && layer.SplitsBackward();
+      if (deferred) {
         dx = layer.BackwardInput(ctx, parameters.values_of(l), mb.saved[l], dy);
         if (dx.ok()) mb.deferred.push_back({l, std::move(mb.saved[l]), dy});
       } else {
         dx = layer.Backward(ctx, parameters.values_of(l), parameters.grads_of(l), mb.saved[l], dy);
       }
       if (!dx.ok()) return WithContext(dx.status(), absl::StrCat("layer '", layer.name(), "'"));
+      if (!deferred) RETURN_IF_ERROR(GradientsAccumulated(chunk, l));
       mb.saved[l].clear();
       dy = *std::move(dx);
     }
@@ -468,6 +488,7 @@ class StageExecutor::Step {
           layer.BackwardWeight(ContextFor(op.chunk, op.micro_batch, deferred.layer),
                                parameters.grads_of(deferred.layer), deferred.saved, deferred.dy);
       if (!status.ok()) return WithContext(status, absl::StrCat("layer '", layer.name(), "'"));
+      RETURN_IF_ERROR(GradientsAccumulated(op.chunk, deferred.layer));
       deferred = DeferredWeightGrad{};  // free as we go
     }
     mb.deferred.clear();
@@ -492,16 +513,18 @@ class StageExecutor::Step {
     return absl::OkStatus();
   }
 
+  // A layer's parameter gradients took one more micro-batch: with replicas, its bucket's
+  // all-reduce starts once every layer of the bucket has all of the step's micro-batches.
+  absl::Status GradientsAccumulated(int chunk, int local_layer) {
+    if (!grad_sync_.has_value()) return absl::OkStatus();
+    return grad_sync_->Accumulated(chunk, local_layer);
+  }
+
+  // The buckets still reducing (and the buffers, averaged) are waited for here: the time this
+  // instruction takes is the all-reduce the backward did not hide.
   absl::Status Execute(const schedule::AllReduceGrads&) {
-    if (config_.replica_group.size() <= 1) return absl::OkStatus();
-    RETURN_IF_ERROR(busy_.Begin());
-    std::vector<Tensor> grads;
-    for (const ChunkRefs& chunk : res_.chunks) {
-      grads.insert(grads.end(), chunk.parameters->grads().begin(), chunk.parameters->grads().end());
-    }
-    RETURN_IF_ERROR(res_.channel.AllReduceSum(grads, config_.replica_group, scope_.Deadline()));
-    RETURN_IF_ERROR(busy_.End());
-    return absl::OkStatus();
+    if (!grad_sync_.has_value()) return absl::OkStatus();
+    return grad_sync_->Finish(scope_.Deadline());
   }
 
   absl::Status Execute(const schedule::OptimizerStep&) {
@@ -587,12 +610,15 @@ class StageExecutor::Step {
     for (const ChunkRefs& chunk : res_.chunks) {
       if (chunk.model->loss() != nullptr) counts_correct = chunk.model->loss()->counts_correct();
     }
-    return report_builder_.Fill({.last_stage = IsLastStage(),
-                                 .forward_only = plan_.forward_only(),
-                                 .counts_correct = counts_correct,
-                                 .step_time = absl::Now() - start_,
-                                 .busy = busy},
-                                report_);
+    RETURN_IF_ERROR(report_builder_.Fill({.last_stage = IsLastStage(),
+                                          .forward_only = plan_.forward_only(),
+                                          .counts_correct = counts_correct,
+                                          .step_time = absl::Now() - start_,
+                                          .busy = busy},
+                                         report_));
+    report_.set_replica(config_.replica);
+    if (grad_sync_.has_value()) grad_sync_->Report(report_);
+    return absl::OkStatus();
   }
 
   const ExecutorConfig& config_;
@@ -601,6 +627,7 @@ class StageExecutor::Step {
   const pb::StepCommand& command_;
   const int micro_batches_;
   const int64_t micro_batch_size_;
+  const int64_t replica_offset_;  // this replica's first sample in the mini-batch
   const schedule::Topology topology_;
   const MicroBatchPlan& plan_;
 
@@ -608,6 +635,8 @@ class StageExecutor::Step {
   MicroBatchStates states_;
   StepTransfers transfers_;
   StepReportBuilder report_builder_;
+
+  std::optional<GradientSync> grad_sync_;  // with data-parallel replicas, training only
 
   absl::Time start_;
   DeviceBusyTime busy_;

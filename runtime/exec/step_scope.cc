@@ -5,8 +5,10 @@
 namespace gpipe {
 
 std::string StepScope::Where() const {
-  return absl::StrCat("rank ", config_.rank, ", stage ", config_.stage, ", step ", command_.step(),
-                      ": ");
+  return absl::StrCat(
+      "rank ", config_.rank, ", stage ", config_.stage,
+      config_.replicas > 1 ? absl::StrCat(", replica ", config_.replica) : std::string(), ", step ",
+      command_.step(), ": ");
 }
 
 bool StepScope::Traced() const {

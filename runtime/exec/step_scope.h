@@ -25,7 +25,8 @@ class StepScope {
   const pb::StepCommand& command() const { return command_; }
   TraceRecorder* trace() const { return trace_; }
 
-  // "rank 1, stage 1, step 7: ", the prefix of every error of the step.
+  // "rank 1, stage 1, step 7: " ("rank 3, stage 1, replica 1, step 7: " with data
+  // parallelism), the prefix of every error of the step.
   std::string Where() const;
   // When a wait started now must give up.
   absl::Time Deadline() const { return absl::Now() + config_.wait_timeout; }

@@ -2,6 +2,11 @@
 
 namespace gpipe {
 
+int64_t MicroBatchSize(const pb::Plan& plan) {
+  const int64_t parts = int64_t{plan.pipeline().data_parallel()} * plan.pipeline().micro_batches();
+  return parts > 0 ? plan.training().global_batch() / parts : 0;
+}
+
 std::vector<pb::StageSpec> ToStageSpecs(const AnalyzedPlan& plan) {
   std::vector<pb::StageSpec> specs;
   specs.reserve(plan.stages.size());

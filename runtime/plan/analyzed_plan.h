@@ -77,6 +77,10 @@ struct AnalyzedPlan {
   std::vector<TieInfo> ties;
 };
 
+// Samples in one micro-batch of one replica: global_batch / (data_parallel * micro_batches)
+// (a validated plan divides evenly; 0 when a count is not positive).
+int64_t MicroBatchSize(const pb::Plan& plan);
+
 // The stages as the control plane carries them (control.proto's StageSpec).
 std::vector<pb::StageSpec> ToStageSpecs(const AnalyzedPlan& plan);
 

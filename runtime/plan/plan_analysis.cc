@@ -64,7 +64,7 @@ std::vector<StageInfo> BuildStages(const std::vector<int>& starts,
 }
 
 // "1 stage", "3 stages", "2 processes".
-std::string Count(int n, const std::string& noun) {
+std::string Count(int64_t n, const std::string& noun) {
   if (n == 1) return absl::StrCat(n, " ", noun);
   return absl::StrCat(n, " ", noun, noun.back() == 's' ? "es" : "s");
 }
@@ -98,20 +98,31 @@ absl::StatusOr<AnalyzedPlan> AnalyzePlan(const LoadedPlan& loaded, const LayerRe
 
 absl::Status CheckWorldSize(const AnalyzedPlan& plan, const LoadedPlan& loaded, int world_size) {
   const int stages = plan.plan.pipeline().stages();
-  if (world_size == stages) return absl::OkStatus();
-  const std::string where =
-      loaded.locations.contains("pipeline.stages")
-          ? absl::StrCat("pipeline.stages at ", loaded.LocationOf("pipeline.stages"))
-          : absl::StrCat("pipeline.stages is not set in ", loaded.path, ", so 1");
+  const int replicas = plan.plan.pipeline().data_parallel();
+  const int64_t needed = int64_t{stages} * replicas;
+  if (world_size == needed) return absl::OkStatus();
+  const auto where = [&](const std::string& field, int value) {
+    return loaded.locations.contains(field)
+               ? absl::StrCat(field, " at ", loaded.LocationOf(field))
+               : absl::StrCat(field, " is not set in ", loaded.path, ", so ", value);
+  };
+  std::string needs = where("pipeline.stages", stages);
+  if (replicas != 1 || loaded.locations.contains("pipeline.data_parallel")) {
+    needs = absl::StrCat(stages, " stages x ", replicas, " replicas: ", needs, "; ",
+                         where("pipeline.data_parallel", replicas));
+  }
   const int layers = static_cast<int>(plan.layers.size());
-  const std::string remedy =
-      world_size >= 1 && world_size <= layers
-          ? absl::StrCat("launch with -n ", stages, " or set pipeline.stages: ", world_size)
-          : absl::StrCat("launch with -n ", stages, " (the model's ", Count(layers, "layer"),
-                         layers == 1 ? " allows" : " allow", " at most ", Count(layers, "stage"),
-                         ")");
-  return absl::InvalidArgumentError(absl::StrCat("the plan needs ", Count(stages, "process"), " (",
-                                                 where, ") but the job has ", world_size, "; ",
+  std::string remedy = absl::StrCat("launch with -n ", needed);
+  if (replicas == 1 && world_size >= 1 && world_size <= layers) {
+    absl::StrAppend(&remedy, " or set pipeline.stages: ", world_size);
+  } else if (stages >= 1 && world_size >= 1 && world_size % stages == 0) {
+    absl::StrAppend(&remedy, " or set pipeline.data_parallel: ", world_size / stages);
+  } else if (world_size > layers) {
+    absl::StrAppend(&remedy, " (the model's ", Count(layers, "layer"),
+                    layers == 1 ? " allows" : " allow", " at most ", Count(layers, "stage"), ")");
+  }
+  return absl::InvalidArgumentError(absl::StrCat("the plan needs ", Count(needed, "process"), " (",
+                                                 needs, ") but the job has ", world_size, "; ",
                                                  remedy));
 }
 

@@ -19,7 +19,8 @@ namespace gpipe {
 
 absl::StatusOr<AnalyzedPlan> AnalyzePlan(const LoadedPlan& loaded, const LayerRegistry& registry);
 
-// The job must have exactly one process per stage. INVALID_ARGUMENT like "the plan needs 4
+// The job must have exactly one process per stage of every replica (pipeline.stages *
+// pipeline.data_parallel). INVALID_ARGUMENT like "the plan needs 4
 // processes (pipeline.stages at plan.pbtxt:9:3) but the job has 2; launch with -n 4 or set
 // pipeline.stages: 2".
 absl::Status CheckWorldSize(const AnalyzedPlan& plan, const LoadedPlan& loaded, int world_size);

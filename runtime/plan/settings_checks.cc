@@ -436,6 +436,11 @@ void CheckPipeline(const pb::Plan& plan, PlanErrors& errors) {
     errors.Add("pipeline.micro_batches",
                absl::StrCat("is ", pipeline.micro_batches(), "; it must be >= 1"));
   }
+  if (pipeline.data_parallel() < 1) {
+    errors.Add("pipeline.data_parallel",
+               absl::StrCat("is ", pipeline.data_parallel(),
+                            "; it must be >= 1 (replicas of the whole pipeline)"));
+  }
   CheckSchedule(pipeline, errors);
   CheckBoundaries(plan, errors);
 }
@@ -457,7 +462,22 @@ void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
   } else {
     const int64_t batch = training.global_batch();
     const int64_t micro_batches = plan.pipeline().micro_batches();
-    if (micro_batches >= 1 && batch % micro_batches != 0) {
+    const int64_t replicas = plan.pipeline().data_parallel();
+    if (replicas > 1 && micro_batches >= 1 && batch % (replicas * micro_batches) != 0) {
+      const int64_t per_replica = batch % replicas == 0 ? batch / replicas : 0;
+      errors.Add(
+          "training.global_batch",
+          absl::StrCat("is ", batch, ", not divisible by data_parallel ", replicas,
+                       " x micro_batches ", micro_batches, " = ", replicas * micro_batches,
+                       " (each replica splits its global_batch / data_parallel samples into "
+                       "micro_batches micro-batches); use a multiple of ",
+                       replicas * micro_batches,
+                       per_replica > 0
+                           ? absl::StrCat(", or micro_batches dividing ", per_replica, " such as ",
+                                          absl::StrJoin(DivisorsNear(per_replica, micro_batches, 5),
+                                                        ", "))
+                           : std::string()));
+    } else if (micro_batches >= 1 && batch % micro_batches != 0) {
       errors.Add("pipeline.micro_batches",
                  absl::StrCat("global_batch ", batch, " is not divisible by micro_batches ",
                               micro_batches, "; choose a divisor of ", batch, " such as ",
@@ -528,6 +548,10 @@ void CheckRuntime(const pb::Plan& plan, PlanErrors& errors) {
   if (runtime.log_every() < 0) {
     errors.Add("runtime.log_every",
                absl::StrCat("is ", runtime.log_every(), "; use 0 (never) or a step interval >= 1"));
+  }
+  if (runtime.gradient_bucket_bytes() < 1) {
+    errors.Add("runtime.gradient_bucket_bytes",
+               absl::StrCat("is ", runtime.gradient_bucket_bytes(), "; it must be >= 1"));
   }
   if (runtime.memory_limit_bytes() < 0) {
     errors.Add("runtime.memory_limit_bytes", absl::StrCat("is ", runtime.memory_limit_bytes(),

@@ -117,11 +117,13 @@ std::string FormatStageTable(const AnalyzedPlan& plan) {
     if (plan.num_classes > 0) absl::StrAppend(&out, ", ", plan.num_classes, " classes");
     absl::StrAppend(&out, "\n");
   }
-  const int64_t micro_batch_size =
-      pipeline.micro_batches() > 0 ? plan.plan.training().global_batch() / pipeline.micro_batches()
-                                   : 0;
+  const int64_t micro_batch_size = MicroBatchSize(plan.plan);
   absl::StrAppend(
-      &out, "pipeline: ", pipeline.micro_batches(), " micro-batches of ", micro_batch_size,
+      &out, "pipeline: ",
+      pipeline.data_parallel() > 1
+          ? absl::StrCat(pipeline.data_parallel(), " data-parallel replicas, each ")
+          : std::string(),
+      pipeline.micro_batches(), " micro-batches of ", micro_batch_size,
       " samples, schedule ", EnumName(pb::Schedule_descriptor(), pipeline.schedule()), ", remat ",
       EnumName(pb::Remat_descriptor(), pipeline.remat()), ", partition ",
       pipeline.boundaries_size() > 0

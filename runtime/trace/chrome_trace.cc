@@ -62,6 +62,8 @@ std::string EventName(const TraceEvent& e, int chunks) {
       return absl::StrCat("act ", mb, " <- rank ", e.peer);
     case TraceKind::kTransferGradIn:
       return absl::StrCat("grad ", mb, " <- rank ", e.peer);
+    case TraceKind::kAllReduceBucket:
+      return absl::StrCat("allreduce bucket ", mb);
   }
   return "?";
 }
@@ -180,7 +182,7 @@ std::string FormatChromeTrace(const TraceRunInfo& info, const std::vector<pb::Ra
       if (TrackOf(e.kind) == TraceTrack::kTransfers) {
         const std::string id = absl::StrCat("\"t", pid, ".", async_id++, "\"");
         const std::string common =
-            absl::StrCat("\"cat\": \"transfer\", \"name\": ", name, ", \"id\": ", id,
+            absl::StrCat("\"cat\": \"", CategoryOf(e.kind), "\", \"name\": ", name, ", \"id\": ", id,
                          ", \"pid\": ", pid, ", \"tid\": ", tid);
         emit(absl::StrCat("{\"ph\": \"b\", ", common, ", \"ts\": ", ts(e.begin_ns),
                           ", \"args\": ", args, "}"));

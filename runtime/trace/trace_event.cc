@@ -25,6 +25,7 @@ TraceTrack TrackOf(TraceKind kind) {
     case TraceKind::kTransferGradOut:
     case TraceKind::kTransferActivationIn:
     case TraceKind::kTransferGradIn:
+    case TraceKind::kAllReduceBucket:
       return TraceTrack::kTransfers;
   }
   return TraceTrack::kSteps;
@@ -63,6 +64,8 @@ const char* CategoryOf(TraceKind kind) {
     case TraceKind::kTransferActivationIn:
     case TraceKind::kTransferGradIn:
       return "transfer";
+    case TraceKind::kAllReduceBucket:
+      return "allreduce_bucket";
   }
   return "unknown";
 }

@@ -31,15 +31,19 @@ enum class TraceKind : int32_t {
   kTransferGradOut = 15,
   kTransferActivationIn = 16,  // transfers track: a receive from post to completion
   kTransferGradIn = 17,
+  // transfers track: one gradient bucket's all-reduce over the stage's data-parallel replicas,
+  // from its start (its last gradient is ready) to observed completion; `micro_batch` is the
+  // bucket's index.
+  kAllReduceBucket = 18,
 };
-inline constexpr int kTraceKinds = 18;
+inline constexpr int kTraceKinds = 19;
 
 struct TraceEvent {
   TraceKind kind = TraceKind::kStep;
   int64_t begin_ns = 0;  // on the recording rank's clock, since its trace epoch
   int64_t end_ns = 0;
   int64_t step = 0;
-  int32_t micro_batch = -1;
+  int32_t micro_batch = -1;  // kAllReduceBucket: the bucket
   int32_t chunk = -1;        // the recording stage's chunk
   int32_t instruction = -1;  // position in the stage program
   int32_t peer = -1;         // transfers: the other rank

@@ -1,4 +1,5 @@
-// MpiDataChannel::AllReduceSum over the whole job and over sub-groups (run with 2 and 4 ranks).
+// MpiDataChannel::AllReduceSum over the whole job and over sub-groups, and its reduce groups
+// (buckets started asynchronously, in order), run with 2 and 4 ranks.
 #include <mpi.h>
 
 #include <memory>
@@ -163,6 +164,74 @@ TEST_F(MpiAllReduceTest, MembersThatDisagreeOnSizesFailNamingBothSides) {
   EXPECT_EQ(SumMismatches(tensors, {rank_}), 0);
 }
 
+// ---- reduce groups (the data-parallel gradient buckets) ------------------------------------
+
+TEST_F(MpiAllReduceTest, ReduceGroupBucketsSumExactlyEveryStepWhileTheCallerWorks) {
+  const std::vector<int> group = WholeJob();
+  // Bucket 0: two tensors; bucket 1: one large tensor.
+  absl::StatusOr<std::unique_ptr<ReduceGroup>> reducer =
+      channel_->CreateReduceGroup(group, {{6, 40}, {100000}}, DeadlineIn(kGenerous));
+  ASSERT_TRUE(reducer.ok()) << reducer.status();
+  for (int step = 0; step < 3; ++step) {
+    std::vector<Tensor> first = Contributions({Shape({2, 3}), Shape({40})});
+    std::vector<Tensor> second = Contributions({Shape({100000})});
+    absl::StatusOr<std::unique_ptr<TransferHandle>> a = (*reducer)->Start(0, first);
+    ASSERT_TRUE(a.ok()) << a.status();
+    absl::StatusOr<std::unique_ptr<TransferHandle>> b = (*reducer)->Start(1, second);
+    ASSERT_TRUE(b.ok()) << b.status();
+    // The starts returned before the sums: poll as the executor does between layers.
+    while (!(*a)->Done() || !(*b)->Done()) absl::SleepFor(absl::Microseconds(50));
+    ASSERT_TRUE((*a)->Wait(DeadlineIn(kGenerous)).ok());
+    ASSERT_TRUE((*b)->Wait(DeadlineIn(kGenerous)).ok());
+    EXPECT_EQ(SumMismatches(first, group), 0) << "step " << step;
+    // Bucket 1's single tensor is "tensor 0" of its own Contributions call.
+    EXPECT_EQ(SumMismatches(second, group), 0) << "step " << step;
+  }
+}
+
+TEST_F(MpiAllReduceTest, ReduceGroupRefusesBucketsOutOfOrderOrOfOtherSizes) {
+  absl::StatusOr<std::unique_ptr<ReduceGroup>> reducer =
+      channel_->CreateReduceGroup(WholeJob(), {{4}, {8}}, DeadlineIn(kGenerous));
+  ASSERT_TRUE(reducer.ok()) << reducer.status();
+  std::vector<Tensor> eight = Contributions({Shape({8})});
+  absl::StatusOr<std::unique_ptr<TransferHandle>> early = (*reducer)->Start(1, eight);
+  EXPECT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(early.status().message()),
+              HasSubstr("bucket 1 started while bucket 0 is next"));
+  absl::StatusOr<std::unique_ptr<TransferHandle>> wrong = (*reducer)->Start(0, eight);
+  EXPECT_EQ(wrong.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(wrong.status().message()),
+              HasSubstr("bucket 0 was created for tensors of [4] elements, started with [8]"));
+}
+
+TEST_F(MpiAllReduceTest, ReduceGroupMembersThatDisagreeOnBucketsFailAtCreation) {
+  if (rank_ > 1) GTEST_SKIP() << "between ranks 0 and 1";
+  const std::vector<std::vector<int64_t>> buckets =
+      rank_ == 0 ? std::vector<std::vector<int64_t>>{{10, 20}}
+                 : std::vector<std::vector<int64_t>>{{10}, {20}};
+  absl::StatusOr<std::unique_ptr<ReduceGroup>> reducer =
+      channel_->CreateReduceGroup(std::vector<int>{0, 1}, buckets, DeadlineIn(kGenerous));
+  EXPECT_EQ(reducer.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(reducer.status().message()),
+              HasSubstr(rank_ == 0 ? "all-reduces 2 tensors (30 floats) over ranks [0, 1] but rank 1 "
+                                     "all-reduces 2 tensors (30 floats in 2 buckets)"
+                                   : "all-reduces 2 tensors (30 floats in 2 buckets) over ranks [0, "
+                                     "1] but rank 0 all-reduces 2 tensors (30 floats)"));
+}
+
+TEST_F(MpiAllReduceTest, ReduceGroupOfOneRankSumsNothing) {
+  absl::StatusOr<std::unique_ptr<ReduceGroup>> reducer =
+      channel_->CreateReduceGroup(std::vector<int>{rank_}, {{5}}, DeadlineIn(kGenerous));
+  ASSERT_TRUE(reducer.ok()) << reducer.status();
+  std::vector<Tensor> tensors = Contributions({Shape({5})});
+  absl::StatusOr<std::unique_ptr<TransferHandle>> handle = (*reducer)->Start(0, tensors);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  EXPECT_TRUE((*handle)->Done());
+  EXPECT_EQ(SumMismatches(tensors, {rank_}), 0);
+}
+
+// The deadline cases come last: the description rank 0 sent is never received, and must not
+// meet a later test's exchange.
 TEST_F(MpiAllReduceTest, AMemberThatNeverJoinsIsADeadlineNamingIt) {
   if (rank_ != 0) return;
   std::vector<Tensor> tensors = Contributions({Shape({8})});
@@ -174,6 +243,17 @@ TEST_F(MpiAllReduceTest, AMemberThatNeverJoinsIsADeadlineNamingIt) {
   EXPECT_THAT(std::string(status.message()),
               StartsWith("rank 0 all-reducing 1 tensor over ranks [0, 1]; ranks [1] have not "
                          "joined: no progress after 0.3s"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+}
+
+TEST_F(MpiAllReduceTest, ReduceGroupMemberThatNeverComesIsADeadline) {
+  if (rank_ != 0) return;
+  const absl::Time start = absl::Now();
+  absl::StatusOr<std::unique_ptr<ReduceGroup>> reducer =
+      channel_->CreateReduceGroup(std::vector<int>{0, 1}, {{8}}, start + absl::Milliseconds(300));
+  EXPECT_EQ(reducer.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(std::string(reducer.status().message()),
+              HasSubstr("ranks [1] have not joined: no progress after 0.3s"));
   EXPECT_LT(absl::Now() - start, absl::Seconds(10));
 }
 

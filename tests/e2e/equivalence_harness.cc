@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tests/support/process_runner.h"
 
@@ -10,12 +11,14 @@ namespace gpipe::testing {
 
 Weights EquivalenceHarness::TrainOn(const std::string& device_override, int stages,
                                     const std::vector<std::string>& overrides,
-                                    const std::string& plan) {
+                                    const std::string& plan, int replicas) {
   const std::string out =
       absl::StrCat(::testing::TempDir(), "/equivalence_", counter_++, ".safetensors");
-  std::vector<std::string> argv = MpirunPrefix(stages);
+  std::vector<std::string> argv = MpirunPrefix(stages * replicas);
   argv.insert(argv.end(), {BinPath("gpipe-worker"), "--plan", SourcePath(plan), "--export", out,
-                           "--override", absl::StrCat("pipeline { stages: ", stages, " }")});
+                           "--override",
+                           absl::StrCat("pipeline { stages: ", stages, " data_parallel: ", replicas,
+                                        " }")});
   if (!device_override.empty()) argv.insert(argv.end(), {"--override", device_override});
   for (const std::string& o : overrides) argv.insert(argv.end(), {"--override", o});
   const ProcessResult run = RunProcess(argv, 120);
@@ -57,6 +60,14 @@ void EquivalenceHarness::ExpectClose(const Weights& a, const Weights& b, double 
     }
     EXPECT_LE(max_diff, relative * max_ref) << name << ": max diff " << max_diff;
   }
+}
+
+Weights EquivalenceHarness::ParametersOnly(const Weights& weights) {
+  Weights parameters;
+  for (const auto& [name, tensor] : weights) {
+    if (!absl::StrContains(name, ".running_")) parameters[name] = tensor;
+  }
+  return parameters;
 }
 
 bool EquivalenceHarness::Differs(const Weights& a, const Weights& b) {

@@ -29,15 +29,22 @@ class EquivalenceHarness : public ::testing::Test {
                 const std::string& plan = kEquivalencePlan) {
     return TrainOn(device_override_, stages, overrides, plan);
   }
+  // `replicas` data-parallel copies of a `stages`-stage pipeline: stages * replicas ranks.
+  Weights TrainReplicated(int stages, int replicas, const std::vector<std::string>& overrides,
+                          const std::string& plan = kEquivalencePlan) {
+    return TrainOn(device_override_, stages, overrides, plan, replicas);
+  }
   // The same on the device `device_override` selects ("": the plan's own, CPU).
   Weights TrainOn(const std::string& device_override, int stages,
                   const std::vector<std::string>& overrides,
-                  const std::string& plan = kEquivalencePlan);
+                  const std::string& plan = kEquivalencePlan, int replicas = 1);
 
   static void ExpectBitIdentical(const Weights& a, const Weights& b);
   // max |a - b| <= relative * max |b|, per tensor.
   static void ExpectClose(const Weights& a, const Weights& b, double relative);
   static bool Differs(const Weights& a, const Weights& b);
+  // The weights without layer buffers (batch norm's running_mean and running_var).
+  static Weights ParametersOnly(const Weights& weights);
 
   // An --override applied before the test's own ("": the plan's device).
   std::string device_override_;

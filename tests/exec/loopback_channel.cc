@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/comm/reduce_group.h"
 
 namespace gpipe::testing {
 namespace {
@@ -91,6 +92,14 @@ absl::Status LoopbackChannel::AllReduceSum(std::span<Tensor>, std::span<const in
     return absl::UnimplementedError("the loopback channel has no data-parallel replicas");
   }
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ReduceGroup>> LoopbackChannel::CreateReduceGroup(
+    std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets, absl::Time) {
+  if (group_ranks.size() > 1) {
+    return absl::UnimplementedError("the loopback channel has no data-parallel replicas");
+  }
+  return SoloReduceGroup::Create(rank_, std::move(buckets));
 }
 
 }  // namespace gpipe::testing

@@ -362,11 +362,29 @@ TEST(CheckWorldSizeTest, MismatchNamesTheFieldTheJobAndBothRemedies) {
   EXPECT_EQ(status.message(), "the plan needs 2 processes (pipeline.stages at " + kMlp +
                                   ":11:3) but the job has 3; launch with -n 2 or set "
                                   "pipeline.stages: 3");
-  // More processes than layers: only relaunching helps.
+  // More processes than layers, a multiple of the stages: replicas would use them.
   EXPECT_EQ(CheckWorldSize(*plan, *loaded, 8).message(),
             "the plan needs 2 processes (pipeline.stages at " + kMlp +
-                ":11:3) but the job has 8; launch with -n 2 (the model's 3 layers allow at most 3 "
+                ":11:3) but the job has 8; launch with -n 2 or set pipeline.data_parallel: 4");
+  // Not a multiple: only relaunching helps.
+  EXPECT_EQ(CheckWorldSize(*plan, *loaded, 7).message(),
+            "the plan needs 2 processes (pipeline.stages at " + kMlp +
+                ":11:3) but the job has 7; launch with -n 2 (the model's 3 layers allow at most 3 "
                 "stages)");
+}
+
+TEST(CheckWorldSizeTest, ReplicasMultiplyTheProcessCount) {
+  auto loaded = LoadPlanFile(kMlp, {"pipeline { data_parallel: 2 }"});
+  ASSERT_TRUE(loaded.ok());
+  auto plan = AnalyzePlan(*loaded, LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_TRUE(CheckWorldSize(*plan, *loaded, 4).ok());
+  EXPECT_EQ(CheckWorldSize(*plan, *loaded, 2).message(),
+            "the plan needs 4 processes (2 stages x 2 replicas: pipeline.stages at " + kMlp +
+                ":11:3; pipeline.data_parallel at --override[1]:1:12) but the job has 2; launch "
+                "with -n 4 or set pipeline.data_parallel: 1");
+  EXPECT_THAT(CheckWorldSize(*plan, *loaded, 5).message(),
+              HasSubstr("but the job has 5; launch with -n 4"));
 }
 
 TEST(CheckWorldSizeTest, OverriddenAndDefaultStageCountsAreExplained) {
@@ -383,8 +401,8 @@ TEST(CheckWorldSizeTest, OverriddenAndDefaultStageCountsAreExplained) {
   ASSERT_TRUE(one.ok()) << one.status();
   EXPECT_EQ(CheckWorldSize(*one, *defaulted, 2).message(),
             "the plan needs 1 process (pipeline.stages is not set in " + kTestdata +
-                "/npy_plan/plan.pbtxt, so 1) but the job has 2; launch with -n 1 (the model's 1 "
-                "layer allows at most 1 stage)");
+                "/npy_plan/plan.pbtxt, so 1) but the job has 2; launch with -n 1 or set "
+                "pipeline.data_parallel: 2");
 }
 
 TEST(StageSpecTest, ControlPlaneStagesCarryTheAnalysis) {

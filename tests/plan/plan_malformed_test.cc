@@ -129,6 +129,20 @@ std::vector<MalformedCase> Cases() {
        {{8, "pipeline { stages: 2 micro_batches: 12 }"}},
        {"bad.pbtxt:8:22: pipeline.micro_batches: global_batch 8 is not divisible by "
         "micro_batches 12; choose a divisor of 8 such as 1, 2, 4, 8"}},
+      {"ZeroDataParallelReplicas",
+       {{8, "pipeline { stages: 2 micro_batches: 2 data_parallel: 0 }"}},
+       {"bad.pbtxt:8:39: pipeline.data_parallel: is 0; it must be >= 1 (replicas of the whole "
+        "pipeline)"}},
+      {"GlobalBatchNotDivisibleByReplicasTimesMicroBatches",
+       {{8, "pipeline { stages: 2 micro_batches: 4 data_parallel: 3 }"},
+        {9, "training { global_batch: 30 steps: 1" + sgd}},
+       {"bad.pbtxt:9:12: training.global_batch: is 30, not divisible by data_parallel 3 x "
+        "micro_batches 4 = 12 (each replica splits its global_batch / data_parallel samples into "
+        "micro_batches micro-batches); use a multiple of 12, or micro_batches dividing 10 such as "
+        "1, 2, 5, 10"}},
+      {"ZeroGradientBucketBytes",
+       {{11, "runtime { gradient_bucket_bytes: 0 }"}},
+       {"bad.pbtxt:11:11: runtime.gradient_bucket_bytes: is 0; it must be >= 1"}},
       {"ZeroGlobalBatch",
        {{9, "training { global_batch: 0 steps: 1" + sgd}},
        {"bad.pbtxt:9:12: training.global_batch: is 0; it must be >= 1"}},

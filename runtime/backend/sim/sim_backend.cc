@@ -18,8 +18,10 @@ namespace {
 
 // The cost table of `plan`, for its micro-batch size.
 absl::StatusOr<SimCosts> CostsOf(const pb::Plan& plan) {
-  const int micro_batches = std::max(1, plan.pipeline().micro_batches());
-  return SimCosts::Create(plan.runtime().sim(), plan.training().global_batch() / micro_batches);
+  // One replica's micro-batch (see MicroBatchSize in runtime/plan/analyzed_plan.h).
+  const int64_t parts = int64_t{std::max(1, plan.pipeline().micro_batches())} *
+                        std::max(1, plan.pipeline().data_parallel());
+  return SimCosts::Create(plan.runtime().sim(), plan.training().global_batch() / parts);
 }
 
 class SimBackend final : public Backend {

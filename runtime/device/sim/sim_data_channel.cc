@@ -1,8 +1,62 @@
 #include "runtime/device/sim/sim_data_channel.h"
 
 #include "absl/strings/str_cat.h"
+#include "runtime/comm/reduce_group.h"
+#include "runtime/core/status_macros.h"
 
 namespace gpipe {
+namespace {
+
+// Done once the modelled link time has passed.
+class SimReduceHandle final : public TransferHandle {
+ public:
+  explicit SimReduceHandle(absl::Time done_at) : done_at_(done_at) {}
+  bool Done() override { return absl::Now() >= done_at_; }
+  absl::Status Wait(absl::Time deadline) override {
+    if (Done()) return absl::OkStatus();
+    if (done_at_ > deadline) {
+      absl::SleepFor(deadline - absl::Now());
+      return absl::DeadlineExceededError(
+          absl::StrCat("sim: a bucket all-reduce ends ", absl::FormatDuration(done_at_ - deadline),
+                       " after the deadline"));
+    }
+    absl::SleepFor(done_at_ - absl::Now());
+    return absl::OkStatus();
+  }
+
+ private:
+  absl::Time done_at_;
+};
+
+class SimReduceGroup final : public ReduceGroup {
+ public:
+  SimReduceGroup(ReduceGroupLayout layout, int ranks, SimCosts costs)
+      : layout_(std::move(layout)), ranks_(ranks), costs_(std::move(costs)) {}
+
+  absl::StatusOr<std::unique_ptr<TransferHandle>> Start(int bucket,
+                                                        std::span<Tensor> tensors) override {
+    RETURN_IF_ERROR(layout_.Advance(bucket, tensors, "sim: a bucket all-reduce"));
+    const int64_t bytes = layout_.BucketElements(bucket) * static_cast<int64_t>(sizeof(float));
+    link_free_ = std::max(link_free_, absl::Now()) + costs_.AllReduce(bytes, ranks_);
+    return std::unique_ptr<TransferHandle>(std::make_unique<SimReduceHandle>(link_free_));
+  }
+  const std::vector<std::vector<int64_t>>& buckets() const override { return layout_.buckets(); }
+
+ private:
+  ReduceGroupLayout layout_;
+  int ranks_;
+  SimCosts costs_;
+  absl::Time link_free_ = absl::InfinitePast();
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ReduceGroup>> SimDataChannel::CreateReduceGroup(
+    std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets, absl::Time) {
+  ASSIGN_OR_RETURN(ReduceGroupLayout layout, ReduceGroupLayout::Create(std::move(buckets)));
+  return std::unique_ptr<ReduceGroup>(std::make_unique<SimReduceGroup>(
+      std::move(layout), static_cast<int>(group_ranks.size()), costs_));
+}
 
 absl::Status SimDataChannel::AllReduceSum(std::span<Tensor> tensors,
                                           std::span<const int> group_ranks, absl::Time deadline) {

@@ -1,0 +1,81 @@
+#include "runtime/comm/reduce_group.h"
+
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "runtime/core/status_macros.h"
+
+namespace gpipe {
+
+absl::StatusOr<ReduceGroupLayout> ReduceGroupLayout::Create(
+    std::vector<std::vector<int64_t>> buckets) {
+  if (buckets.empty()) return absl::InvalidArgumentError("a reduce group needs >= 1 bucket");
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    if (buckets[b].empty()) {
+      return absl::InvalidArgumentError(absl::StrCat("bucket ", b, " of a reduce group is empty"));
+    }
+    for (int64_t count : buckets[b]) {
+      if (count < 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "bucket ", b, " of a reduce group has a tensor of ", count, " elements (>= 1 needed)"));
+      }
+    }
+  }
+  return ReduceGroupLayout(std::move(buckets));
+}
+
+int64_t ReduceGroupLayout::BucketElements(int bucket) const {
+  return std::accumulate(buckets_[bucket].begin(), buckets_[bucket].end(), int64_t{0});
+}
+
+int64_t ReduceGroupLayout::TotalElements() const {
+  int64_t total = 0;
+  for (size_t b = 0; b < buckets_.size(); ++b) total += BucketElements(static_cast<int>(b));
+  return total;
+}
+
+absl::Status ReduceGroupLayout::Advance(int bucket, std::span<const Tensor> tensors,
+                                        const std::string& description) {
+  const int count = static_cast<int>(buckets_.size());
+  if (bucket < 0 || bucket >= count) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(description, ": bucket ", bucket, " of a group of ", count, " buckets"));
+  }
+  if (bucket != next_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(description, ": bucket ", bucket, " started while bucket ", next_,
+                     " is next (every member starts the buckets in ascending order)"));
+  }
+  const std::vector<int64_t>& expected = buckets_[bucket];
+  std::vector<int64_t> got;
+  for (const Tensor& tensor : tensors) {
+    if (!tensor.defined() || tensor.dtype() != DType::kF32) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          description, ": bucket ", bucket, " holds f32 tensors, got ", tensor.DebugString()));
+    }
+    got.push_back(tensor.num_elements());
+  }
+  if (got != expected) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        description, ": bucket ", bucket, " was created for tensors of [",
+        absl::StrJoin(expected, ", "), "] elements, started with [", absl::StrJoin(got, ", "), "]"));
+  }
+  next_ = (bucket + 1) % count;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ReduceGroup>> SoloReduceGroup::Create(
+    int rank, std::vector<std::vector<int64_t>> buckets) {
+  ASSIGN_OR_RETURN(ReduceGroupLayout layout, ReduceGroupLayout::Create(std::move(buckets)));
+  return std::unique_ptr<ReduceGroup>(new SoloReduceGroup(rank, std::move(layout)));
+}
+
+absl::StatusOr<std::unique_ptr<TransferHandle>> SoloReduceGroup::Start(int bucket,
+                                                                       std::span<Tensor> tensors) {
+  RETURN_IF_ERROR(
+      layout_.Advance(bucket, tensors, absl::StrCat("rank ", rank_, " all-reducing alone")));
+  return std::unique_ptr<TransferHandle>(std::make_unique<CompletedHandle>());
+}
+
+}  // namespace gpipe

@@ -23,7 +23,8 @@ namespace {
 constexpr char kUsage[] =
     "usage: gpipe-run [-n N] [--launcher mpirun|srun] [--launcher-arg ARG]... [--dry-run] PLAN\n"
     "                 [worker flags]\n"
-    "  -n N                  processes; must equal the plan's pipeline.stages (default: that)\n"
+    "  -n N                  processes; must equal pipeline.stages x pipeline.data_parallel\n"
+    "                        (default: that)\n"
     "  --launcher NAME       mpirun (default) or srun (inside a Slurm allocation)\n"
     "  --launcher-arg ARG    extra argument for the launcher (repeatable), e.g. --hostfile\n"
     "  --dry-run             print the command (arguments joined by spaces, unquoted)\n"
@@ -76,7 +77,9 @@ int main(int argc, char** argv) {
   }
   auto analyzed = gpipe::AnalyzePlan(*loaded, registry);
   if (!analyzed.ok()) return Fail(std::string(analyzed.status().message()));
-  int64_t processes = analyzed->plan.pipeline().stages();
+  // One process per stage of every data-parallel replica.
+  int64_t processes =
+      int64_t{analyzed->plan.pipeline().stages()} * analyzed->plan.pipeline().data_parallel();
   if (auto n = flags->Get("n")) {
     auto parsed = gpipe::ParseIntFlag("-n", *n);
     if (!parsed.ok()) return Fail(std::string(parsed.status().message()));

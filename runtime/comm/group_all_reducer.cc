@@ -70,10 +70,9 @@ Agreement Summarize(const std::vector<std::vector<int64_t>>& buckets,
 }
 
 std::string Counts(const Agreement& a) {
-  return absl::StrCat(a.tensor_count, a.tensor_count == 1 ? " tensor (" : " tensors (",
-                      a.total_elements, " floats",
-                      a.bucket_count > 1 ? absl::StrCat(" in ", a.bucket_count, " buckets") : "",
-                      ")");
+  return absl::StrCat(
+      a.tensor_count, a.tensor_count == 1 ? " tensor (" : " tensors (", a.total_elements, " floats",
+      a.bucket_count > 1 ? absl::StrCat(" in ", a.bucket_count, " buckets") : "", ")");
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-
 #include "runtime/core/status_macros.h"
 
 namespace gpipe {

@@ -28,9 +28,9 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Send(const Tenso
                                                                      int peer_rank,
                                                                      const TransferKey& key) {
   if (options_.headers_only) {
-    ASSIGN_OR_RETURN(std::unique_ptr<MpiHeaderSendHandle> handle,
-                     MpiHeaderSendHandle::Start(context_, tensor, peer_rank, key,
-                                                options_.transfer_time));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<MpiHeaderSendHandle> handle,
+        MpiHeaderSendHandle::Start(context_, tensor, peer_rank, key, options_.transfer_time));
     return std::unique_ptr<TransferHandle>(std::move(handle));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<MpiSendHandle> handle,
@@ -41,9 +41,9 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Send(const Tenso
 absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Recv(Tensor& tensor, int peer_rank,
                                                                      const TransferKey& key) {
   if (options_.headers_only) {
-    ASSIGN_OR_RETURN(std::unique_ptr<MpiHeaderRecvHandle> handle,
-                     MpiHeaderRecvHandle::Start(context_, tensor, peer_rank, key,
-                                                options_.transfer_time));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<MpiHeaderRecvHandle> handle,
+        MpiHeaderRecvHandle::Start(context_, tensor, peer_rank, key, options_.transfer_time));
     return std::unique_ptr<TransferHandle>(std::move(handle));
   }
   ASSIGN_OR_RETURN(std::unique_ptr<MpiRecvHandle> handle,

@@ -37,11 +37,11 @@ class MpiReduceHandle final : public TransferHandle {
         const int count =
             static_cast<int>(std::min<int64_t>(tensor.num_elements() - offset, INT_MAX));
         MPI_Request request = MPI_REQUEST_NULL;
-        RETURN_IF_ERROR(WithContext(MpiStatus(MPI_Iallreduce(MPI_IN_PLACE, data + offset, count,
-                                                             MPI_FLOAT, MPI_SUM, state_->comm,
-                                                             &request),
-                                              "MPI_Iallreduce"),
-                                    description_));
+        RETURN_IF_ERROR(
+            WithContext(MpiStatus(MPI_Iallreduce(MPI_IN_PLACE, data + offset, count, MPI_FLOAT,
+                                                 MPI_SUM, state_->comm, &request),
+                                  "MPI_Iallreduce"),
+                        description_));
         requests_.push_back(request);
         offset += count;
       }

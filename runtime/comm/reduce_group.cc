@@ -57,9 +57,10 @@ absl::Status ReduceGroupLayout::Advance(int bucket, std::span<const Tensor> tens
     got.push_back(tensor.num_elements());
   }
   if (got != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        description, ": bucket ", bucket, " was created for tensors of [",
-        absl::StrJoin(expected, ", "), "] elements, started with [", absl::StrJoin(got, ", "), "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(description, ": bucket ", bucket, " was created for tensors of [",
+                     absl::StrJoin(expected, ", "), "] elements, started with [",
+                     absl::StrJoin(got, ", "), "]"));
   }
   next_ = (bucket + 1) % count;
   return absl::OkStatus();

@@ -5,9 +5,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/coord/setup_builder.h"
-#include "runtime/estimate/sim_schedule_costs.h"
 #include "runtime/coord/step_summary.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/estimate/sim_schedule_costs.h"
 #include "runtime/exec/stage_executor.h"
 #include "runtime/schedule/grid.h"
 
@@ -61,14 +61,13 @@ absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
 absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
                                              const LayerRegistry& registry, bool with_schedule) {
   const pb::Pipeline& pipeline = plan.plan.pipeline();
-  std::string out =
-      absl::StrCat("plan '", plan.plan.name(), "' is valid: ", plan.layers.size(), " layers, ",
-                   pipeline.stages(), " stages, ",
-                   pipeline.data_parallel() > 1
-                       ? absl::StrCat(pipeline.data_parallel(), " data-parallel replicas, ")
-                       : std::string(),
-                   pipeline.micro_batches(), " micro-batches of ", MicroBatchSize(plan.plan),
-                   " samples\n\n");
+  std::string out = absl::StrCat(
+      "plan '", plan.plan.name(), "' is valid: ", plan.layers.size(), " layers, ",
+      pipeline.stages(), " stages, ",
+      pipeline.data_parallel() > 1
+          ? absl::StrCat(pipeline.data_parallel(), " data-parallel replicas, ")
+          : std::string(),
+      pipeline.micro_batches(), " micro-batches of ", MicroBatchSize(plan.plan), " samples\n\n");
   absl::StrAppend(&out, FormatStageTable(plan));
   if (!with_schedule) return out;
 

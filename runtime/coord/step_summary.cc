@@ -19,7 +19,8 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
   int64_t correct = 0;
   bool counts_correct = false;
   bool has_loss = false;
-  for (const pb::StepReport& report : reports) s.replicas = std::max(s.replicas, report.replica() + 1);
+  for (const pb::StepReport& report : reports)
+    s.replicas = std::max(s.replicas, report.replica() + 1);
   s.replica_loss.assign(s.replicas, 0.0);
   for (size_t r = 0; r < reports.size(); ++r) {
     const pb::StepReport& report = reports[r];
@@ -58,8 +59,8 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
     for (double part : s.replica_loss) s.loss += part;
   }
   if (counts_correct && global_batch > 0 && predictions_per_sample > 0) {
-    s.accuracy = static_cast<double>(correct) /
-                 (static_cast<double>(global_batch) * predictions_per_sample);
+    s.accuracy =
+        static_cast<double>(correct) / (static_cast<double>(global_batch) * predictions_per_sample);
   }
   return s;
 }

@@ -21,10 +21,10 @@ struct StepSummary {
   // Fraction of the mini-batch's predictions (one per sample, or per position of a sequence)
   // that are correct; < 0 when not classification.
   double accuracy = -1.0;
-  bool applied = true;     // whether the optimizer step was applied
-  double step_ms = 0.0;    // rank 0's wall time for the step (command to decision)
+  bool applied = true;   // whether the optimizer step was applied
+  double step_ms = 0.0;  // rank 0's wall time for the step (command to decision)
   double samples_per_s = 0.0;
-  double bubble = 0.0;              // mean over ranks of 1 - busy/step time
+  double bubble = 0.0;  // mean over ranks of 1 - busy/step time
   // Per rank from here on (replica r's stage s is rank r * stages + s).
   std::vector<int> stage;
   std::vector<int> replica;

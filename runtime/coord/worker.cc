@@ -372,14 +372,14 @@ class Worker {
     }
 
     const int replicas = plan.pipeline().data_parallel();
-    logger_.Info(absl::StrCat("plan '", plan.name(), "': ",
-                              replicas > 1 ? absl::StrCat(replicas, " replicas x ") : std::string(),
-                              plan.pipeline().stages(), " stages x ",
-                              plan.pipeline().micro_batches(), " micro-batches, ",
-                              pb::Schedule_Name(plan.pipeline().schedule()), ", remat ",
-                              pb::Remat_Name(plan.pipeline().remat()), ", batch ", batch, ", ",
-                              steps, " steps; predicted bubble ",
-                              absl::StrFormat("%.1f%%", 100.0 * prediction_.bubble_fraction)));
+    logger_.Info(
+        absl::StrCat("plan '", plan.name(),
+                     "': ", replicas > 1 ? absl::StrCat(replicas, " replicas x ") : std::string(),
+                     plan.pipeline().stages(), " stages x ", plan.pipeline().micro_batches(),
+                     " micro-batches, ", pb::Schedule_Name(plan.pipeline().schedule()), ", remat ",
+                     pb::Remat_Name(plan.pipeline().remat()), ", batch ", batch, ", ", steps,
+                     " steps; predicted bubble ",
+                     absl::StrFormat("%.1f%%", 100.0 * prediction_.bubble_fraction)));
     for (int64_t step = 0; step < steps; ++step) {
       const absl::Time begin = absl::Now();
       pb::StepCommand command;
@@ -530,10 +530,10 @@ class Worker {
     for (size_t i = 0; i < copy.values.size(); ++i) {
       // Bitwise, so that NaNs compare too.
       if (std::memcmp(&copy.values[i], &first.values[i], sizeof(float)) != 0) {
-        return absl::InternalError(absl::StrCat(
-            "the data-parallel replicas diverged: rank ", rank, " holds ", copy.name, "[", i,
-            "] = ", copy.values[i], ", replica 0 holds ", first.values[i],
-            "; a gpipe bug, please report it"));
+        return absl::InternalError(
+            absl::StrCat("the data-parallel replicas diverged: rank ", rank, " holds ", copy.name,
+                         "[", i, "] = ", copy.values[i], ", replica 0 holds ", first.values[i],
+                         "; a gpipe bug, please report it"));
       }
     }
     return absl::OkStatus();

@@ -37,10 +37,9 @@ absl::Status GradientSync::Accumulated(int chunk, int layer) {
   }
   int& count = accumulated_[chunk][layer];
   if (++count > micro_batches_) {
-    return absl::FailedPreconditionError(absl::StrCat("chunk ", chunk, " layer ", layer,
-                                                      " accumulated gradients ", count,
-                                                      " times in a step of ", micro_batches_,
-                                                      " micro-batches"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("chunk ", chunk, " layer ", layer, " accumulated gradients ", count,
+                     " times in a step of ", micro_batches_, " micro-batches"));
   }
   if (count == micro_batches_) --pending_layers_[bucket];
   return Poll();
@@ -70,8 +69,9 @@ absl::Status GradientSync::StartReady(bool all) {
     absl::StatusOr<std::unique_ptr<TransferHandle>> handle =
         group_.Start(next_, std::span<Tensor>(bucket.tensors));
     if (!handle.ok()) {
-      return WithContext(handle.status(), absl::StrCat("starting the all-reduce of gradient bucket ",
-                                                       next_, " (", bucket.bytes, " bytes)"));
+      return WithContext(handle.status(),
+                         absl::StrCat("starting the all-reduce of gradient bucket ", next_, " (",
+                                      bucket.bytes, " bytes)"));
     }
     started.handle = *std::move(handle);
     in_flight_.push_back(std::move(started));

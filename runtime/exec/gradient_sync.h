@@ -25,8 +25,8 @@ namespace gpipe {
 class GradientSync {
  public:
   // All references must outlive the object; `micro_batches`, `replicas` >= 1.
-  GradientSync(GradientBuckets& buckets, ReduceGroup& group, Device& device,
-               const StepScope& scope, int micro_batches, int replicas);
+  GradientSync(GradientBuckets& buckets, ReduceGroup& group, Device& device, const StepScope& scope,
+               int micro_batches, int replicas);
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
 
@@ -59,8 +59,8 @@ class GradientSync {
   const int micro_batches_;
   const int replicas_;
   std::vector<std::vector<int>> accumulated_;  // [chunk][layer]
-  std::vector<int> pending_layers_;           // per gradient bucket: layers not yet final
-  int next_ = 0;                              // the next bucket to start
+  std::vector<int> pending_layers_;            // per gradient bucket: layers not yet final
+  int next_ = 0;                               // the next bucket to start
   std::vector<InFlight> in_flight_;
   bool finished_ = false;
   absl::Time first_start_ = absl::InfiniteFuture();

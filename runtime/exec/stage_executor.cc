@@ -110,8 +110,8 @@ class StageExecutor::Step {
     if (config_.replicas > 1 && !plan_.forward_only() &&
         (res_.gradient_buckets == nullptr ||
          (!res_.gradient_buckets->buckets().empty() && res_.replica_reducer == nullptr))) {
-      return absl::InternalError(absl::StrCat(scope_.Where(), config_.replicas,
-                                              " replicas but no gradient buckets or replica group"));
+      return absl::InternalError(absl::StrCat(
+          scope_.Where(), config_.replicas, " replicas but no gradient buckets or replica group"));
     }
     if (command_.sample_indices_size() != config_.global_batch) {
       return absl::InvalidArgumentError(

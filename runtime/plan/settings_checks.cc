@@ -312,8 +312,9 @@ void CheckInputMatchesData(const pb::Plan& plan, PlanErrors& errors) {
 // documents, so one plan can switch devices with an override).
 void CheckSim(const pb::Plan& plan, PlanErrors& errors) {
   const pb::Sim& sim = plan.runtime().sim();
-  for (const auto& [name, value] : {std::pair<const char*, double>{"peak_gflops", sim.peak_gflops()},
-                                    {"link_gbps", sim.link_gbps()}}) {
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"peak_gflops", sim.peak_gflops()},
+        {"link_gbps", sim.link_gbps()}}) {
     if (!Positive(value)) {
       errors.Add(absl::StrCat("runtime.sim.", name),
                  absl::StrCat("is ", Show(value), "; it must be > 0"));
@@ -467,16 +468,16 @@ void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
       const int64_t per_replica = batch % replicas == 0 ? batch / replicas : 0;
       errors.Add(
           "training.global_batch",
-          absl::StrCat("is ", batch, ", not divisible by data_parallel ", replicas,
-                       " x micro_batches ", micro_batches, " = ", replicas * micro_batches,
-                       " (each replica splits its global_batch / data_parallel samples into "
-                       "micro_batches micro-batches); use a multiple of ",
-                       replicas * micro_batches,
-                       per_replica > 0
-                           ? absl::StrCat(", or micro_batches dividing ", per_replica, " such as ",
-                                          absl::StrJoin(DivisorsNear(per_replica, micro_batches, 5),
-                                                        ", "))
-                           : std::string()));
+          absl::StrCat(
+              "is ", batch, ", not divisible by data_parallel ", replicas, " x micro_batches ",
+              micro_batches, " = ", replicas * micro_batches,
+              " (each replica splits its global_batch / data_parallel samples into "
+              "micro_batches micro-batches); use a multiple of ",
+              replicas * micro_batches,
+              per_replica > 0
+                  ? absl::StrCat(", or micro_batches dividing ", per_replica, " such as ",
+                                 absl::StrJoin(DivisorsNear(per_replica, micro_batches, 5), ", "))
+                  : std::string()));
     } else if (micro_batches >= 1 && batch % micro_batches != 0) {
       errors.Add("pipeline.micro_batches",
                  absl::StrCat("global_batch ", batch, " is not divisible by micro_batches ",
@@ -558,8 +559,8 @@ void CheckRuntime(const pb::Plan& plan, PlanErrors& errors) {
                                                           "; use 0 (no limit) or a byte budget"));
   }
   if (runtime.trace_steps() < 0) {
-    errors.Add("runtime.trace_steps", absl::StrCat("is ", runtime.trace_steps(),
-                                                   "; use 0 (every step) or a step count"));
+    errors.Add("runtime.trace_steps",
+               absl::StrCat("is ", runtime.trace_steps(), "; use 0 (every step) or a step count"));
   }
   const pb::Timeouts& timeouts = runtime.timeouts();
   for (const auto& [name, seconds] :

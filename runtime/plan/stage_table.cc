@@ -123,8 +123,8 @@ std::string FormatStageTable(const AnalyzedPlan& plan) {
       pipeline.data_parallel() > 1
           ? absl::StrCat(pipeline.data_parallel(), " data-parallel replicas, each ")
           : std::string(),
-      pipeline.micro_batches(), " micro-batches of ", micro_batch_size,
-      " samples, schedule ", EnumName(pb::Schedule_descriptor(), pipeline.schedule()), ", remat ",
+      pipeline.micro_batches(), " micro-batches of ", micro_batch_size, " samples, schedule ",
+      EnumName(pb::Schedule_descriptor(), pipeline.schedule()), ", remat ",
       EnumName(pb::Remat_descriptor(), pipeline.remat()), ", partition ",
       pipeline.boundaries_size() > 0
           ? std::string("from pipeline.boundaries")

@@ -173,7 +173,11 @@ std::string FormatChromeTrace(const TraceRunInfo& info, const std::vector<pb::Ra
       const std::string name = JsonQuote(EventName(e, info.chunks));
       const int tid = static_cast<int>(TrackOf(e.kind));
       std::string args = absl::StrCat("{\"step\": ", e.step, ", \"stage\": ", rank->stage());
-      if (e.micro_batch >= 0) absl::StrAppend(&args, ", \"micro_batch\": ", e.micro_batch);
+      if (e.micro_batch >= 0) {
+        absl::StrAppend(
+            &args, e.kind == TraceKind::kAllReduceBucket ? ", \"bucket\": " : ", \"micro_batch\": ",
+            e.micro_batch);
+      }
       if (e.chunk >= 0) absl::StrAppend(&args, ", \"chunk\": ", e.chunk);
       if (e.instruction >= 0) absl::StrAppend(&args, ", \"instruction\": ", e.instruction);
       if (e.peer >= 0) absl::StrAppend(&args, ", \"peer\": ", e.peer);
@@ -182,8 +186,8 @@ std::string FormatChromeTrace(const TraceRunInfo& info, const std::vector<pb::Ra
       if (TrackOf(e.kind) == TraceTrack::kTransfers) {
         const std::string id = absl::StrCat("\"t", pid, ".", async_id++, "\"");
         const std::string common =
-            absl::StrCat("\"cat\": \"", CategoryOf(e.kind), "\", \"name\": ", name, ", \"id\": ", id,
-                         ", \"pid\": ", pid, ", \"tid\": ", tid);
+            absl::StrCat("\"cat\": \"", CategoryOf(e.kind), "\", \"name\": ", name,
+                         ", \"id\": ", id, ", \"pid\": ", pid, ", \"tid\": ", tid);
         emit(absl::StrCat("{\"ph\": \"b\", ", common, ", \"ts\": ", ts(e.begin_ns),
                           ", \"args\": ", args, "}"));
         emit(absl::StrCat("{\"ph\": \"e\", ", common, ", \"ts\": ", ts(e.end_ns), "}"));

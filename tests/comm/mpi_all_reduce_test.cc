@@ -212,11 +212,12 @@ TEST_F(MpiAllReduceTest, ReduceGroupMembersThatDisagreeOnBucketsFailAtCreation) 
   absl::StatusOr<std::unique_ptr<ReduceGroup>> reducer =
       channel_->CreateReduceGroup(std::vector<int>{0, 1}, buckets, DeadlineIn(kGenerous));
   EXPECT_EQ(reducer.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(std::string(reducer.status().message()),
-              HasSubstr(rank_ == 0 ? "all-reduces 2 tensors (30 floats) over ranks [0, 1] but rank 1 "
-                                     "all-reduces 2 tensors (30 floats in 2 buckets)"
-                                   : "all-reduces 2 tensors (30 floats in 2 buckets) over ranks [0, "
-                                     "1] but rank 0 all-reduces 2 tensors (30 floats)"));
+  EXPECT_THAT(
+      std::string(reducer.status().message()),
+      HasSubstr(rank_ == 0 ? "all-reduces 2 tensors (30 floats) over ranks [0, 1] but rank 1 "
+                             "all-reduces 2 tensors (30 floats in 2 buckets)"
+                           : "all-reduces 2 tensors (30 floats in 2 buckets) over ranks [0, "
+                             "1] but rank 0 all-reduces 2 tensors (30 floats)"));
 }
 
 TEST_F(MpiAllReduceTest, ReduceGroupOfOneRankSumsNothing) {

@@ -30,9 +30,9 @@ class DataParallelTest : public testing::EquivalenceHarness {
  protected:
   // equivalence.pbtxt: global batch 32, micro-batches of 8 samples whatever D.
   Weights Run(int stages, int replicas, const std::string& pipeline = "") {
-    return TrainReplicated(stages, replicas,
-                           {absl::StrCat("pipeline { micro_batches: ", 4 / replicas, " ",
-                                         pipeline, " }")});
+    return TrainReplicated(
+        stages, replicas,
+        {absl::StrCat("pipeline { micro_batches: ", 4 / replicas, " ", pipeline, " }")});
   }
 };
 
@@ -47,8 +47,9 @@ TEST_F(DataParallelTest, ReplicasAndStagesGiveTheSameWeights) {
   // With two replicas every sum is a + b: the stage count changes nothing.
   ExpectBitIdentical(two_by_two, two_replicas);
   // Guards the comparisons against runs that never update anything.
-  EXPECT_TRUE(Differs(two_by_two, TrainReplicated(2, 2, {"training { steps: 1 optimizer { sgd { "
-                                                         "lr: 1e-30 } } }"})));
+  EXPECT_TRUE(Differs(two_by_two, TrainReplicated(2, 2,
+                                                  {"training { steps: 1 optimizer { sgd { "
+                                                   "lr: 1e-30 } } }"})));
 }
 
 TEST_F(DataParallelTest, EveryScheduleWithTwoReplicasOfTwoStages) {
@@ -68,8 +69,8 @@ TEST_F(DataParallelTest, EveryScheduleWithTwoReplicasOfTwoStages) {
 TEST_F(DataParallelTest, BucketSizeDoesNotChangeTheUpdate) {
   // One bucket per layer (every all-reduce overlapping the backward) against one bucket for
   // the whole stage (started when the backward ends): the same sums.
-  const Weights per_layer = TrainReplicated(
-      2, 2, {"pipeline { micro_batches: 2 } runtime { gradient_bucket_bytes: 1 }"});
+  const Weights per_layer =
+      TrainReplicated(2, 2, {"pipeline { micro_batches: 2 } runtime { gradient_bucket_bytes: 1 }"});
   const Weights whole = TrainReplicated(
       2, 2, {"pipeline { micro_batches: 2 } runtime { gradient_bucket_bytes: 1000000000 }"});
   ExpectBitIdentical(per_layer, whole);
@@ -119,8 +120,9 @@ TEST_F(DataParallelTest, EvaluationAndProgressLinesCountEveryReplica) {
       "}";
   const testing::ProcessResult single =
       Launch(1, testing::kEquivalencePlan, {"pipeline { micro_batches: 4 }", eval});
-  const testing::ProcessResult replicated = Launch(
-      4, testing::kEquivalencePlan, {"pipeline { stages: 2 data_parallel: 2 micro_batches: 2 }", eval});
+  const testing::ProcessResult replicated =
+      Launch(4, testing::kEquivalencePlan,
+             {"pipeline { stages: 2 data_parallel: 2 micro_batches: 2 }", eval});
   ASSERT_EQ(single.exit_code, 0) << single.output;
   ASSERT_EQ(replicated.exit_code, 0) << replicated.output;
   // The held-out loss of (nearly) the same weights over the same 20 samples, 4 decimals.

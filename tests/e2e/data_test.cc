@@ -176,6 +176,29 @@ TEST_F(NpyJobTest, NonFiniteSamplesSkipTheSameStepsOnEveryRank) {
   for (size_t i = 0; i < a->size(); ++i) EXPECT_EQ((*a)[i].values, (*b)[i].values) << (*a)[i].name;
 }
 
+TEST_F(NpyJobTest, NonFiniteSampleOfOneReplicaSkipsTheStepOnEveryReplica) {
+  std::vector<float> poisoned = inputs_;
+  // Sample 28: position 12 of steps 1 and 4 (16 samples a step), in replica 1's half.
+  poisoned[28 * kInputs + 1] = NAN;
+  WriteData(poisoned);
+  const std::string metrics = dir_ + "/metrics.jsonl";
+  std::vector<std::string> argv = testing::MpirunPrefix(4);
+  argv.insert(argv.end(),
+              {testing::BinPath("gpipe-worker"), "--plan", WritePlan(), "--metrics-out", metrics,
+               "--override", "pipeline { stages: 2 data_parallel: 2 micro_batches: 2 }",
+               "--override", "training { steps: 6 }"});
+  const testing::ProcessResult run = testing::RunProcess(argv, 120);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  const std::vector<std::string> lines = MetricsLines(metrics);
+  ASSERT_EQ(lines.size(), 6u);
+  for (int step = 0; step < 6; ++step) {
+    const bool skipped = step == 1 || step == 4;
+    EXPECT_EQ(absl::StrContains(lines[step], "\"applied\":false"), skipped) << lines[step];
+    EXPECT_TRUE(absl::StrContains(lines[step], "\"replicas\":2")) << lines[step];
+  }
+  EXPECT_TRUE(absl::StrContains(run.output, "SKIPPED")) << run.output;
+}
+
 TEST_F(NpyJobTest, DataErrorOnTheLastStageStopsEveryRank) {
   WriteData(inputs_);
   // Targets of the wrong shape for the model's output: only the last stage opens them.

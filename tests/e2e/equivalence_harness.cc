@@ -15,10 +15,9 @@ Weights EquivalenceHarness::TrainOn(const std::string& device_override, int stag
   const std::string out =
       absl::StrCat(::testing::TempDir(), "/equivalence_", counter_++, ".safetensors");
   std::vector<std::string> argv = MpirunPrefix(stages * replicas);
-  argv.insert(argv.end(), {BinPath("gpipe-worker"), "--plan", SourcePath(plan), "--export", out,
-                           "--override",
-                           absl::StrCat("pipeline { stages: ", stages, " data_parallel: ", replicas,
-                                        " }")});
+  argv.insert(argv.end(),
+              {BinPath("gpipe-worker"), "--plan", SourcePath(plan), "--export", out, "--override",
+               absl::StrCat("pipeline { stages: ", stages, " data_parallel: ", replicas, " }")});
   if (!device_override.empty()) argv.insert(argv.end(), {"--override", device_override});
   for (const std::string& o : overrides) argv.insert(argv.end(), {"--override", o});
   const ProcessResult run = RunProcess(argv, 120);

@@ -31,6 +31,7 @@ struct Trace {
   Json json;
   std::vector<Span> spans;
   std::vector<std::pair<const Json*, const Json*>> flows;  // (s, f)
+  std::vector<Span> async;  // async spans (transfers, all-reduce buckets): "b" to "e"
 };
 
 absl::StatusOr<Trace> ReadTrace(const std::string& path) {
@@ -40,9 +41,19 @@ absl::StatusOr<Trace> ReadTrace(const std::string& path) {
   if (!json.ok()) return json.status();
   Trace trace{*std::move(json), {}, {}};
   std::map<int64_t, const Json*> starts;
+  std::map<std::string, size_t> open;  // async id -> index in trace.async
   for (const Json& e : trace.json.at("traceEvents")) {
     const std::string& ph = e.at("ph").get<std::string>();
-    if (ph == "X") {
+    if (ph == "b") {
+      const Json& args = e.at("args");
+      const Json* mb = JsonFind(args, "micro_batch");
+      open[e.at("id").get<std::string>()] = trace.async.size();
+      trace.async.push_back({e.at("pid").get<int64_t>(), e.at("cat").get<std::string>(),
+                             args.at("step").get<int64_t>(), mb ? mb->get<int64_t>() : -1,
+                             e.at("ts").get<double>(), -1});
+    } else if (ph == "e") {
+      trace.async.at(open.at(e.at("id").get<std::string>())).end = e.at("ts").get<double>();
+    } else if (ph == "X") {
       const Json& args = e.at("args");
       const Json* mb = JsonFind(args, "micro_batch");
       const double begin = e.at("ts").get<double>();
@@ -179,6 +190,49 @@ TEST(TraceTest, AFailedRunStillWritesItsTrace) {
   // Rank 0 forwarded every micro-batch before the failure; the failed step's span is there.
   EXPECT_EQ(Count(*trace, 0, "forward", 0), 8);
   EXPECT_EQ(Count(*trace, 2, "step", 0), 1);
+}
+
+TEST(TraceTest, ReplicaAllReducesOverlapTheBackward) {
+  // K=2 stages x D=2 replicas, one all-reduce bucket per layer: each rank's buckets start
+  // during its last backward (the last layers' gradients are final while the first layers'
+  // are still being computed) and the trace shows them beside the compute.
+  const std::string path = absl::StrCat(::testing::TempDir(), "/trace_replicas.json");
+  constexpr int kSteps = 2;
+  const testing::ProcessResult run = testing::RunProcess(
+      {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"), "--override",
+       absl::StrCat("training { steps: ", kSteps,
+                    " } pipeline { stages: 2 data_parallel: 2 micro_batches: 4 } runtime { "
+                    "gradient_bucket_bytes: 1 }"),
+       "--trace", path},
+      240);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  auto trace = ReadTrace(path);
+  ASSERT_TRUE(trace.ok()) << trace.status();
+  EXPECT_EQ(trace->json.at("otherData").at("ranks").get<int64_t>(), 4);
+  for (int64_t rank = 0; rank < 4; ++rank) {
+    for (int64_t step = 0; step < kSteps; ++step) {
+      SCOPED_TRACE(absl::StrCat("rank ", rank, " step ", step));
+      double last_backward_end = 0, first_bucket_begin = 1e300, last_bucket_end = 0;
+      int buckets = 0;
+      for (const Span& s : trace->spans) {
+        if (s.pid == rank && s.step == step && s.cat == "backward") {
+          last_backward_end = std::max(last_backward_end, s.end);
+        }
+      }
+      for (const Span& s : trace->async) {
+        if (s.pid != rank || s.step != step || s.cat != "allreduce_bucket") continue;
+        ++buckets;
+        EXPECT_GE(s.end, s.begin);
+        first_bucket_begin = std::min(first_bucket_begin, s.begin);
+        last_bucket_end = std::max(last_bucket_end, s.end);
+      }
+      // Balanced on parameters, stage 0 holds fc1, fc2, norm2 and stage 1 fc3, fc4, head: three
+      // layers with parameters each, a bucket each.
+      EXPECT_EQ(buckets, 3);
+      EXPECT_LT(first_bucket_begin, last_backward_end);
+      EXPECT_GE(last_bucket_end, first_bucket_begin);
+    }
+  }
 }
 
 }  // namespace

@@ -24,15 +24,34 @@ constexpr char kPlan[] = R"pb(
   name: "buckets"
   model {
     input { shape: [ 6 ] }
-    layers { name: "fc1" linear { out_features: 16 } }
-    layers { name: "act1" relu {} }
-    layers { name: "fc2" linear { out_features: 12 } }
-    layers { name: "bn" batch_norm1d { affine: false } }
-    layers { name: "fc3" linear { out_features: 4 } }
+    layers {
+      name: "fc1"
+      linear { out_features: 16 }
+    }
+    layers {
+      name: "act1"
+      relu {}
+    }
+    layers {
+      name: "fc2"
+      linear { out_features: 12 }
+    }
+    layers {
+      name: "bn"
+      batch_norm1d { affine: false }
+    }
+    layers {
+      name: "fc3"
+      linear { out_features: 4 }
+    }
     loss { softmax_cross_entropy {} }
   }
   pipeline { stages: 1 micro_batches: 3 }
-  training { global_batch: 6 steps: 1 optimizer { sgd { lr: 0.1 } } }
+  training {
+    global_batch: 6
+    steps: 1
+    optimizer { sgd { lr: 0.1 } }
+  }
   data { synthetic { num_samples: 12 } }
 )pb";
 
@@ -143,8 +162,10 @@ TEST_F(GradientSyncTest, ABucketStartsWhenItsLastLayerTookTheLastMicroBatch) {
   pb::StepCommand command;
   const StepScope scope(config, command, nullptr);
   GradientSync sync(buckets, group, device_, scope, /*micro_batches=*/3, /*replicas=*/2);
-  for (Tensor& g : buckets.buckets()[0].tensors) ASSERT_TRUE(device_.ops().tensor.Fill(g, 1.0).ok());
-  for (Tensor& b : buckets.buckets()[3].tensors) ASSERT_TRUE(device_.ops().tensor.Fill(b, 5.0).ok());
+  for (Tensor& g : buckets.buckets()[0].tensors)
+    ASSERT_TRUE(device_.ops().tensor.Fill(g, 1.0).ok());
+  for (Tensor& b : buckets.buckets()[3].tensors)
+    ASSERT_TRUE(device_.ops().tensor.Fill(b, 5.0).ok());
   // Micro-batches 0 and 1: a whole backward each (fc3, fc2, fc1 = local layers 4, 2, 0).
   for (int m = 0; m < 2; ++m) {
     for (int layer : {4, 3, 2, 1, 0}) ASSERT_TRUE(sync.Accumulated(0, layer).ok());
@@ -182,8 +203,9 @@ TEST_F(GradientSyncTest, MoreAccumulationsThanMicroBatchesIsAnError) {
   ASSERT_TRUE(sync.Accumulated(0, 0).ok());
   const absl::Status twice = sync.Accumulated(0, 0);
   EXPECT_EQ(twice.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(twice.message(), "chunk 0 layer 0 accumulated gradients 2 times in a step of 1 "
-                             "micro-batches");
+  EXPECT_EQ(twice.message(),
+            "chunk 0 layer 0 accumulated gradients 2 times in a step of 1 "
+            "micro-batches");
 }
 
 }  // namespace

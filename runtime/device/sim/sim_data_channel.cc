@@ -16,9 +16,9 @@ class SimReduceHandle final : public TransferHandle {
     if (Done()) return absl::OkStatus();
     if (done_at_ > deadline) {
       absl::SleepFor(deadline - absl::Now());
-      return absl::DeadlineExceededError(
-          absl::StrCat("sim: a bucket all-reduce ends ", absl::FormatDuration(done_at_ - deadline),
-                       " after the deadline"));
+      return absl::DeadlineExceededError(absl::StrCat("sim: a bucket all-reduce ends ",
+                                                      absl::FormatDuration(done_at_ - deadline),
+                                                      " after the deadline"));
     }
     absl::SleepFor(done_at_ - absl::Now());
     return absl::OkStatus();

@@ -1,5 +1,6 @@
 // The equivalence promise on the CUDA device: every rank on the one GPU (runtime.cuda.share_gpu),
-// K = 1, 2, 4 ranks and every schedule give the same weights within 1e-5 relative, and the GPU
+// K = 1, 2, 4 ranks, data-parallel replicas and every schedule give the same weights within 1e-5
+// relative, and the GPU
 // agrees with the CPU reference after several steps within 1e-4. Skips where no GPU is visible.
 #include <string>
 #include <vector>
@@ -29,6 +30,16 @@ TEST_F(CudaEquivalenceTest, StageCountsSharingTheGpuAgree) {
   const Weights four = Train(4, {});
   ExpectClose(two, one, 1e-5);
   ExpectClose(four, one, 1e-5);
+}
+
+TEST_F(CudaEquivalenceTest, ReplicasSharingTheGpuAgree) {
+  // Data parallelism on the GPU: buckets staged through pinned host memory and summed over MPI.
+  const Weights one = TrainReplicated(1, 1, {"pipeline { micro_batches: 4 }"});
+  const Weights two_by_two = TrainReplicated(
+      2, 2, {"pipeline { micro_batches: 2 } runtime { gradient_bucket_bytes: 1 }"});
+  const Weights one_by_two = TrainReplicated(1, 2, {"pipeline { micro_batches: 2 }"});
+  ExpectClose(two_by_two, one, 1e-5);
+  ExpectClose(one_by_two, one, 1e-5);
 }
 
 TEST_F(CudaEquivalenceTest, TrainingChangesTheWeights) {

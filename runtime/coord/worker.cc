@@ -5,10 +5,11 @@
 //              {error} — every rank then exits non-zero with that message and MPI finalizes
 //              normally — or {resolved plan, stage table, rank r's stage and program, init/export
 //              choices}. Ranks != 0 wait up to --startup-timeout for it.
-//   replicas   with pipeline.data_parallel D > 1 the job is D pipelines (Setup.layout: replica r's
-//              stage s is rank r * stages + s). Each replica's stage ranks then build their
-//              gradient buckets and, together, the group that all-reduces them
-//              (DataChannel::CreateReduceGroup), before the first step.
+//   groups     before the first step, the ranks that sum tensors together make their groups
+//              (DataChannel::CreateReduceGroup), never mid-step: with pipeline.data_parallel
+//              D > 1 (Setup.layout: replica r's stage s is rank r * stages + s) a stage's D
+//              replicas build the same gradient buckets and their group; then, in tie order,
+//              the ranks of each tie group of their replica (Setup.ties).
 //   each step  rank 0 broadcasts a StepCommand {step, lr, sample indices} (kStepCommand).
 //              Every rank runs its stage program, replica r on its share of the indices (the
 //              r-th of D equal slices); the buckets' all-reduces start during the backward and
@@ -46,6 +47,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "layers/registry.h"
 #include "runtime/backend/backend_registry.h"
@@ -321,6 +323,28 @@ class Worker {
                                                     absl::Now() + timeout_));
         resources.replica_reducer = replica_reducer.get();
       }
+    }
+    // Tied parameters shared between stages: each tie's ranks make its group here, in tie order.
+    std::vector<std::unique_ptr<ReduceGroup>> tie_reducers;
+    for (const pb::TieGroup& tie : ties) {
+      ReduceGroup* group = nullptr;
+      const std::vector<int> ranks(tie.ranks().begin(), tie.ranks().end());
+      if (ranks.size() > 1 && std::find(ranks.begin(), ranks.end(), rank_) != ranks.end()) {
+        absl::StatusOr<int64_t> elements = absl::NotFoundError("no member on this rank");
+        for (const std::string& member : tie.parameters()) {
+          if (elements.ok()) break;
+          elements = parts.ElementsOf(member);
+        }
+        if (!elements.ok()) {
+          return absl::InternalError(absl::StrCat("rank ", rank_, " is listed for the tie of ",
+                                                  absl::StrJoin(tie.parameters(), ", "),
+                                                  " but holds none of them"));
+        }
+        ASSIGN_OR_RETURN(tie_reducers.emplace_back(),
+                         channel->CreateReduceGroup(ranks, {{*elements}}, absl::Now() + timeout_));
+        group = tie_reducers.back().get();
+      }
+      resources.tie_reducers.push_back(group);
     }
     StageExecutor executor(config, std::move(program), resources);
     // The forward-only program that evaluates the held-out split with the same parts.

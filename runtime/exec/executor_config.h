@@ -66,6 +66,9 @@ struct ExecutorResources {
   // both null with one replica.
   GradientBuckets* gradient_buckets = nullptr;
   ReduceGroup* replica_reducer = nullptr;
+  // Per config.ties entry: the group of its ranks that sums the tied gradient (one bucket, the
+  // member's elements), created at set-up; null where the tie has one rank or no member here.
+  std::vector<ReduceGroup*> tie_reducers;
 };
 
 }  // namespace gpipe

@@ -55,6 +55,16 @@ std::vector<ChunkRefs> StageChunks::refs() {
   return out;
 }
 
+absl::StatusOr<int64_t> StageChunks::ElementsOf(const std::string& name) const {
+  for (const std::unique_ptr<ParameterStore>& store : parameters_) {
+    const std::vector<std::string>& names = store->names();
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == name) return store->grads()[i].num_elements();
+    }
+  }
+  return absl::NotFoundError(absl::StrCat("no chunk of this stage holds parameter '", name, "'"));
+}
+
 absl::StatusOr<std::vector<NamedTensorData>> StageChunks::Export() const {
   std::vector<NamedTensorData> all;
   for (const auto& store : parameters_) {

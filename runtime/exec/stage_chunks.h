@@ -9,6 +9,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -62,6 +63,9 @@ class StageChunks {
   std::vector<ChunkRefs> refs();
   const ParameterStore& parameters(int chunk) const { return *parameters_[chunk]; }
   const Optimizer& optimizer(int chunk) const { return *optimizers_[chunk]; }
+
+  // Elements of this stage's parameter `name`; NOT_FOUND when no chunk holds it.
+  absl::StatusOr<int64_t> ElementsOf(const std::string& name) const;
 
   // Every chunk's parameters by name, chunk order.
   absl::StatusOr<std::vector<NamedTensorData>> Export() const;

@@ -558,7 +558,8 @@ class StageExecutor::Step {
   // over the group's ranks, and the sum given to every member, so the identical updates keep
   // tied parameters equal. With two members a + b == b + a exactly: one stage or two agree.
   absl::Status SumTiedGradients() {
-    for (const pb::TieGroup& tie : config_.ties) {
+    for (size_t t = 0; t < config_.ties.size(); ++t) {
+      const pb::TieGroup& tie = config_.ties[t];
       std::vector<Tensor> members;
       for (const std::string& name : tie.parameters()) {
         for (const ChunkRefs& chunk : res_.chunks) {
@@ -574,11 +575,19 @@ class StageExecutor::Step {
       Tensor sum = members.front();
       for (size_t i = 1; i < members.size(); ++i) RETURN_IF_ERROR(ops.Add(sum, members[i], sum));
       if (tie.ranks_size() > 1) {
-        const std::vector<int> ranks(tie.ranks().begin(), tie.ranks().end());
+        ReduceGroup* group = t < res_.tie_reducers.size() ? res_.tie_reducers[t] : nullptr;
+        const std::string what =
+            absl::StrCat("summing the gradients of tied parameters ",
+                         absl::StrJoin(tie.parameters(), ", "), " over ranks [",
+                         absl::StrJoin(tie.ranks(), ", "), "]");
+        if (group == nullptr) {
+          return absl::InternalError(absl::StrCat(what, ": no reduce group was made at set-up"));
+        }
         std::vector<Tensor> reduced = {sum};
-        RETURN_IF_ERROR(WithContext(res_.channel.AllReduceSum(reduced, ranks, scope_.Deadline()),
-                                    absl::StrCat("summing the gradients of tied parameters ",
-                                                 absl::StrJoin(tie.parameters(), ", "))));
+        absl::StatusOr<std::unique_ptr<TransferHandle>> handle =
+            group->Start(0, std::span<Tensor>(reduced));
+        if (!handle.ok()) return WithContext(handle.status(), what);
+        RETURN_IF_ERROR(WithContext((*handle)->Wait(scope_.Deadline()), what));
       }
       for (size_t i = 1; i < members.size(); ++i) RETURN_IF_ERROR(ops.Copy(sum, members[i]));
       RETURN_IF_ERROR(busy_.End());

@@ -47,7 +47,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "layers/registry.h"
 #include "runtime/backend/backend_registry.h"
@@ -55,6 +54,7 @@
 #include "runtime/comm/control_channel.h"
 #include "runtime/comm/mpi_data_channel.h"
 #include "runtime/coord/eval_summary.h"
+#include "runtime/coord/reduce_groups.h"
 #include "runtime/coord/setup_builder.h"
 #include "runtime/coord/step_summary.h"
 #include "runtime/coord/trace_session.h"
@@ -310,42 +310,12 @@ class Worker {
     CoordinatorGate gate(*control_, timeout_);
     TraceRecorder* recorder = trace_ != nullptr ? trace_->recorder() : nullptr;
     ExecutorResources resources{device, parts.refs(), dataset.get(), *channel, gate, recorder};
-    // Data parallelism: the stage's gradient buckets, and its replicas' group that all-reduces
-    // them, made here, once, by every replica of the stage together.
-    std::optional<GradientBuckets> buckets;
-    std::unique_ptr<ReduceGroup> replica_reducer;
-    if (layout.replicas() > 1) {
-      buckets = GradientBuckets::Plan(parts.refs(), plan.runtime().gradient_bucket_bytes());
-      resources.gradient_buckets = &*buckets;
-      if (!buckets->buckets().empty()) {  // a stage without parameters or buffers has none
-        ASSIGN_OR_RETURN(replica_reducer,
-                         channel->CreateReduceGroup(config.replica_group, buckets->Layout(),
-                                                    absl::Now() + timeout_));
-        resources.replica_reducer = replica_reducer.get();
-      }
-    }
-    // Tied parameters shared between stages: each tie's ranks make its group here, in tie order.
-    std::vector<std::unique_ptr<ReduceGroup>> tie_reducers;
-    for (const pb::TieGroup& tie : ties) {
-      ReduceGroup* group = nullptr;
-      const std::vector<int> ranks(tie.ranks().begin(), tie.ranks().end());
-      if (ranks.size() > 1 && std::find(ranks.begin(), ranks.end(), rank_) != ranks.end()) {
-        absl::StatusOr<int64_t> elements = absl::NotFoundError("no member on this rank");
-        for (const std::string& member : tie.parameters()) {
-          if (elements.ok()) break;
-          elements = parts.ElementsOf(member);
-        }
-        if (!elements.ok()) {
-          return absl::InternalError(absl::StrCat("rank ", rank_, " is listed for the tie of ",
-                                                  absl::StrJoin(tie.parameters(), ", "),
-                                                  " but holds none of them"));
-        }
-        ASSIGN_OR_RETURN(tie_reducers.emplace_back(),
-                         channel->CreateReduceGroup(ranks, {{*elements}}, absl::Now() + timeout_));
-        group = tie_reducers.back().get();
-      }
-      resources.tie_reducers.push_back(group);
-    }
+    // The stage's replica group (with its gradient buckets) and tie groups, made here, once.
+    ASSIGN_OR_RETURN(
+        StageReduceGroups reduce_groups,
+        StageReduceGroups::Make(*channel, parts, rank_, config.replica_group, ties,
+                                plan.runtime().gradient_bucket_bytes(), absl::Now() + timeout_));
+    reduce_groups.AttachTo(resources);
     StageExecutor executor(config, std::move(program), resources);
     // The forward-only program that evaluates the held-out split with the same parts.
     std::unique_ptr<StageExecutor> evaluator;

@@ -576,10 +576,9 @@ class StageExecutor::Step {
       for (size_t i = 1; i < members.size(); ++i) RETURN_IF_ERROR(ops.Add(sum, members[i], sum));
       if (tie.ranks_size() > 1) {
         ReduceGroup* group = t < res_.tie_reducers.size() ? res_.tie_reducers[t] : nullptr;
-        const std::string what =
-            absl::StrCat("summing the gradients of tied parameters ",
-                         absl::StrJoin(tie.parameters(), ", "), " over ranks [",
-                         absl::StrJoin(tie.ranks(), ", "), "]");
+        const std::string what = absl::StrCat(
+            "summing the gradients of tied parameters ", absl::StrJoin(tie.parameters(), ", "),
+            " over ranks [", absl::StrJoin(tie.ranks(), ", "), "]");
         if (group == nullptr) {
           return absl::InternalError(absl::StrCat(what, ": no reduce group was made at set-up"));
         }

@@ -35,8 +35,8 @@ TEST_F(CudaEquivalenceTest, StageCountsSharingTheGpuAgree) {
 TEST_F(CudaEquivalenceTest, ReplicasSharingTheGpuAgree) {
   // Data parallelism on the GPU: buckets staged through pinned host memory and summed over MPI.
   const Weights one = TrainReplicated(1, 1, {"pipeline { micro_batches: 4 }"});
-  const Weights two_by_two = TrainReplicated(
-      2, 2, {"pipeline { micro_batches: 2 } runtime { gradient_bucket_bytes: 1 }"});
+  const Weights two_by_two =
+      TrainReplicated(2, 2, {"pipeline { micro_batches: 2 } runtime { gradient_bucket_bytes: 1 }"});
   const Weights one_by_two = TrainReplicated(1, 2, {"pipeline { micro_batches: 2 }"});
   ExpectClose(two_by_two, one, 1e-5);
   ExpectClose(one_by_two, one, 1e-5);

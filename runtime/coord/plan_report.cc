@@ -1,12 +1,14 @@
 #include "runtime/coord/plan_report.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/coord/setup_builder.h"
 #include "runtime/coord/step_summary.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/sim/sim_costs.h"
 #include "runtime/estimate/sim_schedule_costs.h"
 #include "runtime/exec/stage_executor.h"
 #include "runtime/schedule/grid.h"
@@ -25,6 +27,52 @@ std::string Percent(double fraction) { return absl::StrFormat("%.1f%%", 100.0 * 
 // On the simulated device the schedule is timed in milliseconds from runtime.sim's cost table
 // (the step time a SIM run should take); otherwise in relative FLOP units.
 bool TimedInMs(const pb::Plan& plan) { return plan.runtime().device() == pb::SIM; }
+
+// With data parallelism: per stage, the gradient bytes its replicas sum each step, in how many
+// buckets (cut as GradientBuckets cuts them: whole layers, last first, >= gradient_bucket_bytes)
+// and, on the simulated device, the ring all-reduce time of those buckets back to back.
+absl::StatusOr<std::string> FormatDataParallel(const AnalyzedPlan& plan) {
+  const pb::Pipeline& pipeline = plan.plan.pipeline();
+  const int replicas = pipeline.data_parallel();
+  const int64_t bucket_bytes = plan.plan.runtime().gradient_bucket_bytes();
+  std::optional<SimCosts> costs;
+  if (TimedInMs(plan.plan)) {
+    ASSIGN_OR_RETURN(costs, SimCosts::Create(plan.plan.runtime().sim(), MicroBatchSize(plan.plan)));
+  }
+  std::string out = absl::StrCat(
+      "\ndata parallel: ", replicas, " replicas of the pipeline, ",
+      int64_t{pipeline.stages()} * replicas,
+      " processes; each step every stage sums its gradients over its replicas, in buckets of >= ",
+      FormatBytes(bucket_bytes), " started as the backward finishes them\n");
+  absl::StrAppendFormat(&out, "%-6s %13s %8s%s\n", "stage", "gradients", "buckets",
+                        costs ? "  ring all-reduce (ms, back to back)" : "");
+  for (int s = 0; s < pipeline.stages(); ++s) {
+    int64_t total = 0, open = 0;
+    int buckets = 0;
+    double ms = 0;
+    const auto close = [&] {
+      if (open == 0) return;
+      ++buckets;
+      if (costs) ms += absl::ToDoubleMilliseconds(costs->AllReduce(open, replicas));
+      open = 0;
+    };
+    // The stage's parts from the last (its last chunk) to the first, layers last first.
+    for (auto part = plan.stages.rbegin(); part != plan.stages.rend(); ++part) {
+      if (part->stage != s) continue;
+      for (int l = part->end_layer - 1; l >= part->first_layer; --l) {
+        const int64_t bytes = plan.layers[l].parameters * static_cast<int64_t>(sizeof(float));
+        if (bytes == 0) continue;
+        total += bytes;
+        open += bytes;
+        if (open >= bucket_bytes) close();
+      }
+    }
+    close();
+    absl::StrAppendFormat(&out, "%-6d %13s %8d%s\n", s, FormatBytes(total), buckets,
+                          costs ? absl::StrFormat("  %.3f", ms) : std::string());
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -99,6 +147,10 @@ absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
                           FormatBytes(prediction.parameter_bytes[s]), FormatBytes(m.boundary),
                           FormatBytes(m.activation), FormatBytes(m.boundary_grad),
                           FormatBytes(prediction.parameter_bytes[s] + m.total));
+  }
+  if (pipeline.data_parallel() > 1) {
+    ASSIGN_OR_RETURN(const std::string data_parallel, FormatDataParallel(plan));
+    absl::StrAppend(&out, data_parallel);
   }
   return out;
 }

@@ -145,6 +145,24 @@ TEST_F(DataParallelTest, SimulatedReplicasOverlapTheirAllReduce) {
   EXPECT_TRUE(absl::StrContains(run.output, "| 2 replicas, all-reduce ")) << run.output;
 }
 
+TEST_F(DataParallelTest, PlanToolPredictsTheAllReduce) {
+  // 5 layers with parameters (416 + 792 + 48 + 384 + 85 floats = 6,900 bytes), a bucket each;
+  // a ring over 2 replicas is 2 transfers of 10 us each on an (almost) infinitely fast link.
+  const testing::ProcessResult show = testing::RunProcess(
+      {testing::BinPath("gpipe-plan"), "show", testing::SourcePath(testing::kEquivalencePlan),
+       "--override",
+       "pipeline { stages: 1 data_parallel: 2 } runtime { device: SIM gradient_bucket_bytes: 1 "
+       "sim { link_gbps: 1000000 link_latency_us: 10 } }"},
+      60);
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  EXPECT_TRUE(absl::StrContains(show.output,
+                                "data parallel: 2 replicas of the pipeline, 2 "
+                                "processes"))
+      << show.output;
+  EXPECT_TRUE(absl::StrContains(show.output, "0            6.7 KiB        5  0.100"))
+      << show.output;
+}
+
 TEST_F(DataParallelTest, WrongProcessCountNamesStagesAndReplicas) {
   const testing::ProcessResult run =
       Launch(2, testing::kEquivalencePlan, {"pipeline { stages: 2 data_parallel: 2 }"});

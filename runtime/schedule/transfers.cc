@@ -137,4 +137,41 @@ absl::Status Transfers::Check(const Program& program) const {
   return absl::OkStatus();
 }
 
+absl::Status Transfers::CheckPerPeerOrder(const Program& program) const {
+  // Every (sender, receiver) pair's sends in issue order and receives in post order, of both
+  // kinds: link by link they are already paired (Check), so merging by instruction index gives
+  // each side's order.
+  struct End {
+    int index;  // on its stage
+    const Link* link;
+    int position;  // on the link
+  };
+  std::map<std::pair<int, int>, std::pair<std::vector<End>, std::vector<End>>> pairs;
+  for (const Link& link : links_) {
+    auto& [sends, recvs] = pairs[{link.from_stage, link.to_stage}];
+    for (size_t k = 0; k < link.sends.size(); ++k) {
+      sends.push_back({link.sends[k].index, &link, static_cast<int>(k)});
+    }
+    for (size_t k = 0; k < link.recvs.size(); ++k) {
+      recvs.push_back({link.recvs[k].index, &link, static_cast<int>(k)});
+    }
+  }
+  const auto by_index = [](const End& a, const End& b) { return a.index < b.index; };
+  for (auto& [stages, ends] : pairs) {
+    auto& [sends, recvs] = ends;
+    std::sort(sends.begin(), sends.end(), by_index);
+    std::sort(recvs.begin(), recvs.end(), by_index);
+    for (size_t n = 0; n < sends.size() && n < recvs.size(); ++n) {
+      if (sends[n].link == recvs[n].link && sends[n].position == recvs[n].position) continue;
+      return absl::InvalidArgumentError(absl::StrCat(
+          DescribeInstruction(program, stages.second, recvs[n].index),
+          " is the receive number ", n, " stage ", stages.second, " posts from stage ",
+          stages.first, ", but the send number ", n, " stage ", stages.first, " issues to it is ",
+          DescribeInstruction(program, stages.first, sends[n].index),
+          ": a transport that matches by issue order per pair of ranks (NCCL) would pair them"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace gpipe::schedule

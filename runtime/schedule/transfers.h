@@ -44,6 +44,11 @@ class Transfers {
   static Transfers Collect(const Program& program);
 
   absl::Status Check(const Program& program) const;
+  // The stricter matching of a transport that pairs point-to-point operations by issue order
+  // per pair of ranks, whatever they carry (NCCL): between two stages, the n-th send of either
+  // kind must meet the n-th receive posted by the other side. INVALID_ARGUMENT naming both
+  // instructions otherwise. Call after Check.
+  absl::Status CheckPerPeerOrder(const Program& program) const;
 
   const std::vector<Link>& links() const { return links_; }
   const TransferSlot& slot(int stage, int index) const { return slots_[stage][index]; }

@@ -87,6 +87,9 @@ absl::StatusOr<VerifyResult> VerifyProgram(const Program& program, const OpCosts
   }
   const Transfers transfers = Transfers::Collect(program);
   RETURN_IF_ERROR(transfers.Check(program));
+  // Every program also suits a transport that pairs point-to-point operations by issue order
+  // per pair of ranks (NCCL), so the transport never constrains the schedule.
+  RETURN_IF_ERROR(transfers.CheckPerPeerOrder(program));
   for (int s = 0; s < program.stages; ++s) {
     RETURN_IF_ERROR(CheckStageComplete(program, s, walks[s]));
   }

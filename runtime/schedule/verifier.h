@@ -2,7 +2,9 @@
 // (ranges, order, duplicates, completeness; a micro-batch is backwarded by Backward or by
 // BackwardInput then BackwardWeight; training programs end with AllReduceGrads, OptimizerStep,
 // forward-only ones hold no backward side and end with ReportEval), pairs every send with its
-// receive in order, and runs all stages together on a dependency model (a discrete-event
+// receive in order — per kind and link, as MPI matches by tag, and per pair of ranks across
+// kinds, as NCCL matches by issue order (interleaved programs at K = 2 carry activations and
+// gradients between the same two ranks) — and runs all stages together on a dependency model (a discrete-event
 // simulation: receives wait for their send, sends never block) to prove the step terminates and
 // to predict its time, bubble and activation memory. Errors are INVALID_ARGUMENT naming stage,
 // instruction index and instruction. Pure; thread-compatible.

@@ -47,6 +47,9 @@ class TraceSession {
 
   // "<trace>.rank<R>.pb"
   std::string PartPath(int rank) const;
+  // Rank 0, after Finish: per rank, the boundary transfers' bytes and the fraction of their
+  // time in flight the compute hid (FormatTransferOverlap).
+  const std::string& transfer_overlap() const { return transfer_overlap_; }
 
  private:
   TraceSession(std::string path, TraceRunInfo info, int rank, int stage, int replica, int steps);
@@ -61,6 +64,7 @@ class TraceSession {
   int64_t offset_ns_ = 0;
   int64_t uncertainty_ns_ = 0;
   bool finished_ = false;
+  std::string transfer_overlap_;
 };
 
 }  // namespace gpipe

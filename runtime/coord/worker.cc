@@ -341,7 +341,13 @@ class Worker {
     if (setup_.export_parameters()) RETURN_IF_ERROR(ExportParameters(plan, parts));
     if (trace_ != nullptr) {
       RETURN_IF_ERROR(trace_->Finish(*control_, absl::Now() + timeout_));
-      if (rank_ == 0) logger_.Info(absl::StrCat("wrote the trace to ", trace_->path()));
+      if (rank_ == 0) {
+        logger_.Info(absl::StrCat("wrote the trace to ", trace_->path()));
+        for (absl::string_view line :
+             absl::StrSplit(trace_->transfer_overlap(), '\n', absl::SkipEmpty())) {
+          logger_.Info(absl::StrCat("transfers of ", line));
+        }
+      }
     }
     return absl::OkStatus();
   }

@@ -164,9 +164,9 @@ absl::Status Transfers::CheckPerPeerOrder(const Program& program) const {
     for (size_t n = 0; n < sends.size() && n < recvs.size(); ++n) {
       if (sends[n].link == recvs[n].link && sends[n].position == recvs[n].position) continue;
       return absl::InvalidArgumentError(absl::StrCat(
-          DescribeInstruction(program, stages.second, recvs[n].index),
-          " is the receive number ", n, " stage ", stages.second, " posts from stage ",
-          stages.first, ", but the send number ", n, " stage ", stages.first, " issues to it is ",
+          DescribeInstruction(program, stages.second, recvs[n].index), " is the receive number ", n,
+          " stage ", stages.second, " posts from stage ", stages.first, ", but the send number ", n,
+          " stage ", stages.first, " issues to it is ",
           DescribeInstruction(program, stages.first, sends[n].index),
           ": a transport that matches by issue order per pair of ranks (NCCL) would pair them"));
     }

@@ -12,6 +12,7 @@
 #include "runtime/core/json.h"
 #include "runtime/trace/trace_event.h"
 #include "runtime/trace/trace_recorder.h"
+#include "runtime/trace/transfer_overlap.h"
 
 namespace gpipe {
 namespace {
@@ -136,6 +137,17 @@ std::string FormatChromeTrace(const TraceRunInfo& info, const std::vector<pb::Ra
     absl::StrAppend(&uncertainties, sep, Micros(it->second->clock_uncertainty_ns()));
     absl::StrAppend(&dropped, sep, it->second->dropped());
   }
+  // How much of the boundary transfers the compute hid, per rank.
+  std::string overlap;
+  for (const RankTransferOverlap& r : SummarizeTransferOverlap(ranks, info.stages)) {
+    absl::StrAppend(&overlap, overlap.empty() ? "" : ", ", "{\"rank\": ", r.rank,
+                    ", \"stage\": ", r.stage, ", \"replica\": ", r.replica,
+                    ", \"bytes_sent\": ", r.bytes_sent, ", \"bytes_received\": ", r.bytes_received,
+                    ", \"transfers_received\": ", r.transfers_received,
+                    absl::StrFormat(", \"in_flight_ms\": %.4f, \"exposed_ms\": %.4f, "
+                                    "\"hidden_fraction\": %.4f}",
+                                    r.in_flight_ms, r.exposed_ms, r.hidden_fraction()));
+  }
   absl::StrAppend(&out, "{\"displayTimeUnit\": \"ms\",\n\"otherData\": {\"generator\": \"gpipe\", ",
                   "\"format\": 1, \"plan\": ", JsonQuote(info.plan),
                   ", \"schedule\": ", JsonQuote(info.schedule),
@@ -145,7 +157,7 @@ std::string FormatChromeTrace(const TraceRunInfo& info, const std::vector<pb::Ra
                   ", \"status\": ", JsonQuote(info.status), ", \"clock_offset_us\": [", offsets,
                   "], \"clock_uncertainty_us\": [", uncertainties, "], \"dropped_events\": [",
                   dropped, "], \"missing_ranks\": [", missing, "], \"rank_errors\": [", errors,
-                  "]},\n", "\"traceEvents\": [");
+                  "], \"transfer_overlap\": [", overlap, "]},\n", "\"traceEvents\": [");
 
   // Names: a process per rank, a thread per track.
   for (const auto& [rank, unused] : all) {

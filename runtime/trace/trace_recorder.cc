@@ -11,6 +11,10 @@ int64_t TraceRecorder::NowNs() const {
       .count();
 }
 
+int64_t TraceRecorder::EpochNs() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(epoch_.time_since_epoch()).count();
+}
+
 bool TraceRecorder::Records(int64_t step, bool eval) const {
   if (options_.steps <= 0) return true;
   const int64_t training_step = eval ? step - 1 : step;

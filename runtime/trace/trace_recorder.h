@@ -31,6 +31,9 @@ class TraceRecorder {
 
   // Nanoseconds since this recorder's epoch.
   int64_t NowNs() const;
+  // The epoch on the monotonic (steady) clock, in nanoseconds: comparable between processes of
+  // one machine.
+  int64_t EpochNs() const;
   // Whether events of this step are recorded (an evaluation run after training step N-1 carries
   // step N and is recorded with step N-1).
   bool Records(int64_t step, bool eval) const;

@@ -112,6 +112,23 @@ TEST(TraceTest, ATracedRunRecordsEveryInstructionWithAlignedClocks) {
                 kMicroBatches * ((rank > 0) + (rank < kStages - 1)));
     }
   }
+  // Every rank's transfers, matched send to receive: bytes, time in flight, the part exposed.
+  const Json& overlap = other.at("transfer_overlap");
+  ASSERT_EQ(overlap.size(), static_cast<size_t>(kStages));
+  for (int64_t rank = 0; rank < kStages; ++rank) {
+    const Json& r = overlap[rank];
+    EXPECT_EQ(r.at("rank").get<int64_t>(), rank);
+    EXPECT_EQ(r.at("transfers_received").get<int64_t>(),
+              kSteps * kMicroBatches * ((rank > 0) + (rank < kStages - 1)));
+    EXPECT_GT(r.at("bytes_received").get<int64_t>(), 0);
+    EXPECT_EQ(r.at("bytes_sent").get<int64_t>(), r.at("bytes_received").get<int64_t>());
+    EXPECT_LE(r.at("exposed_ms").get<double>(), r.at("in_flight_ms").get<double>() + 1e-9);
+    EXPECT_GE(r.at("hidden_fraction").get<double>(), 0.0);
+    EXPECT_LE(r.at("hidden_fraction").get<double>(), 1.0);
+  }
+  EXPECT_TRUE(absl::StrContains(run.output, "transfers of stage 3, replica 0: received"))
+      << run.output;
+
   // One arrow per boundary transfer: activations and gradients over K-1 links.
   EXPECT_EQ(trace->flows.size(), static_cast<size_t>(kSteps * 2 * (kStages - 1) * kMicroBatches));
 

@@ -208,6 +208,35 @@ TEST_F(HostStagedDataChannelTest, AllReduceSumsDeviceTensorsThroughTheHost) {
   EXPECT_EQ(device_.copies_from_host, 2);
 }
 
+TEST_F(HostStagedDataChannelTest, ReduceGroupStagesABucketAndCopiesTheSumsBackWhenDone) {
+  // The data-parallel gradient path of a GPU: a bucket is staged to the host at its start and
+  // the device tensors are written once, when the reduction is seen complete.
+  const int size = gpipe::testing::WorldSize();
+  std::vector<int> group(size);
+  for (int r = 0; r < size; ++r) group[r] = r;
+  absl::StatusOr<std::unique_ptr<ReduceGroup>> reducer =
+      channel_->CreateReduceGroup(group, {{120, 17}}, DeadlineIn(kGenerous));
+  ASSERT_TRUE(reducer.ok()) << reducer.status();
+  std::vector<Tensor> bucket = {DeviceTensor(Shape({3, 40})), DeviceTensor(Shape({17}))};
+  FillKeyed(bucket[0], rank_, 1);
+  FillKeyed(bucket[1], rank_, 2);
+  absl::StatusOr<std::unique_ptr<TransferHandle>> handle = (*reducer)->Start(0, bucket);
+  ASSERT_TRUE(handle.ok()) << handle.status();
+  EXPECT_EQ(device_.copies_to_host, 2);
+  EXPECT_EQ(device_.copies_from_host, 0);
+  EXPECT_EQ(bucket[1].f32()[0], KeyedValue(rank_, 2, 0));  // not yet summed on the device
+  ASSERT_TRUE((*handle)->Wait(DeadlineIn(kGenerous)).ok());
+  EXPECT_EQ(device_.copies_from_host, 2);
+  for (int t = 0; t < 2; ++t) {
+    for (int64_t i = 0; i < bucket[t].num_elements(); ++i) {
+      double expected = 0;
+      for (int r = 0; r < size; ++r) expected += static_cast<double>(KeyedValue(r, t + 1, i));
+      ASSERT_EQ(bucket[t].f32()[i], static_cast<float>(expected))
+          << "tensor " << t << "[" << i << "]";
+    }
+  }
+}
+
 TEST_F(HostStagedDataChannelTest, AllReduceOverOneRankCopiesNothing) {
   std::vector<Tensor> gradients = {DeviceTensor(Shape({4}))};
   const std::vector<int> alone = {rank_};

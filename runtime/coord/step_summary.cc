@@ -19,8 +19,14 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
   int64_t correct = 0;
   bool counts_correct = false;
   bool has_loss = false;
-  for (const pb::StepReport& report : reports)
+  for (const pb::StepReport& report : reports) {
+    if (report.replica() < 0 || report.replica() >= static_cast<int>(reports.size())) {
+      return absl::InternalError(absl::StrCat("report from rank ", report.rank(), " names replica ",
+                                              report.replica(), " of a job of ", reports.size(),
+                                              " ranks"));
+    }
     s.replicas = std::max(s.replicas, report.replica() + 1);
+  }
   s.replica_loss.assign(s.replicas, 0.0);
   for (size_t r = 0; r < reports.size(); ++r) {
     const pb::StepReport& report = reports[r];

@@ -62,6 +62,24 @@ TEST(EvalSummaryTest, RegressionHasNoAccuracy) {
   EXPECT_EQ(summary.FormatLine().find("acc"), std::string::npos);
 }
 
+TEST(EvalSummaryTest, EveryReplicasLastStageAddsItsShare) {
+  // 2 stages x 2 replicas: ranks 1 and 3 are the last stages, each with its half of the batch.
+  EvalSummary summary(/*after_step=*/10, /*bits_per_byte=*/false);
+  std::vector<pb::StepReport> reports(4);
+  reports[1].set_eval_loss_sum(2.0);
+  reports[1].set_eval_samples(4);
+  reports[1].set_correct(1);
+  reports[1].set_eval_predictions(4);
+  reports[3].set_eval_loss_sum(1.0);
+  reports[3].set_eval_samples(2);
+  reports[3].set_correct(2);
+  reports[3].set_eval_predictions(2);
+  ASSERT_TRUE(summary.Add(reports).ok());
+  EXPECT_EQ(summary.samples(), 6);
+  EXPECT_DOUBLE_EQ(summary.loss(), 0.5);
+  EXPECT_DOUBLE_EQ(summary.accuracy(), 0.5);
+}
+
 TEST(EvalSummaryTest, ABatchWithoutSumsIsAnError) {
   EvalSummary summary(1, false);
   EXPECT_EQ(summary.Add(std::vector<pb::StepReport>(3)).code(), absl::StatusCode::kInternal);

@@ -12,12 +12,6 @@ LoopbackHub::Key MakeKey(int from, int to, const TransferKey& key) {
   return {from, to, key.step, key.micro_batch, key.chunk, static_cast<int>(key.kind)};
 }
 
-class DoneHandle final : public TransferHandle {
- public:
-  bool Done() override { return true; }
-  absl::Status Wait(absl::Time) override { return absl::OkStatus(); }
-};
-
 class RecvHandle final : public TransferHandle {
  public:
   RecvHandle(LoopbackHub& hub, LoopbackHub::Key key, Tensor destination, absl::Status fault)
@@ -76,7 +70,7 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> LoopbackChannel::Send(const Tens
   auto copy = tensor.Clone(MemoryKind::kWorkspace);
   if (!copy.ok()) return copy.status();
   hub_.Put(MakeKey(rank_, peer_rank, key), *std::move(copy));
-  return std::unique_ptr<TransferHandle>(new DoneHandle());
+  return std::unique_ptr<TransferHandle>(std::make_unique<CompletedHandle>());
 }
 
 absl::StatusOr<std::unique_ptr<TransferHandle>> LoopbackChannel::Recv(Tensor& tensor, int peer_rank,

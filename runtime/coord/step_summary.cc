@@ -48,6 +48,8 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
     s.all_reduce_ms.push_back(report.all_reduce_ms());
     s.all_reduce_exposed_ms.push_back(report.all_reduce_exposed_ms());
     s.peak_bytes.push_back(report.peak_bytes());
+    s.bytes_sent.push_back(report.bytes_sent());
+    s.bytes_received.push_back(report.bytes_received());
     auto kind = [&report](const char* name) -> int64_t {
       const auto it = report.peak_bytes_by_kind().find(name);
       return it == report.peak_bytes_by_kind().end() ? 0 : it->second;
@@ -83,6 +85,8 @@ Json ToMetricsRecord(const StepSummary& s) {
   json["peak_activation_bytes"] = s.peak_activation_bytes;
   json["peak_boundary_grad_bytes"] = s.peak_boundary_grad_bytes;
   json["busy_ms"] = s.busy_ms;
+  json["bytes_sent"] = s.bytes_sent;
+  json["bytes_received"] = s.bytes_received;
   if (s.replicas > 1) {
     json["replicas"] = s.replicas;
     json["replica_loss"] = s.replica_loss;

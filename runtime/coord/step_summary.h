@@ -35,6 +35,9 @@ struct StepSummary {
   std::vector<int64_t> peak_activation_bytes;
   std::vector<int64_t> peak_boundary_grad_bytes;
   std::vector<double> busy_ms;
+  // Boundary tensors sent and received (payload bytes).
+  std::vector<int64_t> bytes_sent;
+  std::vector<int64_t> bytes_received;
   // Data parallelism: the gradient all-reduce's span (first bucket's start to last one's end)
   // and the part of it the step waited for at its end; 0 with one replica.
   std::vector<double> all_reduce_ms;
@@ -55,8 +58,8 @@ std::string FormatProgressLine(const StepSummary& summary, int64_t total_steps);
 
 // The metrics file's record of the step: step, loss, accuracy (classification only), applied,
 // samples_per_s, step_ms, bubble, and peak_bytes, peak_boundary_bytes, peak_activation_bytes,
-// peak_boundary_grad_bytes and busy_ms as lists indexed by rank; with replicas also replicas,
-// replica_loss (by replica), stage and replica (by rank), all_reduce_ms and
+// peak_boundary_grad_bytes, busy_ms, bytes_sent and bytes_received as lists indexed by rank; with
+// replicas also replicas, replica_loss (by replica), stage and replica (by rank), all_reduce_ms and
 // all_reduce_exposed_ms (by rank).
 Json ToMetricsRecord(const StepSummary& summary);
 

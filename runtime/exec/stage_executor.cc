@@ -625,6 +625,8 @@ class StageExecutor::Step {
                                           .busy = busy},
                                          report_));
     report_.set_replica(config_.replica);
+    report_.set_bytes_sent(transfers_.bytes_sent());
+    report_.set_bytes_received(transfers_.bytes_received());
     if (grad_sync_.has_value()) grad_sync_->Report(report_);
     return absl::OkStatus();
   }

@@ -101,6 +101,7 @@ absl::StatusOr<Tensor> StepTransfers::CompleteReceive(size_t position) {
   --posted_ahead_;
   ++consumed_receives_;
   RETURN_IF_ERROR(posted.handle->Wait(scope_.Deadline()));
+  bytes_received_ += posted.buffer.bytes();
   scope_.RecordTransfer(posted.key.kind == TransferKind::kActivation
                             ? TraceKind::kTransferActivationIn
                             : TraceKind::kTransferGradIn,
@@ -119,6 +120,7 @@ absl::Status StepTransfers::StartSend(Tensor tensor, int peer, const TransferKey
   const int64_t bytes = tensor.bytes();
   ASSIGN_OR_RETURN(auto handle, res_.channel.Send(tensor, peer, key));
   sends_.push_back({key, std::move(handle), chunk, peer, bytes, posted_ns});
+  bytes_sent_ += bytes;
   return absl::OkStatus();
 }
 

@@ -44,6 +44,10 @@ class StepTransfers {
   // Waits for every send in flight.
   absl::Status WaitForSends();
 
+  // Payload bytes of the sends started and of the receives completed so far in the step.
+  int64_t bytes_sent() const { return bytes_sent_; }
+  int64_t bytes_received() const { return bytes_received_; }
+
  private:
   struct PostedReceive {
     Tensor buffer;
@@ -79,6 +83,8 @@ class StepTransfers {
   size_t consumed_receives_ = 0;  // receives completed by their instruction, in program order
   int posted_ahead_ = 0;
   std::vector<InFlightSend> sends_;
+  int64_t bytes_sent_ = 0;
+  int64_t bytes_received_ = 0;
 };
 
 }  // namespace gpipe

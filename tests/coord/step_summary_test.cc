@@ -59,6 +59,8 @@ TEST(StepSummaryTest, ReplicasAddTheirPartsOfTheLossAndTheCorrectPredictions) {
   EXPECT_THAT(line, HasSubstr("| 2 replicas, all-reduce 3.00 ms (0.50 ms exposed)"));
   const Json record = ToMetricsRecord(*s);
   EXPECT_EQ(record.at("replicas").get<int>(), 2);
+  EXPECT_EQ(record.at("bytes_sent").get<std::vector<int64_t>>(),
+            (std::vector<int64_t>{0, 0, 0, 0}));
   EXPECT_EQ(record.at("replica_loss").get<std::vector<double>>(), (std::vector<double>{0.3, 0.2}));
   EXPECT_EQ(record.at("all_reduce_exposed_ms").get<std::vector<double>>(),
             (std::vector<double>{0.25, 0.25, 0.5, 0.5}));

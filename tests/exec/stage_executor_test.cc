@@ -91,6 +91,9 @@ TEST(StageExecutorTest, ReportsCarryLossTimingAndMemory) {
     EXPECT_GE(r.step_ms(), r.busy_ms());
     EXPECT_GT(r.peak_bytes(), 0);
     EXPECT_EQ(r.has_loss(), r.stage() == 2);
+    // Each link carries an activation one way and a gradient of the same shape back.
+    EXPECT_GT(r.bytes_sent(), 0);
+    EXPECT_EQ(r.bytes_sent(), r.bytes_received());
     if (r.stage() == 2) {
       EXPECT_GT(r.loss(), 0.0);
       EXPECT_LT(r.loss(), 3.0);

@@ -10,6 +10,7 @@
 #include "runtime/core/status_macros.h"
 #include "runtime/device/sim/sim_costs.h"
 #include "runtime/estimate/sim_schedule_costs.h"
+#include "runtime/exec/gradient_buckets.h"
 #include "runtime/exec/stage_executor.h"
 #include "runtime/schedule/grid.h"
 
@@ -47,28 +48,30 @@ absl::StatusOr<std::string> FormatDataParallel(const AnalyzedPlan& plan) {
   absl::StrAppendFormat(&out, "%-6s %13s %8s%s\n", "stage", "gradients", "buckets",
                         costs ? "  ring all-reduce (ms, back to back)" : "");
   for (int s = 0; s < pipeline.stages(); ++s) {
-    int64_t total = 0, open = 0;
-    int buckets = 0;
-    double ms = 0;
-    const auto close = [&] {
-      if (open == 0) return;
-      ++buckets;
-      if (costs) ms += absl::ToDoubleMilliseconds(costs->AllReduce(open, replicas));
-      open = 0;
-    };
-    // The stage's parts from the last (its last chunk) to the first, layers last first.
+    // The stage's parts from the last (its last chunk) to the first, layers last first: the
+    // order the backward finishes them, cut by the runtime's rule.
+    std::vector<int64_t> layer_bytes;
     for (auto part = plan.stages.rbegin(); part != plan.stages.rend(); ++part) {
       if (part->stage != s) continue;
       for (int l = part->end_layer - 1; l >= part->first_layer; --l) {
-        const int64_t bytes = plan.layers[l].parameters * static_cast<int64_t>(sizeof(float));
-        if (bytes == 0) continue;
-        total += bytes;
-        open += bytes;
-        if (open >= bucket_bytes) close();
+        layer_bytes.push_back(plan.layers[l].parameters * static_cast<int64_t>(sizeof(float)));
       }
     }
-    close();
-    absl::StrAppendFormat(&out, "%-6d %13s %8d%s\n", s, FormatBytes(total), buckets,
+    std::vector<int64_t> bucket_bytes_of;
+    const std::vector<int> assigned = AssignBuckets(layer_bytes, bucket_bytes);
+    for (size_t i = 0; i < assigned.size(); ++i) {
+      if (assigned[i] < 0) continue;
+      if (assigned[i] >= static_cast<int>(bucket_bytes_of.size())) bucket_bytes_of.push_back(0);
+      bucket_bytes_of[assigned[i]] += layer_bytes[i];
+    }
+    int64_t total = 0;
+    double ms = 0;
+    for (int64_t bytes : bucket_bytes_of) {
+      total += bytes;
+      if (costs) ms += absl::ToDoubleMilliseconds(costs->AllReduce(bytes, replicas));
+    }
+    absl::StrAppendFormat(&out, "%-6d %13s %8d%s\n", s, FormatBytes(total),
+                          static_cast<int>(bucket_bytes_of.size()),
                           costs ? absl::StrFormat("  %.3f", ms) : std::string());
   }
   return out;

@@ -5,31 +5,51 @@
 
 namespace gpipe {
 
+std::vector<int> AssignBuckets(std::span<const int64_t> layer_bytes, int64_t bucket_bytes) {
+  std::vector<int> bucket_of(layer_bytes.size(), -1);
+  int bucket = 0;
+  int64_t open = 0;
+  for (size_t i = 0; i < layer_bytes.size(); ++i) {
+    if (layer_bytes[i] == 0) continue;
+    bucket_of[i] = bucket;
+    open += layer_bytes[i];
+    if (open >= bucket_bytes) {
+      ++bucket;
+      open = 0;
+    }
+  }
+  return bucket_of;
+}
+
 GradientBuckets GradientBuckets::Plan(std::span<const ChunkRefs> chunks, int64_t bucket_bytes) {
   GradientBuckets out;
   out.bucket_of_.resize(chunks.size());
-  Bucket current;
-  const auto close = [&] {
-    if (current.tensors.empty()) return;
-    out.buckets_.push_back(std::move(current));
-    current = Bucket();
-  };
+  // Layers in the order the backward finishes them: the last chunk's last layer first.
+  std::vector<std::pair<int, int>> order;
+  std::vector<int64_t> bytes;
   for (int c = static_cast<int>(chunks.size()) - 1; c >= 0; --c) {
     const int layers = chunks[c].model->num_layers();
     out.bucket_of_[c].assign(layers, -1);
     for (int l = layers - 1; l >= 0; --l) {
-      const std::span<Tensor> grads = chunks[c].parameters->grads_of(l);
-      if (grads.empty()) continue;
-      out.bucket_of_[c][l] = static_cast<int>(out.buckets_.size());
-      current.layers.push_back({c, l});
-      for (const Tensor& grad : grads) {
-        current.tensors.push_back(grad);
-        current.bytes += grad.bytes();
-      }
-      if (current.bytes >= bucket_bytes) close();
+      int64_t layer_bytes = 0;
+      for (const Tensor& grad : chunks[c].parameters->grads_of(l)) layer_bytes += grad.bytes();
+      order.push_back({c, l});
+      bytes.push_back(layer_bytes);
     }
   }
-  close();
+  const std::vector<int> assigned = AssignBuckets(bytes, bucket_bytes);
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (assigned[i] < 0) continue;
+    const auto [c, l] = order[i];
+    if (assigned[i] >= static_cast<int>(out.buckets_.size())) out.buckets_.emplace_back();
+    Bucket& bucket = out.buckets_[assigned[i]];
+    out.bucket_of_[c][l] = assigned[i];
+    bucket.layers.push_back({c, l});
+    for (const Tensor& grad : chunks[c].parameters->grads_of(l)) {
+      bucket.tensors.push_back(grad);
+      bucket.bytes += grad.bytes();
+    }
+  }
   out.gradient_buckets_ = static_cast<int>(out.buckets_.size());
   Bucket buffers;
   buffers.buffers = true;

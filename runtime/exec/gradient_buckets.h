@@ -10,12 +10,19 @@
 
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "runtime/core/tensor.h"
 #include "runtime/exec/stage_chunks.h"
 
 namespace gpipe {
+
+// The one bucketing rule, shared with gpipe-plan show's prediction: `layer_bytes` are the
+// gradient bytes of each layer in the order the backward finishes them (0: no parameters);
+// returns each layer's bucket, or -1 for a layer of 0 bytes. A bucket closes once it holds at
+// least `bucket_bytes`; the last may hold less.
+std::vector<int> AssignBuckets(std::span<const int64_t> layer_bytes, int64_t bucket_bytes);
 
 class GradientBuckets {
  public:

@@ -134,8 +134,10 @@ TEST_F(DataParallelTest, EvaluationAndProgressLinesCountEveryReplica) {
       << replicated.output;
 }
 
-TEST_F(DataParallelTest, SimulatedReplicasOverlapTheirAllReduce) {
-  // The simulated device models each bucket's all-reduce on the link beside the compute.
+TEST_F(DataParallelTest, SimulatedReplicasReduceTheirBuckets) {
+  // The simulated device models each bucket's all-reduce on the link beside the compute (the
+  // overlap itself is checked on the CPU by e2e_trace_test and measured by
+  // bench/data_parallel.sh).
   const testing::ProcessResult run =
       Launch(4, testing::kEquivalencePlan,
              {"pipeline { stages: 2 data_parallel: 2 micro_batches: 2 }",

@@ -143,6 +143,13 @@ TEST_F(GradientSyncTest, OneByteBucketsHoldOneLayerEachLastLayerFirstThenTheBuff
   EXPECT_EQ(buckets.BucketOf(0, 3), -1);  // batch norm without affine parameters
 }
 
+TEST(AssignBucketsTest, ABucketClosesOnceItHoldsTheThresholdLayersWithoutBytesStayOut) {
+  const std::vector<int64_t> bytes = {300, 0, 500, 100, 0, 900, 50};
+  EXPECT_EQ(AssignBuckets(bytes, 800), (std::vector<int>{0, -1, 0, 1, -1, 1, 2}));
+  EXPECT_EQ(AssignBuckets(bytes, 1), (std::vector<int>{0, -1, 1, 2, -1, 3, 4}));
+  EXPECT_EQ(AssignBuckets(bytes, int64_t{1} << 40), (std::vector<int>{0, -1, 0, 0, -1, 0, 0}));
+}
+
 TEST_F(GradientSyncTest, BucketsCloseAtTheByteThreshold) {
   // fc3 is 208 bytes, fc2 816: a 900-byte threshold closes the first bucket after fc2.
   const GradientBuckets buckets = GradientBuckets::Plan(chunks_->refs(), 900);

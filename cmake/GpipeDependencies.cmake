@@ -58,6 +58,15 @@ if(GPIPE_CUDA)
     add_library(CUDNN::cudnn UNKNOWN IMPORTED)
     set_target_properties(CUDNN::cudnn PROPERTIES IMPORTED_LOCATION "${GPIPE_CUDNN_LIBRARY}"
                           INTERFACE_INCLUDE_DIRECTORIES "${GPIPE_CUDNN_INCLUDE_DIR}")
+    # NCCL (runtime.transport: NCCL) ships beside the toolkit or in its own prefix (NCCL_ROOT).
+    find_library(GPIPE_NCCL_LIBRARY NAMES nccl
+                 HINTS ${NCCL_ROOT} ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
+                 PATH_SUFFIXES lib lib64 REQUIRED)
+    find_path(GPIPE_NCCL_INCLUDE_DIR NAMES nccl.h
+              HINTS ${NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include REQUIRED)
+    add_library(NCCL::nccl UNKNOWN IMPORTED)
+    set_target_properties(NCCL::nccl PROPERTIES IMPORTED_LOCATION "${GPIPE_NCCL_LIBRARY}"
+                          INTERFACE_INCLUDE_DIRECTORIES "${GPIPE_NCCL_INCLUDE_DIR}")
     set(GPIPE_HAVE_CUDA ON)
     message(STATUS "gpipe: CUDA backend on (${CMAKE_CUDA_COMPILER}, CUDA "
                    "${CUDAToolkit_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")

@@ -550,6 +550,12 @@ void CheckRuntime(const pb::Plan& plan, PlanErrors& errors) {
     errors.Add("runtime.log_every",
                absl::StrCat("is ", runtime.log_every(), "; use 0 (never) or a step interval >= 1"));
   }
+  if (runtime.transport() == pb::NCCL && runtime.device() != pb::CUDA) {
+    errors.Add("runtime.transport",
+               absl::StrCat("is NCCL, which moves GPU tensors, but runtime.device is ",
+                            pb::Device_Name(runtime.device()),
+                            "; use transport: MPI (the default) or device: CUDA"));
+  }
   if (runtime.gradient_bucket_bytes() < 1) {
     errors.Add("runtime.gradient_bucket_bytes",
                absl::StrCat("is ", runtime.gradient_bucket_bytes(), "; it must be >= 1"));

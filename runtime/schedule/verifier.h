@@ -4,10 +4,13 @@
 // forward-only ones hold no backward side and end with ReportEval), pairs every send with its
 // receive in order — per kind and link, as MPI matches by tag, and per pair of ranks across
 // kinds, as NCCL matches by issue order (interleaved programs at K = 2 carry activations and
-// gradients between the same two ranks) — and runs all stages together on a dependency model (a discrete-event
-// simulation: receives wait for their send, sends never block) to prove the step terminates and
-// to predict its time, bubble and activation memory. Errors are INVALID_ARGUMENT naming stage,
-// instruction index and instruction. Pure; thread-compatible.
+// gradients between the same two ranks) — and runs all stages together on a dependency model (a
+// discrete-event simulation: receives wait for their send, sends never block) to prove the step
+// terminates and to predict its time, bubble and activation memory. The proof holds for NCCL too:
+// there each direction between two ranks has its own communicator whose operations match in issue
+// order, and with the per-pair order checked, a receive still completes once its send is issued.
+// Errors are INVALID_ARGUMENT naming stage, instruction index and instruction. Pure;
+// thread-compatible.
 #ifndef GPIPE_RUNTIME_SCHEDULE_VERIFIER_H_
 #define GPIPE_RUNTIME_SCHEDULE_VERIFIER_H_
 

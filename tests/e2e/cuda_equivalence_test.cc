@@ -1,7 +1,7 @@
 // The equivalence promise on the CUDA device: every rank on the one GPU (runtime.cuda.share_gpu),
 // K = 1, 2, 4 ranks, data-parallel replicas and every schedule give the same weights within 1e-5
-// relative, and the GPU
-// agrees with the CPU reference after several steps within 1e-4. Skips where no GPU is visible.
+// relative, and the GPU agrees with the CPU reference after several steps within 1e-4; what one
+// GPU allows of runtime.transport: NCCL. Skips where no GPU is visible.
 #include <string>
 #include <vector>
 
@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "tests/e2e/equivalence_harness.h"
 #include "tests/e2e/gpu_presence.h"
+#include "tests/support/process_runner.h"
 
 namespace gpipe {
 namespace {
@@ -77,6 +78,27 @@ TEST_F(CudaEquivalenceTest, EverySchedulePerformsTheSameUpdate) {
     ExpectClose(weights, gpipe ? fill_drain : (eight ? in_order_8 : in_order), 1e-5);
     ExpectClose(weights, fill_drain, 1e-5);
   }
+}
+
+// runtime.transport: NCCL on the one GPU: a single stage (its channel made and its groups of one,
+// no boundary). Pipelines across ranks need a GPU per rank under NCCL (below).
+TEST_F(CudaEquivalenceTest, NcclTransportOnOneGpuPerformsTheSameUpdate) {
+  const Weights over_mpi = Train(1, {});
+  const Weights over_nccl = TrainOn("runtime { device: CUDA transport: NCCL }", 1, {});
+  ExpectBitIdentical(over_nccl, over_mpi);
+}
+
+TEST_F(CudaEquivalenceTest, NcclRefusesRanksSharingTheGpuNamingTheMpiTransport) {
+  std::vector<std::string> argv = testing::MpirunPrefix(2);
+  argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan",
+                           testing::SourcePath(testing::kEquivalencePlan), "--override",
+                           "pipeline { stages: 2 }", "--override",
+                           "runtime { device: CUDA transport: NCCL cuda { share_gpu: true } }"});
+  const testing::ProcessResult run = testing::RunProcess(argv, 120);
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_FALSE(run.timed_out) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "ranks 0 and 1 both compute on host")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "use runtime { transport: MPI }")) << run.output;
 }
 
 TEST_F(CudaEquivalenceTest, AgreesWithTheCpuAfterSeveralSteps) {

@@ -17,6 +17,7 @@
 #include "runtime/plan/plan_loader.h"
 #include "runtime/schedule/program.h"
 #include "runtime/train/dataset.h"
+#include "tests/exec/issue_order_channel.h"
 
 namespace gpipe::testing {
 
@@ -158,6 +159,7 @@ PipelineRun RunPipeline(const RunOptions& options) {
   std::vector<std::unique_ptr<CpuDevice>> devices;
   for (int s = 0; s < stages; ++s) devices.push_back(std::make_unique<CpuDevice>());
   LoopbackHub hub;
+  IssueOrderHub ordered_hub;
   SharedGate shared_gate(stages);
   PipelineRun run;
   run.statuses.resize(stages);
@@ -181,7 +183,10 @@ PipelineRun RunPipeline(const RunOptions& options) {
         .seed = plan.training().seed()};
     ASSIGN_OR_RETURN(std::unique_ptr<Dataset> dataset, OpenDataset(plan.data(), req));
     if (options.poison_input) dataset = std::make_unique<PoisonedDataset>(std::move(dataset));
-    LoopbackChannel channel(hub, s, options.fault);
+    LoopbackChannel loopback(hub, s, options.fault);
+    IssueOrderChannel ordered(ordered_hub, s);
+    DataChannel& channel = options.match_in_issue_order ? static_cast<DataChannel&>(ordered)
+                                                        : static_cast<DataChannel&>(loopback);
     GateForStage gate(shared_gate);
     const bool wraps = chunks > 1;
     ExecutorConfig config{.rank = s,

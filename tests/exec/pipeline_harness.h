@@ -38,6 +38,9 @@ struct RunOptions {
   int stages = 1;
   std::vector<std::string> overrides;
   LoopbackChannel::FaultHook fault;
+  // Transfers matched as NCCL matches them (issue_order_channel.h) instead of by key; `fault`
+  // is then unused.
+  bool match_in_issue_order = false;
   bool poison_input = false;  // make sample inputs non-finite on the first stage
   double wait_seconds = 20;
   bool eval_after = false;   // run one EVAL step (forward only) after training

@@ -143,6 +143,10 @@ std::vector<MalformedCase> Cases() {
       {"ZeroGradientBucketBytes",
        {{11, "runtime { gradient_bucket_bytes: 0 }"}},
        {"bad.pbtxt:11:11: runtime.gradient_bucket_bytes: is 0; it must be >= 1"}},
+      {"NcclTransportOffTheGpu",
+       {{11, "runtime { transport: NCCL }"}},
+       {"bad.pbtxt:11:11: runtime.transport: is NCCL, which moves GPU tensors, but runtime.device "
+        "is CPU; use transport: MPI (the default) or device: CUDA"}},
       {"ZeroGlobalBatch",
        {{9, "training { global_batch: 0 steps: 1" + sgd}},
        {"bad.pbtxt:9:12: training.global_batch: is 0; it must be >= 1"}},

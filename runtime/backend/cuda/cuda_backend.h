@@ -2,7 +2,8 @@
 // % visible GPUs; runtime.cuda.share_gpu allows more ranks than GPUs, runtime.cuda.allow_tf32
 // TF32 GEMMs and convolutions, runtime.memory_limit_bytes a budget), the data set as opened
 // (the executor gathers micro-batches into the device's host staging memory and copies them
-// over), an MpiDataChannel behind a HostStagedDataChannel moving payloads, chunks as built.
+// over), boundary tensors over an MpiDataChannel behind a HostStagedDataChannel
+// (runtime.transport: MPI) or an NcclDataChannel (NCCL), chunks as built.
 #ifndef GPIPE_RUNTIME_BACKEND_CUDA_CUDA_BACKEND_H_
 #define GPIPE_RUNTIME_BACKEND_CUDA_CUDA_BACKEND_H_
 

@@ -128,6 +128,8 @@ class CudaDevice final : public Device {
   CudaDevice(const CudaDevice&) = delete;
   CudaDevice& operator=(const CudaDevice&) = delete;
 
+  cudaStream_t compute_stream() const { return compute_stream_.get(); }
+
   // Queued work may still read memory, events and handles about to be destroyed: wait for it.
   // An error of that work has no caller left to return to, so it is logged.
   ~CudaDevice() override {
@@ -312,6 +314,17 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCudaDevice(const CudaDeviceOptions
   GPIPE_CUDA_RETURN_IF_ERROR(cudaSetDevice(options.ordinal));
   ASSIGN_OR_RETURN(CudaDeviceParts parts, CreateParts(options));
   return std::unique_ptr<Device>(std::make_unique<CudaDevice>(std::move(parts)));
+}
+
+cudaStream_t ComputeStreamOf(Device& device) {
+  auto* cuda_device = dynamic_cast<CudaDevice*>(&device);
+  return cuda_device != nullptr ? cuda_device->compute_stream() : nullptr;
+}
+
+absl::StatusOr<std::string> PciBusIdOf(int ordinal) {
+  char bus_id[64] = {};
+  GPIPE_CUDA_RETURN_IF_ERROR(cudaDeviceGetPCIBusId(bus_id, sizeof(bus_id), ordinal));
+  return std::string(bus_id);
 }
 
 }  // namespace gpipe

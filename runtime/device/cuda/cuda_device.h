@@ -10,6 +10,8 @@
 #ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_DEVICE_H_
 #define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_DEVICE_H_
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -38,6 +40,12 @@ int VisibleGpuCount();
 // Creates the device on options.ordinal: FAILED_PRECONDITION naming the ordinal and the
 // visible count when there is no such GPU; the CUDA error otherwise.
 absl::StatusOr<std::unique_ptr<Device>> CreateCudaDevice(const CudaDeviceOptions& options);
+
+// The compute stream of a device CreateCudaDevice made, on which all its work is issued in order
+// (a data channel orders its transfers after it); null for any other device.
+cudaStream_t ComputeStreamOf(Device& device);
+// The PCI bus id of GPU `ordinal` ("0000:1B:00.0"), which names it across processes.
+absl::StatusOr<std::string> PciBusIdOf(int ordinal);
 
 }  // namespace gpipe
 

@@ -10,6 +10,7 @@
 // (runtime/exec/layer_profiler.h), the same code that writes the simulated device's profile.
 //
 //   gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]
+//                       [--precision fp32|bf16] [--peak-tflops X]
 //   gpipe-bench-kernels --profile PLAN [-o profile.json] [--override TEXT]... [--repeats N]
 //                       [--threads N] [--clock cpu|wall]
 //
@@ -22,15 +23,17 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "google/protobuf/text_format.h"
 #include "launcher/flags.h"
 #include "layers/registry.h"
+#include "runtime/backend/standalone_device.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/backend/standalone_device.h"
 #include "runtime/device/ops.h"
+#include "runtime/exec/bf16_layer.h"
 #include "runtime/exec/layer_profiler.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
@@ -40,9 +43,13 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]\n"
+    "                           [--precision fp32|bf16] [--peak-tflops X]\n"
     "       gpipe-bench-kernels --profile PLAN [-o FILE] [--override TEXT]... [--repeats N]"
     " [--threads N] [--clock cpu|wall]\n"
     "  --quick        fewer repetitions and GEMM shapes (a smoke run)\n"
+    "  --precision P  fp32 (default) or bf16: products and layers as training.precision runs them\n"
+    "  --peak-tflops X  the device's nominal peak at that precision (e.g. 989 for an H100 SXM in\n"
+    "                 bf16): rates are also printed as MFU against it\n"
     "  --threads N    the CPU device's compute threads (default 1)\n"
     "  --device D     cpu (default) or cuda (the first GPU; timed on the wall clock after the\n"
     "                 device has finished each call)\n"
@@ -51,6 +58,17 @@ constexpr char kUsage[] =
     "  --repeats N    timed calls per phase for --profile (default 5; the median is kept)\n"
     "  --clock C      cpu (default: the process's CPU time, steady where other processes share\n"
     "                 the cores) or wall; for the benchmark and --profile alike\n";
+
+// What a kernel benchmark run measures.
+struct BenchOptions {
+  bool quick = false;
+  // Products at GemmPrecision::kBF16 and layers run as under training.precision BF16
+  // (Bf16Layer); otherwise fp32.
+  bool bf16 = false;
+  // The device's nominal peak for the precision in TFLOP/s (0: unknown): rates are then also
+  // printed as model FLOPs utilization against it.
+  double peak_tflops = 0;
+};
 
 struct GemmShape {
   int64_t m, n, k;
@@ -93,7 +111,8 @@ absl::StatusOr<Tensor> FilledTensor(Device& device, int64_t rows, int64_t cols, 
 
 // The best GFLOP/s of C = A B over `shapes`, printed as a table as it goes.
 absl::StatusOr<GemmPeak> MeasureGemmPeak(Device& device, const std::vector<GemmShape>& shapes,
-                                         ProfileClock clock, int repeats, RateUnit unit) {
+                                         ProfileClock clock, int repeats, RateUnit unit,
+                                         GemmPrecision precision) {
   std::printf("| GEMM m x n x k | ms | %s |\n|---|---|---|\n", unit.name);
   GemmPeak best;
   for (const GemmShape& s : shapes) {
@@ -101,9 +120,9 @@ absl::StatusOr<GemmPeak> MeasureGemmPeak(Device& device, const std::vector<GemmS
     ASSIGN_OR_RETURN(Tensor b, FilledTensor(device, s.k, s.n, 0.25f));
     ASSIGN_OR_RETURN(Tensor c, FilledTensor(device, s.m, s.n, 0.0f));
     ASSIGN_OR_RETURN(double seconds, MedianSeconds(device, clock, repeats, [&] {
-                       return device.ops().matmul.Gemm(WholeMatrix(a, s.m, s.k),
-                                                       WholeMatrix(b, s.k, s.n),
-                                                       WholeMatrix(c, s.m, s.n), {});
+                       return device.ops().matmul.Gemm(
+                           WholeMatrix(a, s.m, s.k), WholeMatrix(b, s.k, s.n),
+                           WholeMatrix(c, s.m, s.n), {.precision = precision});
                      }));
     const double gflops = 2.0 * s.m * s.n * s.k / seconds * 1e-9;
     std::printf("| %lld x %lld x %lld | %.2f | %.1f |\n", static_cast<long long>(s.m),
@@ -123,18 +142,18 @@ struct LayerCase {
   bool memory_bound = false;
 };
 
-std::vector<LayerCase> LayerCases() {
+std::vector<LayerCase> LayerCases(bool gpu) {
   // Pipelines run small micro-batches: the linear and relu rows come at 8, 32 and 256 rows.
-  return {
+  std::vector<LayerCase> cases = {
       {"name: 'linear' linear { out_features: 1024 }", Shape{1024}, 8, "8 x 1024 -> 1024"},
       {"name: 'linear' linear { out_features: 1024 }", Shape{1024}, 32, "32 x 1024 -> 1024"},
       {"name: 'linear' linear { out_features: 1024 }", Shape{1024}, 256, "256 x 1024 -> 1024"},
       {"name: 'linear' linear { out_features: 1024 }", Shape{4096}, 256, "256 x 4096 -> 1024"},
       {"name: 'linear' linear { out_features: 4096 }", Shape{1024}, 256, "256 x 1024 -> 4096"},
-      {"name: 'conv2d' conv2d { out_channels: 64 kernel_size: 3 padding: 1 }",
-       Shape{64, 32, 32}, 32, "32 x 64x32x32 -> 64, 3x3 pad 1"},
-      {"name: 'conv2d' conv2d { out_channels: 64 kernel_size: 3 padding: 1 }",
-       Shape{3, 32, 32}, 32, "32 x 3x32x32 -> 64, 3x3 pad 1"},
+      {"name: 'conv2d' conv2d { out_channels: 64 kernel_size: 3 padding: 1 }", Shape{64, 32, 32},
+       32, "32 x 64x32x32 -> 64, 3x3 pad 1"},
+      {"name: 'conv2d' conv2d { out_channels: 64 kernel_size: 3 padding: 1 }", Shape{3, 32, 32}, 32,
+       "32 x 3x32x32 -> 64, 3x3 pad 1"},
       {"name: 'conv2d' conv2d { out_channels: 64 kernel_size: 1 }", Shape{64, 32, 32}, 32,
        "32 x 64x32x32 -> 64, 1x1"},
       {"name: 'attention' causal_self_attention { num_heads: 8 }", Shape{256, 512}, 8,
@@ -145,41 +164,67 @@ std::vector<LayerCase> LayerCases() {
       {"name: 'relu' relu {}", Shape{1024}, 32, "32 x 1024", true},
       {"name: 'relu' relu {}", Shape{1024}, 256, "256 x 1024", true},
   };
+  if (gpu) {
+    // Transformer stages at GPT sizes (GPT-2 medium's width and a 2048-wide block): what a
+    // pipeline stage of a large model runs per micro-batch.
+    cases.push_back({"name: 'block' transformer_block { num_heads: 16 }", Shape{1024, 1024}, 8,
+                     "8 x T 1024 x d 1024, 16 heads"});
+    cases.push_back({"name: 'block' transformer_block { num_heads: 16 }", Shape{2048, 2048}, 4,
+                     "4 x T 2048 x d 2048, 16 heads"});
+    // The 2048-wide block's parts, where its time goes.
+    cases.push_back({"name: 'attention' causal_self_attention { num_heads: 16 }", Shape{2048, 2048},
+                     4, "4 x T 2048 x d 2048, 16 heads (block part)"});
+    cases.push_back({"name: 'fc' linear { out_features: 8192 }", Shape{2048, 2048}, 4,
+                     "4 x T 2048 x 2048 -> 8192 (block part)"});
+    cases.push_back({"name: 'proj' linear { out_features: 2048 }", Shape{2048, 8192}, 4,
+                     "4 x T 2048 x 8192 -> 2048 (block part)"});
+    cases.push_back(
+        {"name: 'ln' layer_norm {}", Shape{2048, 2048}, 4, "4 x T 2048 x 2048 (block part)", true});
+    cases.push_back(
+        {"name: 'gelu' gelu {}", Shape{2048, 8192}, 4, "4 x T 2048 x 8192 (block part)", true});
+  }
+  return cases;
 }
 
 std::string Millis(double micros) { return absl::StrFormat("%.3f", micros * 1e-3); }
 
 absl::Status BenchLayers(Device& device, const GemmPeak& peak, ProfileClock clock, int repeats,
-                         RateUnit unit) {
+                         RateUnit unit, const BenchOptions& options, bool gpu) {
   const LayerRegistry registry = LayerRegistry::WithBuiltins();
+  const bool mfu = options.peak_tflops > 0;
   std::printf(
       "\n| layer | shape | fwd ms | bwd ms | bwd-input ms | bwd-weight ms | %s | "
-      "%% of GEMM peak |\n|---|---|---|---|---|---|---|---|\n",
-      unit.name);
-  for (const LayerCase& c : LayerCases()) {
+      "%% of GEMM peak |%s\n|---|---|---|---|---|---|---|---|%s\n",
+      unit.name, mfu ? " MFU |" : "", mfu ? "---|" : "");
+  for (const LayerCase& c : LayerCases(gpu)) {
     pb::Layer spec;
     if (!google::protobuf::TextFormat::ParseFromString(c.entry, &spec)) {
       return absl::InternalError(absl::StrCat("bad layer entry: ", c.entry));
     }
     ASSIGN_OR_RETURN(std::unique_ptr<Layer> layer, registry.Create(spec, c.input_shape));
+    if (options.bf16) layer = std::make_unique<Bf16Layer>(std::move(layer));
     ASSIGN_OR_RETURN(LayerTiming t,
                      ProfileLayer(*layer, device, c.batch, /*layer_index=*/1,
                                   /*need_input_grad=*/true,
                                   ProfileOptions{.repeats = repeats, .warmup = 1, .clock = clock}));
     const double flops = 3.0 * layer->ForwardFlopsPerSample() * static_cast<double>(c.batch);
     const double gflops = flops / ((t.forward_us + t.backward_us) * 1e-6) * 1e-9;
-    std::printf("| %s%s | %s | %s | %s | %s | %s | %.2f | %.0f%% |\n",
+    std::printf("| %s%s | %s | %s | %s | %s | %s | %.2f | %.0f%% |",
                 std::string(layer->type()).c_str(), c.memory_bound ? " (memory-bound)" : "",
                 c.shape.c_str(), Millis(t.forward_us).c_str(), Millis(t.backward_us).c_str(),
                 t.splits ? Millis(t.backward_input_us).c_str() : "—",
                 t.splits ? Millis(t.backward_weight_us).c_str() : "—", gflops * unit.per_gflops,
                 100.0 * gflops / peak.gflops);
+    if (mfu) std::printf(" %.1f%% |", 100.0 * gflops * 1e-3 / options.peak_tflops);
+    std::printf("\n");
     std::fflush(stdout);
   }
   return absl::OkStatus();
 }
 
-absl::Status RunKernelBench(bool quick, pb::Device kind, int threads, ProfileClock clock) {
+absl::Status RunKernelBench(const BenchOptions& options, pb::Device kind, int threads,
+                            ProfileClock clock) {
+  const bool quick = options.quick;
   pb::Runtime runtime;
   runtime.set_device(kind);
   runtime.set_threads(threads);
@@ -196,29 +241,46 @@ absl::Status RunKernelBench(bool quick, pb::Device kind, int threads, ProfileClo
     // A GPU reaches its peak only on large products.
     if (!cpu) shapes.insert(shapes.end(), {{4096, 4096, 4096}, {8192, 8192, 8192}});
   }
-  std::printf("## %s kernels against the GEMM peak\n\n", cpu ? "CPU" : device.name().c_str());
+  std::printf("## %s kernels against the GEMM peak (%s)\n\n", cpu ? "CPU" : device.name().c_str(),
+              options.bf16 ? "bf16 mixed precision" : "fp32");
   std::printf(
-      "SGEMM (C = A B, row-major, fp32, through the %s device's matmul ops%s) on each "
+      "%s (C = A B, row-major, %s, through the %s device's matmul ops%s) on each "
       "shape, then forward and backward of each layer on random inputs (the layer profiler: "
       "parameters initialized as in training, every input gradient computed, outputs allocated "
       "through the device as in training), each time the median of %d calls after one warm-up, "
       "in %s. Rate = forward FLOPs (ForwardFlopsPerSample) x "
       "batch x 3 / (fwd + bwd time); bwd is the whole Backward, and bwd-input / bwd-weight are "
       "its split halves timed on their own where the layer splits. The peak is the best GEMM "
-      "row. layer_norm and gelu are memory-bound references (their FLOPs are nominal).%s\n\n",
+      "row. layer_norm and gelu are memory-bound references (their FLOPs are nominal).%s%s\n\n",
+      options.bf16 ? "GEMM" : "SGEMM",
+      options.bf16 ? "A and B rounded to bf16 in a packing pass, f32 accumulation and output, as "
+                     "training.precision BF16 runs them; layers wrapped as in that mode"
+                   : "fp32",
       device.name().c_str(),
       cpu ? absl::StrCat(", ", threads, threads == 1 ? " thread" : " threads").c_str() : "",
       repeats,
       clock == ProfileClock::kWall ? "wall time"
                                    : "process CPU time (page faults included; other processes "
                                      "sharing the cores do not inflate it)",
-      quick ? " Quick run: few repetitions." : "");
-  ASSIGN_OR_RETURN(GemmPeak peak, MeasureGemmPeak(device, shapes, clock, repeats, unit));
+      quick ? " Quick run: few repetitions." : "",
+      options.peak_tflops > 0
+          ? absl::StrFormat(" MFU = rate / %.1f TFLOP/s, the device's nominal peak given by "
+                            "--peak-tflops.",
+                            options.peak_tflops)
+                .c_str()
+          : "");
+  ASSIGN_OR_RETURN(GemmPeak peak,
+                   MeasureGemmPeak(device, shapes, clock, repeats, unit,
+                                   options.bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32));
   std::printf("\nGEMM peak: %.1f %s at %lld x %lld x %lld.\n", peak.gflops * unit.per_gflops,
               unit.name,
               static_cast<long long>(peak.shape.m), static_cast<long long>(peak.shape.n),
               static_cast<long long>(peak.shape.k));
-  return BenchLayers(device, peak, clock, repeats, unit);
+  if (options.peak_tflops > 0) {
+    std::printf("The best GEMM reaches %.1f%% of the nominal peak.\n",
+                100.0 * peak.gflops * 1e-3 / options.peak_tflops);
+  }
+  return BenchLayers(device, peak, clock, repeats, unit, options, !cpu);
 }
 
 absl::Status RunProfile(const std::string& plan_path, const std::vector<std::string>& overrides,
@@ -241,10 +303,18 @@ absl::Status RunProfile(const std::string& plan_path, const std::vector<std::str
 }
 
 int Main(int argc, char** argv) {
-  absl::StatusOr<ParsedFlags> flags = ParseFlags(
-      {{"help", false}, {"quick", false}, {"threads"}, {"profile"}, {"o"}, {"repeats"}, {"clock"}, {"device"},
-       {"override", true, true}},
-      std::vector<std::string>(argv + 1, argv + argc));
+  absl::StatusOr<ParsedFlags> flags = ParseFlags({{"help", false},
+                                                  {"quick", false},
+                                                  {"threads"},
+                                                  {"profile"},
+                                                  {"o"},
+                                                  {"repeats"},
+                                                  {"clock"},
+                                                  {"device"},
+                                                  {"override", true, true},
+                                                  {"precision"},
+                                                  {"peak-tflops"}},
+                                                 std::vector<std::string>(argv + 1, argv + argc));
   if (!flags.ok() || !flags->positional().empty()) {
     std::fprintf(stderr, "gpipe-bench-kernels: %s\n%s",
                  flags.ok() ? "unexpected positional argument" : flags.status().ToString().c_str(),
@@ -290,7 +360,23 @@ int Main(int argc, char** argv) {
     // A GPU's kernels run on its own clock: only wall time, after each call has finished on the
     // device, measures them.
     if (*kind != pb::CPU) clock = ProfileClock::kWall;
-    status = RunKernelBench(flags->Has("quick"), *kind, threads, clock);
+    BenchOptions options{.quick = flags->Has("quick")};
+    if (const std::string precision = flags->Get("precision").value_or("fp32");
+        precision == "bf16") {
+      options.bf16 = true;
+    } else if (precision != "fp32") {
+      std::fprintf(stderr, "gpipe-bench-kernels: --precision takes fp32 or bf16, got '%s'\n%s",
+                   precision.c_str(), kUsage);
+      return 2;
+    }
+    if (auto peak = flags->Get("peak-tflops")) {
+      if (!absl::SimpleAtod(*peak, &options.peak_tflops) || !(options.peak_tflops > 0)) {
+        std::fprintf(stderr, "gpipe-bench-kernels: --peak-tflops needs a number > 0, got '%s'\n",
+                     peak->c_str());
+        return 2;
+      }
+    }
+    status = RunKernelBench(options, *kind, threads, clock);
   }
   if (!status.ok()) {
     std::fprintf(stderr, "gpipe-bench-kernels: %s\n", status.ToString().c_str());

@@ -115,12 +115,15 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
 
   const MatmulOps& matmul = device.ops().matmul;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_)));
+  const GemmPrecision precision = ctx.gemm_precision;
   RETURN_IF_ERROR(DenseForward(device, x, rows, features_, params[qkv_weight()],
-                               bias_ ? &params[qkv_bias()] : nullptr, 3 * features_, qkv));
+                               bias_ ? &params[qkv_bias()] : nullptr, 3 * features_, qkv,
+                               precision));
   // S[T, T] = scale * q[T, dh] k[T, dh]^T per head, read in place from the strided qkv rows.
   for (int64_t b = 0; b < batch; ++b) {
-    RETURN_IF_ERROR(matmul.Gemm(QkvHeads(qkv, b, 0), QkvHeads(qkv, b, 1), ScoreBlocks(probs, b),
-                                {.transpose_b = true, .alpha = scale, .batch = num_heads_}));
+    RETURN_IF_ERROR(matmul.Gemm(
+        QkvHeads(qkv, b, 0), QkvHeads(qkv, b, 1), ScoreBlocks(probs, b),
+        {.transpose_b = true, .alpha = scale, .batch = num_heads_, .precision = precision}));
   }
   // Causal softmax along s; masked entries become exact zeros.
   RETURN_IF_ERROR(
@@ -128,10 +131,10 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
   // O_h[T, dh] = P[T, T] v[T, dh], written into the head's columns of O [T, D].
   for (int64_t b = 0; b < batch; ++b) {
     RETURN_IF_ERROR(matmul.Gemm(ScoreBlocks(probs, b), QkvHeads(qkv, b, 2), HeadColumns(heads, b),
-                                {.batch = num_heads_}));
+                                {.batch = num_heads_, .precision = precision}));
   }
   RETURN_IF_ERROR(DenseForward(device, heads, rows, features_, params[proj_weight()],
-                               bias_ ? &params[proj_bias()] : nullptr, features_, y));
+                               bias_ ? &params[proj_bias()] : nullptr, features_, y, precision));
   saved.tensors.push_back(x);
   saved.tensors.push_back(std::move(qkv));
   saved.tensors.push_back(std::move(probs));
@@ -139,8 +142,8 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
   return y;
 }
 
-absl::Status CausalSelfAttention::AttendSampleBackward(Device& device, const Tensor& qkv,
-                                                       const Tensor& probs,
+absl::Status CausalSelfAttention::AttendSampleBackward(Device& device, GemmPrecision precision,
+                                                       const Tensor& qkv, const Tensor& probs,
                                                        const Tensor& heads_grad, int64_t sample,
                                                        Tensor& scores_grad,
                                                        Tensor& qkv_grad) const {
@@ -152,9 +155,10 @@ absl::Status CausalSelfAttention::AttendSampleBackward(Device& device, const Ten
   const MatrixView p = ScoreBlocks(probs, sample);
   const MatrixView d_o = HeadColumns(heads_grad, sample);
   const MatrixView ds = ScoreBlocks(scores_grad, 0);
-  const GemmOptions per_head{.batch = num_heads_};
+  const GemmOptions per_head{.batch = num_heads_, .precision = precision};
   // dP[T, T] = dO[T, dh] v[T, dh]^T.
-  RETURN_IF_ERROR(matmul.Gemm(d_o, v, ds, {.transpose_b = true, .batch = num_heads_}));
+  RETURN_IF_ERROR(
+      matmul.Gemm(d_o, v, ds, {.transpose_b = true, .batch = num_heads_, .precision = precision}));
   // Softmax backward, in place: dS = P * (dP - rowsum(dP * P)), times the score scale so the
   // products below need none. Masked entries (P = 0) get exact zeros.
   ASSIGN_OR_RETURN(const Tensor sample_probs, probs.SliceRows(sample, sample + 1));
@@ -164,10 +168,10 @@ absl::Status CausalSelfAttention::AttendSampleBackward(Device& device, const Ten
   RETURN_IF_ERROR(matmul.Gemm(ds, k, QkvHeads(qkv_grad, sample, 0), per_head));
   // dk[T, dh] = dS[T, T]^T q[T, dh].
   RETURN_IF_ERROR(matmul.Gemm(ds, q, QkvHeads(qkv_grad, sample, 1),
-                              {.transpose_a = true, .batch = num_heads_}));
+                              {.transpose_a = true, .batch = num_heads_, .precision = precision}));
   // dv[T, dh] = P[T, T]^T dO[T, dh].
   return matmul.Gemm(p, d_o, QkvHeads(qkv_grad, sample, 2),
-                     {.transpose_a = true, .batch = num_heads_});
+                     {.transpose_a = true, .batch = num_heads_, .precision = precision});
 }
 
 absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
@@ -186,16 +190,18 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
                                                    " does not match the input ", x.DebugString()));
   }
   Device& device = ctx.device;
+  const GemmPrecision precision = ctx.gemm_precision;
   const int64_t batch = x.shape().dim(0);
   const int64_t rows = batch * positions_;
 
   // Output projection.
   RETURN_IF_ERROR(DenseParamGrads(device, heads, dy, rows, features_, features_,
-                                  grads[proj_weight()], bias_ ? &grads[proj_bias()] : nullptr));
+                                  grads[proj_weight()], bias_ ? &grads[proj_bias()] : nullptr,
+                                  precision));
   ASSIGN_OR_RETURN(Tensor heads_grad,
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kWorkspace));
-  RETURN_IF_ERROR(
-      DenseInputGrad(device, dy, rows, features_, params[proj_weight()], features_, heads_grad));
+  RETURN_IF_ERROR(DenseInputGrad(device, dy, rows, features_, params[proj_weight()], features_,
+                                 heads_grad, precision));
 
   // Attention, sample by sample.
   ASSIGN_OR_RETURN(Tensor qkv_grad,
@@ -204,17 +210,19 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
                    Tensor::Empty(device, Shape{num_heads_, positions_, positions_}, DType::kF32,
                                  MemoryKind::kWorkspace));
   for (int64_t b = 0; b < batch; ++b) {
-    RETURN_IF_ERROR(AttendSampleBackward(device, qkv, probs, heads_grad, b, scores_grad, qkv_grad));
+    RETURN_IF_ERROR(
+        AttendSampleBackward(device, precision, qkv, probs, heads_grad, b, scores_grad, qkv_grad));
   }
 
   // qkv projection.
   RETURN_IF_ERROR(DenseParamGrads(device, x, qkv_grad, rows, features_, 3 * features_,
-                                  grads[qkv_weight()], bias_ ? &grads[qkv_bias()] : nullptr));
+                                  grads[qkv_weight()], bias_ ? &grads[qkv_bias()] : nullptr,
+                                  precision));
   if (!ctx.need_input_grad) return Tensor();
   ASSIGN_OR_RETURN(Tensor dx,
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  RETURN_IF_ERROR(
-      DenseInputGrad(device, qkv_grad, rows, 3 * features_, params[qkv_weight()], features_, dx));
+  RETURN_IF_ERROR(DenseInputGrad(device, qkv_grad, rows, 3 * features_, params[qkv_weight()],
+                                 features_, dx, precision));
   return dx;
 }
 

@@ -21,6 +21,7 @@
 #include "runtime/core/shape.h"
 #include "runtime/core/tensor.h"
 #include "runtime/device/device.h"
+#include "runtime/device/ops/matmul_ops.h"
 
 namespace gpipe {
 
@@ -53,6 +54,8 @@ struct LayerContext {
   // Whether a training Forward updates the buffers (batch norm's running statistics). False
   // when a re-materialized forward replays a micro-batch whose forward already updated them.
   bool update_buffers = true;
+  // How matrix products round their inputs (mixed precision: training.precision BF16).
+  GemmPrecision gemm_precision = GemmPrecision::kF32;
 };
 
 // What one Forward call kept for the matching Backward (one per layer per micro-batch).

@@ -53,7 +53,7 @@ absl::StatusOr<Tensor> Linear::Forward(const LayerContext& ctx, std::span<const 
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, x.shape().WithLast(out_features_),
                                            DType::kF32, MemoryKind::kActivation));
   RETURN_IF_ERROR(DenseForward(ctx.device, x, rows, in_features_, params[0],
-                               bias_ ? &params[1] : nullptr, out_features_, y));
+                               bias_ ? &params[1] : nullptr, out_features_, y, ctx.gemm_precision));
   saved.tensors.push_back(x);
   return y;
 }
@@ -77,7 +77,7 @@ absl::StatusOr<Tensor> Linear::Backward(const LayerContext& ctx, std::span<const
                                         const Tensor& dy) const {
   RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
   const Tensor& x = saved.tensors[0];
-  RETURN_IF_ERROR(AccumulateParamGrads(ctx.device, grads, x, dy));
+  RETURN_IF_ERROR(AccumulateParamGrads(ctx, grads, x, dy));
   return InputGrad(ctx, params, x, dy);
 }
 
@@ -93,13 +93,13 @@ absl::Status Linear::BackwardWeight(const LayerContext& ctx, std::span<Tensor> g
                                     const SavedTensors& saved, const Tensor& dy) const {
   RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
   const Tensor& x = saved.tensors[0];
-  return AccumulateParamGrads(ctx.device, grads, x, dy);
+  return AccumulateParamGrads(ctx, grads, x, dy);
 }
 
-absl::Status Linear::AccumulateParamGrads(Device& device, std::span<Tensor> grads, const Tensor& x,
-                                          const Tensor& dy) const {
-  return DenseParamGrads(device, x, dy, x.shape().rows(), in_features_, out_features_, grads[0],
-                         bias_ ? &grads[1] : nullptr);
+absl::Status Linear::AccumulateParamGrads(const LayerContext& ctx, std::span<Tensor> grads,
+                                          const Tensor& x, const Tensor& dy) const {
+  return DenseParamGrads(ctx.device, x, dy, x.shape().rows(), in_features_, out_features_, grads[0],
+                         bias_ ? &grads[1] : nullptr, ctx.gemm_precision);
 }
 
 absl::StatusOr<Tensor> Linear::InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
@@ -108,7 +108,8 @@ absl::StatusOr<Tensor> Linear::InputGrad(const LayerContext& ctx, std::span<cons
   const int64_t rows = x.shape().rows();
   ASSIGN_OR_RETURN(Tensor dx,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  RETURN_IF_ERROR(DenseInputGrad(ctx.device, dy, rows, out_features_, params[0], in_features_, dx));
+  RETURN_IF_ERROR(DenseInputGrad(ctx.device, dy, rows, out_features_, params[0], in_features_, dx,
+                                 ctx.gemm_precision));
   return dx;
 }
 

@@ -17,7 +17,19 @@ void DataChannelContext::Abandon(std::span<MPI_Request> requests,
   orphans.Adopt(requests, std::move(buffers), collective);
 }
 
-MPI_Datatype MpiElementType(DType dtype) { return dtype == DType::kF32 ? MPI_FLOAT : MPI_INT64_T; }
+MPI_Datatype MpiElementType(DType dtype) {
+  switch (dtype) {
+    case DType::kF32:
+      return MPI_FLOAT;
+    case DType::kI64:
+      return MPI_INT64_T;
+    case DType::kF64:
+      return MPI_DOUBLE;
+    case DType::kBF16:
+      return MPI_UINT16_T;  // moved as bits; never reduced
+  }
+  return MPI_BYTE;
+}
 
 namespace {
 

@@ -307,6 +307,7 @@ class Worker {
     config.replica_group = layout.ReplicaGroup(stage);
     config.wait_timeout = timeout_;
     config.ties = ties;
+    config.boundary_dtype = plan.training().precision() == pb::BF16 ? DType::kBF16 : DType::kF32;
     CoordinatorGate gate(*control_, timeout_);
     TraceRecorder* recorder = trace_ != nullptr ? trace_->recorder() : nullptr;
     ExecutorResources resources{device, parts.refs(), dataset.get(), *channel, gate, recorder};

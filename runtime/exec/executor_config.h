@@ -47,6 +47,9 @@ struct ExecutorConfig {
   absl::Duration wait_timeout = absl::Seconds(300);
   // Receives posted ahead of the instruction that consumes them.
   int recv_lookahead = kDefaultRecvLookahead;
+  // The dtype boundary activations and gradients travel in: kF32, or kBF16 under
+  // training.precision BF16 (whose layers produce bf16 values, so the narrowing is exact).
+  DType boundary_dtype = DType::kF32;
   // Tied parameters: before each update the gradients of every group this rank holds a member
   // of are summed over its members, here and between the group's ranks.
   std::vector<pb::TieGroup> ties;

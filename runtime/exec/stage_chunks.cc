@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/exec/bf16_layer.h"
 
 namespace gpipe {
 
@@ -20,6 +21,14 @@ absl::StatusOr<StageChunks> StageChunks::Create(Device& device, const pb::Plan& 
                                     spec.input_shape, registry);
     if (!model.ok()) return WithContext(model.status(), absl::StrCat("chunk ", c));
     chunks.models_.push_back(std::make_unique<StageModel>(*std::move(model)));
+    if (plan.training().precision() == pb::BF16) {
+      // Before the backend's adapter, which may replace the layers by stand-ins.
+      chunks.models_.back()->Decorate(
+          [](std::unique_ptr<Layer> layer, int) {
+            return std::unique_ptr<Layer>(std::make_unique<Bf16Layer>(std::move(layer)));
+          },
+          [](std::unique_ptr<Loss> loss) { return loss; });
+    }
     ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
                      CreateOptimizer(plan.training().optimizer()));
     if (adapter != nullptr) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 
 namespace gpipe {
 namespace {
@@ -64,9 +65,10 @@ absl::Status StepTransfers::PostReceive(size_t position) {
                                                    " stage to receive from"));
   }
   PostedReceive& posted = receives_[position];
-  ASSIGN_OR_RETURN(posted.buffer,
-                   Tensor::Empty(res_.device, per_sample.WithBatch(micro_batch_size_), DType::kF32,
-                                 activation ? MemoryKind::kBoundary : MemoryKind::kBoundaryGrad));
+  ASSIGN_OR_RETURN(
+      posted.buffer,
+      Tensor::Empty(res_.device, per_sample.WithBatch(micro_batch_size_), config.boundary_dtype,
+                    activation ? MemoryKind::kBoundary : MemoryKind::kBoundaryGrad));
   // Transfers are keyed by the receiving side's chunk (the sender translates).
   posted.key =
       TransferKey{.step = scope_.command().step(),
@@ -108,7 +110,12 @@ absl::StatusOr<Tensor> StepTransfers::CompleteReceive(size_t position) {
                         posted.key, posted.chunk, posted.peer, posted.buffer.bytes(),
                         posted.posted_ns, posted.done_ns);
   RETURN_IF_ERROR(PostReceivesUpTo(scope_.config().recv_lookahead));
-  return std::move(posted.buffer);
+  if (posted.buffer.dtype() == DType::kF32) return std::move(posted.buffer);
+  // Narrow on the wire (bf16): the layers compute on f32.
+  ASSIGN_OR_RETURN(Tensor wide, Tensor::Empty(res_.device, posted.buffer.shape(), DType::kF32,
+                                              posted.buffer.memory_kind()));
+  RETURN_IF_ERROR(res_.device.ops().tensor.Cast(posted.buffer, wide));
+  return wide;
 }
 
 absl::Status StepTransfers::StartSend(Tensor tensor, int peer, const TransferKey& key, int chunk) {
@@ -117,6 +124,12 @@ absl::Status StepTransfers::StartSend(Tensor tensor, int peer, const TransferKey
                                                    " has no peer to send ", ToString(key), " to"));
   }
   const int64_t posted_ns = scope_.TraceNow();
+  if (const DType wire = scope_.config().boundary_dtype; tensor.dtype() != wire) {
+    ASSIGN_OR_RETURN(Tensor narrow,
+                     Tensor::Empty(res_.device, tensor.shape(), wire, tensor.memory_kind()));
+    RETURN_IF_ERROR(res_.device.ops().tensor.Cast(tensor, narrow));
+    tensor = std::move(narrow);
+  }
   const int64_t bytes = tensor.bytes();
   ASSIGN_OR_RETURN(auto handle, res_.channel.Send(tensor, peer, key));
   sends_.push_back({key, std::move(handle), chunk, peer, bytes, posted_ns});

@@ -1,5 +1,6 @@
 // Conformance of the matmul ops family on every backend (see backends_under_test.h): Gemm
 // against a plain double-precision triple loop over the same views.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -7,6 +8,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/bf16.h"
 #include "tests/device/backends_under_test.h"
 
 namespace gpipe::testing {
@@ -37,6 +39,7 @@ struct OracleOptions {
   double alpha = 1.0, beta = 0.0;
   int64_t batch = 1;
   const std::vector<float>* bias = nullptr;
+  bool bf16 = false;  // GemmPrecision::kBF16: A and B enter the product rounded to bf16
 };
 
 // The expected C values (all of C's tensor: elements outside the view keep `c`'s values).
@@ -53,8 +56,13 @@ std::vector<double> GemmOracle(const std::vector<float>& a, const HostView& av,
         for (int64_t q = 0; q < k; ++q) {
           const int64_t ai = o.ta ? q * av.ld + i : i * av.ld + q;
           const int64_t bi = o.tb ? j * bv.ld + q : q * bv.ld + j;
-          sum += static_cast<double>(a[av.offset + p * av.batch_stride + ai]) *
-                 b[bv.offset + p * bv.batch_stride + bi];
+          float x = a[av.offset + p * av.batch_stride + ai];
+          float y = b[bv.offset + p * bv.batch_stride + bi];
+          if (o.bf16) {
+            x = RoundToBf16(x);
+            y = RoundToBf16(y);
+          }
+          sum += static_cast<double>(x) * y;
         }
         const int64_t ci = cv.offset + p * cv.batch_stride + i * cv.ld + j;
         double value = o.alpha * sum;
@@ -89,9 +97,23 @@ class MatmulOpsTest : public OpsConformanceTest {
                            .alpha = static_cast<float>(o.alpha),
                            .beta = static_cast<float>(o.beta),
                            .batch = o.batch,
-                           .bias = o.bias != nullptr ? &bias_t : nullptr});
+                           .bias = o.bias != nullptr ? &bias_t : nullptr,
+                           .precision = o.bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32});
     ASSERT_TRUE(status.ok()) << what << ": " << status;
-    ExpectNear(Download(c_t), GemmOracle(a, av, b, bv, c, cv, o), kGemmRelTol, kGemmAbsTol, what);
+    const std::vector<float> result = Download(c_t);
+    ExpectNear(result, GemmOracle(a, av, b, bv, c, cv, o), kGemmRelTol, kGemmAbsTol, what);
+    if (o.bf16) {
+      // The inputs were rounded: the f32 product is measurably elsewhere (TestValues are not
+      // bf16 values; bf16 keeps 8 significant bits, so terms move by up to 2^-9 relative).
+      OracleOptions f32 = o;
+      f32.bf16 = false;
+      const std::vector<double> unrounded = GemmOracle(a, av, b, bv, c, cv, f32);
+      double largest = 0;
+      for (size_t i = 0; i < result.size(); ++i) {
+        largest = std::max(largest, std::abs(result[i] - unrounded[i]));
+      }
+      EXPECT_GT(largest, 1e-4) << what << ": the bf16 product matches the unrounded one";
+    }
   }
 
   // Dense [rows, cols] views of whole tensors.
@@ -178,6 +200,36 @@ TEST_P(MatmulOpsTest, BatchedStridedViewsWithOffsetsLeaveTheRestUntouched) {
             "padded batch, B plain");
   CheckGemm(1 + 2 * 70 * 7, tall_a, 2 * 20, transposed_b, 2 * 70 * 4, tall_c,
             {.tb = true, .beta = 0.5, .batch = 2}, "padded batch, B transposed");
+}
+
+// Mixed precision: every shape family above at GemmPrecision::kBF16 agrees with the oracle on the
+// bf16-rounded inputs (products exact, f32 accumulation) as tightly as f32 products do with
+// theirs.
+TEST_P(MatmulOpsTest, Bf16ProductsRoundTheirInputsAndAccumulateInF32) {
+  const std::vector<float> bias = TestValues(9, 7);
+  for (int64_t m : {5, 70}) {
+    constexpr int64_t n = 7, k = 40;
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        const HostView av = ta ? Dense(k, m) : Dense(m, k);
+        const HostView bv = tb ? Dense(n, k) : Dense(k, n);
+        const std::string where = absl::StrCat("bf16 m ", m, " ta ", ta, " tb ", tb);
+        CheckGemm(m * k, av, k * n, bv, m * n, Dense(m, n), {.ta = ta, .tb = tb, .bf16 = true},
+                  where);
+        CheckGemm(m * k, av, k * n, bv, m * n, Dense(m, n),
+                  {.ta = ta, .tb = tb, .alpha = 0.5, .beta = 1.0, .bias = &bias, .bf16 = true},
+                  where + " alpha beta bias");
+      }
+    }
+  }
+  // Strided heads (attention's layout), batched, with an offset.
+  constexpr int64_t kHeads = 3, kT = 6, kDh = 8, kWidth = 3 * kHeads * kDh + 2, kOffset = 5;
+  const HostView q{.offset = kOffset, .rows = kT, .cols = kDh, .ld = kWidth, .batch_stride = kDh};
+  const HostView kv{
+      .offset = kOffset + kHeads * kDh, .rows = kT, .cols = kDh, .ld = kWidth, .batch_stride = kDh};
+  const HostView scores{.offset = 3, .rows = kT, .cols = kT, .ld = kT, .batch_stride = kT * kT};
+  CheckGemm(kOffset + kT * kWidth, q, kOffset + kT * kWidth, kv, 3 + kHeads * kT * kT + 4, scores,
+            {.tb = true, .alpha = 0.5, .batch = kHeads, .bf16 = true}, "bf16 scores");
 }
 
 TEST_P(MatmulOpsTest, BetaZeroDoesNotReadC) {

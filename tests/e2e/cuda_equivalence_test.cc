@@ -1,7 +1,8 @@
 // The equivalence promise on the CUDA device: every rank on the one GPU (runtime.cuda.share_gpu),
 // K = 1, 2, 4 ranks, data-parallel replicas and every schedule give the same weights within 1e-5
 // relative, and the GPU agrees with the CPU reference after several steps within 1e-4; what one
-// GPU allows of runtime.transport: NCCL. Skips where no GPU is visible.
+// GPU allows of runtime.transport: NCCL; bf16 mixed precision. Skips where no GPU is visible.
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -99,6 +100,29 @@ TEST_F(CudaEquivalenceTest, NcclRefusesRanksSharingTheGpuNamingTheMpiTransport) 
   EXPECT_FALSE(run.timed_out) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "ranks 0 and 1 both compute on host")) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "use runtime { transport: MPI }")) << run.output;
+}
+
+// training.precision BF16 on the GPU (bf16 tensor-core products, bf16 boundaries over the
+// host-staged MPI channel): stage counts agree, and the result tracks the CPU's bf16 run and the
+// GPU's fp32 run within the tolerances bf16's 8 significant bits allow.
+TEST_F(CudaEquivalenceTest, Bf16StageCountsAgreeAndTrackTheCpuAndFp32) {
+  const std::vector<std::string> bf16 = {"training { precision: BF16 }"};
+  const Weights one = Train(1, bf16);
+  const Weights two = Train(2, bf16);
+  const Weights four = Train(4, bf16);
+  const Weights cpu = TrainOn("", 1, bf16);
+  const Weights fp32 = Train(1, {});
+  // The measured gaps, for the record (the bounds below are what bf16 allows).
+  std::printf(
+      "bf16 on the GPU: max relative difference K=2 vs K=1 %.3g, K=4 vs K=1 %.3g, "
+      "GPU vs CPU %.3g, bf16 vs fp32 %.3g\n",
+      MaxRelativeDifference(two, one), MaxRelativeDifference(four, one),
+      MaxRelativeDifference(one, cpu), MaxRelativeDifference(one, fp32));
+  ExpectClose(two, one, 1e-5);
+  ExpectClose(four, one, 1e-5);
+  ExpectClose(one, cpu, 2e-2);
+  ExpectClose(one, fp32, 2e-2);
+  EXPECT_TRUE(Differs(one, fp32));
 }
 
 TEST_F(CudaEquivalenceTest, AgreesWithTheCpuAfterSeveralSteps) {

@@ -61,6 +61,22 @@ void EquivalenceHarness::ExpectClose(const Weights& a, const Weights& b, double 
   }
 }
 
+double EquivalenceHarness::MaxRelativeDifference(const Weights& a, const Weights& b) {
+  double worst = 0;
+  for (const auto& [name, tensor] : a) {
+    if (!b.contains(name)) return INFINITY;
+    const NamedTensorData& other = b.at(name);
+    if (other.values.size() != tensor.values.size()) return INFINITY;
+    double max_diff = 0, max_ref = 0;
+    for (size_t i = 0; i < tensor.values.size(); ++i) {
+      max_diff = std::max(max_diff, std::abs(double{tensor.values[i]} - other.values[i]));
+      max_ref = std::max(max_ref, std::abs(double{other.values[i]}));
+    }
+    worst = std::max(worst, max_ref > 0 ? max_diff / max_ref : max_diff);
+  }
+  return worst;
+}
+
 Weights EquivalenceHarness::ParametersOnly(const Weights& weights) {
   Weights parameters;
   for (const auto& [name, tensor] : weights) {

@@ -43,6 +43,8 @@ class EquivalenceHarness : public ::testing::Test {
   // max |a - b| <= relative * max |b|, per tensor.
   static void ExpectClose(const Weights& a, const Weights& b, double relative);
   static bool Differs(const Weights& a, const Weights& b);
+  // The largest, over tensors, of max |a - b| / max |b| (what ExpectClose bounds).
+  static double MaxRelativeDifference(const Weights& a, const Weights& b);
   // The weights without layer buffers (batch norm's running_mean and running_var).
   static Weights ParametersOnly(const Weights& weights);
 

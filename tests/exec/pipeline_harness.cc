@@ -189,18 +189,20 @@ PipelineRun RunPipeline(const RunOptions& options) {
                                                         : static_cast<DataChannel&>(loopback);
     GateForStage gate(shared_gate);
     const bool wraps = chunks > 1;
-    ExecutorConfig config{.rank = s,
-                          .stage = s,
-                          .num_stages = stages,
-                          .chunks = chunks,
-                          .micro_batches = plan.pipeline().micro_batches(),
-                          .global_batch = plan.training().global_batch(),
-                          .remat = plan.pipeline().remat(),
-                          .seed = plan.training().seed(),
-                          .prev_rank = s > 0 ? s - 1 : (wraps ? stages - 1 : -1),
-                          .next_rank = s < stages - 1 ? s + 1 : (wraps ? 0 : -1),
-                          .replica_group = {s},
-                          .wait_timeout = absl::Seconds(options.wait_seconds)};
+    ExecutorConfig config{
+        .rank = s,
+        .stage = s,
+        .num_stages = stages,
+        .chunks = chunks,
+        .micro_batches = plan.pipeline().micro_batches(),
+        .global_batch = plan.training().global_batch(),
+        .remat = plan.pipeline().remat(),
+        .seed = plan.training().seed(),
+        .prev_rank = s > 0 ? s - 1 : (wraps ? stages - 1 : -1),
+        .next_rank = s < stages - 1 ? s + 1 : (wraps ? 0 : -1),
+        .replica_group = {s},
+        .wait_timeout = absl::Seconds(options.wait_seconds),
+        .boundary_dtype = plan.training().precision() == pb::BF16 ? DType::kBF16 : DType::kF32};
     StageExecutor executor(config, program->stage_programs[s],
                            ExecutorResources{device, params.refs(), dataset.get(), channel, gate});
     BatchSampler sampler(dataset->size(), plan.training().global_batch(), plan.data().shuffle(),

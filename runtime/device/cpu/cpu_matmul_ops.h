@@ -4,7 +4,7 @@
 // built on first use and cached; the rest, where dnnl_sgemm measured faster, and shapes the
 // primitive cannot express or only serves with a reference implementation, run as dnnl_sgemm
 // per batch entry. The path depends only on the shape, so results are deterministic for fixed
-// shapes and thread count.
+// shapes and thread count. Products at GemmPrecision::kBF16 go to CpuBf16Gemm.
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_MATMUL_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_MATMUL_OPS_H_
 
@@ -12,6 +12,7 @@
 #include <map>
 #include <vector>
 
+#include "runtime/device/cpu/cpu_bf16_gemm.h"
 #include "runtime/device/cpu/dnnl_context.h"
 #include "runtime/device/ops/matmul_ops.h"
 
@@ -19,7 +20,7 @@ namespace gpipe {
 
 class CpuMatmulOps final : public MatmulOps {
  public:
-  explicit CpuMatmulOps(DnnlContext& dnnl) : dnnl_(dnnl) {}
+  explicit CpuMatmulOps(DnnlContext& dnnl) : dnnl_(dnnl), bf16_(dnnl) {}
   absl::Status Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                     const GemmOptions& options) const override;
 
@@ -42,6 +43,7 @@ class CpuMatmulOps final : public MatmulOps {
                         const GemmOptions& options, int64_t m, int64_t n, int64_t k) const;
 
   DnnlContext& dnnl_;
+  CpuBf16Gemm bf16_;  // GemmPrecision::kBF16
   // Ops are used by one thread at a time (Device's contract), so a plain mutable cache is safe.
   mutable std::map<std::vector<int64_t>, Cached> cache_;
 };

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/bf16.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops/op_checks.h"
@@ -20,22 +21,6 @@ RandomStream StreamOf(const RandomKey& key) {
   RandomStream stream(key.seed, {key.key[0], key.key[1], key.key[2]});
   stream.Seek(key.first_word);
   return stream;
-}
-
-// bf16 is the upper half of an f32; rounding to nearest even, NaN kept quiet.
-uint16_t ToBf16(float value) {
-  uint32_t bits;
-  std::memcpy(&bits, &value, sizeof(bits));
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
-  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
-
-float FromBf16(uint16_t value) {
-  const uint32_t bits = static_cast<uint32_t>(value) << 16;
-  float out;
-  std::memcpy(&out, &bits, sizeof(out));
-  return out;
 }
 
 }  // namespace

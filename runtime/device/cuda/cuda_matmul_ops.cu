@@ -4,6 +4,10 @@
 // transpose_a, and m and n swap. Views keep their offsets, leading dimensions and batch strides;
 // nothing is copied. cuBLAS returns the same bits on every run on the same GPU model; TF32 is
 // used only when the handle's math mode allows it (runtime.cuda.allow_tf32, set by the device).
+// At GemmPrecision::kBF16, A and B are first packed into dense bf16 copies (workspace) and the
+// product runs on bf16 tensor cores with f32 accumulation into the f32 C.
+#include <cuda_bf16.h>
+
 #include <cstdint>
 
 #include "runtime/core/status_macros.h"
@@ -51,7 +55,32 @@ const float* ViewPointer(const MatrixView& view) {
   return DevicePointer<float>(view.tensor) + view.offset;
 }
 
+// packed[b, i, j] = bf16(view[b, i, j]) (round to nearest even), dense: the stored matrices of
+// a view, for GemmPrecision::kBF16.
+__global__ void PackBf16Kernel(const float* view, int64_t rows, int64_t cols, int64_t ld,
+                               int64_t batch_stride, int64_t batch, __nv_bfloat16* packed) {
+  const int64_t total = batch * rows * cols;
+  for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
+       e += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t j = e % cols;
+    const int64_t i = (e / cols) % rows;
+    const int64_t b = e / (cols * rows);
+    packed[e] = __float2bfloat16_rn(view[b * batch_stride + i * ld + j]);
+  }
+}
+
 }  // namespace
+
+absl::StatusOr<Tensor> CudaMatmulOps::Pack(const MatrixView& view, int64_t batch) const {
+  const int64_t total = batch * view.rows * view.cols;
+  ASSIGN_OR_RETURN(Tensor packed, Tensor::Empty(*context_.workspace, Shape{total}, DType::kBF16,
+                                                MemoryKind::kWorkspace));
+  PackBf16Kernel<<<cuda::BlocksFor(total), cuda::kThreadsPerBlock, 0, context_.stream>>>(
+      ViewPointer(view), view.rows, view.cols, view.ld, view.batch_stride, batch,
+      static_cast<__nv_bfloat16*>(packed.raw_data()));
+  RETURN_IF_ERROR(cuda::LaunchStatus("gemm bf16 packing"));
+  return packed;
+}
 
 absl::Status CudaMatmulOps::Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                                  const GemmOptions& options) const {
@@ -70,11 +99,23 @@ absl::Status CudaMatmulOps::Gemm(const MatrixView& a, const MatrixView& b, const
   }
   const float alpha = options.alpha;
   const float beta = options.beta;
-  GPIPE_CUBLAS_RETURN_IF_ERROR(cublasSgemmStridedBatched_64(
+  if (options.precision == GemmPrecision::kBF16) {
+    // bf16 copies of A and B (tensor-core inputs), f32 accumulation and output.
+    ASSIGN_OR_RETURN(Tensor a_packed, Pack(a, options.batch));
+    ASSIGN_OR_RETURN(Tensor b_packed, Pack(b, options.batch));
+    GPIPE_CUBLAS_RETURN_IF_ERROR(cublasGemmStridedBatchedEx_64(
+        context_.cublas, options.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+        options.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha,
+        static_cast<const __nv_bfloat16*>(b_packed.raw_data()), CUDA_R_16BF, b.cols, b.rows * b.cols,
+        static_cast<const __nv_bfloat16*>(a_packed.raw_data()), CUDA_R_16BF, a.cols, a.rows * a.cols, &beta, c_ptr,
+        CUDA_R_32F, c.ld, c.batch_stride, options.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  } else {
+    GPIPE_CUBLAS_RETURN_IF_ERROR(cublasSgemmStridedBatched_64(
       context_.cublas, options.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
       options.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, ViewPointer(b), b.ld,
       b.batch_stride, ViewPointer(a), a.ld, a.batch_stride, &beta, c_ptr, c.ld, c.batch_stride,
       options.batch));
+  }
   if (bias == nullptr) return absl::OkStatus();
   AddBiasKernel<<<cuda::BlocksFor(total), cuda::kThreadsPerBlock, 0, context_.stream>>>(
       c_ptr, m, n, c.ld, c.batch_stride, options.batch, bias);

@@ -16,6 +16,9 @@ class CudaMatmulOps final : public MatmulOps {
                     const GemmOptions& options) const override;
 
  private:
+  // The stored matrices of `view` (batch of them) packed densely into a bf16 workspace tensor.
+  absl::StatusOr<Tensor> Pack(const MatrixView& view, int64_t batch) const;
+
   const CudaContext& context_;
 };
 

@@ -10,7 +10,7 @@
 // (runtime/exec/layer_profiler.h), the same code that writes the simulated device's profile.
 //
 //   gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]
-//                       [--precision fp32|bf16] [--peak-tflops X]
+//                       [--precision fp32|bf16] [--peak-tflops X] [--only TEXT]
 //   gpipe-bench-kernels --profile PLAN [-o profile.json] [--override TEXT]... [--repeats N]
 //                       [--threads N] [--clock cpu|wall]
 //
@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -43,13 +44,14 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]\n"
-    "                           [--precision fp32|bf16] [--peak-tflops X]\n"
+    "                           [--precision fp32|bf16] [--peak-tflops X] [--only TEXT]\n"
     "       gpipe-bench-kernels --profile PLAN [-o FILE] [--override TEXT]... [--repeats N]"
     " [--threads N] [--clock cpu|wall]\n"
     "  --quick        fewer repetitions and GEMM shapes (a smoke run)\n"
     "  --precision P  fp32 (default) or bf16: products and layers as training.precision runs them\n"
     "  --peak-tflops X  the device's nominal peak at that precision (e.g. 989 for an H100 SXM in\n"
     "                 bf16): rates are also printed as MFU against it\n"
+    "  --only TEXT    only the layer rows whose layer or shape contains TEXT, after one GEMM\n"
     "  --threads N    the CPU device's compute threads (default 1)\n"
     "  --device D     cpu (default) or cuda (the first GPU; timed on the wall clock after the\n"
     "                 device has finished each call)\n"
@@ -68,6 +70,9 @@ struct BenchOptions {
   // The device's nominal peak for the precision in TFLOP/s (0: unknown): rates are then also
   // printed as model FLOPs utilization against it.
   double peak_tflops = 0;
+  // Only the layer rows whose layer type or shape contains this text, after a single GEMM (for
+  // profiling one layer under a profiler); empty: everything.
+  std::string only;
 };
 
 struct GemmShape {
@@ -197,6 +202,10 @@ absl::Status BenchLayers(Device& device, const GemmPeak& peak, ProfileClock cloc
       "%% of GEMM peak |%s\n|---|---|---|---|---|---|---|---|%s\n",
       unit.name, mfu ? " MFU |" : "", mfu ? "---|" : "");
   for (const LayerCase& c : LayerCases(gpu)) {
+    if (!options.only.empty() && !absl::StrContains(c.entry, options.only) &&
+        !absl::StrContains(c.shape, options.only)) {
+      continue;
+    }
     pb::Layer spec;
     if (!google::protobuf::TextFormat::ParseFromString(c.entry, &spec)) {
       return absl::InternalError(absl::StrCat("bad layer entry: ", c.entry));
@@ -269,6 +278,8 @@ absl::Status RunKernelBench(const BenchOptions& options, pb::Device kind, int th
                             options.peak_tflops)
                 .c_str()
           : "");
+  // With --only, the peak is the single 1024^3 product: the rows' percentages are then rough.
+  if (!options.only.empty()) shapes = {{1024, 1024, 1024}};
   ASSIGN_OR_RETURN(GemmPeak peak,
                    MeasureGemmPeak(device, shapes, clock, repeats, unit,
                                    options.bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32));
@@ -313,7 +324,8 @@ int Main(int argc, char** argv) {
                                                   {"device"},
                                                   {"override", true, true},
                                                   {"precision"},
-                                                  {"peak-tflops"}},
+                                                  {"peak-tflops"},
+                                                  {"only"}},
                                                  std::vector<std::string>(argv + 1, argv + argc));
   if (!flags.ok() || !flags->positional().empty()) {
     std::fprintf(stderr, "gpipe-bench-kernels: %s\n%s",
@@ -360,7 +372,7 @@ int Main(int argc, char** argv) {
     // A GPU's kernels run on its own clock: only wall time, after each call has finished on the
     // device, measures them.
     if (*kind != pb::CPU) clock = ProfileClock::kWall;
-    BenchOptions options{.quick = flags->Has("quick")};
+    BenchOptions options{.quick = flags->Has("quick"), .only = flags->Get("only").value_or("")};
     if (const std::string precision = flags->Get("precision").value_or("fp32");
         precision == "bf16") {
       options.bf16 = true;

@@ -29,10 +29,10 @@ absl::StatusOr<std::shared_ptr<NcclCommunicator>> NcclCommunicator::Create(const
 
 NcclCommunicator::~NcclCommunicator() {
   if (comm_ != nullptr) {
-    const absl::Time deadline = options_.clock->Now() + kShutdownGrace;
-    while (!abandoned_.empty() && options_.clock->Now() < deadline) {
+    const absl::Time deadline = clock().Now() + kShutdownGrace;
+    while (!abandoned_.empty() && clock().Now() < deadline) {
       ReapAbandoned();
-      if (!abandoned_.empty()) options_.clock->SleepFor(kMaxPollSleep);
+      if (!abandoned_.empty()) clock().SleepFor(kMaxPollSleep);
     }
     bool finalized = false;
     if (abandoned_.empty() && Health().ok() && comm_ != nullptr) {
@@ -61,7 +61,7 @@ absl::Status NcclCommunicator::Settle(absl::Time deadline, const char* what) {
         RETURN_IF_ERROR(NcclStatus(state, "asynchronous error", comm_));
         return true;
       },
-      deadline, options_.abort_poller, *options_.clock,
+      deadline, options_.abort_poller, clock(),
       [&] { return absl::StrCat(options_.description, ": ", what); });
   if (!status.ok()) {
     status = WithContext(status, absl::StrCat(options_.description, " (", what, ")"));

@@ -34,7 +34,7 @@ class NcclCommunicator {
     // What the communicator connects, for errors: "rank 2's NCCL link to rank 3".
     std::string description;
     AbortPoller abort_poller;
-    // Non-null; outlives the communicator.
+    // Nullable (real time); outlives the communicator and every handle of an operation on it.
     const Clock* clock = nullptr;
   };
 
@@ -55,7 +55,7 @@ class NcclCommunicator {
   cudaStream_t stream() const { return stream_.get(); }
   const std::string& description() const { return options_.description; }
   int size() const { return size_; }
-  const Clock& clock() const { return *options_.clock; }
+  const Clock& clock() const { return options_.clock != nullptr ? *options_.clock : real_clock_; }
   const AbortPoller& abort_poller() const { return options_.abort_poller; }
 
   // Makes this communicator's stream wait for all work issued on `producer` so far (the
@@ -102,6 +102,7 @@ class NcclCommunicator {
   cuda::Stream stream_;
   int size_;
   Options options_;
+  RealClock real_clock_;
   std::string abort_reason_;
   std::vector<Abandoned> abandoned_;
 };

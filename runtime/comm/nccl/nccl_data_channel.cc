@@ -24,6 +24,30 @@ struct TransferResources {
   Tensor header_host;
 };
 
+// Header buffers for a transfer: pinned host memory the host reads or writes, device memory NCCL
+// moves.
+absl::Status AllocateHeader(Device& device, TransferResources& resources) {
+  ASSIGN_OR_RETURN(resources.header_host, Tensor::Empty(device.host_staging(), Shape{kHeaderWords},
+                                                        DType::kI64, MemoryKind::kBoundary));
+  ASSIGN_OR_RETURN(resources.header_device,
+                   Tensor::Empty(device, Shape{kHeaderWords}, DType::kI64, MemoryKind::kBoundary));
+  return absl::OkStatus();
+}
+
+// link.Issue; when it fails after part of the transfer was queued, the transfer's memory is kept
+// until the stream is past it.
+absl::Status IssueKeeping(NcclCommunicator& link,
+                          const std::shared_ptr<TransferResources>& resources,
+                          absl::FunctionRef<ncclResult_t()> operations, absl::Time deadline,
+                          const std::string& description) {
+  const absl::Status status = link.Issue(operations, deadline);
+  if (status.ok()) return status;
+  if (absl::StatusOr<cuda::Event> queued = link.Record(); queued.ok()) {
+    link.Abandon(*std::move(queued), resources);
+  }
+  return WithContext(status, description);
+}
+
 absl::Status CheckDeviceTensor(const Tensor& tensor, const std::string& description) {
   if (!tensor.defined()) {
     return absl::InvalidArgumentError(absl::StrCat(description, ": the tensor is undefined"));
@@ -66,7 +90,7 @@ absl::StatusOr<std::unique_ptr<NcclDataChannel>> NcclDataChannel::Create(
 NcclCommunicator::Options NcclDataChannel::CommunicatorOptions(std::string description) const {
   return NcclCommunicator::Options{.description = std::move(description),
                                    .abort_poller = context_->abort_poller,
-                                   .clock = &context_->clock()};
+                                   .clock = context_->external_clock};
 }
 
 absl::Status NcclDataChannel::CheckPlacements(absl::Time deadline) {
@@ -104,30 +128,16 @@ absl::Status NcclDataChannel::Connect(int peer, absl::Time deadline) {
     ASSIGN_OR_RETURN(
         std::shared_ptr<NcclCommunicator> communicator,
         NcclCommunicator::Create(id, 2, member, deadline, CommunicatorOptions(description)));
-    // Connect now: NCCL sets up a point-to-point connection at its first use.
     const bool sending = from == rank;
-    float* probe = nullptr;
-    GPIPE_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&probe, sizeof(float), communicator->stream()));
-    absl::Status status = communicator->Issue(
-        [&] {
+    RETURN_IF_ERROR(ConnectNow(
+        communicator,
+        [&](float* probe) {
           return sending ? ncclSend(probe, 1, ncclFloat32, 1 - member, communicator->comm(),
                                     communicator->stream())
                          : ncclRecv(probe, 1, ncclFloat32, 1 - member, communicator->comm(),
                                     communicator->stream());
         },
-        deadline);
-    cudaFreeAsync(probe, communicator->stream());
-    if (status.ok()) {
-      absl::StatusOr<cuda::Event> connected = communicator->Record();
-      status = connected.status();
-      if (status.ok()) {
-        NcclTransferHandle handle(communicator, std::nullopt,
-                                  NcclMilestone{*std::move(connected), {}}, nullptr,
-                                  absl::StrCat(description, " (connecting)"));
-        status = handle.Wait(deadline);
-      }
-    }
-    RETURN_IF_ERROR(status);
+        deadline));
     (sending ? outgoing_ : incoming_).emplace(peer, std::move(communicator));
   }
   return absl::OkStatus();
@@ -161,36 +171,30 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> NcclDataChannel::Send(const Tens
           .key = key, .dtype = tensor.dtype(), .shape = tensor.shape(), .sender = context_->rank}));
   auto resources = std::make_shared<TransferResources>();
   resources->payload = tensor;
-  ASSIGN_OR_RETURN(resources->header_host,
-                   Tensor::Empty(options_.device->host_staging(), Shape{kHeaderWords}, DType::kI64,
-                                 MemoryKind::kBoundary));
-  ASSIGN_OR_RETURN(resources->header_device, Tensor::Empty(*options_.device, Shape{kHeaderWords},
-                                                           DType::kI64, MemoryKind::kBoundary));
+  RETURN_IF_ERROR(WithContext(AllocateHeader(*options_.device, *resources), description));
   std::copy(words.begin(), words.end(), resources->header_host.data<int64_t>());
   RETURN_IF_ERROR(WithContext(link->After(options_.compute_stream), description));
   GPIPE_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(resources->header_device.raw_data(), resources->header_host.raw_data(),
                       resources->header_host.bytes(), cudaMemcpyHostToDevice, link->stream()));
   const int other = peer_rank < context_->rank ? 0 : 1;  // the peer's index in the link
-  const absl::Time deadline = absl::Now() + options_.setup_timeout;
+  const absl::Time deadline = context_->clock().Now() + options_.setup_timeout;
   // The header and the payload are two groups, so the receiver can check the header before it
   // waits for a payload that may not be the one it expects.
-  RETURN_IF_ERROR(WithContext(link->Issue(
-                                  [&] {
-                                    return ncclSend(resources->header_device.raw_data(),
-                                                    kHeaderWords, ncclInt64, other, link->comm(),
-                                                    link->stream());
-                                  },
-                                  deadline),
-                              description));
-  RETURN_IF_ERROR(WithContext(
-      link->Issue(
-          [&] {
-            return ncclSend(tensor.raw_data(), static_cast<size_t>(tensor.num_elements()),
-                            NcclElementType(tensor.dtype()), other, link->comm(), link->stream());
-          },
-          deadline),
-      description));
+  RETURN_IF_ERROR(IssueKeeping(
+      *link, resources,
+      [&] {
+        return ncclSend(resources->header_device.raw_data(), kHeaderWords, ncclInt64, other,
+                        link->comm(), link->stream());
+      },
+      deadline, description));
+  RETURN_IF_ERROR(IssueKeeping(
+      *link, resources,
+      [&] {
+        return ncclSend(tensor.raw_data(), static_cast<size_t>(tensor.num_elements()),
+                        NcclElementType(tensor.dtype()), other, link->comm(), link->stream());
+      },
+      deadline, description));
   ASSIGN_OR_RETURN(cuda::Event done, link->Record());
   return std::unique_ptr<TransferHandle>(std::make_unique<NcclTransferHandle>(
       link, std::nullopt, NcclMilestone{std::move(done), {}}, std::move(resources), description));
@@ -210,35 +214,29 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> NcclDataChannel::Recv(Tensor& te
   RETURN_IF_ERROR(WithContext(EncodeHeader(expected).status(), description));
   auto resources = std::make_shared<TransferResources>();
   resources->payload = tensor;
-  ASSIGN_OR_RETURN(resources->header_host,
-                   Tensor::Empty(options_.device->host_staging(), Shape{kHeaderWords}, DType::kI64,
-                                 MemoryKind::kBoundary));
-  ASSIGN_OR_RETURN(resources->header_device, Tensor::Empty(*options_.device, Shape{kHeaderWords},
-                                                           DType::kI64, MemoryKind::kBoundary));
+  RETURN_IF_ERROR(WithContext(AllocateHeader(*options_.device, *resources), description));
   // The memory received into may have been freed by work on the compute stream just before.
   RETURN_IF_ERROR(WithContext(link->After(options_.compute_stream), description));
   const int other = peer_rank < context_->rank ? 0 : 1;  // the peer's index in the link
-  const absl::Time deadline = absl::Now() + options_.setup_timeout;
-  RETURN_IF_ERROR(WithContext(link->Issue(
-                                  [&] {
-                                    return ncclRecv(resources->header_device.raw_data(),
-                                                    kHeaderWords, ncclInt64, other, link->comm(),
-                                                    link->stream());
-                                  },
-                                  deadline),
-                              description));
+  const absl::Time deadline = context_->clock().Now() + options_.setup_timeout;
+  RETURN_IF_ERROR(IssueKeeping(
+      *link, resources,
+      [&] {
+        return ncclRecv(resources->header_device.raw_data(), kHeaderWords, ncclInt64, other,
+                        link->comm(), link->stream());
+      },
+      deadline, description));
   GPIPE_CUDA_RETURN_IF_ERROR(
       cudaMemcpyAsync(resources->header_host.raw_data(), resources->header_device.raw_data(),
                       resources->header_host.bytes(), cudaMemcpyDeviceToHost, link->stream()));
   ASSIGN_OR_RETURN(cuda::Event header_arrived, link->Record());
-  RETURN_IF_ERROR(WithContext(
-      link->Issue(
-          [&] {
-            return ncclRecv(tensor.raw_data(), static_cast<size_t>(tensor.num_elements()),
-                            NcclElementType(tensor.dtype()), other, link->comm(), link->stream());
-          },
-          deadline),
-      description));
+  RETURN_IF_ERROR(IssueKeeping(
+      *link, resources,
+      [&] {
+        return ncclRecv(tensor.raw_data(), static_cast<size_t>(tensor.num_elements()),
+                        NcclElementType(tensor.dtype()), other, link->comm(), link->stream());
+      },
+      deadline, description));
   ASSIGN_OR_RETURN(cuda::Event done, link->Record());
   const int rank = context_->rank;
   const int64_t* arrived = resources->header_host.data<int64_t>();

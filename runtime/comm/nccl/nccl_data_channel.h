@@ -18,8 +18,8 @@
 // model proves to terminate also terminates here (tests/exec/issue_order_channel.h models this).
 //
 // Each transfer sends its header (the key, dtype, shape and sender, as over MPI) ahead of the
-// payload; the receiver checks it as soon as it arrives. A rank's transfers to itself (one rank
-// holding several interleaved chunks) go over a one-rank communicator: NCCL runs such a send
+// payload; the receiver checks it as soon as it arrives. A rank's transfers to itself (a peer list
+// naming the rank; see nccl_self_link.h) go over a one-rank communicator: NCCL runs such a send
 // only grouped with its receive, so whichever side comes first waits in the channel, matched by
 // key, until the other is posted. Waits poll the stream and ncclCommGetAsyncError against their
 // deadline and the job's abort flag; a failure aborts the communicator, naming rank, peer,

@@ -36,29 +36,15 @@ absl::StatusOr<std::unique_ptr<NcclReduceGroup>> NcclReduceGroup::Create(
                                             NcclCommunicator::Options{
                                                 .description = description,
                                                 .abort_poller = context.abort_poller,
-                                                .clock = &context.clock(),
+                                                .clock = context.external_clock,
                                             }));
-  // Connect now (rings and trees are set up by the first collective), not in the first step.
-  float* probe = nullptr;
-  GPIPE_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&probe, sizeof(float), communicator->stream()));
-  absl::Status status = communicator->Issue(
-      [&] {
+  RETURN_IF_ERROR(ConnectNow(
+      communicator,
+      [&](float* probe) {
         return ncclAllReduce(probe, probe, 1, ncclFloat32, ncclSum, communicator->comm(),
                              communicator->stream());
       },
-      deadline);
-  cudaFreeAsync(probe, communicator->stream());
-  if (status.ok()) {
-    absl::StatusOr<cuda::Event> connected = communicator->Record();
-    status = connected.status();
-    if (status.ok()) {
-      NcclTransferHandle handle(communicator, std::nullopt,
-                                NcclMilestone{*std::move(connected), {}}, nullptr,
-                                absl::StrCat(description, " (connecting)"));
-      status = handle.Wait(deadline);
-    }
-  }
-  RETURN_IF_ERROR(status);
+      deadline));
   return std::unique_ptr<NcclReduceGroup>(
       new NcclReduceGroup(std::move(communicator), compute_stream, *std::move(layout),
                           std::move(description), issue_timeout));
@@ -89,7 +75,7 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> NcclReduceGroup::Start(int bucke
         }
         return ncclSuccess;
       },
-      absl::Now() + issue_timeout_));
+      communicator_->clock().Now() + issue_timeout_));
   ASSIGN_OR_RETURN(cuda::Event done, communicator_->Record());
   auto kept = std::make_shared<std::vector<Tensor>>(tensors.begin(), tensors.end());
   return std::unique_ptr<TransferHandle>(std::make_unique<NcclTransferHandle>(

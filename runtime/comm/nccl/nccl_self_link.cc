@@ -109,7 +109,7 @@ absl::Status NcclSelfLink::Issue(Side& send, Side& recv) {
           return ncclRecv(recv.tensor.raw_data(), count, type, 0, communicator_->comm(),
                           communicator_->stream());
         },
-        absl::Now() + issue_timeout_);
+        communicator_->clock().Now() + issue_timeout_);
   }
   absl::StatusOr<cuda::Event> done =
       status.ok() ? communicator_->Record() : absl::StatusOr<cuda::Event>(status);

@@ -1,6 +1,8 @@
-// NcclSelfLink: a rank's transfers to itself (the chunks of an interleaved schedule on one rank)
-// over a one-rank NCCL communicator. NCCL runs a send to oneself only in one group with its
-// receive, so the side posted first waits here, matched by key as MPI matches by tag, until the
+// NcclSelfLink: a rank's transfers to itself over a one-rank NCCL communicator, for a peer list
+// that names the rank itself. No plan does today (interleaved schedules need two stages or more,
+// so a stage's neighbours are other ranks); it is the part of the point-to-point path that one
+// GPU can run, and the channel's tests run it. NCCL runs a send to oneself only in one group with
+// its receive, so the side posted first waits here, matched by key as MPI matches by tag, until the
 // other is posted; then both are issued as one group and both handles follow it. A key posted
 // twice on one side, or a pair whose dtypes or shapes differ, fails naming both. Internal to
 // comm/nccl. Thread-compatible.

@@ -79,4 +79,19 @@ void NcclTransferHandle::Finish(absl::Status status) {
   resources_.reset();
 }
 
+absl::Status ConnectNow(const std::shared_ptr<NcclCommunicator>& communicator,
+                        absl::FunctionRef<ncclResult_t(float* probe)> operations,
+                        absl::Time deadline) {
+  float* probe = nullptr;
+  GPIPE_CUDA_RETURN_IF_ERROR(cudaMallocAsync(&probe, 2 * sizeof(float), communicator->stream()));
+  absl::Status status = communicator->Issue([&] { return operations(probe); }, deadline);
+  // Freed in stream order, after the operations.
+  cudaFreeAsync(probe, communicator->stream());
+  RETURN_IF_ERROR(status);
+  ASSIGN_OR_RETURN(cuda::Event connected, communicator->Record());
+  NcclTransferHandle handle(communicator, std::nullopt, NcclMilestone{std::move(connected), {}},
+                            nullptr, absl::StrCat(communicator->description(), " (connecting)"));
+  return handle.Wait(deadline);
+}
+
 }  // namespace gpipe

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "runtime/comm/data_channel.h"
@@ -62,6 +63,14 @@ class NcclTransferHandle final : public TransferHandle {
   bool finished_ = false;
   absl::Status result_;
 };
+
+// Connects `communicator` at set-up rather than in the first step (NCCL connects point-to-point
+// peers at their first transfer, rings and trees at the first collective): issues `operations`
+// on a device float it provides (`probe`, two elements) as one group and waits for them under
+// `deadline`. A failure aborts the communicator, as any wait does.
+absl::Status ConnectNow(const std::shared_ptr<NcclCommunicator>& communicator,
+                        absl::FunctionRef<ncclResult_t(float* probe)> operations,
+                        absl::Time deadline);
 
 }  // namespace gpipe
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/bf16.h"
+#include "runtime/device/cpu/matmul_primitive.h"
 
 namespace gpipe {
 namespace {
@@ -68,28 +69,16 @@ const CpuBf16Gemm::Cached& CpuBf16Gemm::Lookup(const MatrixView& a, const Matrix
     cached.c = batch == 1 ? memory::desc({m, n}, memory::data_type::f32, memory::dims{c.ld, 1})
                           : memory::desc({batch, m, n}, memory::data_type::f32,
                                          memory::dims{c.batch_stride, c.ld, 1});
-    dnnl::primitive_attr attr;
-    if (options.alpha != 1.0f) attr.set_output_scales(0, {options.alpha});
-    if (options.beta != 0.0f) {
-      dnnl::post_ops post_ops;
-      post_ops.append_sum(options.beta);
-      attr.set_post_ops(post_ops);
-    }
-    std::optional<dnnl::matmul::desc> desc;
-    if (options.bias != nullptr) {
-      cached.bias = batch == 1
-                        ? memory::desc({1, n}, memory::data_type::f32, memory::dims{n, 1})
-                        : memory::desc({1, 1, n}, memory::data_type::f32, memory::dims{n, n, 1});
-      desc.emplace(cached.a, cached.b, cached.bias, cached.c);
-    } else {
-      desc.emplace(cached.a, cached.b, cached.c);
-    }
-    dnnl::matmul::primitive_desc pd(*desc, attr, dnnl_.engine());
-    if (std::string(pd.impl_info_str()).starts_with("ref")) return cached;
-    cached.primitive = dnnl::matmul(pd);
-    cached.native = true;
   } catch (const dnnl::error&) {
-    cached.native = false;
+    return cached;
+  }
+  if (options.bias != nullptr) cached.bias = MatmulBiasDesc(batch, n);
+  std::optional<dnnl::matmul> primitive = MakeMatmulPrimitive(
+      cached.a, cached.b, cached.c, options.bias != nullptr ? &cached.bias : nullptr, options.alpha,
+      options.beta, dnnl_.engine());
+  if (primitive.has_value()) {
+    cached.primitive = *std::move(primitive);
+    cached.native = true;
   }
   return cached;
 }

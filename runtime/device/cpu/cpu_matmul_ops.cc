@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/cpu/matmul_primitive.h"
 
 namespace gpipe {
 namespace {
@@ -121,30 +122,17 @@ const CpuMatmulOps::Cached& CpuMatmulOps::Lookup(const std::vector<int64_t>& key
     cached.b = options.transpose_b ? Desc(batch, k, n, 1, b.ld, b.batch_stride)
                                    : Desc(batch, k, n, b.ld, 1, b.batch_stride);
     cached.c = Desc(batch, m, n, c.ld, 1, c.batch_stride);
-    dnnl::primitive_attr attr;
-    if (options.alpha != 1.0f) attr.set_output_scales(0, {options.alpha});
-    if (options.beta != 0.0f) {
-      dnnl::post_ops post_ops;
-      post_ops.append_sum(options.beta);
-      attr.set_post_ops(post_ops);
-    }
-    std::optional<dnnl::matmul::desc> desc;
-    if (options.bias != nullptr) {
-      cached.bias = batch == 1
-                        ? memory::desc({1, n}, memory::data_type::f32, memory::dims{n, 1})
-                        : memory::desc({1, 1, n}, memory::data_type::f32, memory::dims{n, n, 1});
-      desc.emplace(cached.a, cached.b, cached.bias, cached.c);
-    } else {
-      desc.emplace(cached.a, cached.b, cached.c);
-    }
-    dnnl::matmul::primitive_desc pd(*desc, attr, dnnl_.engine());
-    // A reference implementation is far slower than sgemm on the same strides.
-    if (std::string(pd.impl_info_str()).starts_with("ref")) return cached;
-    cached.primitive = dnnl::matmul(pd);
-    cached.usable = true;
   } catch (const dnnl::error&) {
-    // oneDNN cannot express these strides (e.g. a zero batch stride): sgemm serves them.
-    cached.usable = false;
+    return cached;  // strides oneDNN cannot describe: sgemm serves them
+  }
+  if (options.bias != nullptr) cached.bias = MatmulBiasDesc(batch, n);
+  // A reference implementation or none at all: sgemm serves these strides.
+  std::optional<dnnl::matmul> primitive = MakeMatmulPrimitive(
+      cached.a, cached.b, cached.c, options.bias != nullptr ? &cached.bias : nullptr, options.alpha,
+      options.beta, dnnl_.engine());
+  if (primitive.has_value()) {
+    cached.primitive = *std::move(primitive);
+    cached.usable = true;
   }
   return cached;
 }

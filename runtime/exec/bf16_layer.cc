@@ -22,7 +22,7 @@ absl::StatusOr<Tensor> Bf16Layer::Rounded(Device& device, Tensor tensor) const {
   ASSIGN_OR_RETURN(Tensor narrow,
                    Tensor::Empty(device, tensor.shape(), DType::kBF16, MemoryKind::kWorkspace));
   RETURN_IF_ERROR(ops.Cast(tensor, narrow));
-  if (inner_->OutputAliasesInput()) {
+  if (inner().OutputAliasesInput()) {
     // The storage may be the previous layer's (or the data set's): leave it alone.
     ASSIGN_OR_RETURN(Tensor wide,
                      Tensor::Empty(device, tensor.shape(), DType::kF32, tensor.memory_kind()));
@@ -35,27 +35,27 @@ absl::StatusOr<Tensor> Bf16Layer::Rounded(Device& device, Tensor tensor) const {
 
 absl::StatusOr<Tensor> Bf16Layer::Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                           const Tensor& x, SavedTensors& saved) const {
-  ASSIGN_OR_RETURN(Tensor y, inner_->Forward(InBf16(ctx), params, x, saved));
+  ASSIGN_OR_RETURN(Tensor y, inner().Forward(InBf16(ctx), params, x, saved));
   return Rounded(ctx.device, std::move(y));
 }
 
 absl::StatusOr<Tensor> Bf16Layer::Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                            std::span<Tensor> grads, const SavedTensors& saved,
                                            const Tensor& dy) const {
-  ASSIGN_OR_RETURN(Tensor dx, inner_->Backward(InBf16(ctx), params, grads, saved, dy));
+  ASSIGN_OR_RETURN(Tensor dx, inner().Backward(InBf16(ctx), params, grads, saved, dy));
   return Rounded(ctx.device, std::move(dx));
 }
 
 absl::StatusOr<Tensor> Bf16Layer::BackwardInput(const LayerContext& ctx,
                                                 std::span<const Tensor> params,
                                                 const SavedTensors& saved, const Tensor& dy) const {
-  ASSIGN_OR_RETURN(Tensor dx, inner_->BackwardInput(InBf16(ctx), params, saved, dy));
+  ASSIGN_OR_RETURN(Tensor dx, inner().BackwardInput(InBf16(ctx), params, saved, dy));
   return Rounded(ctx.device, std::move(dx));
 }
 
 absl::Status Bf16Layer::BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
                                        const SavedTensors& saved, const Tensor& dy) const {
-  return inner_->BackwardWeight(InBf16(ctx), grads, saved, dy);
+  return inner().BackwardWeight(InBf16(ctx), grads, saved, dy);
 }
 
 }  // namespace gpipe

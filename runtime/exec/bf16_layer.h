@@ -4,7 +4,7 @@
 // activation would be. Parameters, their gradients and the optimizer stay f32 (the master
 // weights). Because every layer's output and input gradient is already a bf16 value, a boundary
 // tensor sent as bf16 loses nothing: pipelines of any stage count compute the same bits.
-// Everything else is the inner layer's. Thread-compatible, like every layer.
+// Everything else is the inner layer's (LayerDecorator). Thread-compatible, like every layer.
 #ifndef GPIPE_RUNTIME_EXEC_BF16_LAYER_H_
 #define GPIPE_RUNTIME_EXEC_BF16_LAYER_H_
 
@@ -15,25 +15,15 @@
 
 #include "absl/status/statusor.h"
 #include "layers/layer.h"
+#include "layers/layer_decorator.h"
 #include "runtime/core/tensor.h"
 #include "runtime/device/device.h"
 
 namespace gpipe {
 
-class Bf16Layer final : public Layer {
+class Bf16Layer final : public LayerDecorator {
  public:
-  explicit Bf16Layer(std::unique_ptr<Layer> inner)
-      : Layer(inner->name(), inner->input_shape(), inner->output_shape()),
-        inner_(std::move(inner)) {}
-
-  std::string_view type() const override { return inner_->type(); }
-  DType input_dtype() const override { return inner_->input_dtype(); }
-  std::vector<ParamSpec> parameter_specs() const override { return inner_->parameter_specs(); }
-  std::vector<ParamSpec> buffer_specs() const override { return inner_->buffer_specs(); }
-  double ForwardFlopsPerSample() const override { return inner_->ForwardFlopsPerSample(); }
-  bool OutputAliasesInput() const override { return inner_->OutputAliasesInput(); }
-  std::vector<SavedSpec> SavedPerSample() const override { return inner_->SavedPerSample(); }
-  bool SplitsBackward() const override { return inner_->SplitsBackward(); }
+  explicit Bf16Layer(std::unique_ptr<Layer> inner) : LayerDecorator(std::move(inner)) {}
 
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                  const Tensor& x, SavedTensors& saved) const override;
@@ -50,8 +40,6 @@ class Bf16Layer final : public Layer {
   // tensor when the inner layer's output may share the input's storage. Other dtypes and
   // undefined tensors pass through.
   absl::StatusOr<Tensor> Rounded(Device& device, Tensor tensor) const;
-
-  std::unique_ptr<Layer> inner_;
 };
 
 }  // namespace gpipe

@@ -51,8 +51,8 @@ TEST(SimLayerTest, ReportsTheRealLayersInterface) {
   EXPECT_EQ(layer->type(), "linear");
   EXPECT_EQ(layer->output_shape(), Shape({3}));
   EXPECT_EQ(layer->parameter_specs().size(), 2u);
-  EXPECT_EQ(layer->ForwardFlopsPerSample(), layer->real().ForwardFlopsPerSample());
-  EXPECT_EQ(layer->SplitsBackward(), layer->real().SplitsBackward());
+  EXPECT_EQ(layer->ForwardFlopsPerSample(), layer->inner().ForwardFlopsPerSample());
+  EXPECT_EQ(layer->SplitsBackward(), layer->inner().SplitsBackward());
   EXPECT_TRUE(layer->SplitsBackward());
 }
 

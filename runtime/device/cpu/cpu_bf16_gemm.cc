@@ -7,7 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/bf16.h"
-#include "runtime/device/cpu/matmul_primitive.h"
+#include "runtime/device/cpu/dnnl_matmul.h"
 
 namespace gpipe {
 namespace {
@@ -115,23 +115,9 @@ absl::Status CpuBf16Gemm::Run(const MatrixView& a, const MatrixView& b, const Ma
   std::vector<float> a_wide(a_packed.size()), b_wide(b_packed.size());
   for (size_t i = 0; i < a_packed.size(); ++i) a_wide[i] = FromBf16(a_packed[i]);
   for (size_t i = 0; i < b_packed.size(); ++i) b_wide[i] = FromBf16(b_packed[i]);
-  const float* bias = options.bias != nullptr ? options.bias->data<float>() : nullptr;
-  for (int64_t batch = 0; batch < options.batch; ++batch) {
-    float* c_mat = c_base + batch * c.batch_stride;
-    const dnnl_status_t status =
-        dnnl_sgemm(options.transpose_a ? 'T' : 'N', options.transpose_b ? 'T' : 'N', m, n, k,
-                   options.alpha, a_wide.data() + batch * a.rows * a.cols, a.cols,
-                   b_wide.data() + batch * b.rows * b.cols, b.cols, options.beta, c_mat, c.ld);
-    if (status != dnnl_success) {
-      return DnnlError(dnnl::error(status, "dnnl_sgemm"), "CpuMatmulOps::Gemm (bf16, f32 path)");
-    }
-    if (bias == nullptr) continue;
-    for (int64_t i = 0; i < m; ++i) {
-      float* __restrict row = c_mat + i * c.ld;
-      for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
-    }
-  }
-  return absl::OkStatus();
+  return SgemmBatches({a_wide.data(), a.cols, a.rows * a.cols},
+                      {b_wide.data(), b.cols, b.rows * b.cols}, c_base, c.ld, c.batch_stride,
+                      options, m, n, k, "CpuMatmulOps::Gemm (bf16, f32 path)");
 }
 
 }  // namespace gpipe

@@ -8,7 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/device/cpu/matmul_primitive.h"
+#include "runtime/device/cpu/dnnl_matmul.h"
 
 namespace gpipe {
 namespace {
@@ -162,26 +162,9 @@ absl::Status CpuMatmulOps::RunPrimitive(const Cached& cached, const MatrixView& 
 absl::Status CpuMatmulOps::RunSgemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                                     const GemmOptions& options, int64_t m, int64_t n,
                                     int64_t k) const {
-  const float* bias = options.bias != nullptr ? options.bias->data<float>() : nullptr;
-  const float* a_base = ConstData(a);
-  const float* b_base = ConstData(b);
-  float* c_base = MutableData(c);
-  for (int64_t batch = 0; batch < options.batch; ++batch) {
-    float* c_mat = c_base + batch * c.batch_stride;
-    const dnnl_status_t status =
-        dnnl_sgemm(options.transpose_a ? 'T' : 'N', options.transpose_b ? 'T' : 'N', m, n, k,
-                   options.alpha, a_base + batch * a.batch_stride, a.ld,
-                   b_base + batch * b.batch_stride, b.ld, options.beta, c_mat, c.ld);
-    if (status != dnnl_success) {
-      return DnnlError(dnnl::error(status, "dnnl_sgemm"), Describe(a, b, c, options).c_str());
-    }
-    if (bias == nullptr) continue;
-    for (int64_t i = 0; i < m; ++i) {
-      float* __restrict row = c_mat + i * c.ld;
-      for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
-    }
-  }
-  return absl::OkStatus();
+  return SgemmBatches({ConstData(a), a.ld, a.batch_stride}, {ConstData(b), b.ld, b.batch_stride},
+                      MutableData(c), c.ld, c.batch_stride, options, m, n, k,
+                      Describe(a, b, c, options));
 }
 
 }  // namespace gpipe

@@ -18,10 +18,7 @@ absl::Status CheckBatched(const Tensor& t, const char* what) {
 }  // namespace
 
 SimLayer::SimLayer(std::unique_ptr<Layer> real, SimDevice& device, SimOpTimes times)
-    : Layer(real->name(), real->input_shape(), real->output_shape()),
-      real_(std::move(real)),
-      device_(device),
-      times_(times) {}
+    : LayerDecorator(std::move(real)), device_(device), times_(times) {}
 
 absl::StatusOr<Tensor> SimLayer::Forward(const LayerContext& ctx, std::span<const Tensor>,
                                          const Tensor& x, SavedTensors& saved) const {

@@ -18,24 +18,16 @@
 #include <vector>
 
 #include "layers/layer.h"
+#include "layers/layer_decorator.h"
 #include "runtime/device/sim/sim_costs.h"
 #include "runtime/device/sim/sim_device.h"
 
 namespace gpipe {
 
-class SimLayer final : public Layer {
+class SimLayer final : public LayerDecorator {
  public:
   // `device` must outlive the layer and be the device every call's context names.
   SimLayer(std::unique_ptr<Layer> real, SimDevice& device, SimOpTimes times);
-
-  std::string_view type() const override { return real_->type(); }
-  DType input_dtype() const override { return real_->input_dtype(); }
-  std::vector<ParamSpec> parameter_specs() const override { return real_->parameter_specs(); }
-  std::vector<ParamSpec> buffer_specs() const override { return real_->buffer_specs(); }
-  double ForwardFlopsPerSample() const override { return real_->ForwardFlopsPerSample(); }
-  bool OutputAliasesInput() const override { return real_->OutputAliasesInput(); }
-  std::vector<SavedSpec> SavedPerSample() const override { return real_->SavedPerSample(); }
-  bool SplitsBackward() const override { return real_->SplitsBackward(); }
 
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                  const Tensor& x, SavedTensors& saved) const override;
@@ -47,14 +39,12 @@ class SimLayer final : public Layer {
   absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
                               const SavedTensors& saved, const Tensor& dy) const override;
 
-  const Layer& real() const { return *real_; }
   const SimOpTimes& times() const { return times_; }
 
  private:
   // dx for a backward of `dy` (undefined when the context needs none).
   absl::StatusOr<Tensor> InputGradient(const LayerContext& ctx, const Tensor& dy) const;
 
-  std::unique_ptr<Layer> real_;
   SimDevice& device_;
   SimOpTimes times_;
 };

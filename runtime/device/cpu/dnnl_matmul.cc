@@ -1,6 +1,8 @@
-#include "runtime/device/cpu/matmul_primitive.h"
+#include "runtime/device/cpu/dnnl_matmul.h"
 
 #include <string>
+
+#include "runtime/device/cpu/dnnl_context.h"
 
 namespace gpipe {
 
@@ -31,6 +33,26 @@ std::optional<dnnl::matmul> MakeMatmulPrimitive(const memory::desc& a, const mem
   } catch (const dnnl::error&) {
     return std::nullopt;
   }
+}
+
+absl::Status SgemmBatches(const SgemmOperand& a, const SgemmOperand& b, float* c, int64_t c_ld,
+                          int64_t c_batch_stride, const GemmOptions& options, int64_t m, int64_t n,
+                          int64_t k, const std::string& what) {
+  const float* bias = options.bias != nullptr ? options.bias->data<float>() : nullptr;
+  for (int64_t batch = 0; batch < options.batch; ++batch) {
+    float* c_mat = c + batch * c_batch_stride;
+    const dnnl_status_t status =
+        dnnl_sgemm(options.transpose_a ? 'T' : 'N', options.transpose_b ? 'T' : 'N', m, n, k,
+                   options.alpha, a.data + batch * a.batch_stride, a.ld,
+                   b.data + batch * b.batch_stride, b.ld, options.beta, c_mat, c_ld);
+    if (status != dnnl_success) return DnnlError(dnnl::error(status, "dnnl_sgemm"), what.c_str());
+    if (bias == nullptr) continue;
+    for (int64_t i = 0; i < m; ++i) {
+      float* __restrict row = c_mat + i * c_ld;
+      for (int64_t j = 0; j < n; ++j) row[j] += bias[j];
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gpipe

@@ -1,0 +1,41 @@
+// LayerDecorator: a layer that stands for another (the inner one) and changes how it computes:
+// its name, shapes, parameters, buffers, FLOPs, saved tensors and backward split are the inner
+// layer's; subclasses override the compute calls (Forward, Backward, BackwardInput,
+// BackwardWeight). The simulated device's stand-ins (SimLayer) and mixed precision (Bf16Layer)
+// are decorators.
+#ifndef GPIPE_LAYERS_LAYER_DECORATOR_H_
+#define GPIPE_LAYERS_LAYER_DECORATOR_H_
+
+#include <memory>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "layers/layer.h"
+
+namespace gpipe {
+
+class LayerDecorator : public Layer {
+ public:
+  explicit LayerDecorator(std::unique_ptr<Layer> inner)
+      : Layer(inner->name(), inner->input_shape(), inner->output_shape()),
+        inner_(std::move(inner)) {}
+
+  std::string_view type() const override { return inner_->type(); }
+  DType input_dtype() const override { return inner_->input_dtype(); }
+  std::vector<ParamSpec> parameter_specs() const override { return inner_->parameter_specs(); }
+  std::vector<ParamSpec> buffer_specs() const override { return inner_->buffer_specs(); }
+  double ForwardFlopsPerSample() const override { return inner_->ForwardFlopsPerSample(); }
+  bool OutputAliasesInput() const override { return inner_->OutputAliasesInput(); }
+  std::vector<SavedSpec> SavedPerSample() const override { return inner_->SavedPerSample(); }
+  bool SplitsBackward() const override { return inner_->SplitsBackward(); }
+
+  const Layer& inner() const { return *inner_; }
+
+ private:
+  std::unique_ptr<Layer> inner_;
+};
+
+}  // namespace gpipe
+
+#endif  // GPIPE_LAYERS_LAYER_DECORATOR_H_

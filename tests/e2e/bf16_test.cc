@@ -1,9 +1,8 @@
 // Mixed precision (training.precision: BF16) on the CPU backend (oneDNN's bf16 matmul): stage
 // counts, schedules and re-materialization still give bit-identical weights (every layer's
-// output and input gradient is a bf16 value, so the bf16 boundary loses nothing), replicas agree
-// with one process within 1e-5, the result
-// tracks fp32 training within a stated tolerance without equalling it, and boundary tensors
-// travel in half the bytes.
+// output and input gradient is a bf16 value, so the bf16 boundary loses nothing), data-parallel
+// replicas agree with one process within 1e-5, the result tracks fp32 training within a stated
+// tolerance without equalling it, and boundary tensors travel in half the bytes.
 #include <fstream>
 #include <string>
 #include <vector>

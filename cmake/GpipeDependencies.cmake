@@ -28,6 +28,7 @@ option(GPIPE_CUDA "Build the CUDA backend when a CUDA compiler is found" ON)
 set(GPIPE_CUDA_ARCHITECTURES "90;80" CACHE STRING
     "GPU architectures the CUDA backend is compiled for (CMAKE_CUDA_ARCHITECTURES syntax)")
 set(GPIPE_HAVE_CUDA OFF)
+set(GPIPE_HAVE_NCCL OFF)
 if(GPIPE_CUDA)
   include(CheckLanguage)
   check_language(CUDA)
@@ -59,14 +60,20 @@ if(GPIPE_CUDA)
     set_target_properties(CUDNN::cudnn PROPERTIES IMPORTED_LOCATION "${GPIPE_CUDNN_LIBRARY}"
                           INTERFACE_INCLUDE_DIRECTORIES "${GPIPE_CUDNN_INCLUDE_DIR}")
     # NCCL (runtime.transport: NCCL) ships beside the toolkit or in its own prefix (NCCL_ROOT).
+    # Without it the CUDA backend is built with the MPI transport only.
     find_library(GPIPE_NCCL_LIBRARY NAMES nccl
                  HINTS ${NCCL_ROOT} ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
-                 PATH_SUFFIXES lib lib64 REQUIRED)
+                 PATH_SUFFIXES lib lib64)
     find_path(GPIPE_NCCL_INCLUDE_DIR NAMES nccl.h
-              HINTS ${NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include REQUIRED)
-    add_library(NCCL::nccl UNKNOWN IMPORTED)
-    set_target_properties(NCCL::nccl PROPERTIES IMPORTED_LOCATION "${GPIPE_NCCL_LIBRARY}"
-                          INTERFACE_INCLUDE_DIRECTORIES "${GPIPE_NCCL_INCLUDE_DIR}")
+              HINTS ${NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
+    if(GPIPE_NCCL_LIBRARY AND GPIPE_NCCL_INCLUDE_DIR)
+      add_library(NCCL::nccl UNKNOWN IMPORTED)
+      set_target_properties(NCCL::nccl PROPERTIES IMPORTED_LOCATION "${GPIPE_NCCL_LIBRARY}"
+                            INTERFACE_INCLUDE_DIRECTORIES "${GPIPE_NCCL_INCLUDE_DIR}")
+      set(GPIPE_HAVE_NCCL ON)
+    else()
+      message(STATUS "gpipe: NCCL not found (set NCCL_ROOT); runtime.transport NCCL is not built")
+    endif()
     set(GPIPE_HAVE_CUDA ON)
     message(STATUS "gpipe: CUDA backend on (${CMAKE_CUDA_COMPILER}, CUDA "
                    "${CUDAToolkit_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES})")

@@ -84,12 +84,14 @@ TEST_F(CudaEquivalenceTest, EverySchedulePerformsTheSameUpdate) {
 // runtime.transport: NCCL on the one GPU: a single stage (its channel made and its groups of one,
 // no boundary). Pipelines across ranks need a GPU per rank under NCCL (below).
 TEST_F(CudaEquivalenceTest, NcclTransportOnOneGpuPerformsTheSameUpdate) {
+  if (!testing::NcclBuilt()) GTEST_SKIP() << "this build has no NCCL transport";
   const Weights over_mpi = Train(1, {});
   const Weights over_nccl = TrainOn("runtime { device: CUDA transport: NCCL }", 1, {});
   ExpectBitIdentical(over_nccl, over_mpi);
 }
 
 TEST_F(CudaEquivalenceTest, NcclRefusesRanksSharingTheGpuNamingTheMpiTransport) {
+  if (!testing::NcclBuilt()) GTEST_SKIP() << "this build has no NCCL transport";
   std::vector<std::string> argv = testing::MpirunPrefix(2);
   argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan",
                            testing::SourcePath(testing::kEquivalencePlan), "--override",

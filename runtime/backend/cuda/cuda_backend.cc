@@ -5,13 +5,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/backend/cuda/gpu_selection.h"
+#include "runtime/backend/cuda/nccl_channel_factory.h"
 #include "runtime/comm/host_staged_data_channel.h"
 #include "runtime/comm/mpi_data_channel.h"
-#include "runtime/comm/mpi_status.h"
-#include "runtime/comm/nccl/nccl_data_channel.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/cuda/cuda_device.h"
-#include "runtime/schedule/rank_layout.h"
 
 namespace gpipe {
 namespace {
@@ -30,7 +28,8 @@ class CudaBackend final : public Backend {
       const pb::Plan& plan, MPI_Comm world, AbortPoller abort_poller,
       absl::Duration setup_timeout) override {
     if (plan.runtime().transport() == pb::NCCL) {
-      return CreateNcclChannel(plan, world, std::move(abort_poller), setup_timeout);
+      return CreateNcclChannel(plan, world, std::move(abort_poller), setup_timeout, *device_,
+                               ordinal_, host_);
     }
     ASSIGN_OR_RETURN(
         std::unique_ptr<MpiDataChannel> host_channel,
@@ -41,41 +40,6 @@ class CudaBackend final : public Backend {
   ChunkAdapter ChunkAdapterFor(const pb::Plan&) override { return nullptr; }
 
  private:
-  // The ranks this one exchanges boundary tensors with: its replica's previous and next stage
-  // (the pipeline wraps around with interleaved chunks), as the worker's RankLayout says.
-  static absl::StatusOr<std::vector<int>> PeersOf(const pb::Plan& plan, int rank) {
-    const pb::Pipeline& pipeline = plan.pipeline();
-    ASSIGN_OR_RETURN(const schedule::RankLayout layout,
-                     schedule::RankLayout::Create(pipeline.data_parallel(), pipeline.stages()));
-    const bool wraps = pipeline.virtual_stages() > 1;
-    std::vector<int> peers;
-    for (const int peer : {layout.PrevRank(rank, wraps), layout.NextRank(rank, wraps)}) {
-      if (peer >= 0) peers.push_back(peer);
-    }
-    return peers;
-  }
-
-  absl::StatusOr<std::unique_ptr<DataChannel>> CreateNcclChannel(const pb::Plan& plan,
-                                                                 MPI_Comm world,
-                                                                 AbortPoller abort_poller,
-                                                                 absl::Duration setup_timeout) {
-    int rank = 0;
-    RETURN_IF_ERROR(MpiStatus(MPI_Comm_rank(world, &rank), "MPI_Comm_rank"));
-    ASSIGN_OR_RETURN(std::vector<int> peers, PeersOf(plan, rank));
-    ASSIGN_OR_RETURN(const std::string bus_id, PciBusIdOf(ordinal_));
-    ASSIGN_OR_RETURN(
-        std::unique_ptr<NcclDataChannel> channel,
-        NcclDataChannel::Create(world, std::move(abort_poller), nullptr,
-                                NcclDataChannelOptions{
-                                    .device = device_.get(),
-                                    .compute_stream = ComputeStreamOf(*device_),
-                                    .placement = absl::StrCat("host ", host_, " GPU ", bus_id),
-                                    .peers = std::move(peers),
-                                    .setup_timeout = setup_timeout,
-                                }));
-    return std::unique_ptr<DataChannel>(std::move(channel));
-  }
-
   std::unique_ptr<Device> device_;
   int ordinal_;       // the GPU's CUDA device id
   std::string host_;  // MPI's processor name

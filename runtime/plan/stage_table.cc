@@ -126,7 +126,10 @@ std::string FormatStageTable(const AnalyzedPlan& plan) {
       pipeline.micro_batches(), " micro-batches of ", micro_batch_size, " samples, schedule ",
       EnumName(pb::Schedule_descriptor(), pipeline.schedule()), ", remat ",
       EnumName(pb::Remat_descriptor(), pipeline.remat()), ", partition ",
-      pipeline.boundaries_size() > 0
+      // PROFILE's choice arrives as boundaries written by the balancer before the analysis.
+      pipeline.balance() == pb::PROFILE
+          ? std::string("balanced on PROFILE (the least predicted step time)")
+      : pipeline.boundaries_size() > 0
           ? std::string("from pipeline.boundaries")
           : absl::StrCat("balanced on ", EnumName(pb::Balance_descriptor(), pipeline.balance())),
       "\n\n");

@@ -464,6 +464,25 @@ data { synthetic {} }
   EXPECT_THAT(table, HasSubstr("    1  l5                   "));
 }
 
+TEST(StageTableTest, ProfileBalancedBoundariesAreNamedAsTheBalancersChoice) {
+  // balance: PROFILE reaches the analysis with the boundaries the balancer chose.
+  auto plan = AnalyzeText(R"(
+model {
+  input { shape: [4] }
+  layers { name: "l0" linear { out_features: 4 } }
+  layers { name: "l1" linear { out_features: 2 } }
+  loss { softmax_cross_entropy {} }
+}
+pipeline { stages: 2 boundaries: "l1" balance: PROFILE }
+training { global_batch: 2 steps: 1 optimizer { sgd { lr: 0.1 } } }
+data { synthetic {} }
+)",
+                          LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(FormatStageTable(*plan),
+              HasSubstr("partition balanced on PROFILE (the least predicted step time)\n"));
+}
+
 }  // namespace
 }  // namespace gpipe
 

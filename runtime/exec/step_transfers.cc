@@ -124,7 +124,9 @@ absl::Status StepTransfers::StartSend(Tensor tensor, int peer, const TransferKey
                                                    " has no peer to send ", ToString(key), " to"));
   }
   const int64_t posted_ns = scope_.TraceNow();
-  if (const DType wire = scope_.config().boundary_dtype; tensor.dtype() != wire) {
+  // Narrow on the wire (training.precision BF16): the values are already bf16 values.
+  if (const DType wire = scope_.config().boundary_dtype;
+      tensor.dtype() == DType::kF32 && wire != DType::kF32) {
     ASSIGN_OR_RETURN(Tensor narrow,
                      Tensor::Empty(res_.device, tensor.shape(), wire, tensor.memory_kind()));
     RETURN_IF_ERROR(res_.device.ops().tensor.Cast(tensor, narrow));

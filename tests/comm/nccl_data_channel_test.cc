@@ -218,7 +218,9 @@ TEST_F(NcclChannelTest, MisuseIsRefusedBeforeAnythingIsIssued) {
 }
 
 // A one-rank NCCL reduce group: the real NCCL all-reduce path (the channel hands groups of one a
-// SoloReduceGroup), buckets in order, device tensors only.
+// SoloReduceGroup), buckets in order, device tensors only. A sum over one rank leaves the values
+// as they are, so this shows the path runs and keeps the data, not that it adds: the two-rank
+// sums need two GPUs.
 TEST_F(NcclChannelTest, OneRankReduceGroupRunsTheNcclPath) {
   if (WorldSize() != 1) GTEST_SKIP() << "one rank per group here";
   RealClock clock;

@@ -35,7 +35,7 @@ NcclCommunicator::~NcclCommunicator() {
       if (!abandoned_.empty()) clock().SleepFor(kMaxPollSleep);
     }
     bool finalized = false;
-    if (abandoned_.empty() && Health().ok() && comm_ != nullptr) {
+    if (abandoned_.empty() && Health().ok()) {
       finalized = NcclStatus(ncclCommFinalize(comm_), "ncclCommFinalize", comm_).ok() &&
                   Settle(deadline, "finalizing").ok();
     }
@@ -51,41 +51,51 @@ NcclCommunicator::~NcclCommunicator() {
   abandoned_.clear();
 }
 
+absl::StatusOr<bool> NcclCommunicator::InProgress() {
+  if (comm_ == nullptr) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(options_.description, " was aborted earlier: ", abort_reason_));
+  }
+  ncclResult_t state = ncclSuccess;
+  absl::Status status =
+      NcclStatus(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError", comm_);
+  if (status.ok()) status = NcclStatus(state, "asynchronous error", comm_);
+  if (!status.ok()) return Fail(WithContext(status, options_.description));
+  return state == ncclInProgress;
+}
+
+absl::Status NcclCommunicator::Fail(const absl::Status& status) {
+  if (comm_ == nullptr) return status;  // already aborted: the status says why
+  Abort(std::string(status.message()));
+  return absl::Status(status.code(),
+                      absl::StrCat(status.message(), "; the communicator was aborted"));
+}
+
 absl::Status NcclCommunicator::Settle(absl::Time deadline, const char* what) {
-  absl::Status status = PollUntil(
+  const absl::Status status = PollUntil(
       [&]() -> absl::StatusOr<bool> {
-        ncclResult_t state = ncclSuccess;
-        RETURN_IF_ERROR(
-            NcclStatus(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError", comm_));
-        if (state == ncclInProgress) return false;
-        RETURN_IF_ERROR(NcclStatus(state, "asynchronous error", comm_));
-        return true;
+        ASSIGN_OR_RETURN(const bool busy, InProgress());
+        return !busy;
       },
       deadline, options_.abort_poller, clock(),
       [&] { return absl::StrCat(options_.description, ": ", what); });
-  if (!status.ok()) {
-    status = WithContext(status, absl::StrCat(options_.description, " (", what, ")"));
-    Abort(std::string(status.message()));
-    return absl::Status(status.code(),
-                        absl::StrCat(status.message(), "; the communicator was aborted"));
-  }
-  return absl::OkStatus();
+  // A deadline or a job abort leaves NCCL working: only aborting ends it.
+  return status.ok() ? status : Fail(status);
 }
 
 absl::Status NcclCommunicator::After(cudaStream_t producer) {
-  ASSIGN_OR_RETURN(cuda::Event ready, cuda::CreateEvent(/*timing=*/false));
-  GPIPE_CUDA_RETURN_IF_ERROR(cudaEventRecord(ready.get(), producer));
-  GPIPE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_.get(), ready.get(), 0));
+  // One event serves every call: the wait captures what the event marks when it is issued.
+  if (producer_ready_ == nullptr) {
+    ASSIGN_OR_RETURN(producer_ready_, cuda::CreateEvent(/*timing=*/false));
+  }
+  GPIPE_CUDA_RETURN_IF_ERROR(cudaEventRecord(producer_ready_.get(), producer));
+  GPIPE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream_.get(), producer_ready_.get(), 0));
   return absl::OkStatus();
 }
 
 absl::Status NcclCommunicator::Issue(absl::FunctionRef<ncclResult_t()> operations,
                                      absl::Time deadline) {
   ReapAbandoned();
-  if (comm_ == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(options_.description, " was aborted earlier: ", abort_reason_));
-  }
   RETURN_IF_ERROR(Health());
   absl::Status status = NcclStatus(ncclGroupStart(), "ncclGroupStart", comm_);
   if (status.ok()) {
@@ -94,11 +104,7 @@ absl::Status NcclCommunicator::Issue(absl::FunctionRef<ncclResult_t()> operation
     const absl::Status end = NcclStatus(ncclGroupEnd(), "ncclGroupEnd", comm_);
     if (status.ok()) status = end;
   }
-  if (!status.ok()) {
-    status = WithContext(status, options_.description);
-    Abort(std::string(status.message()));
-    return status;
-  }
+  if (!status.ok()) return Fail(WithContext(status, options_.description));
   return Settle(deadline, "issuing a group");
 }
 
@@ -108,23 +114,7 @@ absl::StatusOr<cuda::Event> NcclCommunicator::Record() {
   return done;
 }
 
-absl::Status NcclCommunicator::Health() {
-  if (comm_ == nullptr) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(options_.description, " was aborted earlier: ", abort_reason_));
-  }
-  ncclResult_t state = ncclSuccess;
-  absl::Status status =
-      NcclStatus(ncclCommGetAsyncError(comm_, &state), "ncclCommGetAsyncError", comm_);
-  if (status.ok()) status = NcclStatus(state, "asynchronous error", comm_);
-  if (!status.ok()) {
-    status = WithContext(status, options_.description);
-    Abort(std::string(status.message()));
-    return absl::Status(status.code(),
-                        absl::StrCat(status.message(), "; the communicator was aborted"));
-  }
-  return absl::OkStatus();
-}
+absl::Status NcclCommunicator::Health() { return InProgress().status(); }
 
 void NcclCommunicator::Abort(const std::string& why) {
   if (comm_ == nullptr) return;

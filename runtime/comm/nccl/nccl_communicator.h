@@ -89,7 +89,12 @@ class NcclCommunicator {
  private:
   NcclCommunicator(ncclComm_t comm, cuda::Stream stream, int size, Options options)
       : comm_(comm), stream_(std::move(stream)), size_(size), options_(std::move(options)) {}
-  // Polls ncclCommGetAsyncError until it is no longer ncclInProgress.
+  // ncclCommGetAsyncError: true while NCCL is still working on a non-blocking call, false when
+  // done and healthy; an error (FAILED_PRECONDITION once aborted) aborts the communicator.
+  absl::StatusOr<bool> InProgress();
+  // Aborts the communicator with `status` (unless already aborted) and returns it, saying so.
+  absl::Status Fail(const absl::Status& status);
+  // Polls InProgress until it is false; a deadline or job abort aborts the communicator.
   absl::Status Settle(absl::Time deadline, const char* what);
   void ReapAbandoned();
 
@@ -103,6 +108,7 @@ class NcclCommunicator {
   int size_;
   Options options_;
   RealClock real_clock_;
+  cuda::Event producer_ready_;  // After's event, created on first use
   std::string abort_reason_;
   std::vector<Abandoned> abandoned_;
 };

@@ -31,16 +31,10 @@ std::vector<uint16_t> Pack(const MatrixView& view, int64_t batch) {
 // The logical [batch,] rows x cols matrix over a dense packed copy of stored shape
 // stored_rows x stored_cols, transposed or not.
 memory::desc PackedDesc(int64_t batch, int64_t stored_rows, int64_t stored_cols, bool transpose) {
-  const int64_t rows = transpose ? stored_cols : stored_rows;
-  const int64_t cols = transpose ? stored_rows : stored_cols;
-  const int64_t row_stride = transpose ? 1 : stored_cols;
-  const int64_t col_stride = transpose ? stored_cols : 1;
-  if (batch == 1) {
-    return memory::desc({rows, cols}, memory::data_type::bf16,
-                        memory::dims{row_stride, col_stride});
-  }
-  return memory::desc({batch, rows, cols}, memory::data_type::bf16,
-                      memory::dims{stored_rows * stored_cols, row_stride, col_stride});
+  return transpose ? MatrixDesc(memory::data_type::bf16, batch, stored_cols, stored_rows, 1,
+                                stored_cols, stored_rows * stored_cols)
+                   : MatrixDesc(memory::data_type::bf16, batch, stored_rows, stored_cols,
+                                stored_cols, 1, stored_rows * stored_cols);
 }
 
 }  // namespace
@@ -66,9 +60,7 @@ const CpuBf16Gemm::Cached& CpuBf16Gemm::Lookup(const MatrixView& a, const Matrix
   try {
     cached.a = PackedDesc(batch, a.rows, a.cols, options.transpose_a);
     cached.b = PackedDesc(batch, b.rows, b.cols, options.transpose_b);
-    cached.c = batch == 1 ? memory::desc({m, n}, memory::data_type::f32, memory::dims{c.ld, 1})
-                          : memory::desc({batch, m, n}, memory::data_type::f32,
-                                         memory::dims{c.batch_stride, c.ld, 1});
+    cached.c = MatrixDesc(memory::data_type::f32, batch, m, n, c.ld, 1, c.batch_stride);
   } catch (const dnnl::error&) {
     return cached;
   }

@@ -35,15 +35,11 @@ float* MutableData(const MatrixView& view) {
   return static_cast<float*>(shared.raw_data()) + view.offset;
 }
 
-// The descriptor of `batch` matrices of logical shape [rows, cols] whose element (i, j) sits at
-// i * row_stride + j * col_stride (a transpose swaps the two strides).
+// An f32 descriptor (see MatrixDesc).
 memory::desc Desc(int64_t batch, int64_t rows, int64_t cols, int64_t row_stride, int64_t col_stride,
                   int64_t batch_stride) {
-  if (batch == 1) {
-    return memory::desc({rows, cols}, memory::data_type::f32, memory::dims{row_stride, col_stride});
-  }
-  return memory::desc({batch, rows, cols}, memory::data_type::f32,
-                      memory::dims{batch_stride, row_stride, col_stride});
+  return MatrixDesc(memory::data_type::f32, batch, rows, cols, row_stride, col_stride,
+                    batch_stride);
 }
 
 std::string Describe(const MatrixView& a, const MatrixView& b, const MatrixView& c,

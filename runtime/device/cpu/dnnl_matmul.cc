@@ -8,6 +8,13 @@ namespace gpipe {
 
 using dnnl::memory;
 
+memory::desc MatrixDesc(memory::data_type type, int64_t batch, int64_t rows, int64_t cols,
+                        int64_t row_stride, int64_t col_stride, int64_t batch_stride) {
+  if (batch == 1) return memory::desc({rows, cols}, type, memory::dims{row_stride, col_stride});
+  return memory::desc({batch, rows, cols}, type,
+                      memory::dims{batch_stride, row_stride, col_stride});
+}
+
 memory::desc MatmulBiasDesc(int64_t batch, int64_t n) {
   return batch == 1 ? memory::desc({1, n}, memory::data_type::f32, memory::dims{n, 1})
                     : memory::desc({1, 1, n}, memory::data_type::f32, memory::dims{n, n, 1});

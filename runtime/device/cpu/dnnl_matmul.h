@@ -15,6 +15,13 @@
 
 namespace gpipe {
 
+// The descriptor of `batch` matrices of logical shape [rows, cols] of `type` whose element (i, j)
+// sits at i * row_stride + j * col_stride (a transpose swaps the two strides), matrix b at
+// b * batch_stride. Throws dnnl::error for strides oneDNN cannot describe.
+dnnl::memory::desc MatrixDesc(dnnl::memory::data_type type, int64_t batch, int64_t rows,
+                              int64_t cols, int64_t row_stride, int64_t col_stride,
+                              int64_t batch_stride);
+
 // The f32 bias descriptor of n columns for `batch` products (broadcast over rows and batch).
 dnnl::memory::desc MatmulBiasDesc(int64_t batch, int64_t n);
 

@@ -1,5 +1,15 @@
 // gpipe-run: checks a plan and launches its job: `mpirun -np K gpipe-worker --plan PLAN ...`
-// (or srun under Slurm). Its exit code is the job's.
+// (or srun under Slurm). Its exit code is the job's (gpipe-worker's codes: 0 finished, 1 failed,
+// 3 stopped as asked), 2 for its own usage errors, 128 + N after a second signal N.
+//
+// Signals: the launcher runs in its own process group, so the terminal's Ctrl-C reaches only
+// gpipe-run (mpirun would kill the job within about two seconds). The first SIGINT or SIGTERM is
+// passed on as SIGUSR1, which mpirun and srun forward to every rank: the ranks finish the step,
+// save a checkpoint when the plan has one, and exit with 3. A second signal ends gpipe-run at
+// once, and the launcher, which gets SIGTERM when gpipe-run dies, ends the job.
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "launcher/flags.h"
+#include "launcher/stop_signals.h"
 #include "layers/registry.h"
 #include "runtime/coord/plan_balance.h"
 #include "runtime/plan/plan_analysis.h"
@@ -29,7 +40,8 @@ constexpr char kUsage[] =
     "  --launcher-arg ARG    extra argument for the launcher (repeatable), e.g. --hostfile\n"
     "  --dry-run             print the command (arguments joined by spaces, unquoted)\n"
     "  worker flags          --override TEXT (repeatable), --metrics-out FILE, --trace FILE,\n"
-    "                        --init-from FILE, --export FILE, --startup-timeout SEC\n"
+    "                        --init-from FILE, --export FILE, --resume CKPT,\n"
+    "                        --startup-timeout SEC"
     "                        (passed to every gpipe-worker; see gpipe-worker --help)\n";
 
 std::string WorkerPath() {
@@ -42,6 +54,55 @@ std::string WorkerPath() {
 int Fail(const std::string& message) {
   std::fprintf(stderr, "gpipe-run: %s\n", message.c_str());
   return 2;
+}
+
+// Runs `command` in its own process group and waits for it, passing the first stop signal on as
+// SIGUSR1 (see the top of this file). Returns its exit code (128 + N when a signal N killed it).
+int RunLauncher(std::vector<std::string>& command) {
+  auto signals = gpipe::StopSignals::Install("gpipe-run");
+  if (!signals.ok()) return Fail(std::string(signals.status().message()));
+  std::vector<char*> exec_args;
+  for (std::string& part : command) exec_args.push_back(part.data());
+  exec_args.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  if (child < 0) return Fail(absl::StrCat("fork: ", std::strerror(errno)));
+  if (child == 0) {
+    ::setpgid(0, 0);
+    // The launcher ends the job when gpipe-run dies, however it dies.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(128 + SIGTERM);
+    // Handlers do not survive exec; the signal mask does.
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execvp(exec_args[0], exec_args.data());
+    std::fprintf(stderr, "gpipe-run: could not start %s: %s\n", exec_args[0],
+                 std::strerror(errno));
+    ::_exit(127);
+  }
+  ::setpgid(child, child);  // also here: whichever runs first
+  bool forwarded = false;
+  while (true) {
+    int status = 0;
+    const pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child) {
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      return 128 + WTERMSIG(status);
+    }
+    if (done < 0 && errno != EINTR) return Fail(absl::StrCat("waitpid: ", std::strerror(errno)));
+    if ((*signals)->requested() && !forwarded) {
+      forwarded = true;
+      std::fprintf(stderr,
+                   "gpipe-run: %s: asking every rank to stop after its current step (signal "
+                   "again to stop at once)\n",
+                   ::strsignal((*signals)->signal()));
+      ::kill(child, SIGUSR1);
+    }
+    ::usleep(20'000);
+  }
 }
 
 }  // namespace
@@ -58,6 +119,7 @@ int main(int argc, char** argv) {
                                   {"trace"},
                                   {"init-from"},
                                   {"export"},
+                                  {"resume"},
                                   {"startup-timeout"}},
                                  args);
   if (!flags.ok()) return Fail(absl::StrCat(flags.status().message(), "\n", kUsage));
@@ -96,20 +158,22 @@ int main(int argc, char** argv) {
   const std::string launcher = flags->Get("launcher").value_or("mpirun");
   std::vector<std::string> command;
   if (launcher == "mpirun") {
-    command = {"mpirun", "-np", absl::StrCat(processes)};
+    // The launcher runs in a background process group: it must not read the terminal.
+    command = {"mpirun", "--stdin", "none", "-np", absl::StrCat(processes)};
     if (geteuid() == 0) command.push_back("--allow-run-as-root");
     if (processes > static_cast<int64_t>(std::thread::hardware_concurrency())) {
       command.insert(command.end(), {"--oversubscribe", "--bind-to", "none"});
     }
   } else if (launcher == "srun") {
-    command = {"srun", "-n", absl::StrCat(processes)};
+    command = {"srun", "--input", "none", "-n", absl::StrCat(processes)};
   } else {
     return Fail(absl::StrCat("--launcher must be mpirun or srun, got '", launcher, "'"));
   }
   for (const std::string& extra : flags->GetAll("launcher-arg")) command.push_back(extra);
   command.insert(command.end(), {WorkerPath(), "--plan", plan_path});
   for (const std::string& o : overrides) command.insert(command.end(), {"--override", o});
-  for (const char* name : {"metrics-out", "trace", "init-from", "export", "startup-timeout"}) {
+  for (const char* name :
+       {"metrics-out", "trace", "init-from", "export", "resume", "startup-timeout"}) {
     if (auto value = flags->Get(name))
       command.insert(command.end(), {absl::StrCat("--", name), *value});
   }
@@ -124,10 +188,5 @@ int main(int argc, char** argv) {
     std::printf("%s\n", absl::StrJoin(command, " ").c_str());
     return 0;
   }
-  std::vector<char*> exec_args;
-  for (std::string& part : command) exec_args.push_back(part.data());
-  exec_args.push_back(nullptr);
-  std::fflush(stdout);
-  execvp(exec_args[0], exec_args.data());
-  return Fail(absl::StrCat("could not start ", command[0], ": ", std::strerror(errno)));
+  return RunLauncher(command);
 }

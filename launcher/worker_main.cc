@@ -1,5 +1,10 @@
 // gpipe-worker: one pipeline stage process. Started by mpirun/srun (usually through gpipe-run),
 // one per rank; rank 0 also coordinates. See README.md for the flags.
+//
+// Exit codes: 0 the run finished; 1 it failed (every rank says why or names the rank that did);
+// 2 bad flags; 3 it stopped early as asked by SIGINT, SIGTERM or SIGUSR1, at a step boundary on
+// every rank, after saving a checkpoint when the plan has one; 128 + N a second signal N ended
+// it at once.
 #include <cstdio>
 #include <cstdlib>
 #include <string>
@@ -7,11 +12,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "launcher/flags.h"
+#include "launcher/stop_signals.h"
 #include "runtime/comm/mpi_environment.h"
 #include "runtime/coord/worker.h"
 #include "runtime/core/logger.h"
 
 namespace {
+
+constexpr int kExitStopped = 3;
 
 constexpr char kUsage[] =
     "usage: mpirun -np K gpipe-worker --plan PLAN.pbtxt [flags]\n"
@@ -22,6 +30,8 @@ constexpr char kUsage[] =
     "  --trace FILE           write a Chrome/Perfetto trace of the run (overrides runtime.trace)\n"
     "  --init-from FILE       load initial parameters from a safetensors file, by name\n"
     "  --export FILE          write all parameters to a safetensors file after training\n"
+    "  --resume CKPT          continue from a checkpoint: latest (the plan's checkpoint.dir),\n"
+    "                         a checkpoint directory, or one of its step-N directories\n"
     "  --startup-timeout SEC  how long ranks wait for rank 0's setup (default 120)\n"
     "  --help                 this text\n";
 
@@ -35,6 +45,7 @@ int main(int argc, char** argv) {
                                   {"trace"},
                                   {"init-from"},
                                   {"export"},
+                                  {"resume"},
                                   {"startup-timeout"},
                                   {"help", false}},
                                  args);
@@ -54,6 +65,7 @@ int main(int argc, char** argv) {
   options.trace = flags->Get("trace").value_or("");
   options.init_from = flags->Get("init-from").value_or("");
   options.export_path = flags->Get("export").value_or("");
+  options.resume = flags->Get("resume").value_or("");
   // Quoted in the CUDA backend's messages when a rank finds no GPU (CUDA itself reads it).
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible != nullptr) {
     options.cuda_visible_devices = visible;
@@ -77,7 +89,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpipe-worker: %s\n", std::string(mpi.status().message()).c_str());
     return 1;
   }
+  auto signals = gpipe::StopSignals::Install("gpipe-worker");
+  if (!signals.ok()) {
+    std::fprintf(stderr, "gpipe-worker: %s\n", std::string(signals.status().message()).c_str());
+    return 1;
+  }
+  options.stop_requested = [&signals] { return (*signals)->requested(); };
   const gpipe::Logger logger((*mpi)->rank());
   const absl::Status status = gpipe::RunWorker(options, **mpi, logger);
-  return status.ok() ? 0 : 1;
+  if (status.ok()) return 0;
+  return absl::IsCancelled(status) ? kExitStopped : 1;
 }

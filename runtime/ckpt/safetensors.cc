@@ -1,24 +1,16 @@
 #include "runtime/ckpt/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <bit>
-#include <cerrno>
-#include <cstdio>
 #include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <limits>
 #include <optional>
 #include <set>
-#include <system_error>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/ckpt/crc32.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/json.h"
 #include "runtime/core/json_fields.h"
@@ -52,25 +44,6 @@ absl::Status Invalid(const std::string& source, absl::string_view problem) {
 }
 
 // Writes all of `bytes` to `fd`, retrying on short writes and EINTR.
-bool WriteAll(int fd, const char* bytes, size_t size) {
-  while (size > 0) {
-    const ssize_t written = ::write(fd, bytes, size);
-    if (written < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    bytes += written;
-    size -= static_cast<size_t>(written);
-  }
-  return true;
-}
-
-std::string DirectoryOf(const std::string& path) {
-  const size_t slash = path.rfind('/');
-  if (slash == std::string::npos) return ".";
-  if (slash == 0) return "/";
-  return path.substr(0, slash);
-}
 struct EntryInfo {
   std::string name;
   std::vector<int64_t> shape;
@@ -140,8 +113,9 @@ absl::StatusOr<EntryInfo> ParseEntry(const std::string& source, const std::strin
 
 }  // namespace
 
-absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTensorData>& tensors,
-                              const std::map<std::string, std::string>& metadata) {
+absl::StatusOr<WrittenFile> WriteSafetensors(const std::string& path,
+                                             const std::vector<NamedTensorData>& tensors,
+                                             const std::map<std::string, std::string>& metadata) {
   std::set<std::string> names;
   Json header = Json::object();
   if (!metadata.empty()) header[kMetadataKey] = metadata;
@@ -193,45 +167,16 @@ absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTe
   const uint64_t header_size = text.size();
   std::memcpy(length, &header_size, 8);
 
-  std::string tmp_path = path + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmp_path.data());
-  if (fd < 0) {
-    return absl::NotFoundError(absl::StrCat("cannot create a temporary file beside ", path, ": ",
-                                            std::strerror(errno),
-                                            "; check that the directory exists and is writable"));
+  std::vector<absl::string_view> pieces = {absl::string_view(length, 8), text};
+  for (const NamedTensorData& tensor : tensors) {
+    pieces.emplace_back(reinterpret_cast<const char*>(tensor.values.data()),
+                        tensor.values.size() * sizeof(float));
   }
-  // The first failing step names itself and errno; the temporary file is removed.
-  const auto fail = [&](const char* step) {
-    const std::string reason = std::strerror(errno);
-    ::unlink(tmp_path.c_str());
-    return absl::DataLossError(
-        absl::StrCat("writing ", path, " failed (", step, " ", tmp_path, "): ", reason));
-  };
-  bool ok =
-      ::fchmod(fd, 0644) == 0 && WriteAll(fd, length, 8) && WriteAll(fd, text.data(), text.size());
-  for (size_t i = 0; ok && i < tensors.size(); ++i) {
-    ok = WriteAll(fd, reinterpret_cast<const char*>(tensors[i].values.data()),
-                  tensors[i].values.size() * sizeof(float));
-  }
-  if (!ok) {
-    absl::Status status = fail("write");
-    ::close(fd);
-    return status;
-  }
-  if (::fsync(fd) != 0) {
-    absl::Status status = fail("fsync");
-    ::close(fd);
-    return status;
-  }
-  if (::close(fd) != 0) return fail("close");
-  if (::rename(tmp_path.c_str(), path.c_str()) != 0) return fail("rename");
-  // Make the rename itself durable.
-  const int dir_fd = ::open(DirectoryOf(path).c_str(), O_RDONLY | O_DIRECTORY);
-  if (dir_fd >= 0) {
-    ::fsync(dir_fd);
-    ::close(dir_fd);
-  }
-  return absl::OkStatus();
+  RETURN_IF_ERROR(WriteFileAtomically(path, pieces));
+  WrittenFile written;
+  for (absl::string_view piece : pieces) written.bytes += static_cast<int64_t>(piece.size());
+  written.crc32 = Crc32(pieces);
+  return written;
 }
 
 absl::StatusOr<SafetensorsContents> ParseSafetensors(absl::string_view bytes,

@@ -2,7 +2,7 @@
 // exchange weights in: an 8-byte little-endian header length N, N bytes of JSON
 // {"name": {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, ...,
 //  "__metadata__": {"key": "value"}} padded with spaces to a multiple of 8, then the data.
-// gpipe writes and reads F32 tensors; writes are atomic (temporary file, fsync, rename).
+// gpipe writes and reads F32 tensors; writes are atomic and durable (WriteFileAtomically).
 #ifndef GPIPE_RUNTIME_CKPT_SAFETENSORS_H_
 #define GPIPE_RUNTIME_CKPT_SAFETENSORS_H_
 
@@ -32,12 +32,19 @@ struct SafetensorsContents {
 // The largest header gpipe reads (the reference implementation's limit).
 inline constexpr uint64_t kMaxSafetensorsHeaderBytes = 100'000'000;
 
-// Writes `tensors` (data in the given order) and `metadata` to `path` atomically: a temporary
-// file beside it is written, fsynced and renamed over `path`. INVALID_ARGUMENT for duplicate or
-// reserved ("__metadata__") names, a shape that does not match the value count, or names and
-// metadata that are not valid UTF-8; errors name the tensor.
-absl::Status WriteSafetensors(const std::string& path, const std::vector<NamedTensorData>& tensors,
-                              const std::map<std::string, std::string>& metadata);
+// What a write produced: the file's size and CRC-32 (zlib's).
+struct WrittenFile {
+  int64_t bytes = 0;
+  uint32_t crc32 = 0;
+};
+
+// Writes `tensors` (data in the given order) and `metadata` to `path` with WriteFileAtomically
+// (a crash leaves the old file or the new one; only a regular file is replaced).
+// INVALID_ARGUMENT for duplicate or reserved ("__metadata__") names, a shape that does not match
+// the value count, or names and metadata that are not valid UTF-8; errors name the tensor.
+absl::StatusOr<WrittenFile> WriteSafetensors(const std::string& path,
+                                             const std::vector<NamedTensorData>& tensors,
+                                             const std::map<std::string, std::string>& metadata);
 
 // Reads every tensor of an F32 safetensors file, in data order. Validates the header length,
 // the JSON, every entry, offsets inside the data, sizes == product(shape) * 4, and that the

@@ -49,6 +49,10 @@ std::string ControlTagName(int tag) {
       return "clock probe";
     case kControlTagTrace:
       return "trace";
+    case kControlTagCheckpoint:
+      return "checkpoint";
+    case kControlTagResume:
+      return "resume";
     default:
       return absl::StrCat("tag ", tag);
   }

@@ -1,13 +1,13 @@
 #include "runtime/coord/setup_builder.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 #include <optional>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/coord/plan_balance.h"
+#include "runtime/coord/resume_source.h"
+#include "runtime/core/output_path.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/plan/plan_loader.h"
 #include "runtime/schedule/program.h"
@@ -71,6 +71,27 @@ std::vector<pb::TieGroup> TieGroupsOfReplica(const AnalyzedPlan& analyzed,
   return ties;
 }
 
+// Every output is checked before the first step, so that a run never trains to lose its result.
+absl::Status CheckOutputs(const WorkerOptions& options, const pb::Plan& plan) {
+  if (!options.export_path.empty()) {
+    RETURN_IF_ERROR(CheckOutputFile("--export", options.export_path));
+  }
+  if (!options.metrics_out.empty()) {
+    RETURN_IF_ERROR(CheckOutputFile("--metrics-out", options.metrics_out));
+  } else if (!plan.runtime().metrics_out().empty()) {
+    RETURN_IF_ERROR(CheckOutputFile("runtime.metrics_out", plan.runtime().metrics_out()));
+  }
+  if (!options.trace.empty()) {
+    RETURN_IF_ERROR(CheckOutputFile("--trace", options.trace));
+  } else if (!plan.runtime().trace().empty()) {
+    RETURN_IF_ERROR(CheckOutputFile("runtime.trace", plan.runtime().trace()));
+  }
+  if (plan.has_checkpoint()) {
+    RETURN_IF_ERROR(CheckOutputDirectory("checkpoint.dir", plan.checkpoint().dir()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_size,
@@ -83,15 +104,20 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
   if (!options.init_from.empty() && !std::filesystem::exists(options.init_from)) {
     return absl::NotFoundError(absl::StrCat("--init-from: ", options.init_from, ": no such file"));
   }
-  if (!options.export_path.empty()) {
-    // Fail before training, not after it, when the export cannot be written.
-    const std::filesystem::path parent =
-        std::filesystem::absolute(options.export_path).parent_path();
-    if (!std::filesystem::is_directory(parent) || access(parent.c_str(), W_OK) != 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--export: ", options.export_path,
-                                                     ": the directory ", parent.string(),
-                                                     " does not exist or is not writable"));
-    }
+  if (!options.init_from.empty() && !options.resume.empty()) {
+    return absl::InvalidArgumentError(
+        "--init-from and --resume exclude each other (a checkpoint holds the parameters)");
+  }
+  pb::Plan& plan = job.analyzed.plan;
+  if (plan.has_checkpoint()) {
+    // Every rank writes into it: the path must not depend on where a rank runs.
+    plan.mutable_checkpoint()->set_dir(
+        std::filesystem::absolute(plan.checkpoint().dir()).lexically_normal().string());
+  }
+  RETURN_IF_ERROR(CheckOutputs(options, plan));
+  std::optional<pb::ResumeFrom> resume;
+  if (!options.resume.empty()) {
+    ASSIGN_OR_RETURN(resume, ResolveResume(options.resume, plan));
   }
   const pb::Pipeline& pipeline = job.analyzed.plan.pipeline();
   ASSIGN_OR_RETURN(schedule::Program program,
@@ -136,6 +162,7 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
       *setup.mutable_eval_program() = schedule::ToProto(eval_program->stage_programs[stage]);
     }
     if (!options.init_from.empty()) setup.set_init_from(options.init_from);
+    if (resume.has_value()) *setup.mutable_resume() = *resume;
     setup.set_export_parameters(!options.export_path.empty());
     for (int64_t d : job.analyzed.target_shape.dims()) setup.add_target_shape(d);
     setup.set_class_targets(job.analyzed.target_dtype == DType::kI64);

@@ -1,8 +1,9 @@
 // ResolveJob: rank 0's start-up work: load the plan (file + overrides), validate it, infer
-// shapes, resolve the partition, build and verify the schedule, check the --init-from and
-// --export paths, and produce every rank's Setup message. No MPI; it reads only the plan, its
-// data files' existence and those paths. Any problem is one error whose message every rank
-// prints.
+// shapes, resolve the partition, build and verify the schedule, check --init-from, every output
+// path (export, metrics, trace, checkpoint.dir: output_path.h) and the --resume checkpoint
+// (resume_source.h), and produce every rank's Setup message. No MPI; it reads only the plan, its
+// data files' existence, those paths and the checkpoint's manifest. Any problem is one error
+// whose message every rank prints.
 #ifndef GPIPE_RUNTIME_COORD_SETUP_BUILDER_H_
 #define GPIPE_RUNTIME_COORD_SETUP_BUILDER_H_
 

@@ -25,6 +25,20 @@
 //              same parts) instead of the training program; at its ReportEval the reports meet
 //              at the same barrier (the decision is ignored) and rank 0 adds the last stage's
 //              sums (loss, samples, correct predictions) into the evaluation line and record.
+//   checkpoint with a plan's checkpoint section, after every checkpoint.every_steps steps and
+//              when the job is asked to stop, rank 0 empties DIR/step-N and broadcasts
+//              StepCommand {checkpoint, step N}; every rank meets in CheckpointSession::Save
+//              (kCheckpoint: replica 0's ranks write their shards, rank 0 the manifest and
+//              `latest`, every rank learns the outcome).
+//   resume     with Setup.resume, before the first step every rank restores its stage's
+//              tensors from the checkpoint (CheckpointSession::Restore, kResume); the steps
+//              continue from the checkpoint's step, so the sample indices and random streams
+//              are the uninterrupted run's.
+//   stop       a rank asked to stop (WorkerOptions::stop_requested: a signal) says so in its
+//              StepReport; the decision carries `stop` to every rank, the step completes, a
+//              checkpoint is saved (when configured), and rank 0 broadcasts StepCommand {stop,
+//              interrupted}: every rank returns CANCELLED (gpipe-worker's exit code 3), with
+//              no export.
 //   end        rank 0 broadcasts StepCommand {stop}. If export was asked for, every rank gathers
 //              a ParameterShard to rank 0 (kExport), which writes one safetensors file.
 //   trace      with runtime.trace, after the setup rank 0 exchanges clock probes with each rank
@@ -40,6 +54,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -47,12 +62,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "layers/registry.h"
 #include "runtime/backend/backend_registry.h"
 #include "runtime/ckpt/safetensors.h"
 #include "runtime/comm/control_channel.h"
 #include "runtime/comm/mpi_data_channel.h"
+#include "runtime/coord/checkpoint_session.h"
 #include "runtime/coord/eval_summary.h"
 #include "runtime/coord/reduce_groups.h"
 #include "runtime/coord/setup_builder.h"
@@ -76,26 +93,35 @@ constexpr absl::Duration kTracePartsWait = absl::Milliseconds(1500);
 constexpr absl::Duration kTraceMergeWait = absl::Seconds(20);
 
 // Rank 0 side of the gradient-sync barrier also records the step's reports for the summary.
+// It also carries stop requests: a rank asked to stop says so in its report, and the decision
+// tells every rank that this step is the last.
 class CoordinatorGate final : public GradientSyncGate {
  public:
-  CoordinatorGate(ControlChannel& control, absl::Duration timeout)
-      : control_(control), timeout_(timeout) {}
+  // `stop_requested`: WorkerOptions::stop_requested (may be null).
+  CoordinatorGate(ControlChannel& control, absl::Duration timeout,
+                  std::function<bool()> stop_requested)
+      : control_(control), timeout_(timeout), stop_requested_(std::move(stop_requested)) {}
 
   absl::StatusOr<bool> Synchronize(const pb::StepReport& report) override {
+    pb::StepReport mine = report;
+    if (stop_requested_ != nullptr && stop_requested_()) mine.set_stop_requested(true);
     ASSIGN_OR_RETURN(std::vector<std::string> gathered,
-                     control_.GatherToRoot(report, absl::Now() + timeout_, kControlTagStepReport));
+                     control_.GatherToRoot(mine, absl::Now() + timeout_, kControlTagStepReport));
     pb::StepDecision decision;
     if (control_.rank() == 0) {
       reports_.assign(gathered.size(), pb::StepReport());
       bool apply = true;
+      bool stop = false;
       for (size_t r = 0; r < gathered.size(); ++r) {
         if (!reports_[r].ParseFromString(gathered[r])) {
           return absl::DataLossError(absl::StrCat("unreadable step report from rank ", r));
         }
         if (reports_[r].non_finite()) apply = false;
+        if (reports_[r].stop_requested()) stop = true;
       }
       decision.set_step(report.step());
       decision.set_apply(apply);
+      decision.set_stop(stop);
     }
     RETURN_IF_ERROR(control_.Broadcast(decision, absl::Now() + timeout_, kControlTagDecision));
     if (decision.step() != report.step()) {
@@ -103,19 +129,41 @@ class CoordinatorGate final : public GradientSyncGate {
                                               " arrived during step ", report.step()));
     }
     applied_ = decision.apply();
+    stop_ = decision.stop();
     return decision.apply();
   }
 
   // Rank 0 only: the reports of the last synchronized step, by rank.
   const std::vector<pb::StepReport>& reports() const { return reports_; }
   bool applied() const { return applied_; }
+  // Whether some rank was asked to stop by the last synchronized step.
+  bool stop() const { return stop_; }
 
  private:
   ControlChannel& control_;
   absl::Duration timeout_;
+  std::function<bool()> stop_requested_;
   std::vector<pb::StepReport> reports_;
   bool applied_ = true;
+  bool stop_ = false;
 };
+
+// Rank 0: the warning for a skipped step, naming where the non-finite values were.
+std::string SkippedStepWarning(int64_t step, const std::vector<pb::StepReport>& reports,
+                               int64_t in_a_row, int64_t limit) {
+  std::vector<std::string> where;
+  for (const pb::StepReport& r : reports) {
+    if (!r.non_finite()) continue;
+    where.push_back(absl::StrCat("rank ", r.rank(), " (stage ", r.stage(),
+                                 r.replica() > 0 ? absl::StrCat(", replica ", r.replica()) : "",
+                                 ")"));
+  }
+  return absl::StrCat("step ", step, " skipped on every rank: non-finite loss or gradients on ",
+                      absl::StrJoin(where, ", "), "; ", in_a_row, " in a row",
+                      limit > 0 ? absl::StrCat(" (the job stops at training.max_skipped_steps: ",
+                                               limit, ")")
+                                : "");
+}
 
 Shape ToShape(const google::protobuf::RepeatedField<int64_t>& dims) {
   return Shape(std::vector<int64_t>(dims.begin(), dims.end()));
@@ -164,7 +212,10 @@ class Worker {
       return absl::InvalidArgumentError(setup_.error());
     }
     trace_ = TraceSession::Create(setup_, rank_, control_->size());
-    if (absl::Status status = Train(); !status.ok()) return Fail(status);
+    absl::Status status = Train();
+    // A stop asked for by a signal ends every rank alike, cleanly: not a failure to announce.
+    if (absl::IsCancelled(status)) return status;
+    if (!status.ok()) return Fail(status);
     return absl::OkStatus();
   }
 
@@ -283,6 +334,10 @@ class Worker {
     }
     dataset = backend->AdaptDataset(std::move(dataset));
     eval_dataset = backend->AdaptDataset(std::move(eval_dataset));
+    CheckpointSession checkpoints(*control_, setup_, timeout_, logger_);
+    if (setup_.has_resume()) {
+      RETURN_IF_ERROR(checkpoints.Restore(parts, dataset != nullptr ? dataset->size() : 0));
+    }
 
     ASSIGN_OR_RETURN(auto channel,
                      backend->CreateChannel(
@@ -308,7 +363,7 @@ class Worker {
     config.wait_timeout = timeout_;
     config.ties = ties;
     config.boundary_dtype = plan.training().precision() == pb::BF16 ? DType::kBF16 : DType::kF32;
-    CoordinatorGate gate(*control_, timeout_);
+    CoordinatorGate gate(*control_, timeout_, options_.stop_requested);
     TraceRecorder* recorder = trace_ != nullptr ? trace_->recorder() : nullptr;
     ExecutorResources resources{device, parts.refs(), dataset.get(), *channel, gate, recorder};
     // The stage's replica group (with its gradient buckets) and tie groups, made here, once.
@@ -327,19 +382,19 @@ class Worker {
           config, std::move(eval_program),
           ExecutorResources{device, parts.refs(), eval_dataset.get(), *channel, gate, recorder});
     }
-    Executors executors{executor, evaluator.get()};
+    Executors executors{executor, evaluator.get(), parts, checkpoints};
     if (trace_ != nullptr) {
       RETURN_IF_ERROR(WithContext(trace_->AlignClocks(*control_, absl::Now() + timeout_),
                                   "aligning the ranks' clocks for the trace"));
     }
 
-    if (rank_ == 0) {
-      RETURN_IF_ERROR(Coordinate(plan, *dataset, eval_dataset.get(), parts.optimizer(0).base_lr(),
-                                 executors, gate));
-    } else {
-      RETURN_IF_ERROR(Follow(executors));
-    }
-    if (setup_.export_parameters()) RETURN_IF_ERROR(ExportParameters(plan, parts));
+    absl::StatusOr<int64_t> stopped_after =
+        rank_ == 0 ? Coordinate(plan, *dataset, eval_dataset.get(), parts.optimizer(0).base_lr(),
+                                executors, gate)
+                   : Follow(executors);
+    RETURN_IF_ERROR(stopped_after.status());
+    const bool interrupted = *stopped_after < plan.training().steps();
+    if (setup_.export_parameters() && !interrupted) RETURN_IF_ERROR(ExportParameters(plan, parts));
     if (trace_ != nullptr) {
       RETURN_IF_ERROR(trace_->Finish(*control_, absl::Now() + timeout_));
       if (rank_ == 0) {
@@ -350,26 +405,44 @@ class Worker {
         }
       }
     }
+    if (interrupted) {
+      return absl::CancelledError(absl::StrCat("stopped after step ", *stopped_after, " of ",
+                                               plan.training().steps(), " as asked"));
+    }
     return absl::OkStatus();
   }
 
   struct Executors {
     StageExecutor& train;
     StageExecutor* eval;  // null without training.eval_every
+    StageChunks& parts;
+    CheckpointSession& checkpoints;
   };
 
-  // Rank 0: drive the steps, and the evaluations every eval_every steps and after the last.
-  absl::Status Coordinate(const pb::Plan& plan, const Dataset& dataset, const Dataset* eval_dataset,
-                          double base_lr, Executors& executors, CoordinatorGate& gate) {
+  // Rank 0: drive the steps, and the evaluations every eval_every steps and after the last, and
+  // the checkpoints every checkpoint.every_steps and when asked to stop. Returns the steps done
+  // (fewer than training.steps when a stop was asked for).
+  absl::StatusOr<int64_t> Coordinate(const pb::Plan& plan, const Dataset& dataset,
+                                     const Dataset* eval_dataset, double base_lr,
+                                     Executors& executors, CoordinatorGate& gate) {
     const int64_t steps = plan.training().steps();
     const int64_t batch = plan.training().global_batch();
     const int log_every = plan.runtime().log_every();
+    const int64_t max_skipped = plan.training().max_skipped_steps();
+    const int64_t checkpoint_every = plan.checkpoint().every_steps();
     BatchSampler sampler(dataset.size(), batch, plan.data().shuffle(), plan.training().seed());
+    const pb::CheckpointManifest* resumed =
+        setup_.has_resume() ? &setup_.resume().manifest() : nullptr;
+    const int64_t first_step = resumed != nullptr ? resumed->step() : 0;
+    CheckpointProgress progress{
+        .applied_steps = resumed != nullptr ? resumed->applied_steps() : 0,
+        .skipped_in_a_row = resumed != nullptr ? resumed->skipped_in_a_row() : 0,
+        .dataset_size = dataset.size()};
     std::unique_ptr<MetricsWriter> metrics;
     const std::string metrics_path =
         !options_.metrics_out.empty() ? options_.metrics_out : plan.runtime().metrics_out();
     if (!metrics_path.empty()) {
-      ASSIGN_OR_RETURN(metrics, MetricsWriter::Open(metrics_path));
+      ASSIGN_OR_RETURN(metrics, MetricsWriter::Open(metrics_path, /*append=*/resumed != nullptr));
     }
 
     const int replicas = plan.pipeline().data_parallel();
@@ -379,9 +452,13 @@ class Worker {
                      plan.pipeline().stages(), " stages x ", plan.pipeline().micro_batches(),
                      " micro-batches, ", pb::Schedule_Name(plan.pipeline().schedule()), ", remat ",
                      pb::Remat_Name(plan.pipeline().remat()), ", batch ", batch, ", ", steps,
-                     " steps; predicted bubble ",
+                     " steps",
+                     resumed != nullptr ? absl::StrCat(" (resuming after step ", first_step, ")")
+                                        : std::string(),
+                     "; predicted bubble ",
                      absl::StrFormat("%.1f%%", 100.0 * prediction_.bubble_fraction)));
-    for (int64_t step = 0; step < steps; ++step) {
+    int64_t done = first_step;
+    for (int64_t step = first_step; step < steps; ++step) {
       const absl::Time begin = absl::Now();
       pb::StepCommand command;
       command.set_step(step);
@@ -397,17 +474,67 @@ class Worker {
       if (log_every > 0 && ((step + 1) % log_every == 0 || step + 1 == steps || !summary.applied)) {
         logger_.Info(FormatProgressLine(summary, steps));
       }
+      done = step + 1;
+      if (summary.applied) {
+        ++progress.applied_steps;
+        progress.skipped_in_a_row = 0;
+      } else {
+        ++progress.skipped_in_a_row;
+        logger_.Warning(
+            SkippedStepWarning(step, gate.reports(), progress.skipped_in_a_row, max_skipped));
+        if (max_skipped > 0 && progress.skipped_in_a_row >= max_skipped) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "stopping: the last ", progress.skipped_in_a_row,
+              " steps were all skipped for non-finite losses or gradients "
+              "(training.max_skipped_steps: ",
+              max_skipped, "); lower the learning rate or check the data"));
+        }
+      }
+      // A stop asked for during the last step changes nothing.
+      const bool stop = gate.stop() && done < steps;
       const int64_t eval_every = plan.training().eval_every();
-      if (executors.eval != nullptr && ((step + 1) % eval_every == 0 || step + 1 == steps)) {
+      if (!stop && executors.eval != nullptr && (done % eval_every == 0 || done == steps)) {
         ASSIGN_OR_RETURN(EvalSummary eval,
-                         Evaluate(plan, *eval_dataset, step + 1, *executors.eval, gate));
+                         Evaluate(plan, *eval_dataset, done, *executors.eval, gate));
         logger_.Info(eval.FormatLine());
         if (metrics) RETURN_IF_ERROR(metrics->Write(eval.ToMetricsRecord()));
       }
+      if (plan.has_checkpoint() && (stop || (checkpoint_every > 0 && done % checkpoint_every == 0))) {
+        RETURN_IF_ERROR(SaveCheckpoint(done, progress, executors));
+      }
+      if (stop) {
+        logger_.Warning(absl::StrCat(
+            "stopping after step ", done, " of ", steps, " as asked (a signal)",
+            plan.has_checkpoint()
+                ? absl::StrCat("; continue with --resume latest (checkpoint.dir ",
+                               plan.checkpoint().dir(), ")")
+                : "; the plan has no checkpoint, so this run's progress is not saved",
+            "; no export is written"));
+        break;
+      }
+    }
+    if (progress.applied_steps == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "no step applied an update: all ", done,
+          " steps were skipped for non-finite losses or gradients (check the initial weights, the "
+          "data and the learning rate); nothing is exported"));
     }
     pb::StepCommand stop;
     stop.set_stop(true);
-    return control_->Broadcast(stop, absl::Now() + timeout_, kControlTagStepCommand);
+    stop.set_interrupted(done < steps);
+    RETURN_IF_ERROR(control_->Broadcast(stop, absl::Now() + timeout_, kControlTagStepCommand));
+    return done;
+  }
+
+  // Rank 0: a checkpoint after `done` steps, through every rank.
+  absl::Status SaveCheckpoint(int64_t done, const CheckpointProgress& progress,
+                              Executors& executors) {
+    RETURN_IF_ERROR(executors.checkpoints.Prepare(done));
+    pb::StepCommand command;
+    command.set_step(done);
+    command.set_checkpoint(true);
+    RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
+    return executors.checkpoints.Save(done, executors.parts, progress);
   }
 
   // Rank 0: one pass of the forward-only program over the held-out split (its first
@@ -438,18 +565,24 @@ class Worker {
     return summary;
   }
 
-  // Ranks != 0: follow rank 0's commands until told to stop.
-  absl::Status Follow(Executors& executors) {
+  // Ranks != 0: follow rank 0's commands until told to stop. Returns the steps done.
+  absl::StatusOr<int64_t> Follow(Executors& executors) {
+    int64_t done = setup_.has_resume() ? setup_.resume().manifest().step() : 0;
     while (true) {
       pb::StepCommand command;
       RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
-      if (command.stop()) return absl::OkStatus();
+      if (command.stop()) return command.interrupted() ? done : setup_.plan().training().steps();
+      if (command.checkpoint()) {
+        RETURN_IF_ERROR(executors.checkpoints.Save(command.step(), executors.parts, {}));
+        continue;
+      }
       if (command.eval() && executors.eval == nullptr) {
         return absl::FailedPreconditionError(
             absl::StrCat("rank ", rank_, " was told to evaluate but has no evaluation program"));
       }
       StageExecutor& executor = command.eval() ? *executors.eval : executors.train;
       RETURN_IF_ERROR(executor.RunStep(command).status());
+      if (!command.eval()) done = command.step() + 1;
     }
   }
 
@@ -516,7 +649,7 @@ class Worker {
         {"format", "pt"},
         {"gpipe_plan", plan.name()},
         {"gpipe_steps", absl::StrCat(plan.training().steps())}};
-    RETURN_IF_ERROR(WriteSafetensors(options_.export_path, all, metadata));
+    RETURN_IF_ERROR(WriteSafetensors(options_.export_path, all, metadata).status());
     logger_.Info(absl::StrCat("exported ", all.size(), " parameters to ", options_.export_path));
     return absl::OkStatus();
   }

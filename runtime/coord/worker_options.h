@@ -3,6 +3,7 @@
 #ifndef GPIPE_RUNTIME_COORD_WORKER_OPTIONS_H_
 #define GPIPE_RUNTIME_COORD_WORKER_OPTIONS_H_
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,6 +19,11 @@ struct WorkerOptions {
   std::string trace;                   // --trace (overrides runtime.trace)
   std::string init_from;               // --init-from FILE.safetensors
   std::string export_path;             // --export FILE.safetensors
+  std::string resume;                  // --resume latest|DIR (checkpoint_layout.h)
+  // Polled at every step's gradient-sync barrier: true asks the job to stop after that step (and
+  // save a checkpoint when the plan has checkpoint.dir). Null: never (the embedding program
+  // decides); gpipe-worker sets it from SIGINT, SIGTERM and SIGUSR1 (stop_signals.h).
+  std::function<bool()> stop_requested;
   // $CUDA_VISIBLE_DEVICES (nullopt: unset), quoted in messages about missing GPUs.
   std::optional<std::string> cuda_visible_devices;
   // How long non-root ranks wait for rank 0's setup message (rank 0 parses the plan meanwhile).

@@ -46,6 +46,9 @@ class ParameterStore {
 
   // Parameter names, in values() order ("fc1.weight").
   const std::vector<std::string>& names() const { return names_; }
+  // Buffer names, in layer order ("bn1.running_mean").
+  const std::vector<std::string>& buffer_names() const { return buffer_names_; }
+  Device& device() const { return *device_; }
 
   // Host copies of every parameter and then every buffer, by name (for export).
   absl::StatusOr<std::vector<NamedTensorData>> Export() const;

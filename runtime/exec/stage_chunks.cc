@@ -2,9 +2,11 @@
 
 #include <utility>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/bf16_layer.h"
+#include "runtime/train/optimizer_state_io.h"
 
 namespace gpipe {
 
@@ -86,6 +88,54 @@ absl::StatusOr<std::vector<NamedTensorData>> StageChunks::Export() const {
 absl::Status StageChunks::Import(const std::vector<NamedTensorData>& tensors) {
   for (size_t c = 0; c < parameters_.size(); ++c) {
     RETURN_IF_ERROR(parameters_[c]->Import(tensors));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<StageChunks::SavedTensors> StageChunks::SaveState() const {
+  SavedTensors saved;
+  for (size_t c = 0; c < parameters_.size(); ++c) {
+    const ParameterStore& store = *parameters_[c];
+    ASSIGN_OR_RETURN(std::vector<NamedTensorData> values, store.Export());
+    for (size_t i = 0; i < values.size(); ++i) {
+      saved.kinds.push_back(i < store.names().size() ? pb::CheckpointTensor::PARAMETER
+                                                     : pb::CheckpointTensor::BUFFER);
+      saved.tensors.push_back(std::move(values[i]));
+    }
+    ASSIGN_OR_RETURN(std::vector<NamedTensorData> state,
+                     ExportOptimizerState(store.device(), *optimizers_[c], store.names()));
+    for (NamedTensorData& t : state) {
+      saved.kinds.push_back(pb::CheckpointTensor::OPTIMIZER_STATE);
+      saved.tensors.push_back(std::move(t));
+    }
+  }
+  return saved;
+}
+
+std::vector<std::string> StageChunks::StateNames(int64_t optimizer_steps) const {
+  std::vector<std::string> names;
+  for (size_t c = 0; c < parameters_.size(); ++c) {
+    const ParameterStore& store = *parameters_[c];
+    names.insert(names.end(), store.names().begin(), store.names().end());
+    names.insert(names.end(), store.buffer_names().begin(), store.buffer_names().end());
+    if (optimizer_steps > 0) {
+      for (std::string& name : OptimizerStateNames(*optimizers_[c], store.names())) {
+        names.push_back(std::move(name));
+      }
+    }
+  }
+  return names;
+}
+
+absl::Status StageChunks::RestoreState(const std::vector<NamedTensorData>& tensors,
+                                       int64_t optimizer_steps) {
+  absl::flat_hash_map<std::string, const NamedTensorData*> by_name;
+  for (const NamedTensorData& t : tensors) by_name.emplace(t.name, &t);
+  for (size_t c = 0; c < parameters_.size(); ++c) {
+    ParameterStore& store = *parameters_[c];
+    RETURN_IF_ERROR(ImportOptimizerState(store.device(), *optimizers_[c], optimizer_steps,
+                                         store.names(), store.values(), by_name));
+    RETURN_IF_ERROR(store.Import(tensors));
   }
   return absl::OkStatus();
 }

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "layers/registry.h"
+#include "proto/checkpoint.pb.h"
 #include "proto/control.pb.h"
 #include "proto/plan.pb.h"
 #include "runtime/ckpt/safetensors.h"
@@ -71,6 +72,21 @@ class StageChunks {
   absl::StatusOr<std::vector<NamedTensorData>> Export() const;
   // Overwrites every chunk's parameters by name (see ParameterStore::Import).
   absl::Status Import(const std::vector<NamedTensorData>& tensors);
+
+  // Checkpoints. Every tensor this stage saves: each chunk's parameters, buffers and optimizer
+  // state ("fc1.weight:exp_avg", none before the first update), with its kind.
+  struct SavedTensors {
+    std::vector<NamedTensorData> tensors;
+    std::vector<pb::CheckpointTensor::Kind> kinds;  // one per tensor
+  };
+  absl::StatusOr<SavedTensors> SaveState() const;
+  // The names a checkpoint must hold for this stage after `optimizer_steps` updates (the
+  // optimizer state only when > 0).
+  std::vector<std::string> StateNames(int64_t optimizer_steps) const;
+  // Restores parameters, buffers and optimizer state (to `optimizer_steps` updates) from
+  // `tensors`, by name; names of other stages are ignored. Errors name the missing or misshapen
+  // tensor.
+  absl::Status RestoreState(const std::vector<NamedTensorData>& tensors, int64_t optimizer_steps);
 
  private:
   StageChunks() = default;

@@ -79,6 +79,7 @@ absl::StatusOr<AnalyzedPlan> AnalyzePlan(const LoadedPlan& loaded, const LayerRe
   CheckTraining(plan, errors);
   CheckData(plan, loaded.directory, errors);
   CheckRuntime(plan, errors);
+  CheckCheckpoint(plan, errors);
   RETURN_IF_ERROR(errors.ToStatus());
   GPIPE_CHECK(shapes.complete) << "a plan without errors has every layer's shape";
 

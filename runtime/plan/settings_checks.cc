@@ -507,7 +507,33 @@ void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
     errors.Add("training.eval_samples",
                absl::StrCat("is ", training.eval_samples(), "; it must be >= 0 (0: all)"));
   }
+  if (training.max_skipped_steps() < 0) {
+    errors.Add("training.max_skipped_steps",
+               absl::StrCat("is ", training.max_skipped_steps(),
+                            "; use 0 (never stop for skipped steps) or a count >= 1"));
+  }
   CheckOptimizer(training, errors);
+}
+
+void CheckCheckpoint(const pb::Plan& plan, PlanErrors& errors) {
+  if (!plan.has_checkpoint()) return;
+  const pb::Checkpoint& checkpoint = plan.checkpoint();
+  if (checkpoint.dir().empty()) {
+    errors.Add("checkpoint", "has no dir; set checkpoint { dir: \"ckpt\" } (or remove it)");
+  }
+  if (checkpoint.every_steps() < 0) {
+    errors.Add("checkpoint.every_steps",
+               absl::StrCat("is ", checkpoint.every_steps(),
+                            "; use 0 (only when stopped by a signal) or a step interval >= 1"));
+  }
+  if (checkpoint.keep_last() < 0) {
+    errors.Add("checkpoint.keep_last", absl::StrCat("is ", checkpoint.keep_last(),
+                                                    "; use 0 (keep all) or a count >= 1"));
+  }
+  if (plan.runtime().device() == pb::SIM) {
+    errors.Add("checkpoint", "is set but runtime.device is SIM, whose tensors hold no values to "
+                             "save; remove checkpoint or use device CPU or CUDA");
+  }
 }
 
 void CheckData(const pb::Plan& plan, const std::string& directory, PlanErrors& errors) {

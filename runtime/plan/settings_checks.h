@@ -1,5 +1,5 @@
 // Semantic checks of the plan's non-model sections: pipeline (stages, micro-batches, explicit
-// boundaries), training (batch, steps, optimizer), data and runtime. Each check reports every
+// boundaries), training (batch, steps, optimizer), data, runtime and checkpoint. Each check reports every
 // problem it finds into PlanErrors and never stops early. Internal to the plan module.
 #ifndef GPIPE_RUNTIME_PLAN_SETTINGS_CHECKS_H_
 #define GPIPE_RUNTIME_PLAN_SETTINGS_CHECKS_H_
@@ -19,6 +19,7 @@ void CheckTraining(const pb::Plan& plan, PlanErrors& errors);
 // model.input's type and shape fit the data source (token ids come only from data.text).
 void CheckData(const pb::Plan& plan, const std::string& directory, PlanErrors& errors);
 void CheckRuntime(const pb::Plan& plan, PlanErrors& errors);
+void CheckCheckpoint(const pb::Plan& plan, PlanErrors& errors);
 
 // Up to `count` divisors of `n` (>= 1) closest to `wanted`, ascending; ties prefer the smaller.
 // Divisor pairs (d, n/d) are searched for d up to min(sqrt(n), 10^6).

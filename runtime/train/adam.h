@@ -38,6 +38,11 @@ class AdamOptimizer final : public Optimizer {
                     std::span<const Tensor> grads) override;
   double base_lr() const override { return hyper_.lr; }
   int64_t steps() const override { return steps_; }
+  std::vector<std::string> StateKeys() const override { return {"exp_avg", "exp_avg_sq"}; }
+  std::span<const Tensor> State(int key) const override {
+    return key == 0 ? exp_avg_ : exp_avg_sq_;
+  }
+  absl::Status Restore(int64_t steps, std::vector<std::vector<Tensor>> state) override;
 
  private:
   explicit AdamOptimizer(const AdamHyperparameters& hyper) : hyper_(hyper) {}

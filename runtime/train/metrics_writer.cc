@@ -7,8 +7,9 @@
 
 namespace gpipe {
 
-absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "w");
+absl::StatusOr<std::unique_ptr<MetricsWriter>> MetricsWriter::Open(const std::string& path,
+                                                                   bool append) {
+  std::FILE* file = std::fopen(path.c_str(), append ? "a" : "w");
   if (file == nullptr) {
     return absl::NotFoundError(
         absl::StrCat("cannot open metrics file ", path, " for writing: ", std::strerror(errno),

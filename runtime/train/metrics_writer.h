@@ -1,5 +1,6 @@
 // MetricsWriter: appends one JSON object per line (JSON Lines) to a metrics file, flushing each
-// line so a crashed or killed run keeps every step it finished. Opening truncates the file.
+// line so a crashed or killed run keeps every step it finished. Opening truncates the file, or
+// appends to it (a resumed run continues its metrics).
 // Not thread-safe (rank 0's coordinator is its only user).
 #ifndef GPIPE_RUNTIME_TRAIN_METRICS_WRITER_H_
 #define GPIPE_RUNTIME_TRAIN_METRICS_WRITER_H_
@@ -16,8 +17,10 @@ namespace gpipe {
 
 class MetricsWriter {
  public:
-  // Creates or truncates `path`. NOT_FOUND (naming the path) when it cannot be opened.
-  static absl::StatusOr<std::unique_ptr<MetricsWriter>> Open(const std::string& path);
+  // Creates or truncates `path` (with `append`: appends to it). NOT_FOUND (naming the path) when it
+  // cannot be opened.
+  static absl::StatusOr<std::unique_ptr<MetricsWriter>> Open(const std::string& path,
+                                                             bool append = false);
   ~MetricsWriter();
   MetricsWriter(const MetricsWriter&) = delete;
   MetricsWriter& operator=(const MetricsWriter&) = delete;

@@ -7,7 +7,9 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "proto/plan.pb.h"
@@ -28,6 +30,18 @@ class Optimizer {
   virtual double base_lr() const = 0;
   // Number of Step calls so far.
   virtual int64_t steps() const = 0;
+
+  // For checkpoints (optimizer_state_io.h). The names of the state tensors kept per parameter,
+  // PyTorch's keys: {"momentum_buffer"} for SGD with momentum, {"exp_avg", "exp_avg_sq"} for
+  // Adam and AdamW, none for plain SGD.
+  virtual std::vector<std::string> StateKeys() const = 0;
+  // The state tensors of StateKeys()[key], one per parameter in Step's order; empty before the
+  // first Step.
+  virtual std::span<const Tensor> State(int key) const = 0;
+  // Continues after `steps` Step calls with `state` (one vector per key, one tensor per parameter,
+  // on the parameters' device; all empty when steps == 0). INVALID_ARGUMENT when the counts do
+  // not match StateKeys(); nothing changes then.
+  virtual absl::Status Restore(int64_t steps, std::vector<std::vector<Tensor>> state) = 0;
 };
 
 // Builds the plan's optimizer; INVALID_ARGUMENT on bad hyperparameters (e.g. lr <= 0, nesterov

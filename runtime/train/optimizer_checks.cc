@@ -72,6 +72,23 @@ absl::Status CheckStepArguments(const char* optimizer, double lr, std::span<cons
   return absl::OkStatus();
 }
 
+absl::Status CheckRestore(const char* optimizer, size_t keys, int64_t steps,
+                          const std::vector<std::vector<Tensor>>& state) {
+  if (steps < 0 || state.size() != keys) {
+    return absl::InvalidArgumentError(absl::StrCat(optimizer, " restore: ", state.size(),
+                                                   " state tensors per parameter after ", steps,
+                                                   " steps; this optimizer keeps ", keys));
+  }
+  for (const std::vector<Tensor>& tensors : state) {
+    if (tensors.size() != state[0].size() || (steps == 0 && !tensors.empty())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          optimizer, " restore: ", tensors.size(), " state tensors of one kind after ", steps,
+          " steps (state exists from the first step, one per parameter)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::Status AllocateStateLike(Device& device, std::span<const Tensor> values,
                                std::vector<Tensor>& state) {
   std::vector<Tensor> buffers;

@@ -28,6 +28,12 @@ absl::Status CheckUnitInterval(const std::string& field, double value);
 absl::Status CheckStepArguments(const char* optimizer, double lr, std::span<const Tensor> values,
                                 std::span<const Tensor> grads, std::span<const Tensor> state);
 
+// The arguments of Optimizer::Restore: one vector per state key (`keys`), all of one length
+// (one tensor per parameter), empty when steps == 0 (state exists from the first Step);
+// steps >= 0.
+absl::Status CheckRestore(const char* optimizer, size_t keys, int64_t steps,
+                          const std::vector<std::vector<Tensor>>& state);
+
 // Replaces `state` with one zero-filled f32 buffer per value (same shape, on `device`),
 // counted as kOptimizerState. On failure `state` is left unchanged.
 absl::Status AllocateStateLike(Device& device, std::span<const Tensor> values,

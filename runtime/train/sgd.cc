@@ -61,4 +61,16 @@ absl::Status SgdOptimizer::Step(Device& device, double lr, std::span<Tensor> val
   return absl::OkStatus();
 }
 
+std::vector<std::string> SgdOptimizer::StateKeys() const {
+  if (spec_.momentum() == 0) return {};
+  return {"momentum_buffer"};
+}
+
+absl::Status SgdOptimizer::Restore(int64_t steps, std::vector<std::vector<Tensor>> state) {
+  RETURN_IF_ERROR(optimizer_internal::CheckRestore("sgd", StateKeys().size(), steps, state));
+  steps_ = steps;
+  momentum_buffers_ = state.empty() ? std::vector<Tensor>() : std::move(state[0]);
+  return absl::OkStatus();
+}
+
 }  // namespace gpipe

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -25,6 +26,9 @@ class SgdOptimizer final : public Optimizer {
                     std::span<const Tensor> grads) override;
   double base_lr() const override { return spec_.lr(); }
   int64_t steps() const override { return steps_; }
+  std::vector<std::string> StateKeys() const override;
+  std::span<const Tensor> State(int /*key*/) const override { return momentum_buffers_; }
+  absl::Status Restore(int64_t steps, std::vector<std::vector<Tensor>> state) override;
 
  private:
   explicit SgdOptimizer(const pb::Sgd& spec) : spec_(spec) {}

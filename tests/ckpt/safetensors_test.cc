@@ -2,6 +2,9 @@
 // (testdata/, made by testdata/make_safetensors_fixtures.py), and rejection of corrupt files.
 #include "runtime/ckpt/safetensors.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -10,6 +13,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/core/file_io.h"
+#include "zlib.h"
 
 namespace gpipe {
 namespace {
@@ -251,26 +256,67 @@ TEST(SafetensorsTest, RejectsDuplicateNamesInTheHeader) {
 
 TEST(SafetensorsTest, WriteRejectsDuplicateReservedAndMismatchedTensors) {
   const std::string path = FreshTempDir() + "/bad.safetensors";
-  absl::Status status = WriteSafetensors(path, {{"w", {1}, {1}}, {"w", {1}, {2}}}, {});
+  absl::Status status = WriteSafetensors(path, {{"w", {1}, {1}}, {"w", {1}, {2}}}, {}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("duplicate tensor name \"w\""), std::string::npos) << status;
-  status = WriteSafetensors(path, {{"__metadata__", {1}, {1}}}, {});
+  status = WriteSafetensors(path, {{"__metadata__", {1}, {1}}}, {}).status();
   EXPECT_NE(status.message().find("\"__metadata__\" is reserved"), std::string::npos) << status;
-  status = WriteSafetensors(path, {{"w", {2, 2}, {1, 2, 3}}}, {});
+  status = WriteSafetensors(path, {{"w", {2, 2}, {1, 2, 3}}}, {}).status();
   EXPECT_NE(status.message().find("tensor \"w\" has shape [2, 2] but 3 values"), std::string::npos)
       << status;
-  status = WriteSafetensors(path, {{"w", {-1}, {}}}, {});
+  status = WriteSafetensors(path, {{"w", {-1}, {}}}, {}).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
-  status = WriteSafetensors(path, {{"bad\xFFutf8", {1}, {1}}}, {});
+  status = WriteSafetensors(path, {{"bad\xFFutf8", {1}, {1}}}, {}).status();
   EXPECT_NE(status.message().find("must be valid UTF-8"), std::string::npos) << status;
   EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 TEST(SafetensorsTest, WriteIntoMissingDirectoryNamesThePath) {
   const std::string path = FreshTempDir() + "/no/dir/m.safetensors";
-  absl::Status status = WriteSafetensors(path, {{"w", {1}, {1}}}, {});
+  absl::Status status = WriteSafetensors(path, {{"w", {1}, {1}}}, {}).status();
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.message().find(path), std::string::npos) << status;
+}
+
+TEST(SafetensorsTest, WriteReportsTheFilesSizeAndCrc32) {
+  const std::string path = FreshTempDir() + "/m.safetensors";
+  absl::StatusOr<WrittenFile> written =
+      WriteSafetensors(path, {{"w", {2}, {1.0f, 2.0f}}}, {{"format", "pt"}});
+  ASSERT_TRUE(written.ok()) << written.status();
+  const absl::StatusOr<std::string> bytes = ReadWholeFile(path);
+  ASSERT_TRUE(bytes.ok());
+  EXPECT_EQ(written->bytes, static_cast<int64_t>(bytes->size()));
+  // zlib's own CRC-32 of the file as read back.
+  EXPECT_EQ(written->crc32, static_cast<uint32_t>(::crc32(
+                                0L, reinterpret_cast<const Bytef*>(bytes->data()),
+                                static_cast<uInt>(bytes->size()))));
+}
+
+TEST(SafetensorsTest, WriteReplacesOnlyRegularFilesAndFollowsLinks) {
+  const std::string dir = FreshTempDir();
+  const std::string fifo = dir + "/pipe";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  const absl::Status refused = WriteSafetensors(fifo, {{"w", {1}, {1}}}, {}).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_NE(refused.message().find("is a FIFO; gpipe replaces only regular files"),
+            std::string::npos)
+      << refused;
+  struct stat info;
+  ASSERT_EQ(::lstat(fifo.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISFIFO(info.st_mode)) << "the FIFO was replaced";
+
+  // A link to a regular file: the target is replaced, the link stays.
+  const std::string target = dir + "/target.safetensors";
+  const std::string link = dir + "/link.safetensors";
+  ASSERT_TRUE(WriteSafetensors(target, {{"a", {1}, {1}}}, {}).ok());
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  ASSERT_TRUE(WriteSafetensors(link, {{"b", {1}, {2}}}, {}).ok());
+  ASSERT_EQ(::lstat(link.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISLNK(info.st_mode));
+  const absl::StatusOr<std::vector<NamedTensorData>> read = ReadSafetensors(target);
+  ASSERT_TRUE(read.ok());
+  ASSERT_EQ(read->size(), 1u);
+  EXPECT_EQ((*read)[0].name, "b");
 }
 
 }  // namespace

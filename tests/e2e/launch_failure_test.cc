@@ -84,7 +84,7 @@ TEST(LaunchFailureTest, GpipeRunDryRunPrintsTheLaunchCommand) {
       {testing::BinPath("gpipe-run"), "--dry-run", plan, "--override", "training { steps: 1 }"},
       30);
   EXPECT_EQ(run.exit_code, 0) << run.output;
-  EXPECT_TRUE(absl::StrContains(run.output, "mpirun -np 4")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "mpirun --stdin none -np 4")) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "gpipe-worker --plan")) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "--override training { steps: 1 }")) << run.output;
   // The plan's start-up limit reaches the ranks that never read the plan.

@@ -38,4 +38,9 @@ absl::Status SimOptimizer::Step(Device& /*device*/, double lr, std::span<Tensor>
   return absl::OkStatus();
 }
 
+absl::Status SimOptimizer::Restore(int64_t /*steps*/, std::vector<std::vector<Tensor>> /*state*/) {
+  return absl::FailedPreconditionError(
+      "a simulated device holds no values: its optimizer state cannot be restored");
+}
+
 }  // namespace gpipe

@@ -33,6 +33,10 @@ class SimOptimizer final : public Optimizer {
                     std::span<const Tensor> grads) override;
   double base_lr() const override { return real_->base_lr(); }
   int64_t steps() const override { return steps_; }
+  // A simulated device holds no values: there is no state to save, and restoring only counts.
+  std::vector<std::string> StateKeys() const override { return {}; }
+  std::span<const Tensor> State(int /*key*/) const override { return {}; }
+  absl::Status Restore(int64_t steps, std::vector<std::vector<Tensor>> state) override;
 
  private:
   std::unique_ptr<Optimizer> real_;

@@ -1,0 +1,69 @@
+#include "launcher/stop_signals.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace gpipe {
+namespace {
+
+// The handler's state: the only thing a signal handler may touch are lock-free atomics.
+std::atomic<int> first_signal{0};
+std::atomic<int> signals_seen{0};
+std::atomic<const char*> program_name{nullptr};
+std::atomic<bool> installed{false};
+
+static_assert(std::atomic<int>::is_always_lock_free);
+
+// Async-signal-safe: atomics, write(2) and _exit(2) only.
+void OnSignal(int signo) {
+  if (signals_seen.fetch_add(1) == 0) {
+    first_signal.store(signo);
+    return;
+  }
+  const char* program = program_name.load();
+  const char* name = signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : "SIGUSR1";
+  const char* parts[] = {program, ": second signal (", name, "): exiting at once\n"};
+  for (const char* part : parts) {
+    ssize_t ignored = ::write(STDERR_FILENO, part, std::strlen(part));
+    (void)ignored;
+  }
+  ::_exit(128 + signo);
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<StopSignals>> StopSignals::Install(const char* program) {
+  if (installed.exchange(true)) {
+    return absl::FailedPreconditionError("stop-signal handlers are already installed");
+  }
+  first_signal.store(0);
+  signals_seen.store(0);
+  program_name.store(program);
+  std::unique_ptr<StopSignals> signals(new StopSignals());
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  for (size_t i = 0; i < kSignals.size(); ++i) {
+    if (::sigaction(kSignals[i], &action, &signals->previous_[i]) != 0) {
+      const int error = errno;
+      for (size_t j = 0; j < i; ++j) ::sigaction(kSignals[j], &signals->previous_[j], nullptr);
+      installed.store(false);
+      return absl::InternalError(absl::StrCat("sigaction: ", std::strerror(error)));
+    }
+  }
+  return signals;
+}
+
+StopSignals::~StopSignals() {
+  for (size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &previous_[i], nullptr);
+  installed.store(false);
+}
+
+int StopSignals::signal() const { return first_signal.load(); }
+
+}  // namespace gpipe

@@ -1,0 +1,48 @@
+#include "runtime/coord/resume_source.h"
+
+#include <filesystem>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/ckpt/checkpoint_layout.h"
+#include "runtime/ckpt/checkpoint_manifest.h"
+#include "runtime/core/status_macros.h"
+
+namespace gpipe {
+namespace {
+
+absl::Status SameAs(const std::string& field, const std::string& checkpoint,
+                    const std::string& plan) {
+  if (checkpoint == plan) return absl::OkStatus();
+  return absl::FailedPreconditionError(
+      absl::StrCat(field, " is ", plan, " but the checkpoint was taken with ", checkpoint,
+                   ": the position in the data would not carry over; resume with ", checkpoint));
+}
+
+}  // namespace
+
+absl::StatusOr<pb::ResumeFrom> ResolveResume(const std::string& resume, const pb::Plan& plan) {
+  ASSIGN_OR_RETURN(const std::string path, ResolveCheckpoint(resume, plan.checkpoint().dir()));
+  ASSIGN_OR_RETURN(pb::CheckpointManifest manifest, ReadCheckpointManifest(path));
+  const std::string context = absl::StrCat("--resume ", resume, " (", path, ")");
+  if (manifest.step() > plan.training().steps()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        context, ": the checkpoint is after step ", manifest.step(), " but training.steps is ",
+        plan.training().steps(), "; raise training.steps to continue training"));
+  }
+  const auto boolean = [](bool b) { return std::string(b ? "true" : "false"); };
+  RETURN_IF_ERROR(WithContext(SameAs("training.global_batch", absl::StrCat(manifest.global_batch()),
+                                     absl::StrCat(plan.training().global_batch())),
+                              context));
+  RETURN_IF_ERROR(WithContext(SameAs("training.seed", absl::StrCat(manifest.seed()),
+                                     absl::StrCat(plan.training().seed())),
+                              context));
+  RETURN_IF_ERROR(WithContext(
+      SameAs("data.shuffle", boolean(manifest.shuffle()), boolean(plan.data().shuffle())),
+      context));
+  pb::ResumeFrom from;
+  from.set_dir(std::filesystem::absolute(path).lexically_normal().string());
+  *from.mutable_manifest() = std::move(manifest);
+  return from;
+}
+
+}  // namespace gpipe

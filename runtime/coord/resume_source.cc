@@ -18,6 +18,13 @@ absl::Status SameAs(const std::string& field, const std::string& checkpoint,
                    ": the position in the data would not carry over; resume with ", checkpoint));
 }
 
+// The optimizer's rule ("sgd", "adam", "adamw"), or "none".
+std::string OptimizerName(const pb::Optimizer& optimizer) {
+  const auto* field = optimizer.GetDescriptor()->oneof_decl(0);
+  const auto* chosen = optimizer.GetReflection()->GetOneofFieldDescriptor(optimizer, field);
+  return chosen != nullptr ? std::string(chosen->name()) : "none";
+}
+
 }  // namespace
 
 absl::StatusOr<pb::ResumeFrom> ResolveResume(const std::string& resume, const pb::Plan& plan) {
@@ -39,6 +46,14 @@ absl::StatusOr<pb::ResumeFrom> ResolveResume(const std::string& resume, const pb
   RETURN_IF_ERROR(WithContext(
       SameAs("data.shuffle", boolean(manifest.shuffle()), boolean(plan.data().shuffle())),
       context));
+  const std::string optimizer = OptimizerName(plan.training().optimizer());
+  const std::string saved = OptimizerName(manifest.plan().training().optimizer());
+  if (optimizer != saved) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        context, ": training.optimizer is ", optimizer, " but the checkpoint was taken with ",
+        saved, ", whose state does not carry over; resume with ", saved,
+        " (its hyperparameters may change)"));
+  }
   pb::ResumeFrom from;
   from.set_dir(std::filesystem::absolute(path).lexically_normal().string());
   *from.mutable_manifest() = std::move(manifest);

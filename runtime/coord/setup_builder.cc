@@ -86,7 +86,7 @@ absl::Status CheckOutputs(const WorkerOptions& options, const pb::Plan& plan) {
   } else if (!plan.runtime().trace().empty()) {
     RETURN_IF_ERROR(CheckOutputFile("runtime.trace", plan.runtime().trace()));
   }
-  if (plan.has_checkpoint()) {
+  if (!plan.checkpoint().dir().empty()) {
     RETURN_IF_ERROR(CheckOutputDirectory("checkpoint.dir", plan.checkpoint().dir()));
   }
   return absl::OkStatus();
@@ -109,7 +109,7 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
         "--init-from and --resume exclude each other (a checkpoint holds the parameters)");
   }
   pb::Plan& plan = job.analyzed.plan;
-  if (plan.has_checkpoint()) {
+  if (!plan.checkpoint().dir().empty()) {
     // Every rank writes into it: the path must not depend on where a rank runs.
     plan.mutable_checkpoint()->set_dir(
         std::filesystem::absolute(plan.checkpoint().dir()).lexically_normal().string());

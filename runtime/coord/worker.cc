@@ -429,6 +429,8 @@ class Worker {
     const int64_t batch = plan.training().global_batch();
     const int log_every = plan.runtime().log_every();
     const int64_t max_skipped = plan.training().max_skipped_steps();
+    // The resolved plan always has a checkpoint section (defaults made explicit); a dir means one.
+    const bool checkpoints = !plan.checkpoint().dir().empty();
     const int64_t checkpoint_every = plan.checkpoint().every_steps();
     BatchSampler sampler(dataset.size(), batch, plan.data().shuffle(), plan.training().seed());
     const pb::CheckpointManifest* resumed =
@@ -499,13 +501,13 @@ class Worker {
         logger_.Info(eval.FormatLine());
         if (metrics) RETURN_IF_ERROR(metrics->Write(eval.ToMetricsRecord()));
       }
-      if (plan.has_checkpoint() && (stop || (checkpoint_every > 0 && done % checkpoint_every == 0))) {
+      if (checkpoints && (stop || (checkpoint_every > 0 && done % checkpoint_every == 0))) {
         RETURN_IF_ERROR(SaveCheckpoint(done, progress, executors));
       }
       if (stop) {
         logger_.Warning(absl::StrCat(
             "stopping after step ", done, " of ", steps, " as asked (a signal)",
-            plan.has_checkpoint()
+            checkpoints
                 ? absl::StrCat("; continue with --resume latest (checkpoint.dir ",
                                plan.checkpoint().dir(), ")")
                 : "; the plan has no checkpoint, so this run's progress is not saved",

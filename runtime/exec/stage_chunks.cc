@@ -133,9 +133,10 @@ absl::Status StageChunks::RestoreState(const std::vector<NamedTensorData>& tenso
   for (const NamedTensorData& t : tensors) by_name.emplace(t.name, &t);
   for (size_t c = 0; c < parameters_.size(); ++c) {
     ParameterStore& store = *parameters_[c];
+    // Parameters first: a model that differs is reported as such, not as odd optimizer state.
+    RETURN_IF_ERROR(store.Import(tensors));
     RETURN_IF_ERROR(ImportOptimizerState(store.device(), *optimizers_[c], optimizer_steps,
                                          store.names(), store.values(), by_name));
-    RETURN_IF_ERROR(store.Import(tensors));
   }
   return absl::OkStatus();
 }

@@ -12,7 +12,8 @@
 
 namespace gpipe::testing {
 
-ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_seconds) {
+ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_seconds,
+                         const ProcessWatcher& watch) {
   ProcessResult result;
   int pipe_fds[2];
   if (pipe(pipe_fds) != 0) {
@@ -75,6 +76,7 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_se
     } else {
       usleep(10000);
     }
+    if (!exited && watch != nullptr) watch(pid, result.output);
     if (!exited && waitpid(pid, &status, WNOHANG) == pid) {
       exited = true;
       exited_at = elapsed;

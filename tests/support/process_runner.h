@@ -4,6 +4,9 @@
 #ifndef GPIPE_TESTS_SUPPORT_PROCESS_RUNNER_H_
 #define GPIPE_TESTS_SUPPORT_PROCESS_RUNNER_H_
 
+#include <sys/types.h>
+
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -16,7 +19,12 @@ struct ProcessResult {
   std::string output;      // stdout and stderr interleaved
 };
 
-ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_seconds);
+// Called about every 50 ms while the process runs, with its pid (also its process group) and
+// the output so far: a test sends it signals from here.
+using ProcessWatcher = std::function<void(pid_t pid, const std::string& output)>;
+
+ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_seconds,
+                         const ProcessWatcher& watch = nullptr);
 
 // The mpirun command line tests use for `np` ranks: GPIPE_MPIRUN_FLAGS from the environment
 // (ctest sets it from the CMake option), by default oversubscribed, unbound, shared memory.

@@ -1,0 +1,219 @@
+// Faults injected into real jobs through gpipe-run: SIGKILL of a random rank at a random moment
+// ends every rank, non-zero, within a bound, with a message naming the rank; SIGKILL during
+// checkpointing (every step writes one) always leaves `latest` naming a complete checkpoint that
+// loads and resumes. Counts and times are printed for the record.
+#include <dirent.h>
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "runtime/ckpt/checkpoint_layout.h"
+#include "runtime/ckpt/checkpoint_manifest.h"
+#include "runtime/ckpt/checkpoint_reader.h"
+#include "tests/support/process_runner.h"
+
+namespace gpipe {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+constexpr char kPlan[] = "tests/e2e/testdata/equivalence.pbtxt";
+// How long after one rank dies every rank of the job must be gone (mpirun notices the death at
+// once and ends the others with SIGTERM, then SIGKILL a second later).
+constexpr double kEndBoundSeconds = 10.0;
+constexpr int kKills = 20;
+
+// /proc/<pid>/stat: "pid (comm) state ppid ...".
+struct ProcInfo {
+  pid_t ppid = 0;
+  char state = '?';
+  std::string comm;
+};
+bool ReadProc(pid_t pid, ProcInfo& info) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string text;
+  if (!std::getline(in, text)) return false;
+  const size_t open = text.find('('), close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close + 4 > text.size()) {
+    return false;
+  }
+  info.comm = text.substr(open + 1, close - open - 1);
+  info.state = text[close + 2];
+  int ppid = 0;
+  if (!absl::SimpleAtoi(text.substr(close + 4, text.find(' ', close + 4) - close - 4), &ppid)) {
+    return false;
+  }
+  info.ppid = ppid;
+  return true;
+}
+
+std::vector<pid_t> ChildrenOf(pid_t parent, const std::string& comm = "") {
+  std::vector<pid_t> children;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return children;
+  while (const dirent* entry = ::readdir(dir)) {
+    int pid = 0;
+    if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
+    ProcInfo info;
+    if (ReadProc(pid, info) && info.ppid == parent && (comm.empty() || info.comm == comm)) {
+      children.push_back(pid);
+    }
+  }
+  ::closedir(dir);
+  return children;
+}
+
+// The job's gpipe-worker processes under gpipe-run `run` (gpipe-run -> mpirun -> workers).
+std::vector<pid_t> WorkersOf(pid_t run) {
+  std::vector<pid_t> workers;
+  for (pid_t launcher : ChildrenOf(run)) {
+    for (pid_t worker : ChildrenOf(launcher, "gpipe-worker")) workers.push_back(worker);
+  }
+  return workers;
+}
+
+bool Alive(pid_t pid) {
+  ProcInfo info;
+  return ReadProc(pid, info) && info.state != 'Z' && info.state != 'X';
+}
+
+class FaultTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = (fs::path(::testing::TempDir()) / "gpipe_fault" / info->name()).string();
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+
+  struct Killed {
+    testing::ProcessResult result;
+    bool sent = false;
+    int rank_index = -1;              // which of the job's workers (by pid order)
+    double end_seconds = 0;           // from the kill to gpipe-run's exit
+    std::vector<pid_t> workers;       // the job's workers at the kill
+  };
+
+  // Runs gpipe-run with `args` and SIGKILLs one of its workers, chosen by `rng`, `delay` seconds
+  // after the workers appear.
+  Killed RunAndKill(const std::vector<std::string>& args, double delay, std::mt19937& rng) {
+    std::vector<std::string> argv = {testing::BinPath("gpipe-run"), testing::SourcePath(kPlan)};
+    argv.insert(argv.end(), args.begin(), args.end());
+    Killed killed;
+    Clock::time_point seen{}, kill_time{};
+    bool have_seen = false;
+    killed.result = testing::RunProcess(argv, 120, [&](pid_t run, const std::string&) {
+      if (killed.sent) return;
+      std::vector<pid_t> workers = WorkersOf(run);
+      if (workers.empty()) return;
+      if (!have_seen) {
+        have_seen = true;
+        seen = Clock::now();
+      }
+      if (std::chrono::duration<double>(Clock::now() - seen).count() < delay) return;
+      std::sort(workers.begin(), workers.end());
+      killed.rank_index = std::uniform_int_distribution<int>(0, workers.size() - 1)(rng);
+      killed.workers = workers;
+      ::kill(workers[killed.rank_index], SIGKILL);
+      killed.sent = true;
+      kill_time = Clock::now();
+    });
+    if (killed.sent) {
+      killed.end_seconds = std::chrono::duration<double>(Clock::now() - kill_time).count();
+    }
+    return killed;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(FaultTest, KillingAnyRankAtAnyMomentEndsEveryRankWithinTheBound) {
+  std::mt19937 rng(20261126);
+  double worst = 0;
+  for (int i = 0; i < kKills; ++i) {
+    const double delay = std::uniform_real_distribution<double>(0.0, 2.0)(rng);
+    const Killed killed =
+        RunAndKill({"--override", "pipeline { stages: 4 } training { steps: 1000000 }"}, delay, rng);
+    SCOPED_TRACE(absl::StrCat("kill ", i, " after ", delay, " s"));
+    ASSERT_TRUE(killed.sent) << killed.result.output;
+    EXPECT_FALSE(killed.result.timed_out) << killed.result.output;
+    EXPECT_NE(killed.result.exit_code, 0) << killed.result.output;
+    EXPECT_LE(killed.end_seconds, kEndBoundSeconds) << killed.result.output;
+    // The launcher names the rank that died.
+    EXPECT_TRUE(absl::StrContains(killed.result.output, "exited on signal 9") ||
+                absl::StrContains(killed.result.output, "killed by signal 9"))
+        << killed.result.output;
+    for (pid_t worker : killed.workers) EXPECT_FALSE(Alive(worker)) << "worker " << worker;
+    worst = std::max(worst, killed.end_seconds);
+  }
+  std::printf("[ faults ] %d ranks killed at random moments; every job ended, the slowest %.2f s "
+              "after the kill (bound %.0f s)\n",
+              kKills, worst, kEndBoundSeconds);
+}
+
+TEST_F(FaultTest, KillsDuringCheckpointingAlwaysLeaveOneThatResumes) {
+  std::mt19937 rng(7);
+  const std::string ckpt = dir_ + "/ckpt";
+  const std::string section =
+      absl::StrCat("checkpoint { dir: \"", ckpt, "\" every_steps: 1 keep_last: 2 }");
+  int debris = 0;  // kills that left a checkpoint half-written
+  int64_t previous = -1;
+  for (int i = 0; i < kKills; ++i) {
+    std::vector<std::string> args = {"--override", "pipeline { stages: 2 }", "--override",
+                                     "training { steps: 1000000 }", "--override", section};
+    if (fs::exists(ckpt + "/latest")) args.insert(args.end(), {"--resume", "latest"});
+    const double delay = std::uniform_real_distribution<double>(0.2, 1.5)(rng);
+    const Killed killed = RunAndKill(args, delay, rng);
+    SCOPED_TRACE(absl::StrCat("kill ", i, " after ", delay, " s"));
+    ASSERT_TRUE(killed.sent) << killed.result.output;
+    ASSERT_FALSE(killed.result.timed_out) << killed.result.output;
+    ASSERT_NE(killed.result.exit_code, 0) << killed.result.output;
+    // Whatever was being written, `latest` names a complete checkpoint whose every shard loads.
+    absl::StatusOr<std::string> latest = ReadLatestCheckpoint(ckpt);
+    if (!latest.ok() && previous < 0) continue;  // killed before the first checkpoint
+    ASSERT_TRUE(latest.ok()) << latest.status();
+    absl::StatusOr<pb::CheckpointManifest> manifest = ReadCheckpointManifest(*latest);
+    ASSERT_TRUE(manifest.ok()) << manifest.status();
+    std::vector<std::string> names;
+    for (const pb::CheckpointTensor& t : manifest->tensors()) names.push_back(t.name());
+    const absl::Status read = ReadCheckpointTensors(*latest, *manifest, names).status();
+    ASSERT_TRUE(read.ok()) << read;
+    EXPECT_GE(manifest->step(), previous);
+    previous = manifest->step();
+    for (const CheckpointEntry& entry : ListCheckpoints(ckpt)) {
+      if (!entry.complete) ++debris;
+    }
+    for (const fs::directory_entry& e : fs::recursive_directory_iterator(ckpt)) {
+      if (absl::StrContains(e.path().filename().string(), ".tmp.")) ++debris;
+    }
+  }
+  ASSERT_GE(previous, 1);
+  // The last checkpoint resumes and finishes.
+  const testing::ProcessResult finish = testing::RunProcess(
+      {testing::BinPath("gpipe-run"), testing::SourcePath(kPlan), "--override",
+       "pipeline { stages: 2 }", "--override",
+       absl::StrCat("training { steps: ", previous + 2, " }"), "--override", section, "--resume",
+       "latest"},
+      120);
+  EXPECT_EQ(finish.exit_code, 0) << finish.output;
+  std::printf("[ faults ] %d ranks killed while every step wrote a checkpoint (%d left partial "
+              "files behind); `latest` always loaded, the last (step %lld) resumed and finished\n",
+              kKills, debris, static_cast<long long>(previous));
+}
+
+}  // namespace
+}  // namespace gpipe

@@ -7,6 +7,7 @@
 // it at once.
 #include <cstdio>
 #include <cstdlib>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -96,7 +97,15 @@ int main(int argc, char** argv) {
   }
   options.stop_requested = [&signals] { return (*signals)->requested(); };
   const gpipe::Logger logger((*mpi)->rank());
-  const absl::Status status = gpipe::RunWorker(options, **mpi, logger);
+  absl::Status status;
+  try {
+    status = gpipe::RunWorker(options, **mpi, logger);
+  } catch (const std::bad_alloc&) {
+    // A host allocation the memory check could not foresee: an error, not an abort.
+    logger.Error("out of host memory (an allocation failed); the job stops");
+    (*mpi)->MarkAborting();
+    return 1;
+  }
   if (status.ok()) return 0;
   return absl::IsCancelled(status) ? kExitStopped : 1;
 }

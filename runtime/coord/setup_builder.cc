@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/coord/plan_balance.h"
+#include "runtime/coord/plan_report.h"
 #include "runtime/coord/resume_source.h"
 #include "runtime/core/output_path.h"
 #include "runtime/core/status_macros.h"
@@ -69,6 +70,32 @@ std::vector<pb::TieGroup> TieGroupsOfReplica(const AnalyzedPlan& analyzed,
     for (int r : ranks) group.add_ranks(r);
   }
   return ties;
+}
+
+// Per stage: what gpipe-plan show predicts. Parameter bytes are counted in double first: a model
+// whose parameters alone exceed 2^62 bytes gets that (saturated) and no activation estimate.
+absl::StatusOr<std::vector<pb::StageMemory>> PredictStageMemory(const AnalyzedPlan& plan,
+                                                                const LayerRegistry& registry) {
+  const int stages = plan.plan.pipeline().stages();
+  const int state = OptimizerStateFactor(plan.plan.training().optimizer());
+  std::vector<double> parameter_bytes(stages, 0.0);
+  for (const StageInfo& part : plan.stages) {
+    parameter_bytes[part.stage] += static_cast<double>(part.parameters) * 4.0 * (2 + state);
+  }
+  constexpr double kHuge = 4.6e18;  // 2^62: beyond any device, far from int64 overflow
+  std::vector<pb::StageMemory> memory(stages);
+  bool huge = false;
+  for (int s = 0; s < stages; ++s) {
+    huge = huge || parameter_bytes[s] > kHuge;
+    memory[s].set_parameter_bytes(
+        static_cast<int64_t>(std::min(parameter_bytes[s], kHuge)));
+  }
+  if (huge) return memory;
+  ASSIGN_OR_RETURN(const SchedulePrediction prediction, PredictSchedule(plan, registry));
+  for (int s = 0; s < stages; ++s) {
+    memory[s].set_activation_bytes(prediction.activations[s].total);
+  }
+  return memory;
 }
 
 // Every output is checked before the first step, so that a run never trains to lose its result.
@@ -144,6 +171,8 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     }
   }
 
+  ASSIGN_OR_RETURN(const std::vector<pb::StageMemory> memory,
+                   PredictStageMemory(job.analyzed, registry));
   ASSIGN_OR_RETURN(const schedule::RankLayout layout,
                    schedule::RankLayout::Create(pipeline.data_parallel(), pipeline.stages()));
   for (int rank = 0; rank < world_size; ++rank) {
@@ -156,6 +185,7 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     const int stage = layout.StageOf(rank);
     setup.set_rank(rank);
     setup.set_stage(stage);
+    *setup.mutable_predicted_memory() = memory[stage];
     *setup.mutable_layout() = layout.ToProto();
     *setup.mutable_program() = schedule::ToProto(program.stage_programs[stage]);
     if (eval_program.has_value()) {

@@ -1,5 +1,6 @@
 #include "runtime/backend/cpu/cpu_backend.h"
 
+#include "runtime/backend/stage_memory_check.h"
 #include "runtime/comm/mpi_data_channel.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/cpu/cpu_device.h"
@@ -14,7 +15,9 @@ class CpuBackend final : public Backend {
                                  .memory_limit_bytes = runtime.memory_limit_bytes()}) {}
 
   Device& device() override { return device_; }
-  absl::Status CheckSetup(const pb::Setup&) const override { return absl::OkStatus(); }
+  absl::Status CheckSetup(const pb::Setup& setup) const override {
+    return CheckStageMemory(setup, HostMemoryBytes(), "the host's memory");
+  }
   std::unique_ptr<Dataset> AdaptDataset(std::unique_ptr<Dataset> dataset) const override {
     return dataset;
   }

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/backend/cuda/gpu_selection.h"
 #include "runtime/backend/cuda/nccl_channel_factory.h"
+#include "runtime/backend/stage_memory_check.h"
 #include "runtime/comm/host_staged_data_channel.h"
 #include "runtime/comm/mpi_data_channel.h"
 #include "runtime/core/status_macros.h"
@@ -20,7 +21,10 @@ class CudaBackend final : public Backend {
       : device_(std::move(device)), ordinal_(ordinal), host_(std::move(host)) {}
 
   Device& device() override { return *device_; }
-  absl::Status CheckSetup(const pb::Setup&) const override { return absl::OkStatus(); }
+  absl::Status CheckSetup(const pb::Setup& setup) const override {
+    ASSIGN_OR_RETURN(const int64_t capacity, TotalMemoryOf(ordinal_));
+    return CheckStageMemory(setup, capacity, absl::StrCat("GPU ", ordinal_, "'s memory"));
+  }
   std::unique_ptr<Dataset> AdaptDataset(std::unique_ptr<Dataset> dataset) const override {
     return dataset;
   }

@@ -327,4 +327,10 @@ absl::StatusOr<std::string> PciBusIdOf(int ordinal) {
   return std::string(bus_id);
 }
 
+absl::StatusOr<int64_t> TotalMemoryOf(int ordinal) {
+  cudaDeviceProp properties{};
+  GPIPE_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&properties, ordinal));
+  return static_cast<int64_t>(properties.totalGlobalMem);
+}
+
 }  // namespace gpipe

@@ -46,6 +46,8 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCudaDevice(const CudaDeviceOptions
 cudaStream_t ComputeStreamOf(Device& device);
 // The PCI bus id of GPU `ordinal` ("0000:1B:00.0"), which names it across processes.
 absl::StatusOr<std::string> PciBusIdOf(int ordinal);
+// GPU `ordinal`'s whole memory in bytes (cudaDeviceProp::totalGlobalMem).
+absl::StatusOr<int64_t> TotalMemoryOf(int ordinal);
 
 }  // namespace gpipe
 

@@ -1,11 +1,14 @@
 #include "runtime/plan/plan_loader.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/file_io.h"
+#include "runtime/core/output_path.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/plan/override_merge.h"
 #include "runtime/plan/text_parse.h"
@@ -58,19 +61,29 @@ absl::StatusOr<LoadedPlan> LoadPlanFile(const std::string& path,
     return absl::NotFoundError(
         absl::StrCat("plan file ", path, " is a directory; pass the path of a .pbtxt plan"));
   }
-  std::ifstream file(path, std::ios::binary);
-  if (!file) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) != 0 || ::access(path.c_str(), R_OK) != 0) {
     return absl::NotFoundError(
         absl::StrCat("cannot read plan file ", path, ": it does not exist or is not readable"));
   }
-  std::ostringstream text;
-  text << file.rdbuf();
-  if (file.bad()) {
-    return absl::NotFoundError(absl::StrCat("cannot read plan file ", path, ": read failed"));
+  // A device or FIFO could be read forever (/dev/zero) or block (a FIFO nobody writes).
+  if (!S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat("plan file ", path, " is ",
+                                                   FileKindName(info.st_mode),
+                                                   ", not a regular file; pass a .pbtxt plan"));
+  }
+  if (info.st_size > kMaxPlanBytes) {
+    return absl::InvalidArgumentError(absl::StrCat("plan file ", path, " is ", info.st_size,
+                                                   " bytes; plans are at most ", kMaxPlanBytes));
+  }
+  absl::StatusOr<std::string> text = ReadWholeFile(path);
+  if (!text.ok()) {
+    return absl::NotFoundError(
+        absl::StrCat("cannot read plan file ", path, ": ", text.status().message()));
   }
   std::string directory = std::filesystem::path(path).parent_path().string();
   if (directory.empty()) directory = ".";
-  return ParsePlanText(text.str(), path, directory, overrides);
+  return ParsePlanText(*text, path, directory, overrides);
 }
 
 }  // namespace gpipe

@@ -8,6 +8,7 @@
 #ifndef GPIPE_RUNTIME_PLAN_PLAN_LOADER_H_
 #define GPIPE_RUNTIME_PLAN_PLAN_LOADER_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -43,8 +44,12 @@ struct LoadedPlan {
   std::string LocationOf(absl::string_view field_path) const;
 };
 
+// The largest plan file read (protobuf's own text limit is far above any real plan).
+inline constexpr int64_t kMaxPlanBytes = 64 << 20;
+
 // Reads and parses `path`, then applies `overrides`. NOT_FOUND when the file cannot be read;
-// INVALID_ARGUMENT "path:line:col: message" for syntax errors, unknown fields or enum values,
+// INVALID_ARGUMENT when it is not a regular file (a device or FIFO) or larger than
+// kMaxPlanBytes, and "path:line:col: message" for syntax errors, unknown fields or enum values,
 // and "--override[i]:line:col: message" (i 1-based) for errors inside an override.
 absl::StatusOr<LoadedPlan> LoadPlanFile(const std::string& path,
                                         const std::vector<std::string>& overrides);

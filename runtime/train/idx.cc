@@ -1,15 +1,18 @@
 #include "runtime/train/idx.h"
 
+#include <sys/stat.h>
 #include <zlib.h>
 
 #include <cerrno>
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "runtime/core/output_path.h"
 #include "runtime/core/status_macros.h"
 
 namespace gpipe {
@@ -18,6 +21,8 @@ namespace {
 constexpr uint8_t kUnsignedByteType = 0x08;
 constexpr size_t kPrefixBytes = 4;  // two zero bytes, the type code, the number of dimensions
 constexpr unsigned kReadChunkBytes = 1u << 20;
+// The largest IDX file read (decompressed): Fashion-MNIST's training images are 47 MB.
+constexpr uint64_t kMaxIdxBytes = uint64_t{16} << 30;
 
 struct GzCloser {
   void operator()(gzFile file) const { gzclose(file); }
@@ -61,7 +66,34 @@ struct Decompressed {
   bool gzip_truncated = false;
 };
 
+// The whole (decompressed) size the header declares, once `bytes` hold the header; nullopt
+// before that, or when the header is not one ParseIdx accepts (it then says why).
+std::optional<uint64_t> DeclaredBytes(absl::string_view bytes) {
+  if (bytes.size() < kPrefixBytes || bytes[0] != 0 || bytes[1] != 0) return std::nullopt;
+  const size_t rank = static_cast<uint8_t>(bytes[3]);
+  const size_t header_bytes = kPrefixBytes + 4 * rank;
+  if (rank == 0 || bytes.size() < header_bytes) return std::nullopt;
+  uint64_t elements = 1;
+  for (size_t d = 0; d < rank; ++d) {
+    const auto* at = reinterpret_cast<const uint8_t*>(bytes.data()) + kPrefixBytes + 4 * d;
+    const uint64_t dim = (uint64_t{at[0]} << 24) | (uint64_t{at[1]} << 16) |
+                         (uint64_t{at[2]} << 8) | uint64_t{at[3]};
+    if (__builtin_mul_overflow(elements, dim, &elements)) return std::nullopt;
+  }
+  return elements > std::numeric_limits<uint64_t>::max() - header_bytes
+             ? std::nullopt
+             : std::optional<uint64_t>(header_bytes + elements);
+}
+
+// Reads at most what the header declares plus one chunk (so trailing bytes are still seen), and
+// nothing from a file whose header declares more than kMaxIdxBytes: a corrupt header or a
+// gzip bomb cannot exhaust memory.
 absl::StatusOr<Decompressed> ReadDecompressed(const std::string& path) {
+  struct stat info;
+  if (::stat(path.c_str(), &info) == 0 && !S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is ", FileKindName(info.st_mode), ", not a regular file"));
+  }
   errno = 0;
   GzFilePtr file(gzopen(path.c_str(), "rb"));
   if (file == nullptr) {
@@ -69,6 +101,7 @@ absl::StatusOr<Decompressed> ReadDecompressed(const std::string& path) {
                                             errno != 0 ? std::strerror(errno) : "out of memory"));
   }
   Decompressed result;
+  std::optional<uint64_t> declared;
   while (true) {
     const size_t old_size = result.bytes.size();
     result.bytes.resize(old_size + kReadChunkBytes);
@@ -81,6 +114,15 @@ absl::StatusOr<Decompressed> ReadDecompressed(const std::string& path) {
     }
     result.bytes.resize(old_size + static_cast<size_t>(got));
     if (static_cast<unsigned>(got) < kReadChunkBytes) break;
+    if (!declared.has_value()) {
+      declared = DeclaredBytes(result.bytes);
+      if (declared.has_value() && *declared > kMaxIdxBytes) {
+        return Invalid(path, absl::StrCat("the header declares ", *declared,
+                                          " bytes, more than gpipe reads from an IDX file (",
+                                          kMaxIdxBytes, ")"));
+      }
+    }
+    if (declared.has_value() && result.bytes.size() > *declared) break;
   }
   int code = Z_OK;
   gzerror(file.get(), &code);

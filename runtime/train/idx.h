@@ -21,8 +21,9 @@ struct IdxArray {
 
 // Reads a whole IDX file, decompressing gzip. NOT_FOUND when it cannot be opened; DATA_LOSS when
 // reading or decompressing fails part-way; INVALID_ARGUMENT for a bad magic, an element type
-// other than 0x08, a truncated file (naming the expected and the present bytes) or bytes after
-// the data. Every message names the file.
+// other than 0x08, a truncated file (naming the expected and the present bytes), bytes after
+// the data, a header declaring more than 16 GiB (nothing more is read then) or a path that is not
+// a regular file. Every message names the file.
 absl::StatusOr<IdxArray> ReadIdx(const std::string& path);
 
 // Parses the (decompressed) bytes of an IDX file; `source` names it in messages.

@@ -106,6 +106,9 @@ absl::StatusOr<pb::CheckpointManifest> ParseCheckpointManifest(const std::string
   ErrorLines errors(source);
   google::protobuf::TextFormat::Parser parser;
   parser.RecordErrorsTo(&errors);
+  // The manifest holds a plan: the same nesting bound as a plan file's (text_parse.h), plus
+  // the manifest's own level.
+  parser.SetRecursionLimit(101);
   if (!parser.ParseFromString(text, &manifest)) {
     if (errors.lines().empty()) return Corrupt(source, "not a checkpoint manifest");
     return absl::DataLossError(absl::StrJoin(errors.lines(), "\n"));

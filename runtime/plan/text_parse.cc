@@ -99,6 +99,9 @@ absl::Status ParsePlanWithLocations(const std::string& text, const std::string& 
   parser.AllowUnknownField(false);
   parser.AllowUnknownExtension(false);
   parser.AllowPartialMessage(true);  // required-ness is checked by the analysis, with locations
+  // Every pass over a plan recurses along its nesting: a bound keeps hostile plans from
+  // overflowing the stack (a residual block is two levels).
+  parser.SetRecursionLimit(kMaxPlanNesting);
   plan->Clear();
   if (!parser.ParseFromString(text, plan) || !errors.errors().empty()) {
     if (errors.errors().empty()) {

@@ -15,6 +15,9 @@ namespace gpipe {
 
 using LocationMap = absl::flat_hash_map<std::string, SourceLocation>;
 
+// The deepest message nesting a plan may have (about 45 residual blocks inside each other).
+inline constexpr int kMaxPlanNesting = 100;
+
 // Parses `text` into `*plan` (cleared first) and fills `*locations`. On failure returns
 // INVALID_ARGUMENT with one "source_name:line:col: message" line per parser error.
 absl::Status ParsePlanWithLocations(const std::string& text, const std::string& source_name,

@@ -15,6 +15,7 @@ packages=(
   dataset-fashion-mnist fortunes
   python3
   librsvg2-bin  # rsvg-convert: the timeline test renders SVG pictures to PNG
+  clang libclang-rt-14-dev  # the sanitizer and libFuzzer builds (scripts/sanitize.sh, fuzz.sh)
 )
 
 missing=()

@@ -164,7 +164,10 @@ TEST_P(ConvOpsTest, ForwardMatchesDirectOracleWithAndWithoutBias) {
 }
 
 TEST_P(ConvOpsTest, BackwardInputMatchesOracleAndOverwrites) {
-  for (const auto& [name, g] : Geometries()) {
+  for (const auto& entry : Geometries()) {
+    // Named, not bound: clang 14 (the sanitizer build) cannot capture structured bindings.
+    const auto& name = entry.first;
+    const auto& g = entry.second;
     const std::vector<float> w = TestValues(4, WeightShape(g).num_elements());
     const std::vector<float> dy = TestValues(5, OutputShape(g).num_elements());
     std::vector<double> expected(InputShape(g).num_elements(), 0.0);
@@ -185,7 +188,9 @@ TEST_P(ConvOpsTest, BackwardInputMatchesOracleAndOverwrites) {
 }
 
 TEST_P(ConvOpsTest, BackwardParamsAccumulatesWeightAndBiasGradients) {
-  for (const auto& [name, g] : Geometries()) {
+  for (const auto& entry : Geometries()) {
+    const auto& name = entry.first;
+    const auto& g = entry.second;
     const std::vector<float> x = TestValues(7, InputShape(g).num_elements());
     const std::vector<float> dy = TestValues(8, OutputShape(g).num_elements());
     const std::vector<float> dw0 = TestValues(9, WeightShape(g).num_elements());

@@ -263,8 +263,8 @@ TEST_F(CheckpointJobTest, SignalToGpipeRunStopsWithACheckpointAndResumes) {
   ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.output;
 
   std::vector<std::string> interrupted = run;
-  interrupted.insert(interrupted.end(),
-                     {"--override", Checkpoint(0), "--export", Path("never.st")});
+  interrupted.insert(interrupted.end(), {"--override", Checkpoint(0), "--export",
+                                         Path("never.st"), "--trace", Path("stopped.json")});
   bool sent = false;
   const ProcessResult stopped =
       testing::RunProcess(interrupted, 300, [&sent](pid_t pid, const std::string& output) {
@@ -280,6 +280,9 @@ TEST_F(CheckpointJobTest, SignalToGpipeRunStopsWithACheckpointAndResumes) {
   EXPECT_TRUE(absl::StrContains(stopped.output, "continue with --resume latest")) << stopped.output;
   EXPECT_FALSE(absl::StrContains(stopped.output, "step 400/400")) << stopped.output;
   EXPECT_FALSE(fs::exists(Path("never.st")));
+  // The trace of the steps that ran is written, as at a normal end.
+  EXPECT_TRUE(absl::StrContains(stopped.output, "wrote the trace to")) << stopped.output;
+  EXPECT_GT(fs::file_size(Path("stopped.json")), 1000u);
 
   std::vector<std::string> resume = run;
   resume.insert(resume.end(),

@@ -79,8 +79,7 @@ int RunLauncher(std::vector<std::string>& command) {
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
     ::execvp(exec_args[0], exec_args.data());
-    std::fprintf(stderr, "gpipe-run: could not start %s: %s\n", exec_args[0],
-                 std::strerror(errno));
+    std::fprintf(stderr, "gpipe-run: could not start %s: %s\n", exec_args[0], std::strerror(errno));
     ::_exit(127);
   }
   ::setpgid(child, child);  // also here: whichever runs first

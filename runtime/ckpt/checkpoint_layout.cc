@@ -59,17 +59,18 @@ absl::StatusOr<std::string> ReadLatestCheckpoint(const std::string& dir) {
   const std::string path = (fs::path(dir) / kCheckpointLatestFile).string();
   std::error_code error;
   if (!fs::exists(path, error)) {
-    return absl::NotFoundError(absl::StrCat(path, " does not exist: ", dir,
-                                            " holds no complete checkpoint"));
+    return absl::NotFoundError(
+        absl::StrCat(path, " does not exist: ", dir, " holds no complete checkpoint"));
   }
   if (const uintmax_t size = fs::file_size(path, error); !error && size > kMaxLatestBytes) {
-    return absl::DataLossError(absl::StrCat(path, " is ", size,
-                                            " bytes; it should hold one checkpoint name"));
+    return absl::DataLossError(
+        absl::StrCat(path, " is ", size, " bytes; it should hold one checkpoint name"));
   }
   ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(path));
   const absl::string_view name = absl::StripAsciiWhitespace(text);
   if (StepOfName(name) < 0) {
-    return absl::DataLossError(absl::StrCat(path, " should name a checkpoint (step-NNNNNNNNN), not '",
+    return absl::DataLossError(absl::StrCat(path,
+                                            " should name a checkpoint (step-NNNNNNNNN), not '",
                                             absl::CHexEscape(name.substr(0, 64)), "'"));
   }
   return (fs::path(dir) / std::string(name)).string();
@@ -92,9 +93,10 @@ absl::StatusOr<std::string> ResolveCheckpoint(const std::string& resume,
   }
   std::error_code error;
   if (!fs::is_directory(resume, error)) {
-    return absl::NotFoundError(absl::StrCat(
-        "--resume ", resume, ": no such directory (a checkpoint directory, one of its step-* "
-        "directories, or the word latest)"));
+    return absl::NotFoundError(
+        absl::StrCat("--resume ", resume,
+                     ": no such directory (a checkpoint directory, one of its step-* "
+                     "directories, or the word latest)"));
   }
   if (HasManifest(resume)) return resume;
   if (fs::exists(fs::path(resume) / kCheckpointLatestFile, error)) {

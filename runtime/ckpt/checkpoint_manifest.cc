@@ -78,8 +78,8 @@ absl::Status ValidateCheckpointManifest(const pb::CheckpointManifest& manifest,
   absl::flat_hash_set<std::string> names;
   for (int i = 0; i < manifest.tensors_size(); ++i) {
     const pb::CheckpointTensor& tensor = manifest.tensors(i);
-    const std::string where = absl::StrCat("tensors[", i, "] '", absl::CHexEscape(tensor.name()),
-                                           "'");
+    const std::string where =
+        absl::StrCat("tensors[", i, "] '", absl::CHexEscape(tensor.name()), "'");
     if (tensor.name().empty() || !names.insert(tensor.name()).second) {
       return Corrupt(source, absl::StrCat(where, ": empty or listed twice"));
     }
@@ -122,14 +122,15 @@ absl::StatusOr<pb::CheckpointManifest> ReadCheckpointManifest(const std::string&
   std::error_code error;
   if (const uintmax_t size = fs::file_size(path, error);
       !error && size > static_cast<uintmax_t>(kMaxManifestBytes)) {
-    return Corrupt(path, absl::StrCat("the manifest is ", size, " bytes, more than ",
-                                      kMaxManifestBytes));
+    return Corrupt(path,
+                   absl::StrCat("the manifest is ", size, " bytes, more than ", kMaxManifestBytes));
   }
   absl::StatusOr<std::string> text = ReadWholeFile(path);
   if (!text.ok()) {
-    return absl::Status(text.status().code(),
-                        absl::StrCat(text.status().message(), " (", checkpoint,
-                                     " is not a complete checkpoint: its manifest is written last)"));
+    return absl::Status(
+        text.status().code(),
+        absl::StrCat(text.status().message(), " (", checkpoint,
+                     " is not a complete checkpoint: its manifest is written last)"));
   }
   return ParseCheckpointManifest(*text, path);
 }
@@ -141,9 +142,9 @@ absl::Status WriteCheckpointManifest(const std::string& checkpoint,
   if (!printer.PrintToString(manifest, &text)) {
     return absl::InternalError("could not print the checkpoint manifest");
   }
-  return WriteFileAtomically((fs::path(checkpoint) / kCheckpointManifestFile).string(),
-                             absl::StrCat("# gpipe checkpoint manifest (proto/checkpoint.proto)\n",
-                                          text));
+  return WriteFileAtomically(
+      (fs::path(checkpoint) / kCheckpointManifestFile).string(),
+      absl::StrCat("# gpipe checkpoint manifest (proto/checkpoint.proto)\n", text));
 }
 
 }  // namespace gpipe

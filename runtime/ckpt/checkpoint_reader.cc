@@ -17,20 +17,17 @@ namespace {
 absl::StatusOr<std::string> ReadShard(const std::string& path, const pb::CheckpointShard& shard) {
   absl::StatusOr<std::string> bytes = ReadWholeFile(path);
   if (!bytes.ok()) {
-    return absl::DataLossError(
-        absl::StrCat("checkpoint shard ", path, " is missing or unreadable: ",
-                     bytes.status().message()));
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint shard ", path, " is missing or unreadable: ", bytes.status().message()));
   }
   if (static_cast<int64_t>(bytes->size()) != shard.bytes()) {
-    return absl::DataLossError(absl::StrCat("checkpoint shard ", path, " is ", bytes->size(),
-                                            " bytes, the manifest says ", shard.bytes(),
-                                            bytes->size() < static_cast<size_t>(shard.bytes())
-                                                ? " (truncated)"
-                                                : ""));
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint shard ", path, " is ", bytes->size(), " bytes, the manifest says ",
+        shard.bytes(), bytes->size() < static_cast<size_t>(shard.bytes()) ? " (truncated)" : ""));
   }
   if (const uint32_t crc = Crc32(*bytes); crc != shard.crc32()) {
-    return absl::DataLossError(absl::StrCat("checkpoint shard ", path, " is corrupt: CRC-32 ",
-                                            crc, ", the manifest says ", shard.crc32()));
+    return absl::DataLossError(absl::StrCat("checkpoint shard ", path, " is corrupt: CRC-32 ", crc,
+                                            ", the manifest says ", shard.crc32()));
   }
   return bytes;
 }
@@ -47,8 +44,8 @@ absl::StatusOr<std::vector<NamedTensorData>> ReadCheckpointTensors(
   for (size_t i = 0; i < names.size(); ++i) {
     const auto it = entries.find(names[i]);
     if (it == entries.end()) {
-      return absl::NotFoundError(absl::StrCat("checkpoint ", checkpoint, " has no tensor '",
-                                              names[i], "'"));
+      return absl::NotFoundError(
+          absl::StrCat("checkpoint ", checkpoint, " has no tensor '", names[i], "'"));
     }
     by_shard[it->second->shard()].push_back(i);
   }
@@ -73,10 +70,10 @@ absl::StatusOr<std::vector<NamedTensorData>> ReadCheckpointTensors(
       }
       const std::vector<int64_t> expected(entry.shape().begin(), entry.shape().end());
       if (it->second->shape != expected) {
-        return absl::DataLossError(absl::StrCat(
-            "checkpoint shard ", path, ": tensor '", names[i], "' has shape [",
-            absl::StrJoin(it->second->shape, ", "), "], the manifest says [",
-            absl::StrJoin(expected, ", "), "]"));
+        return absl::DataLossError(
+            absl::StrCat("checkpoint shard ", path, ": tensor '", names[i], "' has shape [",
+                         absl::StrJoin(it->second->shape, ", "), "], the manifest says [",
+                         absl::StrJoin(expected, ", "), "]"));
       }
       out[i] = std::move(*it->second);
     }

@@ -23,9 +23,9 @@ namespace gpipe {
 absl::StatusOr<std::string> PrepareCheckpoint(const std::string& dir, int64_t step);
 
 // One stage's shard in checkpoint directory `checkpoint`; returns its manifest entry.
-absl::StatusOr<pb::CheckpointShard> WriteCheckpointShard(const std::string& checkpoint, int stage,
-                                                         int stages,
-                                                         const std::vector<NamedTensorData>& tensors);
+absl::StatusOr<pb::CheckpointShard> WriteCheckpointShard(
+    const std::string& checkpoint, int stage, int stages,
+    const std::vector<NamedTensorData>& tensors);
 
 // Rank 0, after every shard: writes `manifest` into `checkpoint` (= dir/step-N), points
 // dir/latest at it, removes the complete checkpoints beyond the newest `keep_last` (0: keep

@@ -35,8 +35,8 @@ enum ControlTag : int {
   kControlTagAbort = 6,
   kControlTagBroadcast = 7,
   kControlTagGather = 8,
-  kControlTagClock = 9,   // clock-offset probes of a traced run
-  kControlTagTrace = 10,  // every rank's trace, gathered to rank 0
+  kControlTagClock = 9,        // clock-offset probes of a traced run
+  kControlTagTrace = 10,       // every rank's trace, gathered to rank 0
   kControlTagCheckpoint = 11,  // checkpoint shard reports and the commit's result
   kControlTagResume = 12,      // what each rank restored from a checkpoint, and the verdict
 };

@@ -31,7 +31,9 @@ absl::StatusOr<int64_t> OptimizerSteps(const StageChunks& parts) {
   return steps;
 }
 
-std::string RankName(int rank, int stage) { return absl::StrCat("rank ", rank, " (stage ", stage, ")"); }
+std::string RankName(int rank, int stage) {
+  return absl::StrCat("rank ", rank, " (stage ", stage, ")");
+}
 
 }  // namespace
 
@@ -58,9 +60,9 @@ absl::Status CheckpointSession::Save(int64_t step, const StageChunks& parts,
     report.set_optimizer_steps(optimizer_steps);
     if (!writes) return absl::OkStatus();
     ASSIGN_OR_RETURN(StageChunks::SavedTensors saved, parts.SaveState());
-    ASSIGN_OR_RETURN(*report.mutable_shard(), WriteCheckpointShard(CheckpointPath(step),
-                                                                   setup_.stage(), stages,
-                                                                   saved.tensors));
+    ASSIGN_OR_RETURN(
+        *report.mutable_shard(),
+        WriteCheckpointShard(CheckpointPath(step), setup_.stage(), stages, saved.tensors));
     for (size_t i = 0; i < saved.tensors.size(); ++i) {
       pb::CheckpointTensor* entry = report.add_tensors();
       entry->set_name(saved.tensors[i].name);
@@ -122,7 +124,8 @@ absl::StatusOr<pb::CheckpointManifest> CheckpointSession::BuildManifest(
       return absl::DataLossError(absl::StrCat("unreadable checkpoint report from rank ", r));
     }
     const std::string who = RankName(report.rank(), report.stage());
-    if (report.has_error()) return absl::FailedPreconditionError(absl::StrCat(who, ": ", report.error()));
+    if (report.has_error())
+      return absl::FailedPreconditionError(absl::StrCat(who, ": ", report.error()));
     if (report.optimizer_steps() != progress.applied_steps) {
       return absl::InternalError(absl::StrCat(who, " took ", report.optimizer_steps(),
                                               " optimizer steps, rank 0 counted ",
@@ -149,8 +152,8 @@ absl::StatusOr<pb::CheckpointManifest> CheckpointSession::BuildManifest(
     }
   }
   if (manifest.shards_size() != plan.pipeline().stages()) {
-    return absl::InternalError(absl::StrCat(manifest.shards_size(), " shards for ",
-                                            plan.pipeline().stages(), " stages"));
+    return absl::InternalError(
+        absl::StrCat(manifest.shards_size(), " shards for ", plan.pipeline().stages(), " stages"));
   }
   return manifest;
 }
@@ -169,8 +172,8 @@ absl::Status CheckpointSession::Restore(StageChunks& parts, int64_t dataset_size
   if (restored.ok()) {
     for (const std::string& name : names) report.add_loaded(name);
   } else {
-    report.set_error(absl::StrCat(RankName(setup_.rank(), setup_.stage()), ": ",
-                                  restored.message()));
+    report.set_error(
+        absl::StrCat(RankName(setup_.rank(), setup_.stage()), ": ", restored.message()));
   }
   ASSIGN_OR_RETURN(std::vector<std::string> gathered,
                    control_.GatherToRoot(report, absl::Now() + timeout_, kControlTagResume));
@@ -198,11 +201,13 @@ absl::Status CheckpointSession::Restore(StageChunks& parts, int64_t dataset_size
       }
       if (!unused.empty()) {
         const size_t shown = std::min<size_t>(unused.size(), 5);
-        return absl::FailedPreconditionError(absl::StrCat(
-            "the checkpoint holds ", unused.size(), " tensor(s) that no stage of this plan's model "
-            "has (", absl::StrJoin(unused.begin(), unused.begin() + shown, ", "),
-            unused.size() > shown ? ", ..." : "",
-            "): it was taken with another model or optimizer"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("the checkpoint holds ", unused.size(),
+                         " tensor(s) that no stage of this plan's model "
+                         "has (",
+                         absl::StrJoin(unused.begin(), unused.begin() + shown, ", "),
+                         unused.size() > shown ? ", ..." : "",
+                         "): it was taken with another model or optimizer"));
       }
       logger_.Info(absl::StrCat("resumed from ", resume.dir(), ": ", manifest.step(),
                                 " steps done (", manifest.applied_steps(), " updates applied), ",

@@ -40,9 +40,9 @@ absl::StatusOr<pb::ResumeFrom> ResolveResume(const std::string& resume, const pb
   RETURN_IF_ERROR(WithContext(SameAs("training.global_batch", absl::StrCat(manifest.global_batch()),
                                      absl::StrCat(plan.training().global_batch())),
                               context));
-  RETURN_IF_ERROR(WithContext(SameAs("training.seed", absl::StrCat(manifest.seed()),
-                                     absl::StrCat(plan.training().seed())),
-                              context));
+  RETURN_IF_ERROR(WithContext(
+      SameAs("training.seed", absl::StrCat(manifest.seed()), absl::StrCat(plan.training().seed())),
+      context));
   RETURN_IF_ERROR(WithContext(
       SameAs("data.shuffle", boolean(manifest.shuffle()), boolean(plan.data().shuffle())),
       context));

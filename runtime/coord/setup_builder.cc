@@ -87,8 +87,7 @@ absl::StatusOr<std::vector<pb::StageMemory>> PredictStageMemory(const AnalyzedPl
   bool huge = false;
   for (int s = 0; s < stages; ++s) {
     huge = huge || parameter_bytes[s] > kHuge;
-    memory[s].set_parameter_bytes(
-        static_cast<int64_t>(std::min(parameter_bytes[s], kHuge)));
+    memory[s].set_parameter_bytes(static_cast<int64_t>(std::min(parameter_bytes[s], kHuge)));
   }
   if (huge) return memory;
   ASSIGN_OR_RETURN(const SchedulePrediction prediction, PredictSchedule(plan, registry));

@@ -158,11 +158,10 @@ std::string SkippedStepWarning(int64_t step, const std::vector<pb::StepReport>& 
                                  r.replica() > 0 ? absl::StrCat(", replica ", r.replica()) : "",
                                  ")"));
   }
-  return absl::StrCat("step ", step, " skipped on every rank: non-finite loss or gradients on ",
-                      absl::StrJoin(where, ", "), "; ", in_a_row, " in a row",
-                      limit > 0 ? absl::StrCat(" (the job stops at training.max_skipped_steps: ",
-                                               limit, ")")
-                                : "");
+  return absl::StrCat(
+      "step ", step, " skipped on every rank: non-finite loss or gradients on ",
+      absl::StrJoin(where, ", "), "; ", in_a_row, " in a row",
+      limit > 0 ? absl::StrCat(" (the job stops at training.max_skipped_steps: ", limit, ")") : "");
 }
 
 Shape ToShape(const google::protobuf::RepeatedField<int64_t>& dims) {
@@ -448,17 +447,15 @@ class Worker {
     }
 
     const int replicas = plan.pipeline().data_parallel();
-    logger_.Info(
-        absl::StrCat("plan '", plan.name(),
-                     "': ", replicas > 1 ? absl::StrCat(replicas, " replicas x ") : std::string(),
-                     plan.pipeline().stages(), " stages x ", plan.pipeline().micro_batches(),
-                     " micro-batches, ", pb::Schedule_Name(plan.pipeline().schedule()), ", remat ",
-                     pb::Remat_Name(plan.pipeline().remat()), ", batch ", batch, ", ", steps,
-                     " steps",
-                     resumed != nullptr ? absl::StrCat(" (resuming after step ", first_step, ")")
-                                        : std::string(),
-                     "; predicted bubble ",
-                     absl::StrFormat("%.1f%%", 100.0 * prediction_.bubble_fraction)));
+    logger_.Info(absl::StrCat(
+        "plan '", plan.name(),
+        "': ", replicas > 1 ? absl::StrCat(replicas, " replicas x ") : std::string(),
+        plan.pipeline().stages(), " stages x ", plan.pipeline().micro_batches(), " micro-batches, ",
+        pb::Schedule_Name(plan.pipeline().schedule()), ", remat ",
+        pb::Remat_Name(plan.pipeline().remat()), ", batch ", batch, ", ", steps, " steps",
+        resumed != nullptr ? absl::StrCat(" (resuming after step ", first_step, ")")
+                           : std::string(),
+        "; predicted bubble ", absl::StrFormat("%.1f%%", 100.0 * prediction_.bubble_fraction)));
     int64_t done = first_step;
     for (int64_t step = first_step; step < steps; ++step) {
       const absl::Time begin = absl::Now();
@@ -485,11 +482,11 @@ class Worker {
         logger_.Warning(
             SkippedStepWarning(step, gate.reports(), progress.skipped_in_a_row, max_skipped));
         if (max_skipped > 0 && progress.skipped_in_a_row >= max_skipped) {
-          return absl::FailedPreconditionError(absl::StrCat(
-              "stopping: the last ", progress.skipped_in_a_row,
-              " steps were all skipped for non-finite losses or gradients "
-              "(training.max_skipped_steps: ",
-              max_skipped, "); lower the learning rate or check the data"));
+          return absl::FailedPreconditionError(
+              absl::StrCat("stopping: the last ", progress.skipped_in_a_row,
+                           " steps were all skipped for non-finite losses or gradients "
+                           "(training.max_skipped_steps: ",
+                           max_skipped, "); lower the learning rate or check the data"));
         }
       }
       // A stop asked for during the last step changes nothing.
@@ -507,10 +504,9 @@ class Worker {
       if (stop) {
         logger_.Warning(absl::StrCat(
             "stopping after step ", done, " of ", steps, " as asked (a signal)",
-            checkpoints
-                ? absl::StrCat("; continue with --resume latest (checkpoint.dir ",
-                               plan.checkpoint().dir(), ")")
-                : "; the plan has no checkpoint, so this run's progress is not saved",
+            checkpoints ? absl::StrCat("; continue with --resume latest (checkpoint.dir ",
+                                       plan.checkpoint().dir(), ")")
+                        : "; the plan has no checkpoint, so this run's progress is not saved",
             "; no export is written"));
         break;
       }

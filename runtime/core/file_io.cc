@@ -105,9 +105,9 @@ absl::Status WriteFileAtomically(const std::string& path,
   std::string tmp_path = target + ".tmp.XXXXXX";
   const int raw = ::mkstemp(tmp_path.data());
   if (raw < 0) {
-    return absl::DataLossError(absl::StrCat("writing ", path,
-                                            " failed: cannot create a temporary file beside it: ",
-                                            ErrnoText(), " (does the directory exist, writable?)"));
+    return absl::DataLossError(absl::StrCat(
+        "writing ", path, " failed: cannot create a temporary file beside it: ", ErrnoText(),
+        " (does the directory exist, writable?)"));
   }
   FileDescriptor fd(raw);
   // The first failing step names itself and errno; the temporary file is removed.

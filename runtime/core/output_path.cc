@@ -26,9 +26,8 @@ absl::Status CheckWritableDirectory(absl::string_view what, const std::string& p
                                                    " does not exist (", std::strerror(errno), ")"));
   }
   if (!S_ISDIR(info.st_mode)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": ", path, ": ", dir, " is ", FileKindName(info.st_mode),
-                     ", not a directory"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": ", path, ": ", dir, " is ", FileKindName(info.st_mode), ", not a directory"));
   }
   if (::access(dir.c_str(), W_OK | X_OK) != 0) {
     return absl::InvalidArgumentError(
@@ -68,8 +67,8 @@ absl::Status CheckReplaceable(const std::string& path) {
         absl::StrCat("cannot stat ", path, ": ", std::strerror(errno)));
   }
   if (S_ISREG(info.st_mode)) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrCat(
-      path, " is ", FileKindName(info.st_mode), "; gpipe replaces only regular files"));
+  return absl::FailedPreconditionError(absl::StrCat(path, " is ", FileKindName(info.st_mode),
+                                                    "; gpipe replaces only regular files"));
 }
 
 absl::Status CheckOutputFile(absl::string_view what, const std::string& path) {
@@ -99,8 +98,8 @@ absl::Status CheckOutputDirectory(absl::string_view what, const std::string& dir
     return absl::OkStatus();
   }
   const std::string trimmed = std::filesystem::path(dir).lexically_normal().string();
-  std::string parent = ParentOf(trimmed.ends_with('/') ? trimmed.substr(0, trimmed.size() - 1)
-                                                       : trimmed);
+  std::string parent =
+      ParentOf(trimmed.ends_with('/') ? trimmed.substr(0, trimmed.size() - 1) : trimmed);
   return CheckWritableDirectory(what, dir, parent);
 }
 

@@ -527,12 +527,13 @@ void CheckCheckpoint(const pb::Plan& plan, PlanErrors& errors) {
                             "; use 0 (only when stopped by a signal) or a step interval >= 1"));
   }
   if (checkpoint.keep_last() < 0) {
-    errors.Add("checkpoint.keep_last", absl::StrCat("is ", checkpoint.keep_last(),
-                                                    "; use 0 (keep all) or a count >= 1"));
+    errors.Add("checkpoint.keep_last",
+               absl::StrCat("is ", checkpoint.keep_last(), "; use 0 (keep all) or a count >= 1"));
   }
   if (plan.runtime().device() == pb::SIM) {
-    errors.Add("checkpoint", "is set but runtime.device is SIM, whose tensors hold no values to "
-                             "save; remove checkpoint or use device CPU or CUDA");
+    errors.Add("checkpoint",
+               "is set but runtime.device is SIM, whose tensors hold no values to "
+               "save; remove checkpoint or use device CPU or CUDA");
   }
 }
 

@@ -1,6 +1,6 @@
 // Semantic checks of the plan's non-model sections: pipeline (stages, micro-batches, explicit
-// boundaries), training (batch, steps, optimizer), data, runtime and checkpoint. Each check reports every
-// problem it finds into PlanErrors and never stops early. Internal to the plan module.
+// boundaries), training (batch, steps, optimizer), data, runtime and checkpoint. Each check reports
+// every problem it finds into PlanErrors and never stops early. Internal to the plan module.
 #ifndef GPIPE_RUNTIME_PLAN_SETTINGS_CHECKS_H_
 #define GPIPE_RUNTIME_PLAN_SETTINGS_CHECKS_H_
 

@@ -89,8 +89,8 @@ absl::Status AdamOptimizer::Step(Device& device, double lr, std::span<Tensor> va
 }
 
 absl::Status AdamOptimizer::Restore(int64_t steps, std::vector<std::vector<Tensor>> state) {
-  RETURN_IF_ERROR(optimizer_internal::CheckRestore(
-      hyper_.decoupled_weight_decay ? "adamw" : "adam", 2, steps, state));
+  RETURN_IF_ERROR(optimizer_internal::CheckRestore(hyper_.decoupled_weight_decay ? "adamw" : "adam",
+                                                   2, steps, state));
   steps_ = steps;
   exp_avg_ = std::move(state[0]);
   exp_avg_sq_ = std::move(state[1]);

@@ -81,9 +81,9 @@ absl::Status CheckRestore(const char* optimizer, size_t keys, int64_t steps,
   }
   for (const std::vector<Tensor>& tensors : state) {
     if (tensors.size() != state[0].size() || (steps == 0 && !tensors.empty())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          optimizer, " restore: ", tensors.size(), " state tensors of one kind after ", steps,
-          " steps (state exists from the first step, one per parameter)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(optimizer, " restore: ", tensors.size(), " state tensors of one kind after ",
+                       steps, " steps (state exists from the first step, one per parameter)"));
     }
   }
   return absl::OkStatus();

@@ -44,10 +44,10 @@ absl::StatusOr<std::vector<NamedTensorData>> ExportOptimizerState(
       const Tensor& tensor = state[i];
       NamedTensorData data{StateName(names[i], keys[k]), tensor.shape().dims(),
                            std::vector<float>(tensor.num_elements())};
-      RETURN_IF_ERROR(WithContext(
-          device.CopyToHost(tensor, data.values.data(),
-                            static_cast<int64_t>(data.values.size() * sizeof(float))),
-          absl::StrCat("saving '", data.name, "'")));
+      RETURN_IF_ERROR(
+          WithContext(device.CopyToHost(tensor, data.values.data(),
+                                        static_cast<int64_t>(data.values.size() * sizeof(float))),
+                      absl::StrCat("saving '", data.name, "'")));
       out.push_back(std::move(data));
     }
   }
@@ -85,8 +85,7 @@ absl::Status ImportOptimizerState(
         const NamedTensorData& source = *sources[k][i];
         RETURN_IF_ERROR(WithContext(
             device.CopyFromHost(source.values.data(),
-                                static_cast<int64_t>(source.values.size() * sizeof(float)),
-                                tensor),
+                                static_cast<int64_t>(source.values.size() * sizeof(float)), tensor),
             absl::StrCat("restoring '", source.name, "'")));
         state[k].push_back(std::move(tensor));
       }

@@ -58,8 +58,9 @@ pb::CheckpointManifest WriteTwoStageCheckpoint(const std::string& dir, int64_t s
       pb::CheckpointTensor* entry = manifest.add_tensors();
       entry->set_name(t.name);
       for (int64_t d : t.shape) entry->add_shape(d);
-      entry->set_kind(t.name.find(':') == std::string::npos ? pb::CheckpointTensor::PARAMETER
-                                                            : pb::CheckpointTensor::OPTIMIZER_STATE);
+      entry->set_kind(t.name.find(':') == std::string::npos
+                          ? pb::CheckpointTensor::PARAMETER
+                          : pb::CheckpointTensor::OPTIMIZER_STATE);
       entry->set_shard(shard);
     }
     ++shard;
@@ -138,9 +139,10 @@ TEST(CheckpointManifestTest, InconsistentManifestsAreRefusedNamingTheEntry) {
   check("format_version: 1 tensors { name: \"w\" kind: PARAMETER shard: 0 }", "is not one of");
   check("format_version: 1 shards { file: \"a.safetensors\" } tensors { name: \"w\" shard: 0 }",
         "no kind");
-  check("format_version: 1 shards { file: \"a.safetensors\" } "
-        "tensors { name: \"w\" kind: PARAMETER shard: 0 shape: 4611686018427387904 shape: 4 }",
-        "too large");
+  check(
+      "format_version: 1 shards { file: \"a.safetensors\" } "
+      "tensors { name: \"w\" kind: PARAMETER shard: 0 shape: 4611686018427387904 shape: 4 }",
+      "too large");
 }
 
 TEST(CheckpointReaderTest, ReadsTensorsByNameFromWhicheverShard) {

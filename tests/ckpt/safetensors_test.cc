@@ -287,9 +287,9 @@ TEST(SafetensorsTest, WriteReportsTheFilesSizeAndCrc32) {
   ASSERT_TRUE(bytes.ok());
   EXPECT_EQ(written->bytes, static_cast<int64_t>(bytes->size()));
   // zlib's own CRC-32 of the file as read back.
-  EXPECT_EQ(written->crc32, static_cast<uint32_t>(::crc32(
-                                0L, reinterpret_cast<const Bytef*>(bytes->data()),
-                                static_cast<uInt>(bytes->size()))));
+  EXPECT_EQ(written->crc32,
+            static_cast<uint32_t>(::crc32(0L, reinterpret_cast<const Bytef*>(bytes->data()),
+                                          static_cast<uInt>(bytes->size()))));
 }
 
 TEST(SafetensorsTest, WriteReplacesOnlyRegularFilesAndFollowsLinks) {

@@ -51,11 +51,10 @@ class CheckpointJobTest : public testing::EquivalenceHarness {
   ProcessResult Worker(int stages, int replicas, const std::vector<std::string>& args,
                        const std::string& plan = "") {
     std::vector<std::string> argv = testing::MpirunPrefix(stages * replicas);
-    argv.insert(argv.end(),
-                {testing::BinPath("gpipe-worker"), "--plan",
-                 plan.empty() ? testing::SourcePath(kPlan) : plan, "--override",
-                 absl::StrCat("pipeline { stages: ", stages, " data_parallel: ", replicas,
-                              " micro_batches: ", 4 / replicas, " }")});
+    argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan",
+                             plan.empty() ? testing::SourcePath(kPlan) : plan, "--override",
+                             absl::StrCat("pipeline { stages: ", stages, " data_parallel: ",
+                                          replicas, " micro_batches: ", 4 / replicas, " }")});
     argv.insert(argv.end(), args.begin(), args.end());
     return testing::RunProcess(argv, 180);
   }
@@ -97,20 +96,21 @@ TEST_F(CheckpointJobTest, ResumedRunIsBitIdenticalToTheUninterruptedOne) {
       return args;
     };
     const ProcessResult whole =
-        Worker(2, 1, with({"--override", "training { steps: 6 }", "--export", Path("whole.st"),
-                           "--metrics-out", Path("whole.jsonl")}));
+        Worker(2, 1,
+               with({"--override", "training { steps: 6 }", "--export", Path("whole.st"),
+                     "--metrics-out", Path("whole.jsonl")}));
     ASSERT_EQ(whole.exit_code, 0) << whole.output;
     // The first half, checkpointed after step 3; then the rest from `latest`.
-    const ProcessResult first = Worker(
-        2, 1, with({"--override", "training { steps: 3 }", "--override", Checkpoint(3),
-                    "--metrics-out", Path("parts.jsonl")}));
+    const ProcessResult first = Worker(2, 1,
+                                       with({"--override", "training { steps: 3 }", "--override",
+                                             Checkpoint(3), "--metrics-out", Path("parts.jsonl")}));
     ASSERT_EQ(first.exit_code, 0) << first.output;
     EXPECT_TRUE(absl::StrContains(first.output, "checkpoint: saved")) << first.output;
     EXPECT_EQ(*ReadWholeFile(Path("ckpt/latest")), "step-000000003\n");
     const ProcessResult rest = Worker(
-        2, 1, with({"--override", "training { steps: 6 }", "--override", Checkpoint(3),
-                    "--resume", "latest", "--export", Path("resumed.st"), "--metrics-out",
-                    Path("parts.jsonl")}));
+        2, 1,
+        with({"--override", "training { steps: 6 }", "--override", Checkpoint(3), "--resume",
+              "latest", "--export", Path("resumed.st"), "--metrics-out", Path("parts.jsonl")}));
     ASSERT_EQ(rest.exit_code, 0) << rest.output;
     EXPECT_TRUE(absl::StrContains(rest.output, "resuming after step 3")) << rest.output;
     ExpectBitIdentical(Read(Path("resumed.st")), Read(Path("whole.st")));
@@ -131,28 +131,29 @@ TEST_F(CheckpointJobTest, CheckpointResumesUnderOtherStageAndReplicaCounts) {
   // Losing machines: 4 stages become 2 or 1; the checkpoint is keyed by tensor names.
   for (int stages : {2, 1}) {
     const std::string out = Path(absl::StrCat("k", stages, ".st"));
-    const ProcessResult rest =
-        Worker(stages, 1,
-               {"--override", "training { steps: 6 }", "--resume", Path("ckpt/step-000000003"),
-                "--export", out});
+    const ProcessResult rest = Worker(stages, 1,
+                                      {"--override", "training { steps: 6 }", "--resume",
+                                       Path("ckpt/step-000000003"), "--export", out});
     ASSERT_EQ(rest.exit_code, 0) << rest.output;
     SCOPED_TRACE(absl::StrCat(stages, " stages"));
     ExpectBitIdentical(Read(out), Read(Path("whole.st")));
   }
   // Two replicas of two stages: the same update up to the all-reduce's summation order.
-  const ProcessResult replicated = Worker(
-      2, 2, {"--override", "training { steps: 6 }", "--resume", Path("ckpt/step-000000003"),
-             "--export", Path("2x2.st")});
+  const ProcessResult replicated =
+      Worker(2, 2,
+             {"--override", "training { steps: 6 }", "--resume", Path("ckpt/step-000000003"),
+              "--export", Path("2x2.st")});
   ASSERT_EQ(replicated.exit_code, 0) << replicated.output;
   ExpectClose(Read(Path("2x2.st")), Read(Path("whole.st")), 1e-6);
   // And a checkpoint written by two replicas (replica 0's ranks write) resumes on one process.
   fs::remove_all(Path("ckpt"));
-  ASSERT_EQ(Worker(2, 2, {"--override", "training { steps: 3 }", "--override", Checkpoint(3)})
-                .exit_code,
-            0);
-  const ProcessResult single = Worker(
-      1, 1, {"--override", "training { steps: 6 }", "--override", Checkpoint(3), "--resume",
-             "latest", "--export", Path("from2x2.st")});
+  ASSERT_EQ(
+      Worker(2, 2, {"--override", "training { steps: 3 }", "--override", Checkpoint(3)}).exit_code,
+      0);
+  const ProcessResult single =
+      Worker(1, 1,
+             {"--override", "training { steps: 6 }", "--override", Checkpoint(3), "--resume",
+              "latest", "--export", Path("from2x2.st")});
   ASSERT_EQ(single.exit_code, 0) << single.output;
   ExpectClose(Read(Path("from2x2.st")), Read(Path("whole.st")), 1e-6);
 }
@@ -180,7 +181,8 @@ TEST_F(CheckpointJobTest, ResumesThatCannotContinueAreRefusedSayingWhy) {
   // Another model: fc3 wider than the checkpoint's.
   std::string text = *ReadWholeFile(testing::SourcePath(kPlan));
   const std::string wider = Path("wider.pbtxt");
-  std::ofstream(wider) << absl::StrReplaceAll(text, {{"out_features: 16 bias", "out_features: 17 bias"}});
+  std::ofstream(wider) << absl::StrReplaceAll(text,
+                                              {{"out_features: 16 bias", "out_features: 17 bias"}});
   refused({"--override", "training { steps: 6 }"},
           "rank 1 (stage 1): parameter 'fc3.weight' has shape [16, 24], expected [17, 24]", wider);
   std::ofstream(Path("x.st")) << "";
@@ -223,27 +225,28 @@ TEST_F(CheckpointJobTest, OutputsAreCheckedBeforeTheFirstStep) {
 
 TEST_F(CheckpointJobTest, RunsThatApplyNoUpdateFailAndSkipsInARowStop) {
   // Weights whose every step is non-finite: fc1.weight all NaN.
-  ASSERT_EQ(Worker(1, 1, {"--override", "training { steps: 1 }", "--export", Path("w.st")})
-                .exit_code,
-            0);
+  ASSERT_EQ(
+      Worker(1, 1, {"--override", "training { steps: 1 }", "--export", Path("w.st")}).exit_code, 0);
   absl::StatusOr<std::vector<NamedTensorData>> weights = ReadSafetensors(Path("w.st"));
   ASSERT_TRUE(weights.ok());
   for (NamedTensorData& t : *weights) {
     if (t.name == "fc1.weight") std::fill(t.values.begin(), t.values.end(), NAN);
   }
   ASSERT_TRUE(WriteSafetensors(Path("nan.st"), *weights, {}).ok());
-  const ProcessResult none =
-      Worker(2, 1, {"--init-from", Path("nan.st"), "--export", Path("out.st"), "--override",
-                    "training { steps: 4 max_skipped_steps: 0 }"});
+  const ProcessResult none = Worker(2, 1,
+                                    {"--init-from", Path("nan.st"), "--export", Path("out.st"),
+                                     "--override", "training { steps: 4 max_skipped_steps: 0 }"});
   EXPECT_EQ(none.exit_code, 1) << none.output;
   EXPECT_TRUE(absl::StrContains(none.output, "no step applied an update: all 4 steps were skipped"))
       << none.output;
-  EXPECT_TRUE(absl::StrContains(none.output, "step 3 skipped on every rank: non-finite loss or "
-                                             "gradients on rank 0 (stage 0), rank 1 (stage 1)"))
+  EXPECT_TRUE(absl::StrContains(none.output,
+                                "step 3 skipped on every rank: non-finite loss or "
+                                "gradients on rank 0 (stage 0), rank 1 (stage 1)"))
       << none.output;
   EXPECT_FALSE(fs::exists(Path("out.st")));
   const ProcessResult limited = Worker(
-      2, 1, {"--init-from", Path("nan.st"), "--override", "training { steps: 50 max_skipped_steps: 3 }"});
+      2, 1,
+      {"--init-from", Path("nan.st"), "--override", "training { steps: 50 max_skipped_steps: 3 }"});
   EXPECT_EQ(limited.exit_code, 1) << limited.output;
   EXPECT_TRUE(absl::StrContains(limited.output, "the last 3 steps were all skipped"))
       << limited.output;
@@ -254,8 +257,11 @@ TEST_F(CheckpointJobTest, RunsThatApplyNoUpdateFailAndSkipsInARowStop) {
 // stop; they finish the step, save a checkpoint and exit 3; the resumed run ends where the
 // uninterrupted one does.
 TEST_F(CheckpointJobTest, SignalToGpipeRunStopsWithACheckpointAndResumes) {
-  const std::vector<std::string> run = {testing::BinPath("gpipe-run"), testing::SourcePath(kPlan),
-                                        "--override", "pipeline { stages: 2 }", "--override",
+  const std::vector<std::string> run = {testing::BinPath("gpipe-run"),
+                                        testing::SourcePath(kPlan),
+                                        "--override",
+                                        "pipeline { stages: 2 }",
+                                        "--override",
                                         "training { steps: 400 } runtime { log_every: 1 }"};
   std::vector<std::string> whole = run;
   whole.insert(whole.end(), {"--export", Path("whole.st")});
@@ -263,8 +269,8 @@ TEST_F(CheckpointJobTest, SignalToGpipeRunStopsWithACheckpointAndResumes) {
   ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.output;
 
   std::vector<std::string> interrupted = run;
-  interrupted.insert(interrupted.end(), {"--override", Checkpoint(0), "--export",
-                                         Path("never.st"), "--trace", Path("stopped.json")});
+  interrupted.insert(interrupted.end(), {"--override", Checkpoint(0), "--export", Path("never.st"),
+                                         "--trace", Path("stopped.json")});
   bool sent = false;
   const ProcessResult stopped =
       testing::RunProcess(interrupted, 300, [&sent](pid_t pid, const std::string& output) {
@@ -285,8 +291,8 @@ TEST_F(CheckpointJobTest, SignalToGpipeRunStopsWithACheckpointAndResumes) {
   EXPECT_GT(fs::file_size(Path("stopped.json")), 1000u);
 
   std::vector<std::string> resume = run;
-  resume.insert(resume.end(),
-                {"--override", Checkpoint(0), "--resume", "latest", "--export", Path("resumed.st")});
+  resume.insert(resume.end(), {"--override", Checkpoint(0), "--resume", "latest", "--export",
+                               Path("resumed.st")});
   const ProcessResult resumed = testing::RunProcess(resume, 300);
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   ExpectBitIdentical(Read(Path("resumed.st")), Read(Path("whole.st")));

@@ -163,8 +163,8 @@ TEST_F(FaultTest, KillingAnyRankAtAnyMomentEndsEveryRankWithinTheBound) {
   double worst_exit = 0, worst_gone = 0;
   for (int i = 0; i < kKills; ++i) {
     const double delay = std::uniform_real_distribution<double>(0.0, 2.0)(rng);
-    const Killed killed =
-        RunAndKill({"--override", "pipeline { stages: 4 } training { steps: 1000000 }"}, delay, rng);
+    const Killed killed = RunAndKill(
+        {"--override", "pipeline { stages: 4 } training { steps: 1000000 }"}, delay, rng);
     SCOPED_TRACE(absl::StrCat("kill ", i, " after ", delay, " s"));
     ASSERT_TRUE(killed.sent) << killed.result.output;
     EXPECT_FALSE(killed.result.timed_out) << killed.result.output;
@@ -178,9 +178,10 @@ TEST_F(FaultTest, KillingAnyRankAtAnyMomentEndsEveryRankWithinTheBound) {
     worst_exit = std::max(worst_exit, killed.exit_seconds);
     worst_gone = std::max(worst_gone, killed.gone_seconds);
   }
-  std::printf("[ faults ] %d ranks killed at random moments: every job exited non-zero at most "
-              "%.2f s after the kill and every rank was gone within %.2f s (bound %.0f s)\n",
-              kKills, worst_exit, worst_gone, kEndBoundSeconds);
+  std::printf(
+      "[ faults ] %d ranks killed at random moments: every job exited non-zero at most "
+      "%.2f s after the kill and every rank was gone within %.2f s (bound %.0f s)\n",
+      kKills, worst_exit, worst_gone, kEndBoundSeconds);
 }
 
 TEST_F(FaultTest, KillsDuringCheckpointingAlwaysLeaveOneThatResumes) {
@@ -198,8 +199,9 @@ TEST_F(FaultTest, KillsDuringCheckpointingAlwaysLeaveOneThatResumes) {
     return false;
   };
   for (int i = 0; i < kKills; ++i) {
-    std::vector<std::string> args = {"--override", "pipeline { stages: 2 }", "--override",
-                                     "training { steps: 1000000 }", "--override", section};
+    std::vector<std::string> args = {"--override", "pipeline { stages: 2 }",
+                                     "--override", "training { steps: 1000000 }",
+                                     "--override", section};
     if (fs::exists(ckpt + "/latest")) args.insert(args.end(), {"--resume", "latest"});
     const double delay = std::uniform_real_distribution<double>(0.2, 1.5)(rng);
     const Killed killed = RunAndKill(args, delay, rng, writing);
@@ -224,17 +226,18 @@ TEST_F(FaultTest, KillsDuringCheckpointingAlwaysLeaveOneThatResumes) {
   EXPECT_GE(during, kKills / 2) << "too few kills landed while a checkpoint was written";
   ASSERT_GE(previous, 1);
   // The last checkpoint resumes and finishes.
-  const testing::ProcessResult finish = testing::RunProcess(
-      {testing::BinPath("gpipe-run"), testing::SourcePath(kPlan), "--override",
-       "pipeline { stages: 2 }", "--override",
-       absl::StrCat("training { steps: ", previous + 2, " }"), "--override", section, "--resume",
-       "latest"},
-      120);
+  const testing::ProcessResult finish =
+      testing::RunProcess({testing::BinPath("gpipe-run"), testing::SourcePath(kPlan), "--override",
+                           "pipeline { stages: 2 }", "--override",
+                           absl::StrCat("training { steps: ", previous + 2, " }"), "--override",
+                           section, "--resume", "latest"},
+                          120);
   EXPECT_EQ(finish.exit_code, 0) << finish.output;
-  std::printf("[ faults ] %d ranks killed, %d of them while a checkpoint was being written; "
-              "`latest` always named a complete checkpoint that loaded, and the last (step %lld) "
-              "resumed and finished\n",
-              kKills, during, static_cast<long long>(previous));
+  std::printf(
+      "[ faults ] %d ranks killed, %d of them while a checkpoint was being written; "
+      "`latest` always named a complete checkpoint that loaded, and the last (step %lld) "
+      "resumed and finished\n",
+      kKills, during, static_cast<long long>(previous));
 }
 
 }  // namespace

@@ -106,9 +106,10 @@ TEST_F(HostileInputTest, EveryInputOfTheCorpusIsRefusedWithItsError) {
     }
   }
   EXPECT_TRUE(fs::is_fifo(scratch_ + "/fifo"));
-  std::printf("[ hostile ] %zu corpus inputs, %d program runs: every one refused with its "
-              "error\n",
-              cases.size(), runs);
+  std::printf(
+      "[ hostile ] %zu corpus inputs, %d program runs: every one refused with its "
+      "error\n",
+      cases.size(), runs);
 }
 
 }  // namespace

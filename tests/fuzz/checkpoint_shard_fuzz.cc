@@ -32,8 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<std::string> names = {"w"};
   auto parsed = gpipe::ParseSafetensors(bytes, "probe");
   if (parsed.ok() && !parsed->tensors.empty()) names.clear();
-  for (const gpipe::NamedTensorData& t : parsed.ok() ? parsed->tensors
-                                                     : std::vector<gpipe::NamedTensorData>()) {
+  for (const gpipe::NamedTensorData& t :
+       parsed.ok() ? parsed->tensors : std::vector<gpipe::NamedTensorData>()) {
     names.push_back(t.name);
   }
   for (size_t i = 0; i < names.size(); ++i) {

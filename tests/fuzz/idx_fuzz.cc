@@ -5,7 +5,6 @@
 #include "runtime/train/idx.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  (void)gpipe::ParseIdx(absl::string_view(reinterpret_cast<const char*>(data), size),
-                        "fuzz.idx");
+  (void)gpipe::ParseIdx(absl::string_view(reinterpret_cast<const char*>(data), size), "fuzz.idx");
   return 0;
 }

@@ -5,7 +5,6 @@
 #include "runtime/train/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  (void)gpipe::ParseNpy(absl::string_view(reinterpret_cast<const char*>(data), size),
-                        "fuzz.npy");
+  (void)gpipe::ParseNpy(absl::string_view(reinterpret_cast<const char*>(data), size), "fuzz.npy");
   return 0;
 }

@@ -6,7 +6,7 @@
 #include "runtime/ckpt/safetensors.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  (void)gpipe::ParseSafetensors(
-      absl::string_view(reinterpret_cast<const char*>(data), size), "fuzz.safetensors");
+  (void)gpipe::ParseSafetensors(absl::string_view(reinterpret_cast<const char*>(data), size),
+                                "fuzz.safetensors");
   return 0;
 }

@@ -52,7 +52,8 @@ class CheckpointSession {
   absl::StatusOr<pb::CheckpointManifest> BuildManifest(int64_t step,
                                                        const CheckpointProgress& progress,
                                                        const std::vector<std::string>& gathered);
-  // Rank 0 tells every rank the outcome `error` (empty: success); every rank returns it.
+  // Rank 0 broadcasts its `outcome` (on `tag`); every rank returns it, the others as ABORTED
+  // (rank 0 reports the failure; they stop with it without announcing it again).
   absl::Status Conclude(const absl::Status& outcome, int tag, absl::string_view what);
 
   ControlChannel& control_;

@@ -111,11 +111,11 @@ class FaultTest : public ::testing::Test {
     std::vector<pid_t> workers;  // the job's workers at the kill
   };
 
-  // Runs gpipe-run with `args` and SIGKILLs one of its workers, chosen by `rng`, `delay` seconds
-  // after the workers appear; with `moment`, at the first instant after that when it holds
-  // (watched in a tight loop for up to 3 s).
+  // Runs gpipe-run with `args` and sends `signal` to one of its workers, chosen by `rng`, `delay`
+  // seconds after the workers appear; with `moment`, at the first instant after that when it
+  // holds (watched in a tight loop for up to 3 s).
   Killed RunAndKill(const std::vector<std::string>& args, double delay, std::mt19937& rng,
-                    const std::function<bool()>& moment = nullptr) {
+                    const std::function<bool()>& moment = nullptr, int signal = SIGKILL) {
     std::vector<std::string> argv = {testing::BinPath("gpipe-run"), testing::SourcePath(kPlan)};
     argv.insert(argv.end(), args.begin(), args.end());
     Killed killed;
@@ -138,7 +138,7 @@ class FaultTest : public ::testing::Test {
       std::sort(workers.begin(), workers.end());
       killed.rank_index = std::uniform_int_distribution<int>(0, workers.size() - 1)(rng);
       killed.workers = workers;
-      ::kill(workers[killed.rank_index], SIGKILL);
+      ::kill(workers[killed.rank_index], signal);
       killed.sent = true;
       kill_time = Clock::now();
     });
@@ -182,6 +182,35 @@ TEST_F(FaultTest, KillingAnyRankAtAnyMomentEndsEveryRankWithinTheBound) {
       "[ faults ] %d ranks killed at random moments: every job exited non-zero at most "
       "%.2f s after the kill and every rank was gone within %.2f s (bound %.0f s)\n",
       kKills, worst_exit, worst_gone, kEndBoundSeconds);
+}
+
+// A rank that stops answering (SIGSTOP: a hung process, a frozen node) is found by the others'
+// wait deadlines: the job ends non-zero, naming the silent rank, within the deadline and the
+// launcher's teardown.
+TEST_F(FaultTest, AHungRankIsFoundByTheDeadlinesAndTheJobEnds) {
+  std::mt19937 rng(11);
+  constexpr double kWaitSeconds = 3;
+  double worst = 0;
+  for (int i = 0; i < 5; ++i) {
+    const double delay = std::uniform_real_distribution<double>(0.2, 1.5)(rng);
+    const Killed stopped = RunAndKill(
+        {"--override", "pipeline { stages: 3 } training { steps: 1000000 }", "--override",
+         absl::StrCat("runtime { timeouts { wait_seconds: ", kWaitSeconds, " } }")},
+        delay, rng, nullptr, SIGSTOP);
+    SCOPED_TRACE(absl::StrCat("SIGSTOP ", i, " after ", delay, " s"));
+    ASSERT_TRUE(stopped.sent) << stopped.result.output;
+    EXPECT_FALSE(stopped.result.timed_out) << stopped.result.output;
+    EXPECT_NE(stopped.result.exit_code, 0) << stopped.result.output;
+    EXPECT_LE(stopped.exit_seconds, kWaitSeconds + kEndBoundSeconds) << stopped.result.output;
+    EXPECT_LE(stopped.gone_seconds, kWaitSeconds + kEndBoundSeconds) << stopped.result.output;
+    EXPECT_TRUE(absl::StrContains(stopped.result.output, "deadline") ||
+                absl::StrContains(stopped.result.output, "timed out"))
+        << stopped.result.output;
+    worst = std::max(worst, stopped.gone_seconds);
+  }
+  std::printf("[ faults ] 5 ranks frozen (SIGSTOP) with wait_seconds %.0f: every job ended and "
+              "every rank was gone within %.2f s\n",
+              kWaitSeconds, worst);
 }
 
 TEST_F(FaultTest, KillsDuringCheckpointingAlwaysLeaveOneThatResumes) {

@@ -13,6 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "launcher/flags.h"
+#include "launcher/startup_watchdog.h"
 #include "launcher/stop_signals.h"
 #include "runtime/comm/mpi_environment.h"
 #include "runtime/coord/worker.h"
@@ -85,7 +86,10 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // MPI_Init itself waits for every rank without a limit: bound it by the start-up deadline.
+  gpipe::StartupWatchdog watchdog("MPI start-up", options.startup_timeout);
   auto mpi = gpipe::MpiEnvironment::Init(&argc, &argv);
+  watchdog.Disarm();
   if (!mpi.ok()) {
     std::fprintf(stderr, "gpipe-worker: %s\n", std::string(mpi.status().message()).c_str());
     return 1;

@@ -8,14 +8,15 @@ find_package(ZLIB REQUIRED)
 # nlohmann-json (Debian's nlohmann-json3-dev, header-only): every JSON gpipe reads or writes.
 find_package(nlohmann_json 3.11 REQUIRED)
 # oneDNN (Debian's libdnnl-dev): the CPU backend's matmul and convolution primitives; its
-# OpenMP runtime carries the compute threads.
-# (Its CMake package also demands OpenCL for a GPU runtime gpipe does not use, so the library
-# and header are found directly.)
-find_library(GPIPE_DNNL_LIBRARY NAMES dnnl REQUIRED)
-find_path(GPIPE_DNNL_INCLUDE_DIR NAMES oneapi/dnnl/dnnl.hpp REQUIRED)
-add_library(DNNL::dnnl UNKNOWN IMPORTED)
-set_target_properties(DNNL::dnnl PROPERTIES IMPORTED_LOCATION "${GPIPE_DNNL_LIBRARY}"
-                      INTERFACE_INCLUDE_DIRECTORIES "${GPIPE_DNNL_INCLUDE_DIR}")
+# OpenMP runtime carries the compute threads. DNNL::dnnl, CUDNN::cudnn and NCCL::nccl come from
+# cmake/GpipeImportedLibraries.cmake, which the installed package's gpipeConfig.cmake uses too.
+include(${CMAKE_CURRENT_LIST_DIR}/GpipeImportedLibraries.cmake)
+gpipe_import_dnnl(GPIPE_DNNL_FOUND)
+if(NOT GPIPE_DNNL_FOUND)
+  message(FATAL_ERROR "gpipe: oneDNN not found (libdnnl and oneapi/dnnl/dnnl.hpp; "
+                      "scripts/setup.sh installs libdnnl-dev, or set GPIPE_DNNL_LIBRARY and "
+                      "GPIPE_DNNL_INCLUDE_DIR)")
+endif()
 find_package(OpenMP REQUIRED COMPONENTS CXX)
 if(GPIPE_BUILD_TESTS)
   find_package(GTest REQUIRED)
@@ -51,25 +52,15 @@ if(GPIPE_CUDA)
     string(APPEND CMAKE_CUDA_FLAGS " --fmad=false")
     find_package(CUDAToolkit REQUIRED)
     # cuDNN 9 ships no CMake package: found beside the toolkit (or where CUDNN_ROOT points).
-    find_library(GPIPE_CUDNN_LIBRARY NAMES cudnn
-                 HINTS ${CUDNN_ROOT} ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
-                 PATH_SUFFIXES lib lib64 REQUIRED)
-    find_path(GPIPE_CUDNN_INCLUDE_DIR NAMES cudnn.h
-              HINTS ${CUDNN_ROOT} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include REQUIRED)
-    add_library(CUDNN::cudnn UNKNOWN IMPORTED)
-    set_target_properties(CUDNN::cudnn PROPERTIES IMPORTED_LOCATION "${GPIPE_CUDNN_LIBRARY}"
-                          INTERFACE_INCLUDE_DIRECTORIES "${GPIPE_CUDNN_INCLUDE_DIR}")
+    gpipe_import_cudnn(GPIPE_CUDNN_FOUND)
+    if(NOT GPIPE_CUDNN_FOUND)
+      message(FATAL_ERROR "gpipe: cuDNN not found beside the CUDA toolkit (set CUDNN_ROOT, or "
+                          "-DGPIPE_CUDA=OFF to build without the CUDA backend)")
+    endif()
     # NCCL (runtime.transport: NCCL) ships beside the toolkit or in its own prefix (NCCL_ROOT).
     # Without it the CUDA backend is built with the MPI transport only.
-    find_library(GPIPE_NCCL_LIBRARY NAMES nccl
-                 HINTS ${NCCL_ROOT} ${CUDAToolkit_LIBRARY_DIR} ${CUDAToolkit_LIBRARY_ROOT}
-                 PATH_SUFFIXES lib lib64)
-    find_path(GPIPE_NCCL_INCLUDE_DIR NAMES nccl.h
-              HINTS ${NCCL_ROOT} ${CUDAToolkit_INCLUDE_DIRS} PATH_SUFFIXES include)
-    if(GPIPE_NCCL_LIBRARY AND GPIPE_NCCL_INCLUDE_DIR)
-      add_library(NCCL::nccl UNKNOWN IMPORTED)
-      set_target_properties(NCCL::nccl PROPERTIES IMPORTED_LOCATION "${GPIPE_NCCL_LIBRARY}"
-                            INTERFACE_INCLUDE_DIRECTORIES "${GPIPE_NCCL_INCLUDE_DIR}")
+    gpipe_import_nccl(GPIPE_NCCL_FOUND)
+    if(GPIPE_NCCL_FOUND)
       set(GPIPE_HAVE_NCCL ON)
     else()
       message(STATUS "gpipe: NCCL not found (set NCCL_ROOT); runtime.transport NCCL is not built")

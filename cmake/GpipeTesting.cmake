@@ -21,14 +21,14 @@ function(gpipe_add_test)
   endif()
   add_executable(${T_NAME} ${T_SOURCES})
   target_link_libraries(${T_NAME} PRIVATE ${T_LIBS} GTest::gtest GTest::gtest_main)
-  set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${CMAKE_BINARY_DIR}/tests)
+  set_target_properties(${T_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/tests)
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})
   if(NOT T_LABELS)
     set(T_LABELS unit)
   endif()
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "${T_LABELS}"
                        PROCESSORS ${T_PROCESSORS}
-                       ENVIRONMENT "GPIPE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPIPE_SOURCE_DIR=${PROJECT_SOURCE_DIR};GPIPE_MPIRUN_FLAGS=${GPIPE_MPIRUN_FLAGS_TEXT};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+                       ENVIRONMENT "GPIPE_BIN_DIR=${PROJECT_BINARY_DIR}/bin;GPIPE_SOURCE_DIR=${PROJECT_SOURCE_DIR};GPIPE_MPIRUN_FLAGS=${GPIPE_MPIRUN_FLAGS_TEXT};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
 endfunction()
 
 function(gpipe_add_mpi_test)
@@ -45,5 +45,5 @@ function(gpipe_add_mpi_test)
                    ${T_COMMAND})
   set_tests_properties(${T_NAME} PROPERTIES TIMEOUT ${T_TIMEOUT} LABELS "mpi${T_LABELS_SUFFIX}"
                        PROCESSORS ${T_NP}
-                       ENVIRONMENT "GPIPE_BIN_DIR=${CMAKE_BINARY_DIR}/bin;GPIPE_SOURCE_DIR=${PROJECT_SOURCE_DIR};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
+                       ENVIRONMENT "GPIPE_BIN_DIR=${PROJECT_BINARY_DIR}/bin;GPIPE_SOURCE_DIR=${PROJECT_SOURCE_DIR};OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1")
 endfunction()

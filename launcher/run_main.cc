@@ -1,6 +1,8 @@
-// gpipe-run: checks a plan and launches its job: `mpirun -np K gpipe-worker --plan PLAN ...`
-// (or srun under Slurm). Its exit code is the job's (gpipe-worker's codes: 0 finished, 1 failed,
-// 3 stopped as asked), 2 for its own usage errors, 128 + N after a second signal N.
+// gpipe-run: checks a plan and launches its job: `mpirun -np K gpipe-worker --plan PLAN ...`, or
+// `srun --ntasks K --kill-on-bad-exit=1 ...` inside a Slurm allocation (SLURM_JOB_ID set), where
+// it first checks the allocation's task count (launch_command.h decides). Its exit code is the
+// job's (gpipe-worker's codes: 0 finished, 1 failed, 3 stopped as asked), 2 for its own usage
+// errors, 128 + N after a second signal N.
 //
 // Signals: the launcher runs in its own process group, so the terminal's Ctrl-C reaches only
 // gpipe-run (mpirun would kill the job within about two seconds). The first SIGINT or SIGTERM is
@@ -22,7 +24,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "launcher/environment.h"
 #include "launcher/flags.h"
+#include "launcher/launch_command.h"
 #include "launcher/stop_signals.h"
 #include "layers/registry.h"
 #include "runtime/coord/plan_balance.h"
@@ -36,12 +40,13 @@ constexpr char kUsage[] =
     "                 [worker flags]\n"
     "  -n N                  processes; must equal pipeline.stages x pipeline.data_parallel\n"
     "                        (default: that)\n"
-    "  --launcher NAME       mpirun (default) or srun (inside a Slurm allocation)\n"
+    "  --launcher NAME       mpirun or srun (default: srun inside a Slurm allocation,\n"
+    "                        i.e. when SLURM_JOB_ID is set; mpirun elsewhere)\n"
     "  --launcher-arg ARG    extra argument for the launcher (repeatable), e.g. --hostfile\n"
     "  --dry-run             print the command (arguments joined by spaces, unquoted)\n"
     "  worker flags          --override TEXT (repeatable), --metrics-out FILE, --trace FILE,\n"
     "                        --init-from FILE, --export FILE, --resume CKPT,\n"
-    "                        --startup-timeout SEC"
+    "                        --startup-timeout SEC\n"
     "                        (passed to every gpipe-worker; see gpipe-worker --help)\n";
 
 std::string WorkerPath() {
@@ -154,34 +159,34 @@ int main(int argc, char** argv) {
     auto seconds = gpipe::ParseSecondsFlag("--startup-timeout", *timeout);
     if (!seconds.ok()) return Fail(std::string(seconds.status().message()));
   }
-  const std::string launcher = flags->Get("launcher").value_or("mpirun");
-  std::vector<std::string> command;
-  if (launcher == "mpirun") {
-    // The launcher runs in a background process group: it must not read the terminal.
-    command = {"mpirun", "--stdin", "none", "-np", absl::StrCat(processes)};
-    if (geteuid() == 0) command.push_back("--allow-run-as-root");
-    if (processes > static_cast<int64_t>(std::thread::hardware_concurrency())) {
-      command.insert(command.end(), {"--oversubscribe", "--bind-to", "none"});
-    }
-  } else if (launcher == "srun") {
-    command = {"srun", "--input", "none", "-n", absl::StrCat(processes)};
-  } else {
-    return Fail(absl::StrCat("--launcher must be mpirun or srun, got '", launcher, "'"));
-  }
-  for (const std::string& extra : flags->GetAll("launcher-arg")) command.push_back(extra);
-  command.insert(command.end(), {WorkerPath(), "--plan", plan_path});
-  for (const std::string& o : overrides) command.insert(command.end(), {"--override", o});
+  std::vector<std::string> worker = {WorkerPath(), "--plan", plan_path};
+  for (const std::string& o : overrides) worker.insert(worker.end(), {"--override", o});
   for (const char* name :
        {"metrics-out", "trace", "init-from", "export", "resume", "startup-timeout"}) {
     if (auto value = flags->Get(name))
-      command.insert(command.end(), {absl::StrCat("--", name), *value});
+      worker.insert(worker.end(), {absl::StrCat("--", name), *value});
   }
   // Ranks other than 0 never read the plan, so the plan's start-up limit travels as a flag.
   if (!flags->Has("startup-timeout")) {
-    command.insert(
-        command.end(),
+    worker.insert(
+        worker.end(),
         {"--startup-timeout", absl::StrCat(analyzed->plan.runtime().timeouts().startup_seconds())});
   }
+  gpipe::LaunchRequest request;
+  request.processes = processes;
+  request.processes_origin =
+      absl::StrCat("pipeline.stages ", analyzed->plan.pipeline().stages(),
+                   " x pipeline.data_parallel ", analyzed->plan.pipeline().data_parallel());
+  request.launcher = flags->Get("launcher").value_or("");
+  request.launcher_args = flags->GetAll("launcher-arg");
+  request.worker_argv = std::move(worker);
+  request.as_root = ::geteuid() == 0;
+  request.local_cpus = std::thread::hardware_concurrency();
+  auto launch = gpipe::BuildLaunchCommand(request, gpipe::ProcessEnvironment());
+  if (!launch.ok()) return Fail(std::string(launch.status().message()));
+  for (const std::string& note : launch->notes)
+    std::fprintf(stderr, "gpipe-run: %s\n", note.c_str());
+  std::vector<std::string>& command = launch->argv;
 
   if (flags->Has("dry-run")) {
     std::printf("%s\n", absl::StrJoin(command, " ").c_str());

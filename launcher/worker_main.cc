@@ -1,10 +1,11 @@
 // gpipe-worker: one pipeline stage process. Started by mpirun/srun (usually through gpipe-run),
 // one per rank; rank 0 also coordinates. See README.md for the flags.
 //
-// Exit codes: 0 the run finished; 1 it failed (every rank says why or names the rank that did);
-// 2 bad flags; 3 it stopped early as asked by SIGINT, SIGTERM or SIGUSR1, at a step boundary on
-// every rank, after saving a checkpoint when the plan has one; 128 + N a second signal N ended
-// it at once.
+// Exit codes: 0 the run finished; 1 it failed (every rank says why or names the rank that did),
+// or MPI made this process a singleton although its launcher started several together
+// (singleton_check.h); 2 bad flags; 3 it stopped early as asked by SIGINT, SIGTERM or SIGUSR1, at a
+// step boundary on every rank, after saving a checkpoint when the plan has one; 128 + N a second
+// signal N ended it at once.
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -12,7 +13,9 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "launcher/environment.h"
 #include "launcher/flags.h"
+#include "launcher/singleton_check.h"
 #include "launcher/startup_watchdog.h"
 #include "launcher/stop_signals.h"
 #include "runtime/comm/mpi_environment.h"
@@ -86,12 +89,20 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // Taken before MPI_Init, which may set variables of its own.
+  const gpipe::Environment launch_environment = gpipe::ProcessEnvironment();
   // MPI_Init itself waits for every rank without a limit: bound it by the start-up deadline.
   gpipe::StartupWatchdog watchdog("MPI start-up", options.startup_timeout);
   auto mpi = gpipe::MpiEnvironment::Init(&argc, &argv);
   watchdog.Disarm();
   if (!mpi.ok()) {
     std::fprintf(stderr, "gpipe-worker: %s\n", std::string(mpi.status().message()).c_str());
+    return 1;
+  }
+  // Every one of N singletons would train the whole job alone: each says so and stops.
+  if (absl::Status alone = gpipe::CheckNotAStraySingleton(launch_environment, (*mpi)->world_size());
+      !alone.ok()) {
+    std::fprintf(stderr, "gpipe-worker: error: %s\n", std::string(alone.message()).c_str());
     return 1;
   }
   auto signals = gpipe::StopSignals::Install("gpipe-worker");

@@ -1,7 +1,10 @@
 #include "layers/registry.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "absl/strings/str_cat.h"
-#include "runtime/core/check.h"
+#include "absl/strings/str_join.h"
 #include "layers/batch_norm.h"
 #include "layers/causal_self_attention.h"
 #include "layers/conv2d.h"
@@ -20,6 +23,7 @@
 #include "layers/softmax_cross_entropy.h"
 #include "layers/tanh.h"
 #include "layers/transformer_block.h"
+#include "runtime/core/check.h"
 
 namespace gpipe {
 
@@ -71,6 +75,58 @@ absl::Status LayerRegistry::Register(std::string kind, LeafLayerFactory factory)
                   });
 }
 
+absl::Status LayerRegistry::RegisterCustom(std::string type, pb::Device device,
+                                           LeafLayerFactory factory) {
+  if (type.empty()) return absl::InvalidArgumentError("a custom layer type needs a name");
+  if (factory == nullptr) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "custom layer type '", type, "' has no factory for ", pb::Device_Name(device)));
+  }
+  if (!custom_[type].emplace(device, std::move(factory)).second) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        "custom layer type '", type, "' already has a factory for ", pb::Device_Name(device)));
+  }
+  return absl::OkStatus();
+}
+
+LayerRegistry LayerRegistry::ForDevice(pb::Device device) const {
+  LayerRegistry copy = *this;
+  copy.device_ = device;
+  return copy;
+}
+
+absl::StatusOr<std::unique_ptr<Layer>> LayerRegistry::CreateCustom(const pb::Layer& spec,
+                                                                   const Shape& input_shape) const {
+  const std::string& type = spec.custom().type();
+  if (type.empty()) {
+    return absl::InvalidArgumentError(
+        "custom.type is missing; name the type the program registered");
+  }
+  const auto it = custom_.find(type);
+  if (it == custom_.end()) {
+    std::vector<std::string> known;
+    for (const auto& [name, factories] : custom_) known.push_back(name);
+    std::sort(known.begin(), known.end());
+    return absl::NotFoundError(
+        absl::StrCat("custom layer type '", type, "' is not registered by this program (",
+                     known.empty() ? std::string("it registers none")
+                                   : absl::StrCat("it registers ", absl::StrJoin(known, ", ")),
+                     "); only the program that registers a custom layer can run its plan"));
+  }
+  const auto factory = it->second.find(device_);
+  if (factory == it->second.end()) {
+    std::vector<std::string> devices;
+    for (const auto& [device, f] : it->second) {
+      devices.push_back(pb::Device_Name(static_cast<pb::Device>(device)));
+    }
+    std::sort(devices.begin(), devices.end());
+    return absl::FailedPreconditionError(absl::StrCat(
+        "custom layer type '", type, "' has kernels for ", absl::StrJoin(devices, ", "),
+        " but not for runtime.device ", pb::Device_Name(device_)));
+  }
+  return factory->second(spec, input_shape);
+}
+
 std::string LayerRegistry::KindOf(const pb::Layer& spec) {
   const auto* oneof = spec.GetDescriptor()->FindOneofByName("kind");
   const auto* field = spec.GetReflection()->GetOneofFieldDescriptor(spec, oneof);
@@ -83,6 +139,7 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerRegistry::Create(const pb::Layer& sp
   if (kind.empty()) {
     return absl::InvalidArgumentError("layer has no kind (set one of linear, relu, gelu, ...)");
   }
+  if (spec.has_custom()) return CreateCustom(spec, input_shape);
   auto it = factories_.find(kind);
   if (it == factories_.end()) {
     return absl::InvalidArgumentError(absl::StrCat("layer kind '", kind, "' is not registered"));

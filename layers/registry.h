@@ -1,6 +1,8 @@
 // LayerRegistry: builds Layer objects from plan entries, by the name of the plan's layer kind
 // ("linear", "relu", ...). An ordinary object, not a global: WithBuiltins() returns one that
-// knows every layer in this directory; embedders may Register their own kinds.
+// knows every layer in this directory. Embedding programs add custom layer types (plan: custom
+// { type: ... }) with one factory per device kind they have kernels for (RegisterCustom); a
+// registry resolves them for one runtime.device (ForDevice; CPU unless said otherwise).
 #ifndef GPIPE_LAYERS_REGISTRY_H_
 #define GPIPE_LAYERS_REGISTRY_H_
 
@@ -36,13 +38,29 @@ class LayerRegistry {
   absl::Status Register(std::string kind, LeafLayerFactory factory);
   bool Contains(const std::string& kind) const { return factories_.contains(kind); }
 
-  // The plan entry's kind name ("" when none is set).
+  // Adds `device`'s factory of the custom layer type `type`: the layer whose Forward and
+  // Backward run on that device kind. INVALID_ARGUMENT for an empty type or a null factory;
+  // ALREADY_EXISTS when the type already has a factory for `device`.
+  absl::Status RegisterCustom(std::string type, pb::Device device, LeafLayerFactory factory);
+  bool ContainsCustom(const std::string& type) const { return custom_.contains(type); }
+  // A copy whose custom layers are built with their `device` factories.
+  LayerRegistry ForDevice(pb::Device device) const;
+
+  // The plan entry's kind name ("" when none is set; "custom" for a custom type).
   static std::string KindOf(const pb::Layer& spec);
+  // A custom type without a factory for this registry's device is FAILED_PRECONDITION naming
+  // the devices it has; an unknown custom type is NOT_FOUND naming the registered ones.
   absl::StatusOr<std::unique_ptr<Layer>> Create(const pb::Layer& spec,
                                                 const Shape& input_shape) const;
 
  private:
+  absl::StatusOr<std::unique_ptr<Layer>> CreateCustom(const pb::Layer& spec,
+                                                      const Shape& input_shape) const;
+
   absl::flat_hash_map<std::string, LayerFactory> factories_;
+  // Custom type -> runtime.device -> factory.
+  absl::flat_hash_map<std::string, absl::flat_hash_map<int, LeafLayerFactory>> custom_;
+  pb::Device device_ = pb::CPU;
 };
 
 // Builds the plan's loss.

@@ -52,6 +52,12 @@ absl::StatusOr<int> TagUpperBound(MPI_Comm comm) {
   int found = 0;
   RETURN_IF_ERROR(MpiStatus(MPI_Comm_get_attr(comm, MPI_TAG_UB, &tag_ub, &found),
                             "MPI_Comm_get_attr(MPI_TAG_UB)"));
+  // MPI caches the bound on MPI_COMM_WORLD; a derived communicator (a program's duplicate or
+  // split) need not carry it, and the bound is the same for every communicator of the process.
+  if (!found) {
+    RETURN_IF_ERROR(MpiStatus(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &tag_ub, &found),
+                              "MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB)"));
+  }
   if (!found || tag_ub == nullptr) {
     return absl::InternalError("this MPI does not report MPI_TAG_UB");
   }

@@ -22,7 +22,7 @@ absl::StatusOr<MPI_Comm> DuplicateCommunicator(MPI_Comm comm, absl::Time deadlin
 // MPI_Comm_free unless MPI is already finalized; leaves MPI_COMM_NULL behind.
 void FreeCommunicator(MPI_Comm& comm);
 
-// MPI_TAG_UB of `comm`.
+// MPI_TAG_UB of `comm` (from MPI_COMM_WORLD when `comm` does not carry it).
 absl::StatusOr<int> TagUpperBound(MPI_Comm comm);
 
 // A channel's private communicator and what the channel needs to know about it.

@@ -46,8 +46,10 @@ class CheckpointSession {
   // split's) against the checkpoint's. Every rank returns the same error when any part failed.
   absl::Status Restore(StageChunks& parts, int64_t dataset_size);
 
- private:
+  // The directory of the checkpoint after `step` steps (checkpoint.dir/step-NNNNNNNNN).
   std::string CheckpointPath(int64_t step) const;
+
+ private:
   // Rank 0: the manifest of `step` from every rank's report; errors name the rank.
   absl::StatusOr<pb::CheckpointManifest> BuildManifest(int64_t step,
                                                        const CheckpointProgress& progress,

@@ -27,6 +27,7 @@ class EvalSummary {
   // Fails when no report carries evaluation sums.
   absl::Status Add(const std::vector<pb::StepReport>& reports);
   void set_elapsed_ms(double ms) { elapsed_ms_ = ms; }
+  double elapsed_ms() const { return elapsed_ms_; }
 
   int64_t samples() const { return samples_; }
   // Mean over samples of each sample's loss (itself a mean over positions).

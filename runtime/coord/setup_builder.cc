@@ -5,6 +5,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "runtime/coord/plan_balance.h"
 #include "runtime/coord/plan_report.h"
 #include "runtime/coord/resume_source.h"
@@ -121,8 +122,29 @@ absl::Status CheckOutputs(const WorkerOptions& options, const pb::Plan& plan) {
 }  // namespace
 
 absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_size,
-                                       const LayerRegistry& registry) {
-  ASSIGN_OR_RETURN(LoadedPlan loaded, LoadPlanFile(options.plan_path, options.overrides));
+                                       const LayerRegistry& layers,
+                                       const DataSourceRegistry* data_sources) {
+  ASSIGN_OR_RETURN(LoadedPlan loaded,
+                   options.plan_text.has_value()
+                       ? ParsePlanText(*options.plan_text, options.plan_source_name,
+                                       options.plan_directory, options.overrides)
+                       : LoadPlanFile(options.plan_path, options.overrides));
+  // Custom layers are built for the device the plan runs on (a type without kernels for it is
+  // a plan error at its layer).
+  const LayerRegistry registry = layers.ForDevice(loaded.plan.runtime().device());
+  if (loaded.plan.data().has_custom()) {
+    const std::string& name = loaded.plan.data().custom().name();
+    if (data_sources == nullptr || !data_sources->Contains(name)) {
+      const std::vector<std::string> known =
+          data_sources != nullptr ? data_sources->names() : std::vector<std::string>();
+      return absl::InvalidArgumentError(
+          absl::StrCat(loaded.LocationOf("data.custom.name"), ": data.custom.name '", name,
+                       "' is not a data source of this program (",
+                       known.empty() ? std::string("it registers none")
+                                     : absl::StrCat("it registers ", absl::StrJoin(known, ", ")),
+                       "); custom sources exist only in the program that registers them"));
+    }
+  }
   RETURN_IF_ERROR(ResolveProfileBalance(loaded, registry));
   ResolvedJob job;
   ASSIGN_OR_RETURN(job.analyzed, AnalyzePlan(loaded, registry));

@@ -15,6 +15,7 @@
 #include "runtime/coord/worker_options.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/schedule/verifier.h"
+#include "runtime/train/data_source_registry.h"
 
 namespace gpipe {
 
@@ -24,8 +25,11 @@ struct ResolvedJob {
   std::vector<pb::Setup> setups;      // index = rank
 };
 
+// `data_sources`: the program's custom data sources (null: none); a plan naming another is
+// refused.
 absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_size,
-                                       const LayerRegistry& registry);
+                                       const LayerRegistry& registry,
+                                       const DataSourceRegistry* data_sources = nullptr);
 
 // Verifier costs from each part's FLOPs, normalized so a mean stage's forward costs 1:
 // forward = FLOPs/3, backward = 2 FLOPs/3, of which the weight-gradient half is the share of

@@ -75,6 +75,7 @@
 #include "runtime/coord/setup_builder.h"
 #include "runtime/coord/step_summary.h"
 #include "runtime/coord/trace_session.h"
+#include "runtime/core/output_path.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/stage_executor.h"
@@ -187,20 +188,39 @@ int64_t PredictionsPerSample(const pb::Setup& setup) {
   return n;
 }
 
-class Worker {
- public:
-  Worker(const WorkerOptions& options, MpiEnvironment& mpi, const Logger& logger)
-      : options_(options), mpi_(mpi), logger_(logger) {}
+}  // namespace
 
-  absl::Status Run() {
-    auto control = ControlChannel::Create(mpi_.world(), nullptr, options_.startup_timeout);
+class WorkerSession::Impl {
+ public:
+  Impl(WorkerOptions options, WorkerExtensions extensions, MPI_Comm comm, const Logger& logger)
+      : options_(std::move(options)),
+        builtin_layers_(extensions.layers == nullptr ? LayerRegistry::WithBuiltins()
+                                                     : LayerRegistry()),
+        builtin_backends_(extensions.backends == nullptr ? DefaultBackends() : BackendRegistry()),
+        layers_(extensions.layers != nullptr ? *extensions.layers : builtin_layers_),
+        backends_(extensions.backends != nullptr ? *extensions.backends : builtin_backends_),
+        data_sources_(extensions.data_sources),
+        comm_(comm),
+        logger_(logger) {}
+
+  bool failed() const { return failed_; }
+  int rank() const { return rank_; }
+  int stage() const { return setup_.stage(); }
+  const pb::Plan& plan() const { return setup_.plan(); }
+  int64_t steps_done() const { return done_; }
+  bool export_requested() const { return setup_.export_parameters(); }
+
+  absl::Status Start() {
+    if (started_) return absl::FailedPreconditionError("the session was started already");
+    started_ = true;
+    auto control = ControlChannel::Create(comm_, nullptr, options_.startup_timeout);
     if (!control.ok()) return Fail(control.status());
     control_ = *std::move(control);
     rank_ = control_->rank();
 
     if (absl::Status setup = ReceiveSetup(); !setup.ok()) return Fail(setup);
     if (setup_.has_error()) {
-      // A rejected plan is known to every rank: no abort broadcast, MPI finalizes normally.
+      // A rejected plan is known to every rank: no abort broadcast, the communicator is intact.
       if (rank_ == 0) {
         logger_.Error(setup_.error());
       } else {
@@ -208,19 +228,102 @@ class Worker {
         logger_.Error(absl::StrCat("rank 0 rejected the plan: ", lines.front(),
                                    lines.size() > 1 ? " (rank 0 printed all problems)" : ""));
       }
+      rejected_ = true;
       return absl::InvalidArgumentError(setup_.error());
     }
     trace_ = TraceSession::Create(setup_, rank_, control_->size());
-    absl::Status status = Train();
-    // A stop asked for by a signal ends every rank alike, cleanly: not a failure to announce.
-    if (absl::IsCancelled(status)) return status;
-    if (!status.ok()) return Fail(status);
+    if (absl::Status built = BuildStage(); !built.ok()) return Fail(built);
+    ready_ = true;
+    return absl::OkStatus();
+  }
+
+  absl::StatusOr<TrainProgress> Train(int64_t max_steps, const WorkerCallbacks& callbacks) {
+    RETURN_IF_ERROR(CheckReady());
+    const int64_t steps = plan().training().steps();
+    const int64_t last = max_steps < 0 ? steps : std::min(steps, done_ + max_steps);
+    absl::StatusOr<bool> stopped =
+        rank_ == 0 ? CoordinateTraining(last, callbacks) : FollowCommands();
+    if (!stopped.ok()) return Fail(stopped.status());
+    return TrainProgress{.steps_done = done_, .finished = done_ == steps, .stopped = *stopped};
+  }
+
+  absl::StatusOr<std::optional<EvalSummary>> Evaluate(const WorkerCallbacks& callbacks) {
+    RETURN_IF_ERROR(CheckReady());
+    if (evaluator_ == nullptr) {
+      // Every rank knows the plan: all refuse alike, nothing to announce.
+      return absl::FailedPreconditionError(
+          "evaluation needs a held-out split and training.eval_every > 0 in the plan");
+    }
+    if (rank_ != 0) {
+      if (absl::StatusOr<bool> followed = FollowCommands(); !followed.ok()) {
+        return Fail(followed.status());
+      }
+      return std::nullopt;
+    }
+    absl::StatusOr<EvalSummary> eval = Evaluate(done_);
+    if (eval.ok()) eval = Report(*std::move(eval), callbacks);
+    if (absl::Status paused = eval.ok() ? Pause(false) : eval.status(); !paused.ok()) {
+      return Fail(paused);
+    }
+    return std::optional<EvalSummary>(*std::move(eval));
+  }
+
+  absl::Status SaveCheckpoint(const WorkerCallbacks& callbacks) {
+    RETURN_IF_ERROR(CheckReady());
+    if (plan().checkpoint().dir().empty()) {
+      return absl::FailedPreconditionError(
+          "the plan has no checkpoint.dir to save a checkpoint in");
+    }
+    if (rank_ != 0) {
+      if (absl::StatusOr<bool> followed = FollowCommands(); !followed.ok()) {
+        return Fail(followed.status());
+      }
+      return absl::OkStatus();
+    }
+    absl::Status saved = SaveCheckpointAfter(done_, callbacks);
+    if (saved.ok()) saved = Pause(false);
+    return saved.ok() ? saved : Fail(saved);
+  }
+
+  absl::Status Export(const std::string& path) {
+    RETURN_IF_ERROR(CheckReady());
+    absl::Status exported = ExportParameters(path);
+    return exported.ok() ? exported : Fail(exported);
+  }
+
+  absl::Status Finish() {
+    RETURN_IF_ERROR(CheckReady());
+    ready_ = false;
+    if (trace_ == nullptr) return absl::OkStatus();
+    if (absl::Status written = trace_->Finish(*control_, absl::Now() + timeout_); !written.ok()) {
+      return Fail(written);
+    }
+    if (rank_ == 0) {
+      logger_.Info(absl::StrCat("wrote the trace to ", trace_->path()));
+      for (absl::string_view line :
+           absl::StrSplit(trace_->transfer_overlap(), '\n', absl::SkipEmpty())) {
+        logger_.Info(absl::StrCat("transfers of ", line));
+      }
+    }
     return absl::OkStatus();
   }
 
  private:
+  absl::Status CheckReady() const {
+    if (failed_) {
+      return absl::FailedPreconditionError(
+          "the session failed earlier; end the program without MPI_Finalize (MPI_Abort)");
+    }
+    if (rejected_) return absl::FailedPreconditionError("the plan was rejected at start-up");
+    if (!ready_) {
+      return absl::FailedPreconditionError(started_ ? "the session has finished"
+                                                    : "the session has not been started");
+    }
+    return absl::OkStatus();
+  }
+
   // After a failure: report it, tell the other ranks (unless it came from one of them), and
-  // mark MPI as aborting so the process exits without MPI_Finalize.
+  // mark the session failed (the program must not finalize MPI).
   absl::Status Fail(const absl::Status& status) {
     const bool aborted_elsewhere = status.code() == absl::StatusCode::kAborted;
     if (aborted_elsewhere) {
@@ -251,7 +354,7 @@ class Worker {
     const absl::Time since = absl::Now();
     if (tracing && rank_ != 0) trace_->AwaitMerge(kTraceMergeWait);
     if (notify) absl::SleepFor(absl::Milliseconds(500) - (absl::Now() - since));
-    mpi_.MarkAborting();
+    failed_ = true;
     return status;
   }
 
@@ -260,7 +363,7 @@ class Worker {
   absl::Status ReceiveSetup() {
     const absl::Time deadline = absl::Now() + options_.startup_timeout;
     if (rank_ != 0) return control_->Recv(0, kControlTagSetup, setup_, deadline);
-    auto job = ResolveJob(options_, control_->size(), registry_);
+    auto job = ResolveJob(options_, control_->size(), layers_, data_sources_);
     std::vector<pb::Setup> setups(control_->size());
     if (job.ok()) {
       setups = job->setups;
@@ -279,7 +382,8 @@ class Worker {
     return absl::OkStatus();
   }
 
-  absl::Status Train() {
+  // Everything this rank's stage needs, once: backend, parameters, data, channel, executors.
+  absl::Status BuildStage() {
     const pb::Plan& plan = setup_.plan();
     ASSIGN_OR_RETURN(const schedule::RankLayout layout,
                      schedule::RankLayout::FromProto(setup_.layout()));
@@ -295,14 +399,13 @@ class Worker {
     const int chunks = plan.pipeline().virtual_stages();
     timeout_ = absl::Seconds(plan.runtime().timeouts().wait_seconds());
 
-    ASSIGN_OR_RETURN(
-        std::unique_ptr<Backend> backend,
-        backends_.Create(plan.runtime(),
-                         BackendContext{.world = mpi_.world(),
-                                        .logger = &logger_,
-                                        .cuda_visible_devices = options_.cuda_visible_devices}));
-    Device& device = backend->device();
-    RETURN_IF_ERROR(backend->CheckSetup(setup_));
+    ASSIGN_OR_RETURN(backend_, backends_.Create(plan.runtime(),
+                                                BackendContext{.world = comm_,
+                                                               .logger = &logger_,
+                                                               .cuda_visible_devices =
+                                                                   options_.cuda_visible_devices}));
+    Device& device = backend_->device();
+    RETURN_IF_ERROR(backend_->CheckSetup(setup_));
     const std::vector<ChunkSpec> specs =
         StageChunks::SpecsForStage({setup_.stages().begin(), setup_.stages().end()}, stage, stages);
     if (static_cast<int>(specs.size()) != chunks) {
@@ -311,36 +414,40 @@ class Worker {
                                               " chunks"));
     }
     const std::vector<pb::TieGroup> ties(setup_.ties().begin(), setup_.ties().end());
-    ASSIGN_OR_RETURN(StageChunks parts, StageChunks::Create(device, plan, specs, registry_, ties,
-                                                            backend->ChunkAdapterFor(plan)));
+    ASSIGN_OR_RETURN(
+        StageChunks parts,
+        StageChunks::Create(device, plan, specs, layers_.ForDevice(plan.runtime().device()), ties,
+                            backend_->ChunkAdapterFor(plan)));
+    parts_ = std::make_unique<StageChunks>(std::move(parts));
     if (setup_.has_init_from()) {
       ASSIGN_OR_RETURN(std::vector<NamedTensorData> initial, ReadSafetensors(setup_.init_from()));
       RETURN_IF_ERROR(
-          WithContext(parts.Import(initial), absl::StrCat("--init-from ", setup_.init_from())));
+          WithContext(parts_->Import(initial), absl::StrCat("--init-from ", setup_.init_from())));
     }
 
-    std::unique_ptr<Dataset> dataset;
-    std::unique_ptr<Dataset> eval_dataset;
     const bool evaluates = setup_.has_eval_program();
     if (stage == 0 || stage == stages - 1) {
       DataRequirements requirements = RequirementsOf(setup_);
       requirements.keep_inputs = stage == 0;
       requirements.keep_targets = stage == stages - 1;
-      ASSIGN_OR_RETURN(dataset, OpenDataset(plan.data(), requirements));
+      ASSIGN_OR_RETURN(dataset_,
+                       OpenDataset(plan.data(), requirements, DataSplit::kTrain, data_sources_));
       if (evaluates) {
-        ASSIGN_OR_RETURN(eval_dataset, OpenDataset(plan.data(), requirements, DataSplit::kEval));
+        ASSIGN_OR_RETURN(eval_dataset_,
+                         OpenDataset(plan.data(), requirements, DataSplit::kEval, data_sources_));
       }
     }
-    dataset = backend->AdaptDataset(std::move(dataset));
-    eval_dataset = backend->AdaptDataset(std::move(eval_dataset));
-    CheckpointSession checkpoints(*control_, setup_, timeout_, logger_);
+    dataset_ = backend_->AdaptDataset(std::move(dataset_));
+    eval_dataset_ = backend_->AdaptDataset(std::move(eval_dataset_));
+    checkpoints_ = std::make_unique<CheckpointSession>(*control_, setup_, timeout_, logger_);
     if (setup_.has_resume()) {
-      RETURN_IF_ERROR(checkpoints.Restore(parts, dataset != nullptr ? dataset->size() : 0));
+      RETURN_IF_ERROR(checkpoints_->Restore(*parts_, dataset_ != nullptr ? dataset_->size() : 0));
+      done_ = setup_.resume().manifest().step();
     }
 
-    ASSIGN_OR_RETURN(auto channel,
-                     backend->CreateChannel(
-                         plan, mpi_.world(), [this] { return control_->PollAbort(); }, timeout_));
+    ASSIGN_OR_RETURN(channel_,
+                     backend_->CreateChannel(
+                         plan, comm_, [this] { return control_->PollAbort(); }, timeout_));
     ASSIGN_OR_RETURN(schedule::StageProgram program, schedule::FromProto(setup_.program()));
 
     ExecutorConfig config;
@@ -362,68 +469,77 @@ class Worker {
     config.wait_timeout = timeout_;
     config.ties = ties;
     config.boundary_dtype = plan.training().precision() == pb::BF16 ? DType::kBF16 : DType::kF32;
-    CoordinatorGate gate(*control_, timeout_, options_.stop_requested);
+    gate_ = std::make_unique<CoordinatorGate>(*control_, timeout_, options_.stop_requested);
     TraceRecorder* recorder = trace_ != nullptr ? trace_->recorder() : nullptr;
-    ExecutorResources resources{device, parts.refs(), dataset.get(), *channel, gate, recorder};
+    ExecutorResources resources{device,    parts_->refs(), dataset_.get(),
+                                *channel_, *gate_,         recorder};
     // The stage's replica group (with its gradient buckets) and tie groups, made here, once.
     ASSIGN_OR_RETURN(
         StageReduceGroups reduce_groups,
-        StageReduceGroups::Make(*channel, parts, rank_, config.replica_group, ties,
+        StageReduceGroups::Make(*channel_, *parts_, rank_, config.replica_group, ties,
                                 plan.runtime().gradient_bucket_bytes(), absl::Now() + timeout_));
-    reduce_groups.AttachTo(resources);
-    StageExecutor executor(config, std::move(program), resources);
+    reduce_groups_ = std::make_unique<StageReduceGroups>(std::move(reduce_groups));
+    reduce_groups_->AttachTo(resources);
+    executor_ = std::make_unique<StageExecutor>(config, std::move(program), resources);
     // The forward-only program that evaluates the held-out split with the same parts.
-    std::unique_ptr<StageExecutor> evaluator;
     if (evaluates) {
       ASSIGN_OR_RETURN(schedule::StageProgram eval_program,
                        schedule::FromProto(setup_.eval_program()));
-      evaluator = std::make_unique<StageExecutor>(
+      evaluator_ = std::make_unique<StageExecutor>(
           config, std::move(eval_program),
-          ExecutorResources{device, parts.refs(), eval_dataset.get(), *channel, gate, recorder});
+          ExecutorResources{device, parts_->refs(), eval_dataset_.get(), *channel_, *gate_,
+                            recorder});
     }
-    Executors executors{executor, evaluator.get(), parts, checkpoints};
     if (trace_ != nullptr) {
       RETURN_IF_ERROR(WithContext(trace_->AlignClocks(*control_, absl::Now() + timeout_),
                                   "aligning the ranks' clocks for the trace"));
     }
-
-    absl::StatusOr<int64_t> stopped_after =
-        rank_ == 0 ? Coordinate(plan, *dataset, eval_dataset.get(), parts.optimizer(0).base_lr(),
-                                executors, gate)
-                   : Follow(executors);
-    RETURN_IF_ERROR(stopped_after.status());
-    const bool interrupted = *stopped_after < plan.training().steps();
-    if (setup_.export_parameters() && !interrupted) RETURN_IF_ERROR(ExportParameters(plan, parts));
-    if (trace_ != nullptr) {
-      RETURN_IF_ERROR(trace_->Finish(*control_, absl::Now() + timeout_));
-      if (rank_ == 0) {
-        logger_.Info(absl::StrCat("wrote the trace to ", trace_->path()));
-        for (absl::string_view line :
-             absl::StrSplit(trace_->transfer_overlap(), '\n', absl::SkipEmpty())) {
-          logger_.Info(absl::StrCat("transfers of ", line));
-        }
-      }
-    }
-    if (interrupted) {
-      return absl::CancelledError(absl::StrCat("stopped after step ", *stopped_after, " of ",
-                                               plan.training().steps(), " as asked"));
-    }
+    if (rank_ == 0) RETURN_IF_ERROR(StartCoordinating());
     return absl::OkStatus();
   }
 
-  struct Executors {
-    StageExecutor& train;
-    StageExecutor* eval;  // null without training.eval_every
-    StageChunks& parts;
-    CheckpointSession& checkpoints;
-  };
+  // Rank 0, once: the sampler, the metrics file and the start-up line.
+  absl::Status StartCoordinating() {
+    const pb::Plan& plan = setup_.plan();
+    sampler_ = std::make_unique<BatchSampler>(dataset_->size(), plan.training().global_batch(),
+                                              plan.data().shuffle(), plan.training().seed());
+    const pb::CheckpointManifest* resumed =
+        setup_.has_resume() ? &setup_.resume().manifest() : nullptr;
+    progress_ =
+        CheckpointProgress{.applied_steps = resumed != nullptr ? resumed->applied_steps() : 0,
+                           .skipped_in_a_row = resumed != nullptr ? resumed->skipped_in_a_row() : 0,
+                           .dataset_size = dataset_->size()};
+    const std::string metrics_path =
+        !options_.metrics_out.empty() ? options_.metrics_out : plan.runtime().metrics_out();
+    if (!metrics_path.empty()) {
+      ASSIGN_OR_RETURN(metrics_, MetricsWriter::Open(metrics_path, /*append=*/resumed != nullptr));
+    }
+    const int replicas = plan.pipeline().data_parallel();
+    logger_.Info(absl::StrCat(
+        "plan '", plan.name(),
+        "': ", replicas > 1 ? absl::StrCat(replicas, " replicas x ") : std::string(),
+        plan.pipeline().stages(), " stages x ", plan.pipeline().micro_batches(), " micro-batches, ",
+        pb::Schedule_Name(plan.pipeline().schedule()), ", remat ",
+        pb::Remat_Name(plan.pipeline().remat()), ", batch ", plan.training().global_batch(), ", ",
+        plan.training().steps(), " steps",
+        resumed != nullptr ? absl::StrCat(" (resuming after step ", done_, ")") : std::string(),
+        "; predicted bubble ", absl::StrFormat("%.1f%%", 100.0 * prediction_.bubble_fraction)));
+    return absl::OkStatus();
+  }
 
-  // Rank 0: drive the steps, and the evaluations every eval_every steps and after the last, and
-  // the checkpoints every checkpoint.every_steps and when asked to stop. Returns the steps done
-  // (fewer than training.steps when a stop was asked for).
-  absl::StatusOr<int64_t> Coordinate(const pb::Plan& plan, const Dataset& dataset,
-                                     const Dataset* eval_dataset, double base_lr,
-                                     Executors& executors, CoordinatorGate& gate) {
+  // Rank 0: tells the other ranks to return to the program (FollowCommands).
+  absl::Status Pause(bool interrupted) {
+    pb::StepCommand pause;
+    pause.set_pause(true);
+    pause.set_interrupted(interrupted);
+    return control_->Broadcast(pause, absl::Now() + timeout_, kControlTagStepCommand);
+  }
+
+  // Rank 0: drive the steps up to `last`, and the evaluations every eval_every steps and after
+  // the last, and the checkpoints every checkpoint.every_steps and when asked to stop; then
+  // return the other ranks to the program. Returns whether a stop was asked for.
+  absl::StatusOr<bool> CoordinateTraining(int64_t last, const WorkerCallbacks& callbacks) {
+    const pb::Plan& plan = setup_.plan();
     const int64_t steps = plan.training().steps();
     const int64_t batch = plan.training().global_batch();
     const int log_every = plan.runtime().log_every();
@@ -431,119 +547,101 @@ class Worker {
     // The resolved plan always has a checkpoint section (defaults made explicit); a dir means one.
     const bool checkpoints = !plan.checkpoint().dir().empty();
     const int64_t checkpoint_every = plan.checkpoint().every_steps();
-    BatchSampler sampler(dataset.size(), batch, plan.data().shuffle(), plan.training().seed());
-    const pb::CheckpointManifest* resumed =
-        setup_.has_resume() ? &setup_.resume().manifest() : nullptr;
-    const int64_t first_step = resumed != nullptr ? resumed->step() : 0;
-    CheckpointProgress progress{
-        .applied_steps = resumed != nullptr ? resumed->applied_steps() : 0,
-        .skipped_in_a_row = resumed != nullptr ? resumed->skipped_in_a_row() : 0,
-        .dataset_size = dataset.size()};
-    std::unique_ptr<MetricsWriter> metrics;
-    const std::string metrics_path =
-        !options_.metrics_out.empty() ? options_.metrics_out : plan.runtime().metrics_out();
-    if (!metrics_path.empty()) {
-      ASSIGN_OR_RETURN(metrics, MetricsWriter::Open(metrics_path, /*append=*/resumed != nullptr));
-    }
-
-    const int replicas = plan.pipeline().data_parallel();
-    logger_.Info(absl::StrCat(
-        "plan '", plan.name(),
-        "': ", replicas > 1 ? absl::StrCat(replicas, " replicas x ") : std::string(),
-        plan.pipeline().stages(), " stages x ", plan.pipeline().micro_batches(), " micro-batches, ",
-        pb::Schedule_Name(plan.pipeline().schedule()), ", remat ",
-        pb::Remat_Name(plan.pipeline().remat()), ", batch ", batch, ", ", steps, " steps",
-        resumed != nullptr ? absl::StrCat(" (resuming after step ", first_step, ")")
-                           : std::string(),
-        "; predicted bubble ", absl::StrFormat("%.1f%%", 100.0 * prediction_.bubble_fraction)));
-    int64_t done = first_step;
-    for (int64_t step = first_step; step < steps; ++step) {
+    const double base_lr = parts_->optimizer(0).base_lr();
+    bool stop = false;
+    while (done_ < last && !stop) {
+      const int64_t step = done_;
       const absl::Time begin = absl::Now();
       pb::StepCommand command;
       command.set_step(step);
       command.set_lr(base_lr);
-      for (int64_t index : sampler.IndicesForStep(step)) command.add_sample_indices(index);
+      for (int64_t index : sampler_->IndicesForStep(step)) command.add_sample_indices(index);
       RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
-      RETURN_IF_ERROR(executors.train.RunStep(command).status());
+      RETURN_IF_ERROR(executor_->RunStep(command).status());
       const double step_ms = absl::ToDoubleMilliseconds(absl::Now() - begin);
       ASSIGN_OR_RETURN(StepSummary summary,
-                       Summarize(step, gate.reports(), batch, step_ms, gate.applied(),
+                       Summarize(step, gate_->reports(), batch, step_ms, gate_->applied(),
                                  PredictionsPerSample(setup_)));
-      if (metrics) RETURN_IF_ERROR(metrics->Write(ToMetricsRecord(summary)));
+      if (metrics_) RETURN_IF_ERROR(metrics_->Write(ToMetricsRecord(summary)));
       if (log_every > 0 && ((step + 1) % log_every == 0 || step + 1 == steps || !summary.applied)) {
         logger_.Info(FormatProgressLine(summary, steps));
       }
-      done = step + 1;
+      done_ = step + 1;
       if (summary.applied) {
-        ++progress.applied_steps;
-        progress.skipped_in_a_row = 0;
+        ++progress_.applied_steps;
+        progress_.skipped_in_a_row = 0;
       } else {
-        ++progress.skipped_in_a_row;
+        ++progress_.skipped_in_a_row;
         logger_.Warning(
-            SkippedStepWarning(step, gate.reports(), progress.skipped_in_a_row, max_skipped));
-        if (max_skipped > 0 && progress.skipped_in_a_row >= max_skipped) {
+            SkippedStepWarning(step, gate_->reports(), progress_.skipped_in_a_row, max_skipped));
+        if (max_skipped > 0 && progress_.skipped_in_a_row >= max_skipped) {
           return absl::FailedPreconditionError(
-              absl::StrCat("stopping: the last ", progress.skipped_in_a_row,
+              absl::StrCat("stopping: the last ", progress_.skipped_in_a_row,
                            " steps were all skipped for non-finite losses or gradients "
                            "(training.max_skipped_steps: ",
                            max_skipped, "); lower the learning rate or check the data"));
         }
       }
+      const bool asked = callbacks.on_step != nullptr && callbacks.on_step(summary);
       // A stop asked for during the last step changes nothing.
-      const bool stop = gate.stop() && done < steps;
+      stop = (gate_->stop() || asked) && done_ < steps;
       const int64_t eval_every = plan.training().eval_every();
-      if (!stop && executors.eval != nullptr && (done % eval_every == 0 || done == steps)) {
-        ASSIGN_OR_RETURN(EvalSummary eval,
-                         Evaluate(plan, *eval_dataset, done, *executors.eval, gate));
-        logger_.Info(eval.FormatLine());
-        if (metrics) RETURN_IF_ERROR(metrics->Write(eval.ToMetricsRecord()));
+      if (!stop && evaluator_ != nullptr && (done_ % eval_every == 0 || done_ == steps)) {
+        ASSIGN_OR_RETURN(EvalSummary eval, Evaluate(done_));
+        RETURN_IF_ERROR(Report(std::move(eval), callbacks).status());
       }
-      if (checkpoints && (stop || (checkpoint_every > 0 && done % checkpoint_every == 0))) {
-        RETURN_IF_ERROR(SaveCheckpoint(done, progress, executors));
+      if (checkpoints && (stop || (checkpoint_every > 0 && done_ % checkpoint_every == 0))) {
+        RETURN_IF_ERROR(SaveCheckpointAfter(done_, callbacks));
       }
       if (stop) {
         logger_.Warning(absl::StrCat(
-            "stopping after step ", done, " of ", steps, " as asked (a signal)",
+            "stopping after step ", done_, " of ", steps, " as asked",
+            asked ? " (by the program)" : " (a signal)",
             checkpoints ? absl::StrCat("; continue with --resume latest (checkpoint.dir ",
                                        plan.checkpoint().dir(), ")")
-                        : "; the plan has no checkpoint, so this run's progress is not saved",
-            "; no export is written"));
-        break;
+                        : "; the plan has no checkpoint, so this run's progress is not saved"));
       }
     }
-    if (progress.applied_steps == 0) {
+    if (done_ == steps && progress_.applied_steps == 0) {
       return absl::FailedPreconditionError(absl::StrCat(
-          "no step applied an update: all ", done,
+          "no step applied an update: all ", done_,
           " steps were skipped for non-finite losses or gradients (check the initial weights, the "
           "data and the learning rate); nothing is exported"));
     }
-    pb::StepCommand stop;
-    stop.set_stop(true);
-    stop.set_interrupted(done < steps);
-    RETURN_IF_ERROR(control_->Broadcast(stop, absl::Now() + timeout_, kControlTagStepCommand));
-    return done;
+    RETURN_IF_ERROR(Pause(stop));
+    return stop;
+  }
+
+  // Rank 0: logs an evaluation, writes its metrics record and calls on_eval.
+  absl::StatusOr<EvalSummary> Report(EvalSummary eval, const WorkerCallbacks& callbacks) {
+    logger_.Info(eval.FormatLine());
+    if (metrics_) RETURN_IF_ERROR(metrics_->Write(eval.ToMetricsRecord()));
+    if (callbacks.on_eval != nullptr) callbacks.on_eval(eval);
+    return eval;
   }
 
   // Rank 0: a checkpoint after `done` steps, through every rank.
-  absl::Status SaveCheckpoint(int64_t done, const CheckpointProgress& progress,
-                              Executors& executors) {
-    RETURN_IF_ERROR(executors.checkpoints.Prepare(done));
+  absl::Status SaveCheckpointAfter(int64_t done, const WorkerCallbacks& callbacks) {
+    RETURN_IF_ERROR(checkpoints_->Prepare(done));
     pb::StepCommand command;
     command.set_step(done);
     command.set_checkpoint(true);
     RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
-    return executors.checkpoints.Save(done, executors.parts, progress);
+    RETURN_IF_ERROR(checkpoints_->Save(done, *parts_, progress_));
+    if (callbacks.on_checkpoint != nullptr) {
+      callbacks.on_checkpoint(done, checkpoints_->CheckpointPath(done));
+    }
+    return absl::OkStatus();
   }
 
   // Rank 0: one pass of the forward-only program over the held-out split (its first
   // training.eval_samples samples, or all), in batches of global_batch; the last batch is padded
   // with index -1, which counts nowhere. `after_step` training steps are done.
-  absl::StatusOr<EvalSummary> Evaluate(const pb::Plan& plan, const Dataset& eval_dataset,
-                                       int64_t after_step, StageExecutor& evaluator,
-                                       CoordinatorGate& gate) {
+  absl::StatusOr<EvalSummary> Evaluate(int64_t after_step) {
+    const pb::Plan& plan = setup_.plan();
     const absl::Time begin = absl::Now();
     const int64_t batch = plan.training().global_batch();
-    int64_t samples = eval_dataset.size();
+    int64_t samples = eval_dataset_->size();
     if (plan.training().eval_samples() > 0) {
       samples = std::min(samples, plan.training().eval_samples());
     }
@@ -556,40 +654,50 @@ class Worker {
         command.add_sample_indices(i < samples ? i : -1);
       }
       RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
-      RETURN_IF_ERROR(evaluator.RunStep(command).status());
-      RETURN_IF_ERROR(summary.Add(gate.reports()));
+      RETURN_IF_ERROR(evaluator_->RunStep(command).status());
+      RETURN_IF_ERROR(summary.Add(gate_->reports()));
     }
     summary.set_elapsed_ms(absl::ToDoubleMilliseconds(absl::Now() - begin));
     return summary;
   }
 
-  // Ranks != 0: follow rank 0's commands until told to stop. Returns the steps done.
-  absl::StatusOr<int64_t> Follow(Executors& executors) {
-    int64_t done = setup_.has_resume() ? setup_.resume().manifest().step() : 0;
+  // Ranks != 0: follow rank 0's commands until it returns them to the program. Returns whether
+  // a stop was asked for.
+  absl::StatusOr<bool> FollowCommands() {
     while (true) {
       pb::StepCommand command;
       RETURN_IF_ERROR(control_->Broadcast(command, absl::Now() + timeout_, kControlTagStepCommand));
-      if (command.stop()) return command.interrupted() ? done : setup_.plan().training().steps();
+      if (command.pause()) return command.interrupted();
       if (command.checkpoint()) {
-        RETURN_IF_ERROR(executors.checkpoints.Save(command.step(), executors.parts, {}));
+        RETURN_IF_ERROR(checkpoints_->Save(command.step(), *parts_, {}));
         continue;
       }
-      if (command.eval() && executors.eval == nullptr) {
+      if (command.eval() && evaluator_ == nullptr) {
         return absl::FailedPreconditionError(
             absl::StrCat("rank ", rank_, " was told to evaluate but has no evaluation program"));
       }
-      StageExecutor& executor = command.eval() ? *executors.eval : executors.train;
+      StageExecutor& executor = command.eval() ? *evaluator_ : *executor_;
       RETURN_IF_ERROR(executor.RunStep(command).status());
-      if (!command.eval()) done = command.step() + 1;
+      if (!command.eval()) done_ = command.step() + 1;
     }
   }
 
-  absl::Status ExportParameters(const pb::Plan& plan, const StageChunks& parameters) {
+  absl::Status ExportParameters(const std::string& path) {
+    // Rank 0 checks the destination first and every rank learns the verdict, so no rank gathers
+    // for a file that cannot be written.
+    pb::ExportResult checked;
+    if (rank_ == 0) {
+      if (absl::Status ok = CheckOutputFile("export", path); !ok.ok()) {
+        checked.set_error(std::string(ok.message()));
+      }
+    }
+    RETURN_IF_ERROR(control_->Broadcast(checked, absl::Now() + timeout_, kControlTagExport));
+    if (checked.has_error()) return absl::InvalidArgumentError(checked.error());
     pb::ParameterShard shard;
     shard.set_rank(rank_);
     // A rank that cannot read its parameters still takes part in the gather, carrying its
     // error, so no rank waits for it.
-    const absl::StatusOr<std::vector<NamedTensorData>> exported = parameters.Export();
+    const absl::StatusOr<std::vector<NamedTensorData>> exported = parts_->Export();
     if (!exported.ok()) shard.set_error(std::string(exported.status().message()));
     const std::vector<NamedTensorData> none;
     for (const NamedTensorData& t : exported.ok() ? *exported : none) {
@@ -604,7 +712,7 @@ class Worker {
     // Every rank learns whether rank 0 wrote the file, so none exits 0 after a failed export.
     pb::ExportResult result;
     if (rank_ == 0) {
-      const absl::Status written = WriteExport(plan, gathered);
+      const absl::Status written = WriteExport(path, gathered);
       if (!written.ok()) result.set_error(std::string(written.message()));
     }
     RETURN_IF_ERROR(control_->Broadcast(result, absl::Now() + timeout_, kControlTagExport));
@@ -619,7 +727,7 @@ class Worker {
   // each parameter arrives once per replica: replica 0's is written, and every other copy must
   // equal it bit for bit (the replicas apply the same update to the same values), else the
   // export fails naming the first difference.
-  absl::Status WriteExport(const pb::Plan& plan, const std::vector<std::string>& gathered) {
+  absl::Status WriteExport(const std::string& path, const std::vector<std::string>& gathered) {
     std::vector<NamedTensorData> all;
     std::map<std::string, size_t> index;  // name -> position in `all`
     for (size_t r = 0; r < gathered.size(); ++r) {
@@ -643,12 +751,11 @@ class Worker {
         all.push_back(std::move(t));
       }
     }
+    const pb::Plan& plan = setup_.plan();
     std::map<std::string, std::string> metadata = {
-        {"format", "pt"},
-        {"gpipe_plan", plan.name()},
-        {"gpipe_steps", absl::StrCat(plan.training().steps())}};
-    RETURN_IF_ERROR(WriteSafetensors(options_.export_path, all, metadata).status());
-    logger_.Info(absl::StrCat("exported ", all.size(), " parameters to ", options_.export_path));
+        {"format", "pt"}, {"gpipe_plan", plan.name()}, {"gpipe_steps", absl::StrCat(done_)}};
+    RETURN_IF_ERROR(WriteSafetensors(path, all, metadata).status());
+    logger_.Info(absl::StrCat("exported ", all.size(), " parameters to ", path));
     return absl::OkStatus();
   }
 
@@ -671,24 +778,87 @@ class Worker {
     return absl::OkStatus();
   }
 
-  const WorkerOptions& options_;
-  MpiEnvironment& mpi_;
+  const WorkerOptions options_;
+  const LayerRegistry builtin_layers_;      // used when the program gives none
+  const BackendRegistry builtin_backends_;  // likewise
+  const LayerRegistry& layers_;
+  const BackendRegistry& backends_;
+  const DataSourceRegistry* data_sources_;
+  MPI_Comm comm_;
   const Logger& logger_;
-  LayerRegistry registry_ = LayerRegistry::WithBuiltins();
-  BackendRegistry backends_ = DefaultBackends();
+
+  bool started_ = false;
+  bool ready_ = false;     // Start succeeded and Finish was not called
+  bool rejected_ = false;  // rank 0 rejected the plan
+  bool failed_ = false;    // a failure was announced (Fail)
   std::unique_ptr<ControlChannel> control_;
   int rank_ = 0;
   pb::Setup setup_;
   schedule::VerifyResult prediction_;
   absl::Duration timeout_ = absl::Seconds(300);
   std::unique_ptr<TraceSession> trace_;  // runtime.trace; null when not traced
+
+  // The stage (BuildStage), in dependency order: later members refer to earlier ones.
+  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<StageChunks> parts_;
+  std::unique_ptr<Dataset> dataset_;       // first and last stages only
+  std::unique_ptr<Dataset> eval_dataset_;  // likewise, with an evaluation program
+  std::unique_ptr<CheckpointSession> checkpoints_;
+  std::unique_ptr<DataChannel> channel_;
+  std::unique_ptr<CoordinatorGate> gate_;
+  std::unique_ptr<StageReduceGroups> reduce_groups_;
+  std::unique_ptr<StageExecutor> executor_;
+  std::unique_ptr<StageExecutor> evaluator_;  // null without training.eval_every
+  int64_t done_ = 0;                          // training steps completed
+
+  // Rank 0's coordination state.
+  std::unique_ptr<BatchSampler> sampler_;
+  std::unique_ptr<MetricsWriter> metrics_;
+  CheckpointProgress progress_;
 };
 
-}  // namespace
+WorkerSession::WorkerSession(WorkerOptions options, WorkerExtensions extensions, MPI_Comm comm,
+                             const Logger& logger)
+    : impl_(std::make_unique<Impl>(std::move(options), extensions, comm, logger)) {}
+WorkerSession::~WorkerSession() = default;
+
+absl::Status WorkerSession::Start() { return impl_->Start(); }
+absl::StatusOr<TrainProgress> WorkerSession::Train(int64_t max_steps,
+                                                   const WorkerCallbacks& callbacks) {
+  return impl_->Train(max_steps, callbacks);
+}
+absl::StatusOr<std::optional<EvalSummary>> WorkerSession::Evaluate(
+    const WorkerCallbacks& callbacks) {
+  return impl_->Evaluate(callbacks);
+}
+absl::Status WorkerSession::SaveCheckpoint(const WorkerCallbacks& callbacks) {
+  return impl_->SaveCheckpoint(callbacks);
+}
+absl::Status WorkerSession::Export(const std::string& path) { return impl_->Export(path); }
+absl::Status WorkerSession::Finish() { return impl_->Finish(); }
+bool WorkerSession::failed() const { return impl_->failed(); }
+int WorkerSession::rank() const { return impl_->rank(); }
+int WorkerSession::stage() const { return impl_->stage(); }
+const pb::Plan& WorkerSession::plan() const { return impl_->plan(); }
+int64_t WorkerSession::steps_done() const { return impl_->steps_done(); }
+bool WorkerSession::export_requested() const { return impl_->export_requested(); }
 
 absl::Status RunWorker(const WorkerOptions& options, MpiEnvironment& mpi, const Logger& logger) {
-  Worker worker(options, mpi, logger);
-  return worker.Run();
+  WorkerSession session(options, WorkerExtensions{}, mpi.world(), logger);
+  absl::Status status = [&]() -> absl::Status {
+    RETURN_IF_ERROR(session.Start());
+    ASSIGN_OR_RETURN(const TrainProgress progress, session.Train(-1));
+    if (progress.stopped) {
+      RETURN_IF_ERROR(session.Finish());
+      return absl::CancelledError(absl::StrCat("stopped after step ", progress.steps_done, " of ",
+                                               session.plan().training().steps(),
+                                               " as asked; no export is written"));
+    }
+    if (session.export_requested()) RETURN_IF_ERROR(session.Export(options.export_path));
+    return session.Finish();
+  }();
+  if (session.failed()) mpi.MarkAborting();
+  return status;
 }
 
 }  // namespace gpipe

@@ -14,6 +14,12 @@ namespace gpipe {
 
 struct WorkerOptions {
   std::string plan_path;               // --plan
+  // The plan's text instead of a file (the embedding API): plan_source_name stands for the file
+  // in messages and locations, and relative data paths resolve against plan_directory ("": the
+  // working directory).
+  std::optional<std::string> plan_text;
+  std::string plan_source_name = "<plan>";
+  std::string plan_directory;
   std::vector<std::string> overrides;  // --override, in order
   std::string metrics_out;             // --metrics-out (overrides runtime.metrics_out)
   std::string trace;                   // --trace (overrides runtime.trace)

@@ -104,6 +104,7 @@ void ResolveDataPaths(const std::string& directory, pb::Plan* plan) {
       for (std::string& path : *data->mutable_text()->mutable_paths()) resolve(&path);
       break;
     case pb::Data::kSynthetic:
+    case pb::Data::kCustom:  // settings go to the program's factory as written
     case pb::Data::SOURCE_NOT_SET:
       break;
   }

@@ -284,6 +284,8 @@ void CheckInputMatchesData(const pb::Plan& plan, PlanErrors& errors) {
   }
   const pb::Input& input = plan.model().input();
   const bool token_ids = input.type() == pb::INT64;
+  // A program's own source serves what it says it does (checked when it is opened).
+  if (data.has_custom()) return;
   if (!data.has_text()) {
     if (token_ids) {
       const auto* source = pb::Data::descriptor()->FindFieldByNumber(data.source_case());
@@ -500,8 +502,9 @@ void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
                absl::StrCat("is ", training.eval_every(),
                             " but the data has no held-out split to evaluate: set "
                             "data.synthetic.eval_samples, data.npy.eval_inputs and eval_targets, "
-                            "data.idx.test_images and test_labels, or data.text.eval_fraction > 0 "
-                            "(or set eval_every to 0)"));
+                            "data.idx.test_images and test_labels, data.text.eval_fraction > 0, "
+                            "or data.custom.eval_split for a program's source that has one (or "
+                            "set eval_every to 0)"));
   }
   if (training.eval_samples() < 0) {
     errors.Add("training.eval_samples",
@@ -557,6 +560,13 @@ void CheckData(const pb::Plan& plan, const std::string& directory, PlanErrors& e
       break;
     case pb::Data::kText:
       CheckText(data.text(), directory, errors);
+      break;
+    case pb::Data::kCustom:
+      if (data.custom().name().empty()) {
+        errors.Add("data.custom.name",
+                   "is missing; name the data source the program registered "
+                   "(include/gpipe/data_source.h)");
+      }
       break;
     case pb::Data::SOURCE_NOT_SET:
       errors.Add("data",

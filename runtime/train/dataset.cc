@@ -9,6 +9,7 @@
 #include "runtime/core/check.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/train/data_source_registry.h"
 #include "runtime/train/idx_dataset.h"
 #include "runtime/train/npy_dataset.h"
 #include "runtime/train/synthetic.h"
@@ -59,6 +60,9 @@ absl::Status NoEvalSplitError(const pb::Data& data) {
     case pb::Data::kText:
       remedy = "set data.text.eval_fraction in (0, 1) to hold out the end of the text";
       break;
+    case pb::Data::kCustom:
+      remedy = "set data.custom.eval_split: true when the source serves a held-out split";
+      break;
     case pb::Data::SOURCE_NOT_SET:
       break;
   }
@@ -78,6 +82,8 @@ bool HasEvalSplit(const pb::Data& data) {
       return !data.idx().test_images().empty() || !data.idx().test_labels().empty();
     case pb::Data::kText:
       return data.text().eval_fraction() > 0;
+    case pb::Data::kCustom:
+      return data.custom().eval_split();
     case pb::Data::SOURCE_NOT_SET:
       break;
   }
@@ -86,7 +92,8 @@ bool HasEvalSplit(const pb::Data& data) {
 
 absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(const pb::Data& data,
                                                      const DataRequirements& requirements,
-                                                     DataSplit split) {
+                                                     DataSplit split,
+                                                     const DataSourceRegistry* custom) {
   if (split == DataSplit::kEval && data.source_case() != pb::Data::SOURCE_NOT_SET &&
       !HasEvalSplit(data)) {
     return NoEvalSplitError(data);
@@ -111,6 +118,11 @@ absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(const pb::Data& data,
       ASSIGN_OR_RETURN(std::unique_ptr<TextDataset> text,
                        TextDataset::Open(data.text(), requirements, split));
       return std::unique_ptr<Dataset>(std::move(text));
+    }
+    case pb::Data::kCustom: {
+      // Without the program's registry the name is unknown: the empty one says so.
+      if (custom == nullptr) return DataSourceRegistry().Open(data.custom(), requirements, split);
+      return custom->Open(data.custom(), requirements, split);
     }
     case pb::Data::SOURCE_NOT_SET:
       break;

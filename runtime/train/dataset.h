@@ -58,16 +58,20 @@ struct DataRequirements {
 // Which part of the data a Dataset serves: the training samples or the held-out ones.
 enum class DataSplit { kTrain, kEval };
 
+class DataSourceRegistry;
+
 // Opens `split` of the plan's data source. Paths in `data` must already be resolved (absolute or
 // relative to the working directory). Errors name the file and what is wrong (missing, bad
 // header, dtype or shape not matching `requirements`). kEval on a source without a held-out split
-// (see HasEvalSplit) is FAILED_PRECONDITION naming the field to set.
+// (see HasEvalSplit) is FAILED_PRECONDITION naming the field to set. data.custom is opened
+// through `custom` (the embedding program's sources; null: none).
 absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(const pb::Data& data,
                                                      const DataRequirements& requirements,
-                                                     DataSplit split = DataSplit::kTrain);
+                                                     DataSplit split = DataSplit::kTrain,
+                                                     const DataSourceRegistry* custom = nullptr);
 
 // Whether the source declares a held-out split: npy eval_inputs / eval_targets, synthetic
-// eval_samples > 0, idx test_images / test_labels, text eval_fraction > 0.
+// eval_samples > 0, idx test_images / test_labels, text eval_fraction > 0, custom eval_split.
 bool HasEvalSplit(const pb::Data& data);
 
 // Step s's sample indices: without shuffle, [s*B, (s+1)*B) modulo N in order; with shuffle,

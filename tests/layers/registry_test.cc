@@ -85,10 +85,12 @@ TEST(LayerRegistryTest, BuildsEveryKindInThePlanWithItsShapes) {
         "attn.proj.bias", "ln_2.weight", "ln_2.bias", "mlp.fc.weight", "mlp.fc.bias",
         "mlp.proj.weight", "mlp.proj.bias"}},
   };
-  // Every oneof member of pb::Layer's `kind` has a case here and a factory in the registry.
+  // Every oneof member of pb::Layer's `kind` has a case here and a factory in the registry,
+  // except `custom`, whose types a program registers (tests/api).
   const auto* oneof = pb::Layer::descriptor()->FindOneofByName("kind");
-  ASSERT_EQ(oneof->field_count(), static_cast<int>(cases.size()));
+  ASSERT_EQ(oneof->field_count() - 1, static_cast<int>(cases.size()));
   for (int i = 0; i < oneof->field_count(); ++i) {
+    if (oneof->field(i)->name() == "custom") continue;
     EXPECT_TRUE(registry.Contains(std::string(oneof->field(i)->name()))) << oneof->field(i)->name();
   }
   for (const KindCase& c : cases) {

@@ -1,0 +1,184 @@
+#include "gpipe/runtime.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/comm/mpi_status.h"
+#include "runtime/coord/worker.h"
+#include "runtime/core/logger.h"
+#include "runtime/core/status_macros.h"
+
+namespace gpipe {
+namespace {
+
+StepMetrics ToMetrics(const StepSummary& summary) {
+  return StepMetrics{.step = summary.step,
+                     .loss = summary.loss,
+                     .accuracy = summary.accuracy,
+                     .applied = summary.applied,
+                     .step_ms = summary.step_ms,
+                     .samples_per_second = summary.samples_per_s,
+                     .bubble_fraction = summary.bubble,
+                     .replica_loss = summary.replica_loss,
+                     .peak_bytes = summary.peak_bytes,
+                     .bytes_sent = summary.bytes_sent};
+}
+
+EvalMetrics ToMetrics(const EvalSummary& summary, int64_t after_step) {
+  return EvalMetrics{.after_step = after_step,
+                     .samples = summary.samples(),
+                     .loss = summary.loss(),
+                     .accuracy = summary.accuracy(),
+                     .elapsed_ms = summary.elapsed_ms()};
+}
+
+WorkerOptions ToWorkerOptions(const PlanSource& plan, RuntimeOptions& options) {
+  WorkerOptions worker;
+  if (plan.is_file()) {
+    worker.plan_path = plan.path_or_name();
+  } else {
+    worker.plan_text = plan.text();
+    worker.plan_source_name = plan.path_or_name();
+    worker.plan_directory = plan.directory();
+  }
+  worker.overrides = plan.overrides();
+  worker.metrics_out = options.metrics_out;
+  worker.trace = options.trace;
+  worker.init_from = options.init_from;
+  worker.resume = options.resume;
+  worker.stop_requested = std::move(options.stop_requested);
+  worker.startup_timeout = options.startup_timeout;
+  return worker;
+}
+
+}  // namespace
+
+class Runtime::Impl {
+ public:
+  // Takes ownership of `comm` (a duplicate made for this runtime).
+  Impl(MPI_Comm comm, int rank, int size, const PlanSource& plan, const Extensions& extensions,
+       RuntimeOptions options)
+      : comm_(comm),
+        rank_(rank),
+        size_(size),
+        extensions_(extensions),
+        logger_(rank, options.log != nullptr ? options.log : stderr),
+        session_(ToWorkerOptions(plan, options),
+                 WorkerExtensions{.layers = &extensions_.layers(),
+                                  .data_sources = &extensions_.data_sources()},
+                 comm_, logger_) {}
+
+  ~Impl() {
+    // A failed job may leave operations on the communicator that never complete: it is left
+    // for the program's MPI_Abort rather than freed.
+    if (!session_.failed()) MPI_Comm_free(&comm_);
+  }
+
+  WorkerSession& session() { return session_; }
+  const WorkerSession& session() const { return session_; }
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  std::vector<StepMetrics>& history() { return history_; }
+
+  // The session's callbacks from the program's: metrics are converted and recorded.
+  WorkerCallbacks Wrap(const Callbacks& callbacks) {
+    WorkerCallbacks wrapped;
+    wrapped.on_step = [this, &callbacks](const StepSummary& summary) {
+      history_.push_back(ToMetrics(summary));
+      return callbacks.on_step != nullptr &&
+             callbacks.on_step(history_.back()) == StepAction::kStop;
+    };
+    if (callbacks.on_evaluation != nullptr) {
+      wrapped.on_eval = [this, &callbacks](const EvalSummary& summary) {
+        callbacks.on_evaluation(ToMetrics(summary, session_.steps_done()));
+      };
+    }
+    if (callbacks.on_checkpoint != nullptr) {
+      wrapped.on_checkpoint = [&callbacks](int64_t step, const std::string& directory) {
+        callbacks.on_checkpoint(CheckpointInfo{.step = step, .directory = directory});
+      };
+    }
+    return wrapped;
+  }
+
+ private:
+  MPI_Comm comm_;
+  int rank_;
+  int size_;
+  const Extensions extensions_;  // the session refers to its registries
+  const Logger logger_;
+  WorkerSession session_;
+  std::vector<StepMetrics> history_;
+};
+
+absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(MPI_Comm comm, const PlanSource& plan,
+                                                         const Extensions& extensions,
+                                                         RuntimeOptions options) {
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) {
+    return absl::FailedPreconditionError(
+        "gpipe::Runtime::Create needs MPI initialized (MPI_Init_thread) first");
+  }
+  if (comm == MPI_COMM_NULL) {
+    return absl::InvalidArgumentError("gpipe::Runtime::Create got MPI_COMM_NULL");
+  }
+  MPI_Comm own = MPI_COMM_NULL;
+  RETURN_IF_ERROR(MpiStatus(MPI_Comm_dup(comm, &own), "MPI_Comm_dup (the runtime's communicator)"));
+  // gpipe turns MPI errors into statuses with deadlines of its own.
+  MPI_Comm_set_errhandler(own, MPI_ERRORS_RETURN);
+  int rank = 0;
+  int size = 0;
+  MPI_Comm_rank(own, &rank);
+  MPI_Comm_size(own, &size);
+  auto impl = std::make_unique<Impl>(own, rank, size, plan, extensions, std::move(options));
+  RETURN_IF_ERROR(impl->session().Start());
+  return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
+}
+
+Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Runtime::~Runtime() = default;
+
+absl::StatusOr<TrainResult> Runtime::Train(const Callbacks& callbacks) {
+  ASSIGN_OR_RETURN(const TrainProgress progress,
+                   impl_->session().Train(-1, impl_->Wrap(callbacks)));
+  return TrainResult{.steps_done = progress.steps_done,
+                     .finished = progress.finished,
+                     .stopped = progress.stopped};
+}
+
+absl::StatusOr<TrainResult> Runtime::RunSteps(int64_t steps, const Callbacks& callbacks) {
+  if (steps < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("RunSteps(", steps, "): run at least 1 step"));
+  }
+  ASSIGN_OR_RETURN(const TrainProgress progress,
+                   impl_->session().Train(steps, impl_->Wrap(callbacks)));
+  return TrainResult{.steps_done = progress.steps_done,
+                     .finished = progress.finished,
+                     .stopped = progress.stopped};
+}
+
+absl::StatusOr<std::optional<EvalMetrics>> Runtime::Evaluate(const Callbacks& callbacks) {
+  ASSIGN_OR_RETURN(const std::optional<EvalSummary> summary,
+                   impl_->session().Evaluate(impl_->Wrap(callbacks)));
+  if (!summary.has_value()) return std::nullopt;
+  return ToMetrics(*summary, impl_->session().steps_done());
+}
+
+absl::Status Runtime::SaveCheckpoint(const Callbacks& callbacks) {
+  return impl_->session().SaveCheckpoint(impl_->Wrap(callbacks));
+}
+
+absl::Status Runtime::Export(const std::string& path) { return impl_->session().Export(path); }
+absl::Status Runtime::Finish() { return impl_->session().Finish(); }
+
+int Runtime::rank() const { return impl_->rank(); }
+int Runtime::world_size() const { return impl_->size(); }
+int Runtime::stage() const { return impl_->session().stage(); }
+int Runtime::replica() const { return impl_->rank() / impl_->session().plan().pipeline().stages(); }
+int64_t Runtime::steps_done() const { return impl_->session().steps_done(); }
+const pb::Plan& Runtime::plan() const { return impl_->session().plan(); }
+const std::vector<StepMetrics>& Runtime::history() const { return impl_->history(); }
+bool Runtime::failed() const { return impl_->session().failed(); }
+
+}  // namespace gpipe

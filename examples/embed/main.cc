@@ -1,8 +1,9 @@
 // gpipe-embed-example: a program that embeds gpipe. It registers a custom layer (scaled_tanh,
-// a CPU kernel) and a custom in-memory data source (clusters), and trains a classifier through
-// a 2-stage pipeline on its own MPI job: run it with `mpirun -np 2 gpipe-embed-example`.
+// CPU kernels, and CUDA kernels where built with CUDA) and a custom in-memory data source
+// (clusters), and trains a classifier through a 2-stage pipeline on its own MPI job: run it with
+// `mpirun -np 2 gpipe-embed-example`.
 //
-//   gpipe-embed-example [--steps N] [--export FILE.safetensors]
+//   gpipe-embed-example [--steps N] [--device CPU|CUDA] [--export FILE.safetensors]
 //
 // Exit codes: 0 trained (and the held-out accuracy beat chance), 1 failed, 2 bad arguments.
 #include <mpi.h>
@@ -14,6 +15,7 @@
 #include "cluster_source.h"
 #include "gpipe/gpipe.h"
 #include "scaled_tanh.h"
+#include "scaled_tanh_cuda.h"
 
 namespace {
 
@@ -58,17 +60,22 @@ int Run(int argc, char** argv) {
     const std::string arg = argv[i];
     if (arg == "--steps" && i + 1 < argc) {
       plan.Override(std::string("training { steps: ") + argv[++i] + " }");
+    } else if (arg == "--device" && i + 1 < argc) {
+      plan.Override(std::string("runtime { device: ") + argv[++i] + " }");
     } else if (arg == "--export" && i + 1 < argc) {
       export_path = argv[++i];
     } else {
-      std::fprintf(stderr, "usage: gpipe-embed-example [--steps N] [--export FILE]\n");
+      std::fprintf(stderr,
+                   "usage: gpipe-embed-example [--steps N] [--device CPU|CUDA] [--export FILE]\n");
       return 2;
     }
   }
 
   gpipe::Extensions extensions;
-  absl::Status added =
-      extensions.AddLayer({.type = "scaled_tanh", .cpu = gpipe_example::ScaledTanh::Create});
+  // CPU kernels always; CUDA kernels where the example was built with CUDA (null otherwise).
+  absl::Status added = extensions.AddLayer({.type = "scaled_tanh",
+                                            .cpu = gpipe_example::ScaledTanh::Create,
+                                            .cuda = gpipe_example::ScaledTanhCudaFactory()});
   if (added.ok()) added = extensions.AddDataSource("clusters", gpipe_example::ClusterSource::Open);
   if (!added.ok()) {
     std::fprintf(stderr, "%s\n", std::string(added.message()).c_str());

@@ -1,10 +1,12 @@
 // ScaledTanh: y = scale * weight * tanh(x), elementwise, with a learnable per-feature weight
 // ([features], the last dimension; starts at ones) and a fixed scale (custom.numbers["scale"],
 // default 1) — the example's custom layer, written as a CPU kernel (host loops over the tensors'
-// f32() pointers).
+// f32() pointers). ScaledTanhLayer holds what every kernel shares (shapes, the parameter, costs);
+// ScaledTanh is the CPU kernel, ScaledTanhCuda (scaled_tanh_cuda.h) the CUDA one.
 //
 // In a plan: layers { name: "act1" custom { type: "scaled_tanh" } }. The embedding example
-// registers it (main.cc); tests/api checks its gradients against finite differences.
+// registers it (main.cc); tests/api checks its gradients against finite differences and the
+// CUDA kernel against the CPU one.
 #ifndef GPIPE_EXAMPLES_EMBED_SCALED_TANH_H_
 #define GPIPE_EXAMPLES_EMBED_SCALED_TANH_H_
 
@@ -20,19 +22,8 @@
 
 namespace gpipe_example {
 
-class ScaledTanh final : public gpipe::Layer {
+class ScaledTanhLayer : public gpipe::Layer {
  public:
-  static absl::StatusOr<std::unique_ptr<gpipe::Layer>> Create(const gpipe::LayerArgs& args) {
-    if (args.input_shape().rank() < 1) {
-      return absl::InvalidArgumentError("scaled_tanh needs an input with a feature dimension");
-    }
-    const double scale = args.NumberOr("scale", 1.0);
-    if (!std::isfinite(scale)) {
-      return absl::InvalidArgumentError(absl::StrCat("custom.numbers scale is ", scale));
-    }
-    return std::unique_ptr<gpipe::Layer>(new ScaledTanh(args.name(), args.input_shape(), scale));
-  }
-
   std::string_view type() const override { return "scaled_tanh"; }
   std::vector<gpipe::ParamSpec> parameter_specs() const override {
     return {{"weight", gpipe::Shape{features_}, gpipe::ParamInit::kOnes}};
@@ -40,6 +31,37 @@ class ScaledTanh final : public gpipe::Layer {
   double ForwardFlopsPerSample() const override { return 3.0 * input_shape().num_elements(); }
   std::vector<gpipe::SavedSpec> SavedPerSample() const override {
     return {{gpipe::SavedRef::kInput}};
+  }
+
+  // custom.numbers["scale"] (default 1) of a layer whose input has a feature dimension.
+  static absl::StatusOr<float> ScaleOf(const gpipe::LayerArgs& args) {
+    if (args.input_shape().rank() < 1) {
+      return absl::InvalidArgumentError("scaled_tanh needs an input with a feature dimension");
+    }
+    const double scale = args.NumberOr("scale", 1.0);
+    if (!std::isfinite(scale)) {
+      return absl::InvalidArgumentError(absl::StrCat("custom.numbers scale is ", scale));
+    }
+    return static_cast<float>(scale);
+  }
+
+ protected:
+  ScaledTanhLayer(const gpipe::LayerArgs& args, float scale)
+      : Layer(args.name(), args.input_shape(), args.input_shape()),
+        features_(args.input_shape().dims().back()),
+        scale_(scale) {}
+
+  int64_t features_;
+  float scale_;
+};
+
+// The CPU kernel.
+class ScaledTanh final : public ScaledTanhLayer {
+ public:
+  static absl::StatusOr<std::unique_ptr<gpipe::Layer>> Create(const gpipe::LayerArgs& args) {
+    absl::StatusOr<float> scale = ScaleOf(args);
+    if (!scale.ok()) return scale.status();
+    return std::unique_ptr<gpipe::Layer>(new ScaledTanh(args, *scale));
   }
 
   absl::StatusOr<gpipe::Tensor> Forward(const gpipe::LayerContext& ctx,
@@ -85,13 +107,7 @@ class ScaledTanh final : public gpipe::Layer {
   }
 
  private:
-  ScaledTanh(std::string name, const gpipe::Shape& input_shape, double scale)
-      : Layer(std::move(name), input_shape, input_shape),
-        features_(input_shape.dims().back()),
-        scale_(static_cast<float>(scale)) {}
-
-  int64_t features_;
-  float scale_;
+  ScaledTanh(const gpipe::LayerArgs& args, float scale) : ScaledTanhLayer(args, scale) {}
 };
 
 }  // namespace gpipe_example

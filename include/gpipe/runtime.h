@@ -13,7 +13,9 @@
 // runtime.timeouts. Destroying a runtime frees its communicator, which is collective as well:
 // destroy runtimes in the same order on every rank.
 //
-// Errors: a rejected plan is INVALID_ARGUMENT (file:line:col and every problem) on every rank,
+// Errors: a process that its launcher started as one of several but that MPI made a singleton
+// (srun without a working PMI) is FAILED_PRECONDITION naming the fix. A rejected plan is
+// INVALID_ARGUMENT (file:line:col and every problem) on every rank,
 // and the communicator stays usable. A failure while training is reported on every rank within
 // the wait deadline, naming the rank, stage, step, micro-batch and instruction; the runtime then
 // reports failed(), every later call returns FAILED_PRECONDITION, and MPI may hold unfinished

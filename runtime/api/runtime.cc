@@ -3,6 +3,8 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "launcher/environment.h"
+#include "launcher/singleton_check.h"
 #include "runtime/comm/mpi_status.h"
 #include "runtime/coord/worker.h"
 #include "runtime/core/logger.h"
@@ -122,6 +124,14 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(MPI_Comm comm, const Pl
   }
   if (comm == MPI_COMM_NULL) {
     return absl::InvalidArgumentError("gpipe::Runtime::Create got MPI_COMM_NULL");
+  }
+  // A program that srun or another MPI's launcher started N times, each an MPI singleton, would
+  // train the whole job N times over: refused, naming the launcher and the fix.
+  int world_size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  if (absl::Status alone = CheckNotAStraySingleton(ProcessEnvironment(), world_size); !alone.ok()) {
+    Logger(0, options.log != nullptr ? options.log : stderr).Error(alone.message());
+    return alone;
   }
   MPI_Comm own = MPI_COMM_NULL;
   RETURN_IF_ERROR(MpiStatus(MPI_Comm_dup(comm, &own), "MPI_Comm_dup (the runtime's communicator)"));

@@ -2,8 +2,8 @@
 //
 //   start-up   rank 0: load + validate the plan, infer shapes, partition, build and verify the
 //              schedule (ResolveJob). It sends each rank r a Setup (tag kSetup): either
-//              {error} — every rank then exits non-zero with that message and MPI finalizes
-//              normally — or {resolved plan, stage table, rank r's stage and program, init/export
+//              {error} — every rank then fails with that message and MPI finalizes normally
+//              — or {resolved plan, stage table, rank r's stage and program, init/export
 //              choices}. Ranks != 0 wait up to --startup-timeout for it.
 //   groups     before the first step, the ranks that sum tensors together make their groups
 //              (DataChannel::CreateReduceGroup), never mid-step: with pipeline.data_parallel
@@ -34,13 +34,18 @@
 //              tensors from the checkpoint (CheckpointSession::Restore, kResume); the steps
 //              continue from the checkpoint's step, so the sample indices and random streams
 //              are the uninterrupted run's.
+//   portions   the program drives the session in collective calls (Train, Evaluate,
+//              SaveCheckpoint, Export, Finish). Inside Train, Evaluate and SaveCheckpoint the
+//              other ranks follow rank 0's StepCommands until rank 0 broadcasts {pause}: every
+//              rank then returns to the program (gpipe-worker's Train runs all the steps; the
+//              embedding API's RunSteps a few at a time).
 //   stop       a rank asked to stop (WorkerOptions::stop_requested: a signal) says so in its
-//              StepReport; the decision carries `stop` to every rank, the step completes, a
-//              checkpoint is saved (when configured), and rank 0 broadcasts StepCommand {stop,
-//              interrupted}: every rank returns CANCELLED (gpipe-worker's exit code 3), with
-//              no export.
-//   end        rank 0 broadcasts StepCommand {stop}. If export was asked for, every rank gathers
-//              a ParameterShard to rank 0 (kExport), which writes one safetensors file.
+//              StepReport, or rank 0's on_step callback asks; the decision carries `stop` to
+//              every rank, the step completes, a checkpoint is saved (when configured), and rank
+//              0 broadcasts StepCommand {pause, interrupted}: Train returns `stopped` on every
+//              rank (gpipe-worker then exits 3, with no export).
+//   end        after the last step rank 0 broadcasts {pause}. Export: every rank gathers a
+//              ParameterShard to rank 0 (kExport), which writes one safetensors file.
 //   trace      with runtime.trace, after the setup rank 0 exchanges clock probes with each rank
 //              (kClock) and tells it its clock offset; at the end every rank gathers its events
 //              to rank 0 (kTrace), which writes the trace. After a failure each rank writes its

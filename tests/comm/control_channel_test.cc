@@ -118,7 +118,7 @@ TEST_F(ControlChannelTest, BroadcastDeliversRankZerosMessageToEveryRank) {
   EXPECT_EQ(command.lr(), 0.05);
   ASSERT_EQ(command.sample_indices_size(), 100);
   for (int i = 0; i < 100; ++i) EXPECT_EQ(command.sample_indices(i), 3 * i + 1);
-  EXPECT_FALSE(command.stop());
+  EXPECT_FALSE(command.pause());
 
   // A second broadcast on another tag, e.g. the step decision.
   pb::StepDecision decision;

@@ -204,6 +204,23 @@ TEST_F(SlurmLaunchTest, WorkerAloneInAMultiTaskStepFailsAtOnce) {
       << run.output;
 }
 
+TEST_F(SlurmLaunchTest, AnEmbeddingProgramAloneInAMultiTaskStepFailsAtOnce) {
+  // gpipe::Runtime::Create makes the same check (examples/embed's program here).
+  if (!std::filesystem::exists(testing::BinPath("gpipe-embed-example"))) {
+    GTEST_SKIP() << "built without GPIPE_BUILD_EXAMPLES";
+  }
+  const testing::ProcessResult run =
+      Run({"SLURM_JOB_ID=4242", "SLURM_STEP_ID=0", "SLURM_STEP_NUM_TASKS=2", "SLURM_PROCID=0"},
+          {testing::BinPath("gpipe-embed-example")}, 60);
+  EXPECT_NE(run.exit_code, 0) << run.output;
+  EXPECT_LT(run.seconds, 30.0) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output,
+                                "error: MPI started this process as a singleton (1 rank), but srun "
+                                "started 2 tasks (SLURM_STEP_NUM_TASKS=2, this is task 0)"))
+      << run.output;
+  EXPECT_FALSE(absl::StrContains(run.output, "step 20")) << "a singleton trained:\n" << run.output;
+}
+
 TEST_F(SlurmLaunchTest, ADeliberateSingleProcessRunStillTrains) {
   const testing::ProcessResult run =
       Run({"SLURM_JOB_ID=4242", "SLURM_STEP_ID=0", "SLURM_STEP_NUM_TASKS=1", "SLURM_PROCID=0"},

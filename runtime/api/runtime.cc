@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "launcher/environment.h"
 #include "launcher/singleton_check.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/comm/mpi_status.h"
 #include "runtime/coord/worker.h"
 #include "runtime/core/logger.h"
@@ -73,7 +74,7 @@ class Runtime::Impl {
   ~Impl() {
     // A failed job may leave operations on the communicator that never complete: it is left
     // for the program's MPI_Abort rather than freed.
-    if (!session_.failed()) MPI_Comm_free(&comm_);
+    if (!session_.failed()) FreeCommunicator(comm_);
   }
 
   WorkerSession& session() { return session_; }
@@ -128,7 +129,8 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(MPI_Comm comm, const Pl
   // A program that srun or another MPI's launcher started N times, each an MPI singleton, would
   // train the whole job N times over: refused, naming the launcher and the fix.
   int world_size = 0;
-  MPI_Comm_size(MPI_COMM_WORLD, &world_size);
+  RETURN_IF_ERROR(
+      MpiStatus(MPI_Comm_size(MPI_COMM_WORLD, &world_size), "MPI_Comm_size(MPI_COMM_WORLD)"));
   if (absl::Status alone = CheckNotAStraySingleton(ProcessEnvironment(), world_size); !alone.ok()) {
     Logger(0, options.log != nullptr ? options.log : stderr).Error(alone.message());
     return alone;
@@ -136,11 +138,16 @@ absl::StatusOr<std::unique_ptr<Runtime>> Runtime::Create(MPI_Comm comm, const Pl
   MPI_Comm own = MPI_COMM_NULL;
   RETURN_IF_ERROR(MpiStatus(MPI_Comm_dup(comm, &own), "MPI_Comm_dup (the runtime's communicator)"));
   // gpipe turns MPI errors into statuses with deadlines of its own.
-  MPI_Comm_set_errhandler(own, MPI_ERRORS_RETURN);
   int rank = 0;
   int size = 0;
-  MPI_Comm_rank(own, &rank);
-  MPI_Comm_size(own, &size);
+  absl::Status described =
+      MpiStatus(MPI_Comm_set_errhandler(own, MPI_ERRORS_RETURN), "MPI_Comm_set_errhandler");
+  if (described.ok()) described = MpiStatus(MPI_Comm_rank(own, &rank), "MPI_Comm_rank");
+  if (described.ok()) described = MpiStatus(MPI_Comm_size(own, &size), "MPI_Comm_size");
+  if (!described.ok()) {
+    FreeCommunicator(own);
+    return described;
+  }
   auto impl = std::make_unique<Impl>(own, rank, size, plan, extensions, std::move(options));
   RETURN_IF_ERROR(impl->session().Start());
   return std::unique_ptr<Runtime>(new Runtime(std::move(impl)));
@@ -185,7 +192,7 @@ absl::Status Runtime::Finish() { return impl_->session().Finish(); }
 int Runtime::rank() const { return impl_->rank(); }
 int Runtime::world_size() const { return impl_->size(); }
 int Runtime::stage() const { return impl_->session().stage(); }
-int Runtime::replica() const { return impl_->rank() / impl_->session().plan().pipeline().stages(); }
+int Runtime::replica() const { return impl_->session().replica(); }
 int64_t Runtime::steps_done() const { return impl_->session().steps_done(); }
 const pb::Plan& Runtime::plan() const { return impl_->session().plan(); }
 const std::vector<StepMetrics>& Runtime::history() const { return impl_->history(); }

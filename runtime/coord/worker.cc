@@ -211,6 +211,7 @@ class WorkerSession::Impl {
   bool failed() const { return failed_; }
   int rank() const { return rank_; }
   int stage() const { return setup_.stage(); }
+  int replica() const { return replica_; }
   const pb::Plan& plan() const { return setup_.plan(); }
   int64_t steps_done() const { return done_; }
   bool export_requested() const { return setup_.export_parameters(); }
@@ -401,6 +402,7 @@ class WorkerSession::Impl {
                        setup_.stage(), "); a gpipe bug, please report it"));
     }
     const int stage = layout.StageOf(rank_);
+    replica_ = layout.ReplicaOf(rank_);
     const int chunks = plan.pipeline().virtual_stages();
     timeout_ = absl::Seconds(plan.runtime().timeouts().wait_seconds());
 
@@ -798,6 +800,7 @@ class WorkerSession::Impl {
   bool failed_ = false;    // a failure was announced (Fail)
   std::unique_ptr<ControlChannel> control_;
   int rank_ = 0;
+  int replica_ = 0;
   pb::Setup setup_;
   schedule::VerifyResult prediction_;
   absl::Duration timeout_ = absl::Seconds(300);
@@ -844,6 +847,7 @@ absl::Status WorkerSession::Finish() { return impl_->Finish(); }
 bool WorkerSession::failed() const { return impl_->failed(); }
 int WorkerSession::rank() const { return impl_->rank(); }
 int WorkerSession::stage() const { return impl_->stage(); }
+int WorkerSession::replica() const { return impl_->replica(); }
 const pb::Plan& WorkerSession::plan() const { return impl_->plan(); }
 int64_t WorkerSession::steps_done() const { return impl_->steps_done(); }
 bool WorkerSession::export_requested() const { return impl_->export_requested(); }

@@ -92,6 +92,8 @@ class WorkerSession {
   bool failed() const;
   int rank() const;
   int stage() const;
+  // The data-parallel replica this rank's stage belongs to; valid after a successful Start.
+  int replica() const;
   // The resolved plan (defaults explicit); valid after a successful Start.
   const pb::Plan& plan() const;
   int64_t steps_done() const;

@@ -56,12 +56,23 @@ WorkerOptions ToWorkerOptions(const PlanSource& plan, RuntimeOptions& options) {
 
 }  // namespace
 
+// The runtime's duplicate of the program's communicator, freed last (after everything that uses
+// it), unless the job failed: a failed job may leave operations on it that never complete, so it
+// is left for the program's MPI_Abort.
+struct OwnedCommunicator {
+  MPI_Comm comm = MPI_COMM_NULL;
+  bool leave = false;
+  ~OwnedCommunicator() {
+    if (!leave) FreeCommunicator(comm);
+  }
+};
+
 class Runtime::Impl {
  public:
   // Takes ownership of `comm` (a duplicate made for this runtime).
   Impl(MPI_Comm comm, int rank, int size, const PlanSource& plan, const Extensions& extensions,
        RuntimeOptions options)
-      : comm_(comm),
+      : comm_{.comm = comm},
         rank_(rank),
         size_(size),
         extensions_(extensions),
@@ -69,13 +80,10 @@ class Runtime::Impl {
         session_(ToWorkerOptions(plan, options),
                  WorkerExtensions{.layers = &extensions_.layers(),
                                   .data_sources = &extensions_.data_sources()},
-                 comm_, logger_) {}
+                 comm_.comm, logger_) {}
 
-  ~Impl() {
-    // A failed job may leave operations on the communicator that never complete: it is left
-    // for the program's MPI_Abort rather than freed.
-    if (!session_.failed()) FreeCommunicator(comm_);
-  }
+  // The session goes first (its channels use the communicator), then comm_ frees it.
+  ~Impl() { comm_.leave = session_.failed(); }
 
   WorkerSession& session() { return session_; }
   const WorkerSession& session() const { return session_; }
@@ -105,7 +113,7 @@ class Runtime::Impl {
   }
 
  private:
-  MPI_Comm comm_;
+  OwnedCommunicator comm_;  // first: destroyed last
   int rank_;
   int size_;
   const Extensions extensions_;  // the session refers to its registries

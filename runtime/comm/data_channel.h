@@ -75,10 +75,6 @@ class DataChannel {
   // `peer_rank`; the header must match `key`, the shape and the dtype.
   virtual absl::StatusOr<std::unique_ptr<TransferHandle>> Recv(Tensor& tensor, int peer_rank,
                                                                const TransferKey& key) = 0;
-  // In place: each tensor becomes the elementwise sum of that tensor over `group_ranks`
-  // (this rank included). Blocks until done or `deadline`. A group of one is a no-op.
-  virtual absl::Status AllReduceSum(std::span<Tensor> tensors, std::span<const int> group_ranks,
-                                    absl::Time deadline) = 0;
   // Collective over `group_ranks` (this rank included, any order): every member calls it with
   // the same ranks and the same `buckets` (element counts per tensor, per bucket); members that
   // disagree fail with both sides' descriptions, a member that never comes fails the others at

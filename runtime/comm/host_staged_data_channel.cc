@@ -145,29 +145,14 @@ class StagedReduceGroup final : public ReduceGroup {
 
 }  // namespace
 
-absl::Status HostStagedDataChannel::AllReduceSum(std::span<Tensor> tensors,
-                                                 std::span<const int> group_ranks,
-                                                 absl::Time deadline) {
-  // A group of one sums nothing: no copies.
-  if (group_ranks.size() <= 1) return absl::OkStatus();
-  std::vector<Tensor> staged;
-  staged.reserve(tensors.size());
-  for (const Tensor& tensor : tensors) {
-    ASSIGN_OR_RETURN(Tensor copy, StageToHost(device_, tensor, MemoryKind::kGradient));
-    staged.push_back(std::move(copy));
-  }
-  RETURN_IF_ERROR(host_channel_->AllReduceSum(staged, group_ranks, deadline));
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    RETURN_IF_ERROR(device_.CopyFromHost(staged[i].raw_data(), staged[i].bytes(), tensors[i]));
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<ReduceGroup>> HostStagedDataChannel::CreateReduceGroup(
     std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
     absl::Time deadline) {
   ASSIGN_OR_RETURN(std::unique_ptr<ReduceGroup> host_group,
                    host_channel_->CreateReduceGroup(group_ranks, std::move(buckets), deadline));
+  // One rank: the host group's handles are done at once and read nothing; staging would only
+  // copy the bucket there and back.
+  if (group_ranks.size() == 1) return host_group;
   return std::unique_ptr<ReduceGroup>(
       std::make_unique<StagedReduceGroup>(std::move(host_group), device_));
 }

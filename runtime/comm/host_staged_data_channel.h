@@ -4,7 +4,7 @@
 // and sends that. Recv receives into host staging memory and copies into the device tensor
 // exactly once, when the inner transfer completes (in the handle's Done() or Wait()): until
 // then the device tensor is untouched, and after a failed transfer it stays untouched.
-// AllReduceSum stages every tensor to the host, reduces there and copies the sums back.
+// A reduce group stages each bucket to the host, reduces there and copies the sums back.
 // Device-generic: it uses only the Device interface. Thread-compatible, like every channel.
 #ifndef GPIPE_RUNTIME_COMM_HOST_STAGED_DATA_CHANNEL_H_
 #define GPIPE_RUNTIME_COMM_HOST_STAGED_DATA_CHANNEL_H_
@@ -30,9 +30,8 @@ class HostStagedDataChannel final : public DataChannel {
                                                        const TransferKey& key) override;
   absl::StatusOr<std::unique_ptr<TransferHandle>> Recv(Tensor& tensor, int peer_rank,
                                                        const TransferKey& key) override;
-  absl::Status AllReduceSum(std::span<Tensor> tensors, std::span<const int> group_ranks,
-                            absl::Time deadline) override;
-  // Each start stages the bucket to the host and its handle copies the sums back when done.
+  // Each start stages the bucket to the host and its handle copies the sums back when done; a
+  // group of one rank sums nothing and copies nothing.
   absl::StatusOr<std::unique_ptr<ReduceGroup>> CreateReduceGroup(
       std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
       absl::Time deadline) override;

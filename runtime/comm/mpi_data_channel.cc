@@ -51,16 +51,6 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Recv(Tensor& ten
   return std::unique_ptr<TransferHandle>(std::move(handle));
 }
 
-absl::Status MpiDataChannel::AllReduceSum(std::span<Tensor> tensors,
-                                          std::span<const int> group_ranks, absl::Time deadline) {
-  if (options_.headers_only && group_ranks.size() > 1) {
-    return absl::FailedPreconditionError(
-        "a headers-only data channel moves no payload and cannot all-reduce; the simulated "
-        "device's channel models the all-reduce instead");
-  }
-  return reducer_.AllReduceSum(tensors, group_ranks, deadline);
-}
-
 absl::StatusOr<std::unique_ptr<ReduceGroup>> MpiDataChannel::CreateReduceGroup(
     std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
     absl::Time deadline) {
@@ -69,7 +59,7 @@ absl::StatusOr<std::unique_ptr<ReduceGroup>> MpiDataChannel::CreateReduceGroup(
         "a headers-only data channel moves no payload and cannot all-reduce; the simulated "
         "device's channel models the all-reduce instead");
   }
-  return MpiReduceGroup::Create(context_, reducer_, group_ranks, std::move(buckets), deadline);
+  return MpiReduceGroup::Create(context_, group_setup_, group_ranks, std::move(buckets), deadline);
 }
 
 }  // namespace gpipe

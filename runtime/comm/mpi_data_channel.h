@@ -18,7 +18,7 @@
 #include "runtime/comm/clock.h"
 #include "runtime/comm/data_channel.h"
 #include "runtime/comm/data_channel_context.h"
-#include "runtime/comm/group_all_reducer.h"
+#include "runtime/comm/mpi_group_setup.h"
 #include "runtime/comm/mpi_header_transfer.h"
 #include "runtime/comm/wait.h"
 
@@ -27,8 +27,8 @@ namespace gpipe {
 struct MpiDataChannelOptions {
   // Transfers carry the header only (key, dtype, shape, still checked) and never read or write
   // payload bytes: for tensors whose storage holds no data (a simulated device). See
-  // mpi_header_transfer.h. Every rank of the job must agree. AllReduceSum is then unavailable
-  // (FAILED_PRECONDITION): decorate the channel to model it.
+  // mpi_header_transfer.h. Every rank of the job must agree. Reduce groups are then
+  // unavailable (FAILED_PRECONDITION): decorate the channel to model them.
   bool headers_only = false;
   // headers_only: the modelled link time of a payload; transfers complete no earlier than it
   // after their post (empty: as soon as the header is through).
@@ -51,11 +51,6 @@ class MpiDataChannel final : public DataChannel {
                                                        const TransferKey& key) override;
   absl::StatusOr<std::unique_ptr<TransferHandle>> Recv(Tensor& tensor, int peer_rank,
                                                        const TransferKey& key) override;
-  // f32 tensors only. Each distinct group gets its own communicator the first time (every
-  // member must call with the same group, tensor count and sizes, in the same order of calls).
-  absl::Status AllReduceSum(std::span<Tensor> tensors, std::span<const int> group_ranks,
-                            absl::Time deadline) override;
-
   // See DataChannel; reductions run on the group's own communicator (MpiReduceGroup). Not
   // available with headers_only (FAILED_PRECONDITION).
   absl::StatusOr<std::unique_ptr<ReduceGroup>> CreateReduceGroup(
@@ -70,14 +65,13 @@ class MpiDataChannel final : public DataChannel {
     context_->orphans.Reap();
     return context_->orphans.size();
   }
-  int cached_groups() const { return reducer_.cached_groups(); }
 
  private:
   MpiDataChannel(std::shared_ptr<DataChannelContext> context, MpiDataChannelOptions options)
-      : context_(context), reducer_(std::move(context)), options_(std::move(options)) {}
+      : context_(context), group_setup_(std::move(context)), options_(std::move(options)) {}
 
   std::shared_ptr<DataChannelContext> context_;
-  GroupAllReducer reducer_;
+  MpiGroupSetup group_setup_;
   MpiDataChannelOptions options_;
 };
 

@@ -98,7 +98,7 @@ class MpiReduceHandle final : public TransferHandle {
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<ReduceGroup>> MpiReduceGroup::Create(
-    std::shared_ptr<DataChannelContext> context, GroupAllReducer& reducer,
+    std::shared_ptr<DataChannelContext> context, MpiGroupSetup& group_setup,
     std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
     absl::Time deadline) {
   context->orphans.Reap();
@@ -107,13 +107,13 @@ absl::StatusOr<std::unique_ptr<ReduceGroup>> MpiReduceGroup::Create(
   std::string description =
       absl::StrCat("rank ", context->rank, " all-reducing gradient buckets over ranks [",
                    absl::StrJoin(group, ", "), "]");
-  RETURN_IF_ERROR(reducer.CheckGroup(group, description));
+  RETURN_IF_ERROR(group_setup.CheckGroup(group, description));
   absl::StatusOr<ReduceGroupLayout> layout = ReduceGroupLayout::Create(buckets);
   if (!layout.ok()) return WithContext(layout.status(), description);
   if (group.size() == 1) return SoloReduceGroup::Create(context->rank, std::move(buckets));
-  RETURN_IF_ERROR(reducer.CheckAgreement(layout->buckets(), group, deadline, description));
+  RETURN_IF_ERROR(group_setup.CheckAgreement(layout->buckets(), group, deadline, description));
   auto state = std::make_shared<State>();
-  ASSIGN_OR_RETURN(state->comm, reducer.CreateCommunicator(group));
+  ASSIGN_OR_RETURN(state->comm, group_setup.CreateCommunicator(group));
   return std::unique_ptr<ReduceGroup>(new MpiReduceGroup(
       std::move(context), std::move(state), *std::move(layout), std::move(description)));
 }

@@ -18,16 +18,16 @@
 #include "absl/time/time.h"
 #include "runtime/comm/data_channel.h"
 #include "runtime/comm/data_channel_context.h"
-#include "runtime/comm/group_all_reducer.h"
+#include "runtime/comm/mpi_group_setup.h"
 #include "runtime/comm/reduce_group.h"
 
 namespace gpipe {
 
 class MpiReduceGroup final : public ReduceGroup {
  public:
-  // See DataChannel::CreateReduceGroup; `reducer` makes the agreement and the communicator.
+  // See DataChannel::CreateReduceGroup; `group_setup` makes the agreement and the communicator.
   static absl::StatusOr<std::unique_ptr<ReduceGroup>> Create(
-      std::shared_ptr<DataChannelContext> context, GroupAllReducer& reducer,
+      std::shared_ptr<DataChannelContext> context, MpiGroupSetup& group_setup,
       std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
       absl::Time deadline);
   ~MpiReduceGroup() override;

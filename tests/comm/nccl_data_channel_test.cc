@@ -229,7 +229,7 @@ TEST_F(NcclChannelTest, OneRankReduceGroupRunsTheNcclPath) {
   ASSERT_TRUE(comm.ok()) << comm.status();
   auto context = std::make_shared<DataChannelContext>(comm->comm, comm->rank, comm->size,
                                                       comm->tag_upper_bound, nullptr, nullptr);
-  GroupAllReducer reducer(context);
+  MpiGroupSetup reducer(context);
   const std::vector<int> group = {0};
   absl::StatusOr<std::unique_ptr<NcclReduceGroup>> reduce =
       NcclReduceGroup::Create(*context, reducer, ComputeStreamOf(*device_), group,

@@ -118,14 +118,6 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> IssueOrderChannel::Recv(Tensor& 
   return std::unique_ptr<TransferHandle>(std::make_unique<Handle>(hub_, std::move(operation)));
 }
 
-absl::Status IssueOrderChannel::AllReduceSum(std::span<Tensor>, std::span<const int> group_ranks,
-                                             absl::Time) {
-  if (group_ranks.size() > 1) {
-    return absl::UnimplementedError("the issue-order channel has no data-parallel replicas");
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<ReduceGroup>> IssueOrderChannel::CreateReduceGroup(
     std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets, absl::Time) {
   if (group_ranks.size() > 1) {

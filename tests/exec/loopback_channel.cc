@@ -80,14 +80,6 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> LoopbackChannel::Recv(Tensor& te
       new RecvHandle(hub_, MakeKey(peer_rank, rank_, key), tensor, std::move(fault)));
 }
 
-absl::Status LoopbackChannel::AllReduceSum(std::span<Tensor>, std::span<const int> group_ranks,
-                                           absl::Time) {
-  if (group_ranks.size() > 1) {
-    return absl::UnimplementedError("the loopback channel has no data-parallel replicas");
-  }
-  return absl::OkStatus();
-}
-
 absl::StatusOr<std::unique_ptr<ReduceGroup>> LoopbackChannel::CreateReduceGroup(
     std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets, absl::Time) {
   if (group_ranks.size() > 1) {

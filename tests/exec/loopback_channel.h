@@ -38,8 +38,6 @@ class LoopbackChannel final : public DataChannel {
                                                        const TransferKey& key) override;
   absl::StatusOr<std::unique_ptr<TransferHandle>> Recv(Tensor& tensor, int peer_rank,
                                                        const TransferKey& key) override;
-  absl::Status AllReduceSum(std::span<Tensor> tensors, std::span<const int> group_ranks,
-                            absl::Time deadline) override;
   // Groups of one rank only (the loopback hub has no data-parallel replicas).
   absl::StatusOr<std::unique_ptr<ReduceGroup>> CreateReduceGroup(
       std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,

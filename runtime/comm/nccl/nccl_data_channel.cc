@@ -262,17 +262,6 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> NcclDataChannel::Recv(Tensor& te
       NcclMilestone{std::move(done), {}}, std::move(resources), description));
 }
 
-absl::Status NcclDataChannel::AllReduceSum(std::span<Tensor> tensors,
-                                           std::span<const int> group_ranks, absl::Time deadline) {
-  std::vector<int64_t> counts;
-  for (const Tensor& tensor : tensors) counts.push_back(tensor.num_elements());
-  if (counts.empty()) return absl::OkStatus();
-  ASSIGN_OR_RETURN(std::unique_ptr<ReduceGroup> group,
-                   CreateReduceGroup(group_ranks, {counts}, deadline));
-  ASSIGN_OR_RETURN(std::unique_ptr<TransferHandle> handle, group->Start(0, tensors));
-  return handle->Wait(deadline);
-}
-
 absl::StatusOr<std::unique_ptr<ReduceGroup>> NcclDataChannel::CreateReduceGroup(
     std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
     absl::Time deadline) {
@@ -281,7 +270,7 @@ absl::StatusOr<std::unique_ptr<ReduceGroup>> NcclDataChannel::CreateReduceGroup(
   }
   ASSIGN_OR_RETURN(
       std::unique_ptr<NcclReduceGroup> group,
-      NcclReduceGroup::Create(*context_, reducer_, options_.compute_stream, group_ranks,
+      NcclReduceGroup::Create(*context_, group_setup_, options_.compute_stream, group_ranks,
                               std::move(buckets), deadline, options_.setup_timeout));
   return std::unique_ptr<ReduceGroup>(std::move(group));
 }

@@ -43,7 +43,7 @@
 #include "runtime/comm/clock.h"
 #include "runtime/comm/data_channel.h"
 #include "runtime/comm/data_channel_context.h"
-#include "runtime/comm/group_all_reducer.h"
+#include "runtime/comm/mpi_group_setup.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
 #include "runtime/comm/nccl/nccl_self_link.h"
 #include "runtime/comm/wait.h"
@@ -82,10 +82,6 @@ class NcclDataChannel final : public DataChannel {
                                                        const TransferKey& key) override;
   absl::StatusOr<std::unique_ptr<TransferHandle>> Recv(Tensor& tensor, int peer_rank,
                                                        const TransferKey& key) override;
-  // A reduce group made for the call and dropped after it (a communicator each time): for
-  // occasional sums, not for every step.
-  absl::Status AllReduceSum(std::span<Tensor> tensors, std::span<const int> group_ranks,
-                            absl::Time deadline) override;
   // An NcclReduceGroup (a group of one: SoloReduceGroup).
   absl::StatusOr<std::unique_ptr<ReduceGroup>> CreateReduceGroup(
       std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
@@ -95,7 +91,7 @@ class NcclDataChannel final : public DataChannel {
 
  private:
   NcclDataChannel(std::shared_ptr<DataChannelContext> context, NcclDataChannelOptions options)
-      : context_(context), reducer_(std::move(context)), options_(std::move(options)) {}
+      : context_(context), group_setup_(std::move(context)), options_(std::move(options)) {}
   absl::Status CheckPlacements(absl::Time deadline);
   absl::Status Connect(int peer, absl::Time deadline);
   absl::StatusOr<std::shared_ptr<NcclCommunicator>> LinkTo(int peer, bool sending,
@@ -103,7 +99,7 @@ class NcclDataChannel final : public DataChannel {
   NcclCommunicator::Options CommunicatorOptions(std::string description) const;
 
   std::shared_ptr<DataChannelContext> context_;  // the private MPI communicator (bootstrap)
-  GroupAllReducer reducer_;                      // reduce groups' agreement over MPI
+  MpiGroupSetup group_setup_;                    // reduce groups' agreement over MPI
   NcclDataChannelOptions options_;
   // By peer rank: the communicator this rank sends on, and the one it receives on.
   absl::flat_hash_map<int, std::shared_ptr<NcclCommunicator>> outgoing_;

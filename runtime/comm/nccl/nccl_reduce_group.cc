@@ -13,7 +13,7 @@
 namespace gpipe {
 
 absl::StatusOr<std::unique_ptr<NcclReduceGroup>> NcclReduceGroup::Create(
-    DataChannelContext& context, GroupAllReducer& reducer, cudaStream_t compute_stream,
+    DataChannelContext& context, MpiGroupSetup& group_setup, cudaStream_t compute_stream,
     std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
     absl::Time deadline, absl::Duration issue_timeout) {
   context.orphans.Reap();
@@ -22,11 +22,11 @@ absl::StatusOr<std::unique_ptr<NcclReduceGroup>> NcclReduceGroup::Create(
   std::string description =
       absl::StrCat("rank ", context.rank, " all-reducing gradient buckets over ranks [",
                    absl::StrJoin(group, ", "), "] (NCCL)");
-  RETURN_IF_ERROR(reducer.CheckGroup(group, description));
+  RETURN_IF_ERROR(group_setup.CheckGroup(group, description));
   absl::StatusOr<ReduceGroupLayout> layout = ReduceGroupLayout::Create(std::move(buckets));
   if (!layout.ok()) return WithContext(layout.status(), description);
   if (group.size() > 1) {
-    RETURN_IF_ERROR(reducer.CheckAgreement(layout->buckets(), group, deadline, description));
+    RETURN_IF_ERROR(group_setup.CheckAgreement(layout->buckets(), group, deadline, description));
   }
   ASSIGN_OR_RETURN(const ncclUniqueId id, ShareUniqueId(context, group, deadline, description));
   const int member =

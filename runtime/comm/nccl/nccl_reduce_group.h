@@ -1,5 +1,5 @@
 // NcclReduceGroup: a ReduceGroup over its own NCCL communicator. Created at set-up by every
-// member: the members agree on the ranks and bucket layout over MPI (GroupAllReducer, under the
+// member: the members agree on the ranks and bucket layout over MPI (MpiGroupSetup, under the
 // deadline), the first member's unique id reaches the others, the communicator is initialized
 // and connected by a one-element all-reduce, all before the first step. Start issues one
 // ncclAllReduce per tensor of the bucket, in place and in one group, on the group's stream after
@@ -21,7 +21,7 @@
 #include "absl/time/time.h"
 #include "runtime/comm/data_channel.h"
 #include "runtime/comm/data_channel_context.h"
-#include "runtime/comm/group_all_reducer.h"
+#include "runtime/comm/mpi_group_setup.h"
 #include "runtime/comm/nccl/nccl_communicator.h"
 #include "runtime/comm/reduce_group.h"
 
@@ -33,7 +33,7 @@ class NcclReduceGroup final : public ReduceGroup {
   // the channel gives groups of one a SoloReduceGroup instead; tests use this to run the NCCL
   // path on one GPU). `issue_timeout` bounds each start's issue.
   static absl::StatusOr<std::unique_ptr<NcclReduceGroup>> Create(
-      DataChannelContext& context, GroupAllReducer& reducer, cudaStream_t compute_stream,
+      DataChannelContext& context, MpiGroupSetup& group_setup, cudaStream_t compute_stream,
       std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
       absl::Time deadline, absl::Duration issue_timeout);
 

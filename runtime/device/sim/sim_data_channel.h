@@ -1,12 +1,11 @@
 // SimDataChannel: the data channel of a simulated device. Point-to-point transfers go through
 // the wrapped channel (an MpiDataChannel in headers-only mode, whose handles complete no earlier
-// than the modelled link time, see MpiDataChannelOptions); AllReduceSum moves no data and
-// occupies the device for a ring all-reduce of the tensors' bytes over the group from the link
-// model. Approximation: the members do not wait for each other inside the all-reduce (the step's
-// gradient-sync barrier, which follows, aligns them). A reduce group's buckets instead run on
-// the link beside the compute: each completes a ring all-reduce's time after it starts, or
-// after the group's previous bucket completes (one link), without occupying the device, so they
-// overlap the backward as on a real accelerator. Thread-compatible.
+// than the modelled link time, see MpiDataChannelOptions). A reduce group's buckets move no data
+// and run on the link beside the compute: each completes a ring all-reduce's time (from the link
+// model) after it starts, or after the group's previous bucket completes (one link), without
+// occupying the device, so they overlap the backward as on a real accelerator. Approximation:
+// the members do not wait for each other inside the all-reduce (the step's gradient-sync
+// barrier, which follows, aligns them). Thread-compatible.
 #ifndef GPIPE_RUNTIME_DEVICE_SIM_SIM_DATA_CHANNEL_H_
 #define GPIPE_RUNTIME_DEVICE_SIM_SIM_DATA_CHANNEL_H_
 
@@ -33,8 +32,6 @@ class SimDataChannel final : public DataChannel {
                                                        const TransferKey& key) override {
     return transport_->Recv(tensor, peer_rank, key);
   }
-  absl::Status AllReduceSum(std::span<Tensor> tensors, std::span<const int> group_ranks,
-                            absl::Time deadline) override;
   absl::StatusOr<std::unique_ptr<ReduceGroup>> CreateReduceGroup(
       std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
       absl::Time deadline) override;

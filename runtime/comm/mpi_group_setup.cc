@@ -1,4 +1,4 @@
-#include "runtime/comm/group_all_reducer.h"
+#include "runtime/comm/mpi_group_setup.h"
 
 #include <algorithm>
 #include <array>
@@ -77,77 +77,8 @@ std::string Counts(const Agreement& a) {
 
 }  // namespace
 
-GroupAllReducer::~GroupAllReducer() {
-  for (auto& [group, comm] : communicators_) FreeCommunicator(comm);
-}
-
-absl::Status GroupAllReducer::AllReduceSum(std::span<Tensor> tensors,
-                                           std::span<const int> group_ranks, absl::Time deadline) {
-  DataChannelContext& context = *context_;
-  context.orphans.Reap();
-  std::vector<int> group(group_ranks.begin(), group_ranks.end());
-  std::sort(group.begin(), group.end());
-  const std::string description =
-      absl::StrCat("rank ", context.rank, " all-reducing ", tensors.size(),
-                   tensors.size() == 1 ? " tensor" : " tensors", " over ranks [",
-                   absl::StrJoin(group, ", "), "]");
-  RETURN_IF_ERROR(CheckGroup(group, description));
-  for (const Tensor& tensor : tensors) {
-    if (!tensor.defined() || tensor.dtype() != DType::kF32) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          description, ": only f32 tensors can be summed, got ", tensor.DebugString()));
-    }
-    if (!tensor.allocator().host_accessible()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat(description,
-                       ": MpiDataChannel reduces host tensors; stage device tensors through "
-                       "host memory"));
-    }
-  }
-  if (group.size() == 1) return absl::OkStatus();
-
-  std::vector<int64_t> counts;
-  for (const Tensor& tensor : tensors) counts.push_back(tensor.num_elements());
-  RETURN_IF_ERROR(CheckAgreement({counts}, group, deadline, description));
-  ASSIGN_OR_RETURN(MPI_Comm comm, GroupCommunicator(group));
-
-  // Keeps the tensors alive if the reduction must be abandoned mid-flight.
-  auto in_flight = std::make_shared<std::vector<Tensor>>(tensors.begin(), tensors.end());
-  std::vector<MPI_Request> requests;
-  absl::Status status;
-  for (Tensor& tensor : *in_flight) {
-    float* data = tensor.f32();
-    for (int64_t offset = 0; offset < tensor.num_elements() && status.ok();) {
-      const int count =
-          static_cast<int>(std::min<int64_t>(tensor.num_elements() - offset, INT_MAX));
-      MPI_Request request = MPI_REQUEST_NULL;
-      status = MpiStatus(
-          MPI_Iallreduce(MPI_IN_PLACE, data + offset, count, MPI_FLOAT, MPI_SUM, comm, &request),
-          "MPI_Iallreduce");
-      if (status.ok()) requests.push_back(request);
-      offset += count;
-    }
-    if (!status.ok()) break;
-  }
-  if (status.ok()) {
-    status = WaitForRequests(
-        requests, {}, deadline, context.abort_poller, context.clock(), [&] { return description; },
-        /*cancel_on_failure=*/false);
-  }
-  if (!status.ok()) {
-    // A half-done collective leaves the group communicator unusable: never reuse it.
-    context.Abandon(requests, in_flight, /*collective=*/true);
-    communicators_.erase(group);
-    FreeCommunicator(comm);
-    if (!absl::IsDeadlineExceeded(status) && !absl::IsAborted(status)) {
-      status = WithContext(status, description);
-    }
-  }
-  return status;
-}
-
-absl::Status GroupAllReducer::CheckGroup(const std::vector<int>& group,
-                                         const std::string& description) const {
+absl::Status MpiGroupSetup::CheckGroup(const std::vector<int>& group,
+                                       const std::string& description) const {
   if (std::adjacent_find(group.begin(), group.end()) != group.end()) {
     return absl::InvalidArgumentError(absl::StrCat(description, ": a rank appears twice"));
   }
@@ -161,9 +92,9 @@ absl::Status GroupAllReducer::CheckGroup(const std::vector<int>& group,
   return absl::OkStatus();
 }
 
-absl::Status GroupAllReducer::CheckAgreement(const std::vector<std::vector<int64_t>>& buckets,
-                                             const std::vector<int>& group, absl::Time deadline,
-                                             const std::string& description) {
+absl::Status MpiGroupSetup::CheckAgreement(const std::vector<std::vector<int64_t>>& buckets,
+                                           const std::vector<int>& group, absl::Time deadline,
+                                           const std::string& description) {
   DataChannelContext& context = *context_;
   const Agreement mine = Summarize(buckets, group);
   struct Exchange {
@@ -236,14 +167,7 @@ absl::Status GroupAllReducer::CheckAgreement(const std::vector<std::vector<int64
   return absl::OkStatus();
 }
 
-absl::StatusOr<MPI_Comm> GroupAllReducer::GroupCommunicator(const std::vector<int>& group) {
-  if (auto it = communicators_.find(group); it != communicators_.end()) return it->second;
-  ASSIGN_OR_RETURN(MPI_Comm comm, CreateCommunicator(group));
-  communicators_.emplace(group, comm);
-  return comm;
-}
-
-absl::StatusOr<MPI_Comm> GroupAllReducer::CreateCommunicator(const std::vector<int>& group) {
+absl::StatusOr<MPI_Comm> MpiGroupSetup::CreateCommunicator(const std::vector<int>& group) {
   MPI_Comm parent = context_->comm;
   MPI_Group parent_group = MPI_GROUP_NULL;
   RETURN_IF_ERROR(MpiStatus(MPI_Comm_group(parent, &parent_group), "MPI_Comm_group"));

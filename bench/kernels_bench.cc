@@ -64,7 +64,7 @@ constexpr char kUsage[] =
 // What a kernel benchmark run measures.
 struct BenchOptions {
   bool quick = false;
-  // Products at GemmPrecision::kBF16 and layers run as under training.precision BF16
+  // Products at ProductPrecision::kBF16 and layers run as under training.precision BF16
   // (Bf16Layer); otherwise fp32.
   bool bf16 = false;
   // The device's nominal peak for the precision in TFLOP/s (0: unknown): rates are then also
@@ -117,7 +117,7 @@ absl::StatusOr<Tensor> FilledTensor(Device& device, int64_t rows, int64_t cols, 
 // The best GFLOP/s of C = A B over `shapes`, printed as a table as it goes.
 absl::StatusOr<GemmPeak> MeasureGemmPeak(Device& device, const std::vector<GemmShape>& shapes,
                                          ProfileClock clock, int repeats, RateUnit unit,
-                                         GemmPrecision precision) {
+                                         ProductPrecision precision) {
   std::printf("| GEMM m x n x k | ms | %s |\n|---|---|---|\n", unit.name);
   GemmPeak best;
   for (const GemmShape& s : shapes) {
@@ -280,9 +280,9 @@ absl::Status RunKernelBench(const BenchOptions& options, pb::Device kind, int th
           : "");
   // With --only, the peak is the single 1024^3 product: the rows' percentages are then rough.
   if (!options.only.empty()) shapes = {{1024, 1024, 1024}};
-  ASSIGN_OR_RETURN(GemmPeak peak,
-                   MeasureGemmPeak(device, shapes, clock, repeats, unit,
-                                   options.bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32));
+  ASSIGN_OR_RETURN(GemmPeak peak, MeasureGemmPeak(device, shapes, clock, repeats, unit,
+                                                  options.bf16 ? ProductPrecision::kBF16
+                                                               : ProductPrecision::kF32));
   std::printf("\nGEMM peak: %.1f %s at %lld x %lld x %lld.\n", peak.gflops * unit.per_gflops,
               unit.name,
               static_cast<long long>(peak.shape.m), static_cast<long long>(peak.shape.n),

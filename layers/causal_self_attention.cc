@@ -115,7 +115,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
 
   const MatmulOps& matmul = device.ops().matmul;
   const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(head_dim_)));
-  const GemmPrecision precision = ctx.gemm_precision;
+  const ProductPrecision precision = ctx.product_precision;
   RETURN_IF_ERROR(DenseForward(device, x, rows, features_, params[qkv_weight()],
                                bias_ ? &params[qkv_bias()] : nullptr, 3 * features_, qkv,
                                precision));
@@ -142,7 +142,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
   return y;
 }
 
-absl::Status CausalSelfAttention::AttendSampleBackward(Device& device, GemmPrecision precision,
+absl::Status CausalSelfAttention::AttendSampleBackward(Device& device, ProductPrecision precision,
                                                        const Tensor& qkv, const Tensor& probs,
                                                        const Tensor& heads_grad, int64_t sample,
                                                        Tensor& scores_grad,
@@ -190,7 +190,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
                                                    " does not match the input ", x.DebugString()));
   }
   Device& device = ctx.device;
-  const GemmPrecision precision = ctx.gemm_precision;
+  const ProductPrecision precision = ctx.product_precision;
   const int64_t batch = x.shape().dim(0);
   const int64_t rows = batch * positions_;
 

@@ -55,7 +55,7 @@ class CausalSelfAttention final : public Layer {
   // Sample `sample`'s H blocks [T, T] of a [batch, H, T, T] tensor.
   MatrixView ScoreBlocks(const Tensor& scores, int64_t sample) const;
   // d(qkv) of one sample from dO, given the saved qkv and P; `scores_grad` is [H, T, T] scratch.
-  absl::Status AttendSampleBackward(Device& device, GemmPrecision precision, const Tensor& qkv,
+  absl::Status AttendSampleBackward(Device& device, ProductPrecision precision, const Tensor& qkv,
                                     const Tensor& probs, const Tensor& heads_grad, int64_t sample,
                                     Tensor& scores_grad, Tensor& qkv_grad) const;
 

@@ -75,9 +75,9 @@ absl::StatusOr<Tensor> Conv2d::Forward(const LayerContext& ctx, std::span<const 
   const int64_t batch = x.shape().dim(0);
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, output_shape().WithBatch(batch), DType::kF32,
                                            MemoryKind::kActivation));
-  RETURN_IF_ERROR(
-      ctx.device.ops().conv.Conv2dForward(window_.Geometry(batch, out_channels_, groups_), x,
-                                          params[0], bias_ ? params[1] : Tensor(), y));
+  RETURN_IF_ERROR(ctx.device.ops().conv.Conv2dForward(
+      window_.Geometry(batch, out_channels_, groups_), ctx.product_precision, x, params[0],
+      bias_ ? params[1] : Tensor(), y));
   saved.tensors.push_back(x);
   return y;
 }
@@ -98,7 +98,7 @@ absl::StatusOr<Tensor> Conv2d::Backward(const LayerContext& ctx, std::span<const
                                         const Tensor& dy) const {
   RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
   const Tensor& x = saved.tensors[0];
-  RETURN_IF_ERROR(AccumulateParamGrads(ctx.device, grads, x, dy));
+  RETURN_IF_ERROR(AccumulateParamGrads(ctx, grads, x, dy));
   return InputGrad(ctx, params, x, dy);
 }
 
@@ -112,15 +112,15 @@ absl::StatusOr<Tensor> Conv2d::BackwardInput(const LayerContext& ctx,
 absl::Status Conv2d::BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
                                     const SavedTensors& saved, const Tensor& dy) const {
   RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
-  return AccumulateParamGrads(ctx.device, grads, saved.tensors[0], dy);
+  return AccumulateParamGrads(ctx, grads, saved.tensors[0], dy);
 }
 
-absl::Status Conv2d::AccumulateParamGrads(Device& device, std::span<Tensor> grads, const Tensor& x,
-                                          const Tensor& dy) const {
+absl::Status Conv2d::AccumulateParamGrads(const LayerContext& ctx, std::span<Tensor> grads,
+                                          const Tensor& x, const Tensor& dy) const {
   Tensor no_bias;
-  return device.ops().conv.Conv2dBackwardParams(
-      window_.Geometry(x.shape().dim(0), out_channels_, groups_), x, dy, grads[0],
-      bias_ ? grads[1] : no_bias);
+  return ctx.device.ops().conv.Conv2dBackwardParams(
+      window_.Geometry(x.shape().dim(0), out_channels_, groups_), ctx.product_precision, x, dy,
+      grads[0], bias_ ? grads[1] : no_bias);
 }
 
 absl::StatusOr<Tensor> Conv2d::InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
@@ -129,7 +129,8 @@ absl::StatusOr<Tensor> Conv2d::InputGrad(const LayerContext& ctx, std::span<cons
   ASSIGN_OR_RETURN(Tensor dx,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
   RETURN_IF_ERROR(ctx.device.ops().conv.Conv2dBackwardInput(
-      window_.Geometry(x.shape().dim(0), out_channels_, groups_), params[0], dy, dx));
+      window_.Geometry(x.shape().dim(0), out_channels_, groups_), ctx.product_precision, params[0],
+      dy, dx));
   return dx;
 }
 

@@ -48,8 +48,8 @@ class Conv2d final : public Layer {
   // Checks that `saved` holds a Forward's input and dy matches that Forward's output.
   absl::Status CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const;
   // dW += weight gradient; db += bias gradient (ConvOps::Conv2dBackwardParams).
-  absl::Status AccumulateParamGrads(Device& device, std::span<Tensor> grads, const Tensor& x,
-                                    const Tensor& dy) const;
+  absl::Status AccumulateParamGrads(const LayerContext& ctx, std::span<Tensor> grads,
+                                    const Tensor& x, const Tensor& dy) const;
   // dx (undefined when !ctx.need_input_grad).
   absl::StatusOr<Tensor> InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
                                    const Tensor& x, const Tensor& dy) const;

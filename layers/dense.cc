@@ -23,7 +23,7 @@ absl::Status CheckMatrix(const char* op, const char* what, const Tensor& tensor,
 
 absl::Status DenseForward(Device& device, const Tensor& in, int64_t rows, int64_t k,
                           const Tensor& weight, const Tensor* bias, int64_t n, Tensor& out,
-                          GemmPrecision precision) {
+                          ProductPrecision precision) {
   constexpr char kOp[] = "DenseForward";
   RETURN_IF_ERROR(CheckMatrix(kOp, "input", in, rows, k));
   RETURN_IF_ERROR(CheckMatrix(kOp, "weight", weight, n, k));
@@ -35,7 +35,7 @@ absl::Status DenseForward(Device& device, const Tensor& in, int64_t rows, int64_
 
 absl::Status DenseParamGrads(Device& device, const Tensor& in, const Tensor& dout, int64_t rows,
                              int64_t k, int64_t n, Tensor& dweight, Tensor* dbias,
-                             GemmPrecision precision) {
+                             ProductPrecision precision) {
   constexpr char kOp[] = "DenseParamGrads";
   RETURN_IF_ERROR(CheckMatrix(kOp, "input", in, rows, k));
   RETURN_IF_ERROR(CheckMatrix(kOp, "output gradient", dout, rows, n));
@@ -48,7 +48,8 @@ absl::Status DenseParamGrads(Device& device, const Tensor& in, const Tensor& dou
 }
 
 absl::Status DenseInputGrad(Device& device, const Tensor& dout, int64_t rows, int64_t n,
-                            const Tensor& weight, int64_t k, Tensor& din, GemmPrecision precision) {
+                            const Tensor& weight, int64_t k, Tensor& din,
+                            ProductPrecision precision) {
   constexpr char kOp[] = "DenseInputGrad";
   RETURN_IF_ERROR(CheckMatrix(kOp, "output gradient", dout, rows, n));
   RETURN_IF_ERROR(CheckMatrix(kOp, "weight", weight, n, k));

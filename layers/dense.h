@@ -17,17 +17,18 @@ namespace gpipe {
 // out[rows, n] = in[rows, k] W[n, k]^T (+ b[n] when bias is not null).
 absl::Status DenseForward(Device& device, const Tensor& in, int64_t rows, int64_t k,
                           const Tensor& weight, const Tensor* bias, int64_t n, Tensor& out,
-                          GemmPrecision precision);
+                          ProductPrecision precision);
 
 // dW[n, k] += dout[rows, n]^T in[rows, k]; db[n] += column sums of dout, summed in double and
 // added once (when dbias is not null).
 absl::Status DenseParamGrads(Device& device, const Tensor& in, const Tensor& dout, int64_t rows,
                              int64_t k, int64_t n, Tensor& dweight, Tensor* dbias,
-                             GemmPrecision precision);
+                             ProductPrecision precision);
 
 // din[rows, k] = dout[rows, n] W[n, k].
 absl::Status DenseInputGrad(Device& device, const Tensor& dout, int64_t rows, int64_t n,
-                            const Tensor& weight, int64_t k, Tensor& din, GemmPrecision precision);
+                            const Tensor& weight, int64_t k, Tensor& din,
+                            ProductPrecision precision);
 
 }  // namespace gpipe
 

@@ -54,8 +54,9 @@ struct LayerContext {
   // Whether a training Forward updates the buffers (batch norm's running statistics). False
   // when a re-materialized forward replays a micro-batch whose forward already updated them.
   bool update_buffers = true;
-  // How matrix products round their inputs (mixed precision: training.precision BF16).
-  GemmPrecision gemm_precision = GemmPrecision::kF32;
+  // How matrix products and convolutions round their inputs (mixed precision:
+  // training.precision BF16).
+  ProductPrecision product_precision = ProductPrecision::kF32;
 };
 
 // What one Forward call kept for the matching Backward (one per layer per micro-batch).

@@ -53,7 +53,8 @@ absl::StatusOr<Tensor> Linear::Forward(const LayerContext& ctx, std::span<const 
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, x.shape().WithLast(out_features_),
                                            DType::kF32, MemoryKind::kActivation));
   RETURN_IF_ERROR(DenseForward(ctx.device, x, rows, in_features_, params[0],
-                               bias_ ? &params[1] : nullptr, out_features_, y, ctx.gemm_precision));
+                               bias_ ? &params[1] : nullptr, out_features_, y,
+                               ctx.product_precision));
   saved.tensors.push_back(x);
   return y;
 }
@@ -99,7 +100,7 @@ absl::Status Linear::BackwardWeight(const LayerContext& ctx, std::span<Tensor> g
 absl::Status Linear::AccumulateParamGrads(const LayerContext& ctx, std::span<Tensor> grads,
                                           const Tensor& x, const Tensor& dy) const {
   return DenseParamGrads(ctx.device, x, dy, x.shape().rows(), in_features_, out_features_, grads[0],
-                         bias_ ? &grads[1] : nullptr, ctx.gemm_precision);
+                         bias_ ? &grads[1] : nullptr, ctx.product_precision);
 }
 
 absl::StatusOr<Tensor> Linear::InputGrad(const LayerContext& ctx, std::span<const Tensor> params,
@@ -109,7 +110,7 @@ absl::StatusOr<Tensor> Linear::InputGrad(const LayerContext& ctx, std::span<cons
   ASSIGN_OR_RETURN(Tensor dx,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
   RETURN_IF_ERROR(DenseInputGrad(ctx.device, dy, rows, out_features_, params[0], in_features_, dx,
-                                 ctx.gemm_precision));
+                                 ctx.product_precision));
   return dx;
 }
 

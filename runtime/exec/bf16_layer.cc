@@ -10,7 +10,7 @@ namespace {
 
 LayerContext InBf16(const LayerContext& ctx) {
   LayerContext inner = ctx;
-  inner.gemm_precision = GemmPrecision::kBF16;
+  inner.product_precision = ProductPrecision::kBF16;
   return inner;
 }
 

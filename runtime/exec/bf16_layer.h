@@ -1,10 +1,11 @@
 // Bf16Layer: a layer run in bf16 mixed precision (training.precision: BF16). Its matrix
-// products round their inputs to bf16 and accumulate in f32 (LayerContext::gemm_precision);
-// its output and its input gradient are rounded to bf16 values (kept in f32 tensors), as a bf16
-// activation would be. Parameters, their gradients and the optimizer stay f32 (the master
-// weights). Because every layer's output and input gradient is already a bf16 value, a boundary
-// tensor sent as bf16 loses nothing: pipelines of any stage count compute the same bits.
-// Everything else is the inner layer's (LayerDecorator). Thread-compatible, like every layer.
+// products and convolutions round their inputs to bf16 and accumulate in f32
+// (LayerContext::product_precision); its output and its input gradient are rounded to bf16
+// values (kept in f32 tensors), as a bf16 activation would be. Parameters, their gradients and
+// the optimizer stay f32 (the master weights). Because every layer's output and input gradient
+// is already a bf16 value, a boundary tensor sent as bf16 loses nothing: pipelines of any stage
+// count compute the same bits. Norms, softmax, pooling and losses compute in f32 on those
+// values. Everything else is the inner layer's (LayerDecorator). Thread-compatible.
 #ifndef GPIPE_RUNTIME_EXEC_BF16_LAYER_H_
 #define GPIPE_RUNTIME_EXEC_BF16_LAYER_H_
 

@@ -1,13 +1,17 @@
 // Conformance of the conv ops family on every backend (see backends_under_test.h): convolution
-// forward and both backward halves against direct double loops over the definition, pooling
+// forward and both backward halves against direct double loops over the definition, in f32 and
+// at ProductPrecision::kBF16 (against the loops on bf16-rounded operands), pooling
 // (max tie, padding and NaN rules; average with and without the padding in the divisor) and
 // global average pooling, accumulate semantics, batch 0 and shape errors.
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "runtime/core/bf16.h"
 #include "tests/device/backends_under_test.h"
 
 namespace gpipe::testing {
@@ -27,6 +31,8 @@ constexpr double kPoolTol = 1e-6;
 // Max pooling selects an input value: exact (its backward adds in float where windows overlap
 // on a winner, so it gets kPoolTol).
 constexpr double kExact = 0.0;
+constexpr ProductPrecision kF32 = ProductPrecision::kF32;
+constexpr ProductPrecision kBF16 = ProductPrecision::kBF16;
 
 Conv2dGeometry MakeGeometry(int64_t batch, int64_t in_c, int64_t in_h, int64_t in_w, int64_t out_c,
                             int64_t kh, int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
@@ -143,6 +149,66 @@ std::vector<double> ConvOracle(const Conv2dGeometry& g, const std::vector<float>
   return y;
 }
 
+// dx of the convolution: dy correlated back through the weights.
+std::vector<double> InputGradOracle(const Conv2dGeometry& g, const std::vector<float>& w,
+                                    const std::vector<float>& dy) {
+  std::vector<double> dx(InputShape(g).num_elements(), 0.0);
+  ForEachTap(g, [&](int64_t n, int64_t o, int64_t c, int64_t ci, int64_t oh, int64_t ow, int64_t i,
+                    int64_t j, int64_t ih, int64_t iw) {
+    dx[InIndex(g, n, c, ih, iw)] +=
+        static_cast<double>(dy[OutIndex(g, n, o, oh, ow)]) * w[WeightIndex(g, o, ci, i, j)];
+  });
+  return dx;
+}
+
+// dw0 + the weight gradient.
+std::vector<double> WeightGradOracle(const Conv2dGeometry& g, const std::vector<float>& x,
+                                     const std::vector<float>& dy, const std::vector<float>& dw0) {
+  std::vector<double> dw(dw0.begin(), dw0.end());
+  ForEachTap(g, [&](int64_t n, int64_t o, int64_t c, int64_t ci, int64_t oh, int64_t ow, int64_t i,
+                    int64_t j, int64_t ih, int64_t iw) {
+    dw[WeightIndex(g, o, ci, i, j)] +=
+        static_cast<double>(dy[OutIndex(g, n, o, oh, ow)]) * x[InIndex(g, n, c, ih, iw)];
+  });
+  return dw;
+}
+
+// db0 + the per-channel sums of dy.
+std::vector<double> BiasGradOracle(const Conv2dGeometry& g, const std::vector<float>& dy,
+                                   const std::vector<float>& db0) {
+  std::vector<double> db(db0.begin(), db0.end());
+  for (int64_t n = 0; n < g.batch; ++n) {
+    for (int64_t o = 0; o < g.out_channels; ++o) {
+      for (int64_t p = 0; p < g.out_h * g.out_w; ++p) db[o] += dy[OutIndex(g, n, o, 0, 0) + p];
+    }
+  }
+  return db;
+}
+
+// Test values with exact bf16 ties up front (halfway between two bf16 values: round to nearest
+// even goes down for the first two, up for the last two), so a backend that truncates, or rounds
+// ties away from zero, disagrees with the oracle by a whole bf16 step of those products.
+std::vector<float> WithBf16Ties(std::vector<float> values) {
+  const float ties[] = {1.0f + 0x1p-8f, -(0.5f + 0x1p-9f), 1.0f + 3 * 0x1p-8f, -(0.75f + 0x1p-9f)};
+  for (size_t i = 0; i < std::size(ties) && i < values.size(); ++i) values[i] = ties[i];
+  return values;
+}
+
+std::vector<float> RoundedToBf16(std::vector<float> values) {
+  for (float& v : values) v = RoundToBf16(v);
+  return values;
+}
+
+// The largest difference between `actual` and `unrounded` (the f32 oracle): a bf16 product must
+// differ from it clearly somewhere, or it did not round its operands.
+double LargestDifference(const std::vector<float>& actual, const std::vector<double>& unrounded) {
+  double largest = 0.0;
+  for (size_t i = 0; i < actual.size(); ++i) {
+    largest = std::max(largest, std::abs(actual[i] - unrounded[i]));
+  }
+  return largest;
+}
+
 class ConvOpsTest : public OpsConformanceTest {};
 
 TEST_P(ConvOpsTest, ForwardMatchesDirectOracleWithAndWithoutBias) {
@@ -153,11 +219,11 @@ TEST_P(ConvOpsTest, ForwardMatchesDirectOracleWithAndWithoutBias) {
     const Tensor xt = Upload(x, InputShape(g));
     const Tensor wt = Upload(w, WeightShape(g));
     Tensor y = Uninitialized(OutputShape(g));
-    ASSERT_TRUE(ops().conv.Conv2dForward(g, xt, wt, Upload(b, Shape{g.out_channels}), y).ok())
+    ASSERT_TRUE(ops().conv.Conv2dForward(g, kF32, xt, wt, Upload(b, Shape{g.out_channels}), y).ok())
         << name;
     const double tolerance = SumTolerance(ForwardTerms(g));
     ExpectNear(Download(y), ConvOracle(g, x, w, &b), kConvRelTol, tolerance, name + ", bias");
-    ASSERT_TRUE(ops().conv.Conv2dForward(g, xt, wt, Tensor(), y).ok()) << name;
+    ASSERT_TRUE(ops().conv.Conv2dForward(g, kF32, xt, wt, Tensor(), y).ok()) << name;
     ExpectNear(Download(y), ConvOracle(g, x, w, nullptr), kConvRelTol, tolerance,
                name + ", no bias");
   }
@@ -170,17 +236,13 @@ TEST_P(ConvOpsTest, BackwardInputMatchesOracleAndOverwrites) {
     const auto& g = entry.second;
     const std::vector<float> w = TestValues(4, WeightShape(g).num_elements());
     const std::vector<float> dy = TestValues(5, OutputShape(g).num_elements());
-    std::vector<double> expected(InputShape(g).num_elements(), 0.0);
-    ForEachTap(g, [&](int64_t n, int64_t o, int64_t c, int64_t ci, int64_t oh, int64_t ow,
-                      int64_t i, int64_t j, int64_t ih, int64_t iw) {
-      expected[InIndex(g, n, c, ih, iw)] +=
-          static_cast<double>(dy[OutIndex(g, n, o, oh, ow)]) * w[WeightIndex(g, o, ci, i, j)];
-    });
+    const std::vector<double> expected = InputGradOracle(g, w, dy);
     // Garbage in dx must not leak into the result.
     Tensor dx = Upload(TestValues(6, InputShape(g).num_elements(), 100.0f, 200.0f), InputShape(g));
     ASSERT_TRUE(
         ops()
-            .conv.Conv2dBackwardInput(g, Upload(w, WeightShape(g)), Upload(dy, OutputShape(g)), dx)
+            .conv
+            .Conv2dBackwardInput(g, kF32, Upload(w, WeightShape(g)), Upload(dy, OutputShape(g)), dx)
             .ok())
         << name;
     ExpectNear(Download(dx), expected, kConvRelTol, SumTolerance(InputGradTerms(g)), name);
@@ -195,25 +257,13 @@ TEST_P(ConvOpsTest, BackwardParamsAccumulatesWeightAndBiasGradients) {
     const std::vector<float> dy = TestValues(8, OutputShape(g).num_elements());
     const std::vector<float> dw0 = TestValues(9, WeightShape(g).num_elements());
     const std::vector<float> db0 = TestValues(10, g.out_channels);
-    std::vector<double> dw_expected(dw0.begin(), dw0.end());
-    std::vector<double> db_expected(db0.begin(), db0.end());
-    ForEachTap(g, [&](int64_t n, int64_t o, int64_t c, int64_t ci, int64_t oh, int64_t ow,
-                      int64_t i, int64_t j, int64_t ih, int64_t iw) {
-      dw_expected[WeightIndex(g, o, ci, i, j)] +=
-          static_cast<double>(dy[OutIndex(g, n, o, oh, ow)]) * x[InIndex(g, n, c, ih, iw)];
-    });
-    for (int64_t n = 0; n < g.batch; ++n) {
-      for (int64_t o = 0; o < g.out_channels; ++o) {
-        for (int64_t p = 0; p < g.out_h * g.out_w; ++p) {
-          db_expected[o] += dy[OutIndex(g, n, o, 0, 0) + p];
-        }
-      }
-    }
+    std::vector<double> dw_expected = WeightGradOracle(g, x, dy, dw0);
+    const std::vector<double> db_expected = BiasGradOracle(g, dy, db0);
     const Tensor xt = Upload(x, InputShape(g));
     const Tensor dyt = Upload(dy, OutputShape(g));
     Tensor dw = Upload(dw0, WeightShape(g));
     Tensor db = Upload(db0, Shape{g.out_channels});
-    ASSERT_TRUE(ops().conv.Conv2dBackwardParams(g, xt, dyt, dw, db).ok()) << name;
+    ASSERT_TRUE(ops().conv.Conv2dBackwardParams(g, kF32, xt, dyt, dw, db).ok()) << name;
     const double tolerance = SumTolerance(WeightGradTerms(g));
     ExpectNear(Download(dw), dw_expected, kConvRelTol, tolerance, name + ", dweight");
     // The bias gradient is summed in double and rounded once.
@@ -221,9 +271,55 @@ TEST_P(ConvOpsTest, BackwardParamsAccumulatesWeightAndBiasGradients) {
 
     // Without a bias gradient only dweight accumulates (a second time).
     Tensor no_bias;
-    ASSERT_TRUE(ops().conv.Conv2dBackwardParams(g, xt, dyt, dw, no_bias).ok()) << name;
+    ASSERT_TRUE(ops().conv.Conv2dBackwardParams(g, kF32, xt, dyt, dw, no_bias).ok()) << name;
     for (size_t i = 0; i < dw_expected.size(); ++i) dw_expected[i] += dw_expected[i] - dw0[i];
     ExpectNear(Download(dw), dw_expected, kConvRelTol, 2 * tolerance, name + ", dweight twice");
+  }
+}
+
+// Mixed precision: every geometry's three products at ProductPrecision::kBF16 agree with the
+// loops on bf16-rounded operands (products exact, f32 accumulation) as tightly as f32 ones do
+// with theirs, and clearly differ from the unrounded result; the bias and its gradient are not
+// rounded (the bias gradient sums dy as given).
+TEST_P(ConvOpsTest, Bf16ConvolutionsRoundTheirOperandsAndAccumulateInF32) {
+  for (const auto& entry : Geometries()) {
+    const auto& name = entry.first;
+    const auto& g = entry.second;
+    const std::vector<float> x = WithBf16Ties(TestValues(21, InputShape(g).num_elements()));
+    const std::vector<float> w = WithBf16Ties(TestValues(22, WeightShape(g).num_elements()));
+    const std::vector<float> b = TestValues(23, g.out_channels);
+    const std::vector<float> dy = WithBf16Ties(TestValues(24, OutputShape(g).num_elements()));
+    const std::vector<float> dw0 = TestValues(25, WeightShape(g).num_elements());
+    const std::vector<float> db0 = TestValues(26, g.out_channels);
+    const std::vector<float> rx = RoundedToBf16(x), rw = RoundedToBf16(w), rdy = RoundedToBf16(dy);
+    const Tensor xt = Upload(x, InputShape(g));
+    const Tensor wt = Upload(w, WeightShape(g));
+    const Tensor dyt = Upload(dy, OutputShape(g));
+
+    Tensor y = Uninitialized(OutputShape(g));
+    ASSERT_TRUE(
+        ops().conv.Conv2dForward(g, kBF16, xt, wt, Upload(b, Shape{g.out_channels}), y).ok())
+        << name;
+    ExpectNear(Download(y), ConvOracle(g, rx, rw, &b), kConvRelTol, SumTolerance(ForwardTerms(g)),
+               name + ", bf16 forward");
+    EXPECT_GT(LargestDifference(Download(y), ConvOracle(g, x, w, &b)), 1e-4)
+        << name << ": the bf16 forward matches the unrounded one";
+
+    Tensor dx = Upload(TestValues(27, InputShape(g).num_elements(), 100.0f, 200.0f), InputShape(g));
+    ASSERT_TRUE(ops().conv.Conv2dBackwardInput(g, kBF16, wt, dyt, dx).ok()) << name;
+    ExpectNear(Download(dx), InputGradOracle(g, rw, rdy), kConvRelTol,
+               SumTolerance(InputGradTerms(g)), name + ", bf16 input gradient");
+    EXPECT_GT(LargestDifference(Download(dx), InputGradOracle(g, w, dy)), 1e-4)
+        << name << ": the bf16 input gradient matches the unrounded one";
+
+    Tensor dw = Upload(dw0, WeightShape(g));
+    Tensor db = Upload(db0, Shape{g.out_channels});
+    ASSERT_TRUE(ops().conv.Conv2dBackwardParams(g, kBF16, xt, dyt, dw, db).ok()) << name;
+    ExpectNear(Download(dw), WeightGradOracle(g, rx, rdy, dw0), kConvRelTol,
+               SumTolerance(WeightGradTerms(g)), name + ", bf16 weight gradient");
+    EXPECT_GT(LargestDifference(Download(dw), WeightGradOracle(g, x, dy, dw0)), 1e-4)
+        << name << ": the bf16 weight gradient matches the unrounded one";
+    ExpectNear(Download(db), BiasGradOracle(g, dy, db0), 1e-7, 1e-7, name + ", bias gradient");
   }
 }
 
@@ -232,13 +328,16 @@ TEST_P(ConvOpsTest, BatchZeroDoesNothing) {
   const Tensor x = Uninitialized(InputShape(g));
   const Tensor w = Upload(TestValues(11, WeightShape(g).num_elements()), WeightShape(g));
   Tensor y = Uninitialized(OutputShape(g));
-  EXPECT_TRUE(ops().conv.Conv2dForward(g, x, w, Tensor(), y).ok());
+  EXPECT_TRUE(ops().conv.Conv2dForward(g, kF32, x, w, Tensor(), y).ok());
   Tensor dx = Uninitialized(InputShape(g));
-  EXPECT_TRUE(ops().conv.Conv2dBackwardInput(g, w, y, dx).ok());
+  EXPECT_TRUE(ops().conv.Conv2dBackwardInput(g, kF32, w, y, dx).ok());
   const std::vector<float> dw0 = TestValues(12, WeightShape(g).num_elements());
   Tensor dw = Upload(dw0, WeightShape(g));
   Tensor db = Zeros(Shape{g.out_channels});
-  EXPECT_TRUE(ops().conv.Conv2dBackwardParams(g, x, y, dw, db).ok());
+  EXPECT_TRUE(ops().conv.Conv2dBackwardParams(g, kF32, x, y, dw, db).ok());
+  EXPECT_TRUE(ops().conv.Conv2dForward(g, kBF16, x, w, Tensor(), y).ok());
+  EXPECT_TRUE(ops().conv.Conv2dBackwardInput(g, kBF16, w, y, dx).ok());
+  EXPECT_TRUE(ops().conv.Conv2dBackwardParams(g, kBF16, x, y, dw, db).ok());
   ExpectNear(Download(dw), std::vector<double>(dw0.begin(), dw0.end()), 0.0, 0.0, "dweight");
   ExpectNear(Download(db), std::vector<double>(g.out_channels, 0.0), 0.0, 0.0, "dbias");
 }
@@ -249,24 +348,27 @@ TEST_P(ConvOpsTest, ShapeMismatchesAreInvalidArgument) {
   const Tensor w = Zeros(WeightShape(g));
   Tensor y = Zeros(OutputShape(g));
   const Tensor wrong_w = Zeros(Shape{4, 4, 3, 3});  // ignores the groups
-  EXPECT_EQ(ops().conv.Conv2dForward(g, x, wrong_w, Tensor(), y).code(),
+  EXPECT_EQ(ops().conv.Conv2dForward(g, kF32, x, wrong_w, Tensor(), y).code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(ops().conv.Conv2dForward(g, x, w, Zeros(Shape{3}), y).code(),
+  EXPECT_EQ(ops().conv.Conv2dForward(g, kBF16, x, wrong_w, Tensor(), y).code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ops().conv.Conv2dForward(g, kF32, x, w, Zeros(Shape{3}), y).code(),
             absl::StatusCode::kInvalidArgument);
   Conv2dGeometry bad_out = g;
   bad_out.out_h += 1;
   Tensor big_y = Zeros(OutputShape(bad_out));
-  EXPECT_EQ(ops().conv.Conv2dForward(bad_out, x, w, Tensor(), big_y).code(),
+  EXPECT_EQ(ops().conv.Conv2dForward(bad_out, kF32, x, w, Tensor(), big_y).code(),
             absl::StatusCode::kInvalidArgument);
   Conv2dGeometry bad_groups = g;
   bad_groups.groups = 3;
-  EXPECT_EQ(ops().conv.Conv2dForward(bad_groups, x, w, Tensor(), y).code(),
+  EXPECT_EQ(ops().conv.Conv2dForward(bad_groups, kF32, x, w, Tensor(), y).code(),
             absl::StatusCode::kInvalidArgument);
   Tensor dx = Zeros(Shape{2, 4, 6, 5});
-  EXPECT_EQ(ops().conv.Conv2dBackwardInput(g, w, y, dx).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ops().conv.Conv2dBackwardInput(g, kF32, w, y, dx).code(),
+            absl::StatusCode::kInvalidArgument);
   Tensor dw = Zeros(WeightShape(g));
   Tensor db = Zeros(Shape{5});
-  EXPECT_EQ(ops().conv.Conv2dBackwardParams(g, x, y, dw, db).code(),
+  EXPECT_EQ(ops().conv.Conv2dBackwardParams(g, kF32, x, y, dw, db).code(),
             absl::StatusCode::kInvalidArgument);
 }
 

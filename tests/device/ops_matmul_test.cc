@@ -39,7 +39,7 @@ struct OracleOptions {
   double alpha = 1.0, beta = 0.0;
   int64_t batch = 1;
   const std::vector<float>* bias = nullptr;
-  bool bf16 = false;  // GemmPrecision::kBF16: A and B enter the product rounded to bf16
+  bool bf16 = false;  // ProductPrecision::kBF16: A and B enter the product rounded to bf16
 };
 
 // The expected C values (all of C's tensor: elements outside the view keep `c`'s values).
@@ -98,7 +98,7 @@ class MatmulOpsTest : public OpsConformanceTest {
                            .beta = static_cast<float>(o.beta),
                            .batch = o.batch,
                            .bias = o.bias != nullptr ? &bias_t : nullptr,
-                           .precision = o.bf16 ? GemmPrecision::kBF16 : GemmPrecision::kF32});
+                           .precision = o.bf16 ? ProductPrecision::kBF16 : ProductPrecision::kF32});
     ASSERT_TRUE(status.ok()) << what << ": " << status;
     const std::vector<float> result = Download(c_t);
     ExpectNear(result, GemmOracle(a, av, b, bv, c, cv, o), kGemmRelTol, kGemmAbsTol, what);
@@ -202,8 +202,8 @@ TEST_P(MatmulOpsTest, BatchedStridedViewsWithOffsetsLeaveTheRestUntouched) {
             {.tb = true, .beta = 0.5, .batch = 2}, "padded batch, B transposed");
 }
 
-// Mixed precision: every shape family above at GemmPrecision::kBF16 agrees with the oracle on the
-// bf16-rounded inputs (products exact, f32 accumulation) as tightly as f32 products do with
+// Mixed precision: every shape family above at ProductPrecision::kBF16 agrees with the oracle on
+// the bf16-rounded inputs (products exact, f32 accumulation) as tightly as f32 products do with
 // theirs.
 TEST_P(MatmulOpsTest, Bf16ProductsRoundTheirInputsAndAccumulateInF32) {
   const std::vector<float> bias = TestValues(9, 7);

@@ -1,9 +1,11 @@
 #include "runtime/device/cpu/cpu_conv_ops.h"
 
+#include <string>
 #include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/bf16.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops/conv_shapes.h"
 
@@ -13,24 +15,32 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-memory::desc Plain(const memory::dims& dims, Tag tag) {
-  return memory::desc(dims, memory::data_type::f32, tag);
+using Type = memory::data_type;
+
+memory::desc Plain(const memory::dims& dims, Tag tag, Type type = Type::f32) {
+  return memory::desc(dims, type, tag);
 }
 
-memory::desc SourceDesc(const Conv2dGeometry& g) {
-  return Plain({g.batch, g.in_channels, g.in_h, g.in_w}, Tag::nchw);
+memory::desc SourceDesc(const Conv2dGeometry& g, Type type = Type::f32) {
+  return Plain({g.batch, g.in_channels, g.in_h, g.in_w}, Tag::nchw, type);
 }
-memory::desc DestinationDesc(const Conv2dGeometry& g) {
-  return Plain({g.batch, g.out_channels, g.out_h, g.out_w}, Tag::nchw);
+memory::desc DestinationDesc(const Conv2dGeometry& g, Type type = Type::f32) {
+  return Plain({g.batch, g.out_channels, g.out_h, g.out_w}, Tag::nchw, type);
 }
 // [out_c, in_c / groups, kh, kw] is already goihw's memory order when split by group.
-memory::desc WeightDesc(const Conv2dGeometry& g) {
+memory::desc WeightDesc(const Conv2dGeometry& g, Type type = Type::f32) {
   if (g.groups == 1) {
-    return Plain({g.out_channels, g.in_channels, g.kernel_h, g.kernel_w}, Tag::oihw);
+    return Plain({g.out_channels, g.in_channels, g.kernel_h, g.kernel_w}, Tag::oihw, type);
   }
   return Plain(
       {g.groups, g.out_channels / g.groups, g.in_channels / g.groups, g.kernel_h, g.kernel_w},
-      Tag::goihw);
+      Tag::goihw, type);
+}
+
+// The operands' type: at kBF16 the two operands of every product are bf16 (the f32 tensors are
+// reordered into bf16 workspace copies, which rounds to nearest even); outputs stay f32.
+Type OperandType(ProductPrecision precision) {
+  return precision == ProductPrecision::kBF16 ? Type::bf16 : Type::f32;
 }
 
 // Windows: oneDNN counts dilation from 0 (PyTorch's minus 1). Right padding equal to the left
@@ -60,7 +70,13 @@ bool UseBlockedLayouts(const Conv2dGeometry& g) {
 
 // `desc` for a primitive: as given (NCHW / OIHW) or left to oneDNN.
 memory::desc Layout(const memory::desc& desc, bool blocked) {
-  return blocked ? memory::desc(desc.dims(), memory::data_type::f32, Tag::any) : desc;
+  return blocked ? memory::desc(desc.dims(), desc.data_type(), Tag::any) : desc;
+}
+
+// Whether oneDNN runs `pd` with an optimized kernel ("ref" ones are naive loops).
+template <typename PrimitiveDesc>
+bool Optimized(const PrimitiveDesc& pd) {
+  return !std::string(pd.impl_info_str()).starts_with("ref");
 }
 
 absl::Status CheckConv(const char* op, const Conv2dGeometry& g) {
@@ -77,20 +93,24 @@ dnnl::primitive_attr UserScratchpad() {
 
 }  // namespace
 
-CpuConvOps::Primitives& CpuConvOps::PrimitivesFor(const Conv2dGeometry& g, bool with_bias) const {
-  const GeometryKey key = {g.batch,    g.in_channels,    g.in_h,      g.in_w,       g.out_channels,
-                           g.out_h,    g.out_w,          g.kernel_h,  g.kernel_w,   g.stride_h,
-                           g.stride_w, g.padding_h,      g.padding_w, g.dilation_h, g.dilation_w,
-                           g.groups,   with_bias ? 1 : 0};
+CpuConvOps::Primitives& CpuConvOps::PrimitivesFor(const Conv2dGeometry& g, bool with_bias,
+                                                  ProductPrecision precision) const {
+  const GeometryKey key = {g.batch,     g.in_channels,     g.in_h,
+                           g.in_w,      g.out_channels,    g.out_h,
+                           g.out_w,     g.kernel_h,        g.kernel_w,
+                           g.stride_h,  g.stride_w,        g.padding_h,
+                           g.padding_w, g.dilation_h,      g.dilation_w,
+                           g.groups,    with_bias ? 1 : 0, static_cast<int64_t>(precision)};
   auto found = cache_.find(key);
   if (found != cache_.end()) return found->second;
   Primitives p;
   p.blocked = UseBlockedLayouts(g);
+  const Type operand = OperandType(precision);
   const Window w = WindowOf(g);
   const memory::desc bias = with_bias ? Plain({g.out_channels}, Tag::x) : memory::desc();
   const dnnl::convolution_forward::desc forward(
       dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct,
-      Layout(SourceDesc(g), p.blocked), Layout(WeightDesc(g), p.blocked), bias,
+      Layout(SourceDesc(g, operand), p.blocked), Layout(WeightDesc(g, operand), p.blocked), bias,
       Layout(DestinationDesc(g), p.blocked), w.strides, w.dilates, w.padding_l, w.padding_r);
   p.forward_pd =
       dnnl::convolution_forward::primitive_desc(forward, UserScratchpad(), dnnl_.engine());
@@ -98,32 +118,85 @@ CpuConvOps::Primitives& CpuConvOps::PrimitivesFor(const Conv2dGeometry& g, bool 
   return cache_.emplace(key, std::move(p)).first->second;
 }
 
-CpuConvOps::Primitives& CpuConvOps::BackwardDataFor(const Conv2dGeometry& g) const {
-  Primitives& p = PrimitivesFor(g, /*with_bias=*/false);
+CpuConvOps::Primitives& CpuConvOps::BackwardDataFor(const Conv2dGeometry& g,
+                                                    ProductPrecision precision) const {
+  Primitives& p = PrimitivesFor(g, /*with_bias=*/false, precision);
   if (p.backward_data) return p;
+  const Type operand = OperandType(precision);
   const Window w = WindowOf(g);
   const dnnl::convolution_backward_data::desc desc(
       dnnl::algorithm::convolution_direct, Layout(SourceDesc(g), p.blocked),
-      Layout(WeightDesc(g), p.blocked), Layout(DestinationDesc(g), p.blocked), w.strides, w.dilates,
-      w.padding_l, w.padding_r);
+      Layout(WeightDesc(g, operand), p.blocked), Layout(DestinationDesc(g, operand), p.blocked),
+      w.strides, w.dilates, w.padding_l, w.padding_r);
   p.backward_data_pd = dnnl::convolution_backward_data::primitive_desc(
       desc, UserScratchpad(), dnnl_.engine(), p.forward_pd);
   p.backward_data = dnnl::convolution_backward_data(p.backward_data_pd);
   return p;
 }
 
-CpuConvOps::Primitives& CpuConvOps::BackwardWeightsFor(const Conv2dGeometry& g) const {
-  Primitives& p = PrimitivesFor(g, /*with_bias=*/false);
+CpuConvOps::Primitives& CpuConvOps::BackwardWeightsFor(const Conv2dGeometry& g,
+                                                       ProductPrecision precision) const {
+  Primitives& p = PrimitivesFor(g, /*with_bias=*/false, precision);
   if (p.backward_weights) return p;
+  const Type operand = OperandType(precision);
   const Window w = WindowOf(g);
   const dnnl::convolution_backward_weights::desc desc(
-      dnnl::algorithm::convolution_direct, Layout(SourceDesc(g), p.blocked),
-      Layout(WeightDesc(g), p.blocked), Layout(DestinationDesc(g), p.blocked), w.strides, w.dilates,
-      w.padding_l, w.padding_r);
+      dnnl::algorithm::convolution_direct, Layout(SourceDesc(g, operand), p.blocked),
+      Layout(WeightDesc(g), p.blocked), Layout(DestinationDesc(g, operand), p.blocked), w.strides,
+      w.dilates, w.padding_l, w.padding_r);
   p.backward_weights_pd = dnnl::convolution_backward_weights::primitive_desc(
       desc, UserScratchpad(), dnnl_.engine(), p.forward_pd);
   p.backward_weights = dnnl::convolution_backward_weights(p.backward_weights_pd);
   return p;
+}
+
+bool CpuConvOps::NativeBf16(const Conv2dGeometry& g, Direction direction, bool with_bias) const {
+  const GeometryKey key = {g.batch,
+                           g.in_channels,
+                           g.in_h,
+                           g.in_w,
+                           g.out_channels,
+                           g.out_h,
+                           g.out_w,
+                           g.kernel_h,
+                           g.kernel_w,
+                           g.stride_h,
+                           g.stride_w,
+                           g.padding_h,
+                           g.padding_w,
+                           g.dilation_h,
+                           g.dilation_w,
+                           g.groups,
+                           static_cast<int64_t>(direction),
+                           with_bias ? 1 : 0};
+  if (auto found = native_bf16_.find(key); found != native_bf16_.end()) return found->second;
+  bool native = false;
+  try {
+    switch (direction) {
+      case Direction::kForward:
+        native = Optimized(PrimitivesFor(g, with_bias, ProductPrecision::kBF16).forward_pd);
+        break;
+      case Direction::kBackwardData:
+        native = Optimized(BackwardDataFor(g, ProductPrecision::kBF16).backward_data_pd);
+        break;
+      case Direction::kBackwardWeights:
+        native = Optimized(BackwardWeightsFor(g, ProductPrecision::kBF16).backward_weights_pd);
+        break;
+    }
+  } catch (const dnnl::error&) {
+    native = false;  // no bf16 primitive at all: the rounded f32 path serves
+  }
+  native_bf16_.emplace(key, native);
+  return native;
+}
+
+absl::StatusOr<Tensor> CpuConvOps::RoundedCopy(const Tensor& tensor) const {
+  ASSIGN_OR_RETURN(Tensor copy,
+                   Tensor::Empty(workspace_, tensor.shape(), DType::kF32, MemoryKind::kWorkspace));
+  const float* __restrict in = tensor.f32();
+  float* __restrict out = copy.f32();
+  for (int64_t i = 0; i < tensor.num_elements(); ++i) out[i] = RoundToBf16(in[i]);
+  return copy;
 }
 
 absl::StatusOr<memory> CpuConvOps::Workspace(const memory::desc& desc,
@@ -146,8 +219,9 @@ absl::StatusOr<memory> CpuConvOps::InLayout(const memory::desc& wanted, const me
   return buffer;
 }
 
-absl::Status CpuConvOps::Conv2dForward(const Conv2dGeometry& g, const Tensor& x,
-                                       const Tensor& weight, const Tensor& bias, Tensor& y) const {
+absl::Status CpuConvOps::Conv2dForward(const Conv2dGeometry& g, ProductPrecision precision,
+                                       const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                       Tensor& y) const {
   constexpr const char* kOp = "Conv2dForward";
   RETURN_IF_ERROR(CheckConv(kOp, g));
   RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, InputShape(g)));
@@ -155,9 +229,14 @@ absl::Status CpuConvOps::Conv2dForward(const Conv2dGeometry& g, const Tensor& x,
   if (bias.defined()) RETURN_IF_ERROR(CheckTensor(kOp, "bias", g, bias, Shape{g.out_channels}));
   RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, OutputShape(g)));
   if (g.batch == 0) return absl::OkStatus();
+  if (precision == ProductPrecision::kBF16 && !NativeBf16(g, Direction::kForward, bias.defined())) {
+    ASSIGN_OR_RETURN(const Tensor rounded_x, RoundedCopy(x));
+    ASSIGN_OR_RETURN(const Tensor rounded_weight, RoundedCopy(weight));
+    return Conv2dForward(g, ProductPrecision::kF32, rounded_x, rounded_weight, bias, y);
+  }
   std::vector<Tensor> held;  // workspace buffers of this call
   try {
-    Primitives& p = PrimitivesFor(g, bias.defined());
+    Primitives& p = PrimitivesFor(g, bias.defined(), precision);
     dnnl::engine& engine = dnnl_.engine();
     dnnl::stream& stream = dnnl_.stream();
     memory user_y = Wrap(DestinationDesc(g), engine, y);
@@ -182,17 +261,24 @@ absl::Status CpuConvOps::Conv2dForward(const Conv2dGeometry& g, const Tensor& x,
   return absl::OkStatus();
 }
 
-absl::Status CpuConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight,
-                                             const Tensor& dy, Tensor& dx) const {
+absl::Status CpuConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
+                                             const Tensor& weight, const Tensor& dy,
+                                             Tensor& dx) const {
   constexpr const char* kOp = "Conv2dBackwardInput";
   RETURN_IF_ERROR(CheckConv(kOp, g));
   RETURN_IF_ERROR(CheckTensor(kOp, "weight", g, weight, WeightShape(g)));
   RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, OutputShape(g)));
   RETURN_IF_ERROR(CheckTensor(kOp, "dx", g, dx, InputShape(g)));
   if (g.batch == 0) return absl::OkStatus();
+  if (precision == ProductPrecision::kBF16 &&
+      !NativeBf16(g, Direction::kBackwardData, /*with_bias=*/false)) {
+    ASSIGN_OR_RETURN(const Tensor rounded_weight, RoundedCopy(weight));
+    ASSIGN_OR_RETURN(const Tensor rounded_dy, RoundedCopy(dy));
+    return Conv2dBackwardInput(g, ProductPrecision::kF32, rounded_weight, rounded_dy, dx);
+  }
   std::vector<Tensor> held;  // workspace buffers of this call
   try {
-    Primitives& p = BackwardDataFor(g);
+    Primitives& p = BackwardDataFor(g, precision);
     dnnl::engine& engine = dnnl_.engine();
     dnnl::stream& stream = dnnl_.stream();
     memory user_dx = Wrap(SourceDesc(g), engine, dx);
@@ -217,8 +303,8 @@ absl::Status CpuConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, const Tens
   return absl::OkStatus();
 }
 
-absl::Status CpuConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x,
-                                              const Tensor& dy, Tensor& dweight,
+absl::Status CpuConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
+                                              const Tensor& x, const Tensor& dy, Tensor& dweight,
                                               Tensor& dbias) const {
   constexpr const char* kOp = "Conv2dBackwardParams";
   RETURN_IF_ERROR(CheckConv(kOp, g));
@@ -229,13 +315,23 @@ absl::Status CpuConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Ten
     RETURN_IF_ERROR(CheckTensor(kOp, "dbias", g, dbias, Shape{g.out_channels}));
   }
   if (g.batch == 0) return absl::OkStatus();
+  if (precision == ProductPrecision::kBF16 &&
+      !NativeBf16(g, Direction::kBackwardWeights, /*with_bias=*/false)) {
+    ASSIGN_OR_RETURN(const Tensor rounded_x, RoundedCopy(x));
+    ASSIGN_OR_RETURN(const Tensor rounded_dy, RoundedCopy(dy));
+    // The bias gradient sums dy as given (never rounded): it is summed here, after.
+    Tensor no_bias;
+    RETURN_IF_ERROR(
+        Conv2dBackwardParams(g, ProductPrecision::kF32, rounded_x, rounded_dy, dweight, no_bias));
+    return AccumulateBiasGrad(g, dy, dbias);
+  }
   const int64_t weights = dweight.num_elements();
   // oneDNN overwrites its output; the contract accumulates: the gradient goes to workspace first.
   ASSIGN_OR_RETURN(Tensor weight_grad,
                    Tensor::Empty(workspace_, dweight.shape(), DType::kF32, MemoryKind::kWorkspace));
   std::vector<Tensor> held;  // workspace buffers of this call
   try {
-    Primitives& p = BackwardWeightsFor(g);
+    Primitives& p = BackwardWeightsFor(g, precision);
     dnnl::engine& engine = dnnl_.engine();
     dnnl::stream& stream = dnnl_.stream();
     memory user_dw = Wrap(WeightDesc(g), engine, weight_grad);
@@ -261,6 +357,11 @@ absl::Status CpuConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Ten
   float* __restrict out = dweight.f32();
   const float* __restrict grad = weight_grad.f32();
   for (int64_t i = 0; i < weights; ++i) out[i] += grad[i];
+  return AccumulateBiasGrad(g, dy, dbias);
+}
+
+absl::Status CpuConvOps::AccumulateBiasGrad(const Conv2dGeometry& g, const Tensor& dy,
+                                            Tensor& dbias) const {
   if (!dbias.defined()) return absl::OkStatus();
   // Per sample and channel a double sum over positions, summed over samples in double and
   // added once: the error does not grow with the batch (the rule of every bias gradient).

@@ -77,7 +77,7 @@ absl::Status CpuMatmulOps::Gemm(const MatrixView& a, const MatrixView& b, const 
     ScaleAndAddBias(c, options);
     return absl::OkStatus();
   }
-  if (options.precision == GemmPrecision::kBF16) return bf16_.Run(a, b, c, options, m, n, k);
+  if (options.precision == ProductPrecision::kBF16) return bf16_.Run(a, b, c, options, m, n, k);
   // With alpha != 1 and a bias, whether oneDNN scales the bias too is an implementation detail
   // of its output scales; the sgemm path applies them in the contract's order instead.
   const bool primitive_expresses = options.bias == nullptr || options.alpha == 1.0f;

@@ -4,7 +4,7 @@
 // built on first use and cached; the rest, where dnnl_sgemm measured faster, and shapes the
 // primitive cannot express or only serves with a reference implementation, run as dnnl_sgemm
 // per batch entry. The path depends only on the shape, so results are deterministic for fixed
-// shapes and thread count. Products at GemmPrecision::kBF16 go to CpuBf16Gemm.
+// shapes and thread count. Products at ProductPrecision::kBF16 go to CpuBf16Gemm.
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_MATMUL_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_MATMUL_OPS_H_
 
@@ -43,7 +43,7 @@ class CpuMatmulOps final : public MatmulOps {
                         const GemmOptions& options, int64_t m, int64_t n, int64_t k) const;
 
   DnnlContext& dnnl_;
-  CpuBf16Gemm bf16_;  // GemmPrecision::kBF16
+  CpuBf16Gemm bf16_;  // ProductPrecision::kBF16
   // Ops are used by one thread at a time (Device's contract), so a plain mutable cache is safe.
   mutable std::map<std::vector<int64_t>, Cached> cache_;
 };

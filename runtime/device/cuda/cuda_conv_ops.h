@@ -20,12 +20,14 @@ class CudaConvOps final : public ConvOps {
  public:
   explicit CudaConvOps(const CudaContext& context) : context_(context) {}
 
-  absl::Status Conv2dForward(const Conv2dGeometry& g, const Tensor& x, const Tensor& weight,
-                             const Tensor& bias, Tensor& y) const override;
-  absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight, const Tensor& dy,
+  absl::Status Conv2dForward(const Conv2dGeometry& g, ProductPrecision precision, const Tensor& x,
+                             const Tensor& weight, const Tensor& bias, Tensor& y) const override;
+  absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
+                                   const Tensor& weight, const Tensor& dy,
                                    Tensor& dx) const override;
-  absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
-                                    Tensor& dweight, Tensor& dbias) const override;
+  absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
+                                    const Tensor& x, const Tensor& dy, Tensor& dweight,
+                                    Tensor& dbias) const override;
   absl::Status Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
                              Tensor& y) const override;
   absl::Status Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
@@ -34,12 +36,17 @@ class CudaConvOps final : public ConvOps {
   absl::Status GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const override;
 
  private:
-  absl::StatusOr<const CudaConvPlan*> PlanFor(const Conv2dGeometry& g) const;
+  // The cached plan of `g` at `precision` (bf16 plans allow tensor cores, see the .cu file).
+  absl::StatusOr<const CudaConvPlan*> PlanFor(const Conv2dGeometry& g,
+                                              ProductPrecision precision) const;
   absl::StatusOr<Tensor> Workspace(size_t bytes) const;
+  // `tensor` itself at kF32; at kBF16 a workspace copy rounded to bf16 values (issued on the
+  // stream).
+  absl::StatusOr<Tensor> Operand(const Tensor& tensor, ProductPrecision precision) const;
 
   const CudaContext& context_;
-  // One entry per geometry seen; ops are used by one thread at a time (the device's).
-  mutable absl::flat_hash_map<std::array<int64_t, 16>, std::unique_ptr<CudaConvPlan>> plans_;
+  // One entry per geometry and precision seen; ops are used by one thread at a time (the device's).
+  mutable absl::flat_hash_map<std::array<int64_t, 17>, std::unique_ptr<CudaConvPlan>> plans_;
 };
 
 }  // namespace gpipe

@@ -4,7 +4,7 @@
 // transpose_a, and m and n swap. Views keep their offsets, leading dimensions and batch strides;
 // nothing is copied. cuBLAS returns the same bits on every run on the same GPU model; TF32 is
 // used only when the handle's math mode allows it (runtime.cuda.allow_tf32, set by the device).
-// At GemmPrecision::kBF16, A and B are first packed into dense bf16 copies (workspace) and the
+// At ProductPrecision::kBF16, A and B are first packed into dense bf16 copies (workspace) and the
 // product runs on bf16 tensor cores with f32 accumulation into the f32 C.
 #include <cuda_bf16.h>
 
@@ -64,7 +64,7 @@ const float* ViewPointer(const MatrixView& view) {
 }
 
 // packed[b, i, j] = bf16(view[b, i, j]) (round to nearest even), dense: the stored matrices of
-// a view, for GemmPrecision::kBF16.
+// a view, for ProductPrecision::kBF16.
 __global__ void PackBf16Kernel(const float* view, int64_t rows, int64_t cols, int64_t ld,
                                int64_t batch_stride, int64_t batch, __nv_bfloat16* packed) {
   for (int64_t r = blockIdx.y; r < batch * rows; r += gridDim.y) {
@@ -109,7 +109,7 @@ absl::Status CudaMatmulOps::Gemm(const MatrixView& a, const MatrixView& b, const
   }
   const float alpha = options.alpha;
   const float beta = options.beta;
-  if (options.precision == GemmPrecision::kBF16) {
+  if (options.precision == ProductPrecision::kBF16) {
     // bf16 copies of A and B (rounded to nearest even, as the CPU rounds), then bf16 tensor cores
     // with f32 accumulation. cuBLAS's own down-conversion (CUBLAS_COMPUTE_32F_FAST_16BF on the
     // f32 operands) skips the copies but does not round to nearest: on an H100 it erred by up to

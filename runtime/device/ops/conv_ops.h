@@ -1,7 +1,10 @@
 // ConvOps: 2-D convolution and pooling over NCHW tensors, forward and backward (oneDNN and
 // cuDNN shapes), and global average pooling. See runtime/device/ops.h for the common contract.
 // Every tensor is f32 with the exact NCHW shape the geometry implies (INVALID_ARGUMENT naming
-// the op and the shapes otherwise); batch 0 is allowed and does nothing.
+// the op and the shapes otherwise); batch 0 is allowed and does nothing. At
+// ProductPrecision::kBF16 a convolution rounds its two operands (x and weight, weight and dy, x
+// and dy) to bf16 and accumulates in f32 (product_precision.h); biases, bias gradients and
+// outputs stay f32.
 #ifndef GPIPE_RUNTIME_DEVICE_OPS_CONV_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_OPS_CONV_OPS_H_
 
@@ -9,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "runtime/core/tensor.h"
+#include "runtime/device/ops/product_precision.h"
 
 namespace gpipe {
 
@@ -38,14 +42,17 @@ class ConvOps {
   virtual ~ConvOps() = default;
 
   // y = conv(x, weight [out_c, in_c / groups, kh, kw]) (+ bias [out_c] when defined).
-  virtual absl::Status Conv2dForward(const Conv2dGeometry& g, const Tensor& x, const Tensor& weight,
-                                     const Tensor& bias, Tensor& y) const = 0;
+  virtual absl::Status Conv2dForward(const Conv2dGeometry& g, ProductPrecision precision,
+                                     const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                     Tensor& y) const = 0;
   // dx = conv's input gradient (overwritten).
-  virtual absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight,
-                                           const Tensor& dy, Tensor& dx) const = 0;
-  // dweight += weight gradient; dbias += bias gradient when dbias is defined (double sums).
-  virtual absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x,
-                                            const Tensor& dy, Tensor& dweight,
+  virtual absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
+                                           const Tensor& weight, const Tensor& dy,
+                                           Tensor& dx) const = 0;
+  // dweight += weight gradient; dbias += bias gradient when dbias is defined (double sums of
+  // dy as given, never rounded).
+  virtual absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
+                                            const Tensor& x, const Tensor& dy, Tensor& dweight,
                                             Tensor& dbias) const = 0;
 
   // Pooling windows (groups and out_channels as in_channels). y: [batch, c, out_h, out_w].

@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "runtime/core/tensor.h"
+#include "runtime/device/ops/product_precision.h"
 
 namespace gpipe {
 
@@ -30,12 +31,6 @@ MatrixView WholeMatrix(const Tensor& tensor, int64_t rows, int64_t cols);
 // "f32[2, 12] @ 3 [4 x 3, ld 12, batch stride 3]", for error messages.
 std::string MatrixViewString(const MatrixView& view);
 
-// How a product rounds its inputs. kBF16 (mixed precision): the elements of A and B are rounded to
-// bf16 (round to nearest even) and multiplied with f32 accumulation, as bf16 tensor cores do; C,
-// alpha, beta and the bias stay f32. The products of two bf16 values are exact in f32, so every
-// backend agrees with a reference on the rounded inputs to f32 accumulation error.
-enum class GemmPrecision : int { kF32 = 0, kBF16 = 1 };
-
 struct GemmOptions {
   bool transpose_a = false;
   bool transpose_b = false;
@@ -45,7 +40,9 @@ struct GemmOptions {
   int64_t batch = 1;
   // Optional f32 [n]: added to every row of the product (c = alpha op(a) op(b) + beta c + bias).
   const Tensor* bias = nullptr;
-  GemmPrecision precision = GemmPrecision::kF32;
+  // kBF16: A and B rounded to bf16, f32 accumulation (product_precision.h); C, alpha, beta
+  // and the bias stay f32.
+  ProductPrecision precision = ProductPrecision::kF32;
 };
 
 // The checks every backend's Gemm makes before touching memory: f32 views of defined tensors,

@@ -87,18 +87,20 @@ absl::Status SimNormOps::BatchNormBackward(const BatchNormArgs& args, const Tens
   return absl::OkStatus();
 }
 
-absl::Status SimConvOps::Conv2dForward(const Conv2dGeometry& g, const Tensor& x,
-                                       const Tensor& weight, const Tensor& bias, Tensor& y) const {
+absl::Status SimConvOps::Conv2dForward(const Conv2dGeometry& g, ProductPrecision precision,
+                                       const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                       Tensor& y) const {
   return absl::OkStatus();
 }
 
-absl::Status SimConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight,
-                                             const Tensor& dy, Tensor& dx) const {
+absl::Status SimConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
+                                             const Tensor& weight, const Tensor& dy,
+                                             Tensor& dx) const {
   return absl::OkStatus();
 }
 
-absl::Status SimConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x,
-                                              const Tensor& dy, Tensor& dweight,
+absl::Status SimConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
+                                              const Tensor& x, const Tensor& dy, Tensor& dweight,
                                               Tensor& dbias) const {
   return absl::OkStatus();
 }

@@ -68,12 +68,14 @@ class SimNormOps final : public NormOps {
 
 class SimConvOps final : public ConvOps {
  public:
-  absl::Status Conv2dForward(const Conv2dGeometry& g, const Tensor& x, const Tensor& weight,
-                             const Tensor& bias, Tensor& y) const override;
-  absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, const Tensor& weight, const Tensor& dy,
+  absl::Status Conv2dForward(const Conv2dGeometry& g, ProductPrecision precision, const Tensor& x,
+                             const Tensor& weight, const Tensor& bias, Tensor& y) const override;
+  absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
+                                   const Tensor& weight, const Tensor& dy,
                                    Tensor& dx) const override;
-  absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, const Tensor& x, const Tensor& dy,
-                                    Tensor& dweight, Tensor& dbias) const override;
+  absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
+                                    const Tensor& x, const Tensor& dy, Tensor& dweight,
+                                    Tensor& dbias) const override;
   absl::Status Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
                              Tensor& y) const override;
   absl::Status Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,

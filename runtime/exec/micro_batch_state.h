@@ -26,7 +26,10 @@ struct DeferredWeightGrad {
 };
 
 struct MicroBatch {
-  Tensor input;                              // stage input, kept until the backward
+  // The stage input, kept until the backward. Received activations stay as they came over the
+  // wire (bf16 under training.precision BF16, exact) while re-materialization drops the
+  // micro-batch's activations, which halves the stash; the layers get an f32 copy.
+  Tensor input;
   Tensor targets;                            // last stage
   std::vector<SavedTensors> saved;           // per layer; empty when dropped for re-materialization
   Tensor output;                             // forward output awaiting SendActivation

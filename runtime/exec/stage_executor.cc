@@ -250,9 +250,20 @@ class StageExecutor::Step {
       return absl::FailedPreconditionError("the gradient of the stage output has not arrived");
     }
     if (mb.saved.empty()) {
-      RETURN_IF_ERROR(RunLayers(chunk, m, mb.input, mb.saved, /*replay=*/true).status());
+      ASSIGN_OR_RETURN(const Tensor input, LayerInput(mb.input));
+      RETURN_IF_ERROR(RunLayers(chunk, m, input, mb.saved, /*replay=*/true).status());
     }
     return absl::OkStatus();
+  }
+
+  // What the layers compute on: `input` (a stage input or a received gradient) itself, or an
+  // f32 copy of a bf16 one (exact).
+  absl::StatusOr<Tensor> LayerInput(const Tensor& input) {
+    if (input.dtype() != DType::kBF16) return input;
+    ASSIGN_OR_RETURN(Tensor wide,
+                     Tensor::Empty(res_.device, input.shape(), DType::kF32, input.memory_kind()));
+    RETURN_IF_ERROR(res_.device.ops().tensor.Cast(input, wide));
+    return wide;
   }
 
   // Backpropagates through the chunk's layers. With `split`, layers that split their backward
@@ -358,8 +369,9 @@ class StageExecutor::Step {
     if (!mb.input.defined()) {
       return absl::FailedPreconditionError("the micro-batch's input has not arrived");
     }
+    ASSIGN_OR_RETURN(Tensor input, LayerInput(mb.input));
     ASSIGN_OR_RETURN(Tensor output,
-                     RunLayers(op.chunk, op.micro_batch, mb.input, mb.saved, /*replay=*/false));
+                     RunLayers(op.chunk, op.micro_batch, input, mb.saved, /*replay=*/false));
     mb.forwarded = true;
     if (topology_.IsLast(At(op.chunk)) && plan_.forward_only()) {
       if (!mb.targets.defined()) {
@@ -385,7 +397,11 @@ class StageExecutor::Step {
       mb.input = Tensor();
       mb.saved.clear();
     } else if (!plan_.KeepsActivations(op.chunk, op.micro_batch)) {
+      // Re-materialized later from the input as received (a bf16 one is half the bytes).
       mb.saved.clear();
+    } else {
+      // The layers keep theirs: the f32 copy the first layer may hold serves as the input too.
+      mb.input = std::move(input);
     }
     RETURN_IF_ERROR(busy_.End());
     ReleaseIfDone(op);
@@ -440,7 +456,8 @@ class StageExecutor::Step {
   absl::Status Execute(const schedule::RecvGrad& op) {
     RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
-    ASSIGN_OR_RETURN(state->output_grad, transfers_.CompleteReceive(scope_.position()));
+    ASSIGN_OR_RETURN(const Tensor received, transfers_.CompleteReceive(scope_.position()));
+    ASSIGN_OR_RETURN(state->output_grad, LayerInput(received));
     return absl::OkStatus();
   }
 

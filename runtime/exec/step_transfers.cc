@@ -110,12 +110,7 @@ absl::StatusOr<Tensor> StepTransfers::CompleteReceive(size_t position) {
                         posted.key, posted.chunk, posted.peer, posted.buffer.bytes(),
                         posted.posted_ns, posted.done_ns);
   RETURN_IF_ERROR(PostReceivesUpTo(scope_.config().recv_lookahead));
-  if (posted.buffer.dtype() == DType::kF32) return std::move(posted.buffer);
-  // Narrow on the wire (bf16): the layers compute on f32.
-  ASSIGN_OR_RETURN(Tensor wide, Tensor::Empty(res_.device, posted.buffer.shape(), DType::kF32,
-                                              posted.buffer.memory_kind()));
-  RETURN_IF_ERROR(res_.device.ops().tensor.Cast(posted.buffer, wide));
-  return wide;
+  return std::move(posted.buffer);
 }
 
 absl::Status StepTransfers::StartSend(Tensor tensor, int peer, const TransferKey& key, int chunk) {

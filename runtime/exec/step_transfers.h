@@ -33,8 +33,9 @@ class StepTransfers {
   // Lets every posted receive progress between instructions (a transport may need that to start
   // the payload transfer); errors surface when the receive is consumed.
   void PollPostedReceives();
-  // Waits for the receive of the instruction at `position` and returns its tensor, then tops up
-  // the receives posted ahead.
+  // Waits for the receive of the instruction at `position` and returns its tensor as it came
+  // over the wire (ExecutorConfig::boundary_dtype: bf16 under training.precision BF16), then
+  // tops up the receives posted ahead.
   absl::StatusOr<Tensor> CompleteReceive(size_t position);
 
   // Sends `tensor` to `peer` under `key`; `chunk` is the sending chunk.

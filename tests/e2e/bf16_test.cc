@@ -41,6 +41,27 @@ class Bf16Test : public testing::EquivalenceHarness {
     return values;
   }
 
+  // Per line of a metrics file: the integer array "<key>":[...] (one entry per rank).
+  static std::vector<std::vector<int64_t>> RankMetric(const std::string& path,
+                                                      const std::string& key) {
+    std::ifstream in(path);
+    std::vector<std::vector<int64_t>> rows;
+    const std::string pattern = absl::StrCat("\"", key, "\":[");
+    for (std::string line; std::getline(in, line);) {
+      const size_t at = line.find(pattern);
+      if (at == std::string::npos) continue;
+      const size_t begin = at + pattern.size();
+      const size_t end = line.find(']', begin);
+      std::vector<int64_t> row;
+      for (absl::string_view entry : absl::StrSplit(line.substr(begin, end - begin), ',')) {
+        int64_t value = 0;
+        if (absl::SimpleAtoi(entry, &value)) row.push_back(value);
+      }
+      rows.push_back(std::move(row));
+    }
+    return rows;
+  }
+
   // Per line of a metrics file: the sum of the integer array "<key>":[...] (one entry per rank).
   static std::vector<int64_t> SummedMetric(const std::string& path, const std::string& key) {
     std::ifstream in(path);
@@ -144,6 +165,30 @@ TEST_F(Bf16Test, BoundaryTensorsTravelInHalfTheBytes) {
   for (size_t step = 0; step < fp32.size(); ++step) {
     EXPECT_GT(fp32[step], 0);
     EXPECT_EQ(2 * bf16[step], fp32[step]) << "step " << step;
+  }
+}
+
+TEST_F(Bf16Test, ReMaterializedStageInputsAreStashedInHalfTheBytes) {
+  // Under re-materialization stage 1 keeps only its M received inputs until their backward;
+  // they stay bf16 as received (the layers get an f32 copy while they run): half the stash of
+  // fp32, plus the one f32 copy in use.
+  constexpr int kMicroBatches = 8;
+  const std::string pipeline =
+      absl::StrCat("pipeline { remat: ALWAYS micro_batches: ", kMicroBatches, " }");
+  const std::string fp32_metrics = absl::StrCat(::testing::TempDir(), "/bf16_stash_fp32.jsonl");
+  const std::string bf16_metrics = absl::StrCat(::testing::TempDir(), "/bf16_stash_bf16.jsonl");
+  Train(2, {pipeline, absl::StrCat("runtime { metrics_out: \"", fp32_metrics, "\" }")});
+  Train(2, {kBf16, pipeline, absl::StrCat("runtime { metrics_out: \"", bf16_metrics, "\" }")});
+  const std::vector<std::vector<int64_t>> fp32 = RankMetric(fp32_metrics, "peak_boundary_bytes");
+  const std::vector<std::vector<int64_t>> bf16 = RankMetric(bf16_metrics, "peak_boundary_bytes");
+  ASSERT_EQ(fp32.size(), 4u);
+  ASSERT_EQ(bf16.size(), fp32.size());
+  for (size_t step = 0; step < fp32.size(); ++step) {
+    ASSERT_EQ(fp32[step].size(), 2u);
+    ASSERT_EQ(bf16[step].size(), 2u);
+    const int64_t input_bytes = fp32[step][1] / kMicroBatches;  // one f32 stage input
+    EXPECT_GT(input_bytes, 0);
+    EXPECT_LE(bf16[step][1], fp32[step][1] / 2 + input_bytes) << "step " << step;
   }
 }
 

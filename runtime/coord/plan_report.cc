@@ -99,8 +99,9 @@ absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
   const int64_t micro_batch_size = MicroBatchSize(plan.plan);
   ASSIGN_OR_RETURN(const std::vector<PartBytes> parts,
                    MeasurePartBytes(plan, registry, micro_batch_size));
-  out.activations =
-      PredictActivationMemory(out.program, parts, pipeline.remat(), kDefaultRecvLookahead);
+  out.activations = PredictActivationMemory(
+      out.program, parts, pipeline.remat(), kDefaultRecvLookahead,
+      plan.plan.training().precision() == pb::BF16 ? DType::kBF16 : DType::kF32);
   out.parameter_bytes.assign(pipeline.stages(), 0);
   const int state = OptimizerStateFactor(plan.plan.training().optimizer());
   for (const StageInfo& part : plan.stages) {
@@ -137,8 +138,9 @@ absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
       prediction.simulation.makespan, TimedInMs(plan.plan) ? " ms" : "",
       Percent(prediction.simulation.bubble_fraction),
       Percent(static_cast<double>(stages - 1) / (pipeline.micro_batches() + stages - 1)));
-  absl::StrAppend(&out, "\npredicted peak memory per stage (fp32, remat ",
-                  pb::Remat_Name(pipeline.remat()),
+  absl::StrAppend(&out, "\npredicted peak memory per stage (",
+                  plan.plan.training().precision() == pb::BF16 ? "bf16 boundary tensors" : "fp32",
+                  ", remat ", pb::Remat_Name(pipeline.remat()),
                   "; live = most micro-batches forwarded and not yet backwarded)\n");
   absl::StrAppendFormat(&out, "%-6s %6s %6s %13s %13s %13s %13s %13s\n", "stage", "live", "bubble",
                         "parameters", "boundary", "activation", "boundary_grad", "total");

@@ -90,6 +90,7 @@ PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size) {
 // What one (chunk, micro-batch) holds right now.
 struct Held {
   int64_t input = 0;
+  int64_t input_copy = 0;  // the f32 copy of a bf16 stage input that a re-materialization made
   int64_t saved = 0;
   int64_t output = 0;
   int64_t output_grad = 0;
@@ -100,13 +101,14 @@ struct Held {
 class StageReplay {
  public:
   StageReplay(const schedule::Program& program, int stage, const std::vector<PartBytes>& parts,
-              pb::Remat remat, int lookahead)
+              pb::Remat remat, int lookahead, bool narrow_boundaries)
       : program_(program),
         stage_(stage),
         parts_(parts),
         topology_(program.topology()),
         plan_(program.stage_programs[stage], program.chunks, program.micro_batches, remat),
-        lookahead_(lookahead) {}
+        lookahead_(lookahead),
+        narrow_(narrow_boundaries) {}
 
   StageActivationMemory Run() {
     const auto& instructions = program_.stage_programs[stage_].instructions;
@@ -125,6 +127,8 @@ class StageReplay {
   }
 
   const PartBytes& Part(int chunk) const { return parts_[topology_.VirtualStage({stage_, chunk})]; }
+  // Bytes of a boundary tensor of `f32_bytes` as it travels.
+  int64_t Wire(int64_t f32_bytes) const { return narrow_ ? f32_bytes / 2 : f32_bytes; }
   int64_t Key(int chunk, int m) const {
     return static_cast<int64_t>(chunk) * program_.micro_batches + m;
   }
@@ -143,9 +147,9 @@ class StageReplay {
           program_.stage_programs[stage_].instructions[receives_[next_post_]];
       const int chunk = schedule::ChunkOf(r);
       if (std::holds_alternative<schedule::RecvActivation>(r)) {
-        now_.boundary += Part(chunk).input;
+        now_.boundary += Wire(Part(chunk).input);
       } else {
-        now_.boundary_grad += Part(chunk).output;
+        now_.boundary_grad += Wire(Part(chunk).output);
       }
       ++next_post_;
       ++posted_ahead_;
@@ -166,16 +170,24 @@ class StageReplay {
         now_.boundary += part.input;
       }
     } else if (std::holds_alternative<schedule::RecvActivation>(instruction)) {
-      held.input = part.input;  // the buffer posted earlier
+      held.input = Wire(part.input);  // the buffer posted earlier
       --posted_ahead_;
       PostUpTo();
     } else if (std::holds_alternative<schedule::RecvGrad>(instruction)) {
       held.output_grad = part.output;
       --posted_ahead_;
       PostUpTo();
+      if (narrow_) {  // then widened to f32 beside the received buffer, which is then freed
+        now_.boundary_grad += part.output;
+        Note();
+        now_.boundary_grad -= Wire(part.output);
+      }
     } else if (std::holds_alternative<schedule::Forward>(instruction)) {
       const bool keep = plan_.KeepsActivations(c, *m);
       const int64_t built = plan_.forward_only() ? 0 : part.saved;
+      // A bf16 stage input: the layers run on an f32 copy.
+      const int64_t copy = held.input < part.input ? part.input : 0;
+      now_.boundary += copy;
       now_.activation += built + part.output;  // built during the forward
       if (topology_.IsLast(at) && !plan_.forward_only()) {
         held.output_grad = part.output;  // the loss gradient
@@ -195,10 +207,20 @@ class StageReplay {
         held.output = part.output - output_kept;  // freed by the send
       }
       if (plan_.forward_only()) {
-        now_.boundary -= held.input;
+        now_.boundary -= held.input + copy;
         held.input = 0;
+      } else if (keep && copy > 0) {  // the f32 copy replaces the bf16 input
+        now_.boundary -= held.input;
+        held.input = copy;
+      } else {
+        now_.boundary -= copy;
       }
     } else if (std::holds_alternative<schedule::SendActivation>(instruction)) {
+      if (narrow_) {  // the bf16 copy sent
+        now_.activation += Wire(held.output);
+        Note();
+        now_.activation -= Wire(held.output);
+      }
       now_.activation -= held.output;
       held.output = 0;
     } else if (std::holds_alternative<schedule::Backward>(instruction) ||
@@ -207,6 +229,10 @@ class StageReplay {
       if (held.saved == 0) {  // re-materialization rebuilds them
         held.saved = part.saved + (part.output_saved ? part.output : 0);
         now_.activation += held.saved;
+        if (held.input < part.input) {  // from an f32 copy of the bf16 input
+          held.input_copy = part.input;
+          now_.boundary += part.input;
+        }
       }
       if (split) {  // what the weight half will read, built up during the backward
         held.deferred = part.deferred;
@@ -227,6 +253,11 @@ class StageReplay {
       }
       Note();
       if (!split || !part.input_deferred) {
+        now_.boundary -= held.input + held.input_copy;
+        held.input = 0;
+        held.input_copy = 0;
+      } else if (held.input_copy > 0) {
+        // The weight half reads the f32 copy its layer saved; the bf16 input goes now.
         now_.boundary -= held.input;
         held.input = 0;
       }
@@ -235,9 +266,15 @@ class StageReplay {
       held.deferred = 0;
       now_.boundary_grad -= held.output_grad;
       held.output_grad = 0;
-      now_.boundary -= held.input;
+      now_.boundary -= held.input + held.input_copy;
       held.input = 0;
+      held.input_copy = 0;
     } else if (std::holds_alternative<schedule::SendGrad>(instruction)) {
+      if (narrow_) {  // the bf16 copy sent
+        now_.boundary_grad += Wire(held.input_grad);
+        Note();
+        now_.boundary_grad -= Wire(held.input_grad);
+      }
       now_.boundary_grad -= held.input_grad;
       held.input_grad = 0;
     }
@@ -250,6 +287,7 @@ class StageReplay {
   const schedule::Topology topology_;
   const MicroBatchPlan plan_;
   const int lookahead_;
+  const bool narrow_;  // boundary tensors travel as bf16
   std::vector<size_t> receives_;
   size_t next_post_ = 0;
   int posted_ahead_ = 0;
@@ -278,10 +316,13 @@ absl::StatusOr<std::vector<PartBytes>> MeasurePartBytes(const AnalyzedPlan& plan
 
 std::vector<StageActivationMemory> PredictActivationMemory(const schedule::Program& program,
                                                            const std::vector<PartBytes>& parts,
-                                                           pb::Remat remat, int recv_lookahead) {
+                                                           pb::Remat remat, int recv_lookahead,
+                                                           DType boundary_dtype) {
   std::vector<StageActivationMemory> out;
   for (int s = 0; s < program.stages; ++s) {
-    out.push_back(StageReplay(program, s, parts, remat, recv_lookahead).Run());
+    out.push_back(
+        StageReplay(program, s, parts, remat, recv_lookahead, boundary_dtype == DType::kBF16)
+            .Run());
   }
   return out;
 }

@@ -13,6 +13,11 @@
 //   boundary_grad  dL/d(stage output) from its receive buffer (or the loss) until the backward
 //                  (until BackwardWeight when the last layer splits), and dL/d(stage input)
 //                  from the backward until its SendGrad.
+// Under bf16 boundaries (training.precision BF16) receive buffers and sent copies are bf16 (half
+// the bytes); a received gradient is widened to f32 at its RecvGrad; a received stage input stays
+// bf16 while the micro-batch's activations are dropped for re-materialization, an f32 copy living
+// through each Forward and re-materializing backward (until BackwardWeight when the first layer
+// keeps it for its weight half), and is replaced by its f32 copy at its Forward otherwise.
 // Sends are taken to complete at their instruction. The peaks are of held memory at instruction
 // boundaries plus the activations a Forward or a re-materializing backward builds; temporaries
 // inside one layer (an output about to be replaced, a gradient being formed) are not modelled,
@@ -26,6 +31,7 @@
 #include "absl/status/statusor.h"
 #include "layers/registry.h"
 #include "proto/plan.pb.h"
+#include "runtime/core/dtype.h"
 #include "runtime/plan/analyzed_plan.h"
 #include "runtime/schedule/program.h"
 
@@ -62,10 +68,12 @@ absl::StatusOr<std::vector<PartBytes>> MeasurePartBytes(const AnalyzedPlan& plan
                                                         const LayerRegistry& registry,
                                                         int64_t micro_batch_size);
 
-// Per stage. `parts` has program.stages * program.chunks entries (index = virtual stage).
+// Per stage. `parts` has program.stages * program.chunks entries (index = virtual stage), in
+// f32 bytes; `boundary_dtype` is what boundary tensors travel as (kF32 or kBF16).
 std::vector<StageActivationMemory> PredictActivationMemory(const schedule::Program& program,
                                                            const std::vector<PartBytes>& parts,
-                                                           pb::Remat remat, int recv_lookahead);
+                                                           pb::Remat remat, int recv_lookahead,
+                                                           DType boundary_dtype);
 
 }  // namespace gpipe
 

@@ -26,12 +26,14 @@ constexpr int kMicroBatchSize = 4;
 // stages, or on 2 stages x 2 chunks when interleaved.
 int StagesOf(const std::string& schedule) { return schedule == "INTERLEAVED_1F1B" ? 2 : kStages; }
 
-std::vector<std::string> Overrides(const std::string& schedule, const std::string& remat) {
+std::vector<std::string> Overrides(const std::string& schedule, const std::string& remat,
+                                   const std::string& precision) {
   const bool interleaved = schedule == "INTERLEAVED_1F1B";
   return {absl::StrCat("pipeline { micro_batches: ", kMicroBatches,
                        " boundaries: ['fc2', 'act2', 'fc3'] schedule: ", schedule,
                        " remat: ", remat, " virtual_stages: ", interleaved ? 2 : 1, " }"),
-          absl::StrCat("training { global_batch: ", kMicroBatches * kMicroBatchSize, " steps: 2 }"),
+          absl::StrCat("training { global_batch: ", kMicroBatches * kMicroBatchSize,
+                       " steps: 2 precision: ", precision, " }"),
           "data { synthetic { num_samples: 128 } }"};
 }
 
@@ -40,8 +42,9 @@ struct Prediction {
   PartBytes stage0;
 };
 
-Prediction Predict(const std::string& schedule, const std::string& remat) {
-  std::vector<std::string> overrides = Overrides(schedule, remat);
+Prediction Predict(const std::string& schedule, const std::string& remat,
+                   const std::string& precision = "FP32") {
+  std::vector<std::string> overrides = Overrides(schedule, remat, precision);
   overrides.push_back(absl::StrCat("pipeline { stages: ", StagesOf(schedule), " }"));
   auto loaded = ParsePlanText(testing::kPlan, "memory-test.pbtxt", ".", overrides);
   EXPECT_TRUE(loaded.ok()) << loaded.status();
@@ -54,7 +57,9 @@ Prediction Predict(const std::string& schedule, const std::string& remat) {
   EXPECT_TRUE(program.ok()) << program.status();
   auto parts = MeasurePartBytes(*analyzed, registry, kMicroBatchSize);
   EXPECT_TRUE(parts.ok()) << parts.status();
-  return {PredictActivationMemory(*program, *parts, pipeline.remat(), /*recv_lookahead=*/2),
+  return {PredictActivationMemory(
+              *program, *parts, pipeline.remat(), /*recv_lookahead=*/2,
+              analyzed->plan.training().precision() == pb::BF16 ? DType::kBF16 : DType::kF32),
           parts->front()};
 }
 
@@ -65,9 +70,10 @@ struct Measured {
 };
 
 // Per stage.
-std::vector<Measured> RunStages(const std::string& schedule, const std::string& remat) {
-  const testing::PipelineRun run =
-      testing::RunPipeline({.stages = StagesOf(schedule), .overrides = Overrides(schedule, remat)});
+std::vector<Measured> RunStages(const std::string& schedule, const std::string& remat,
+                                const std::string& precision = "FP32") {
+  const testing::PipelineRun run = testing::RunPipeline(
+      {.stages = StagesOf(schedule), .overrides = Overrides(schedule, remat, precision)});
   testing::ExpectSucceeded(run);
   std::vector<Measured> out;
   for (size_t s = 0; s < run.peak_boundary.size(); ++s) {
@@ -82,33 +88,38 @@ Measured RunStage0(const std::string& schedule, const std::string& remat) {
 
 TEST(MemoryTest, PeaksFollowTheScheduleAndMatchThePrediction) {
   struct Case {
-    std::string schedule, remat;
+    std::string schedule, remat, precision;
   };
   std::vector<Case> cases;
-  for (const char* schedule :
-       {"GPIPE", "ONE_F_ONE_B", "INTERLEAVED_1F1B", "ZERO_BUBBLE_H1", "ZERO_BUBBLE_H2"}) {
-    for (const char* remat : {"NEVER", "EXCEPT_LAST", "ALWAYS"}) cases.push_back({schedule, remat});
+  // BF16: boundary tensors travel as bf16, stashed inputs stay bf16 under re-materialization.
+  for (const char* precision : {"FP32", "BF16"}) {
+    for (const char* schedule :
+         {"GPIPE", "ONE_F_ONE_B", "INTERLEAVED_1F1B", "ZERO_BUBBLE_H1", "ZERO_BUBBLE_H2"}) {
+      for (const char* remat : {"NEVER", "EXCEPT_LAST", "ALWAYS"}) {
+        cases.push_back({schedule, remat, precision});
+      }
+    }
   }
   std::printf(
       "K=%d (interleaved: 2 x 2 chunks), M=%d micro-batches of %d samples; bytes "
       "measured/predicted\n",
       kStages, kMicroBatches, kMicroBatchSize);
-  std::printf("%-17s %-12s %5s %15s %15s %15s\n", "schedule", "remat", "stage", "boundary",
-              "activation", "boundary_grad");
+  std::printf("%-17s %-12s %-5s %5s %15s %15s %15s\n", "schedule", "remat", "prec", "stage",
+              "boundary", "activation", "boundary_grad");
   for (const Case& c : cases) {
-    SCOPED_TRACE(c.schedule + " " + c.remat);
-    const Prediction predicted = Predict(c.schedule, c.remat);
-    const std::vector<Measured> measured = RunStages(c.schedule, c.remat);
+    SCOPED_TRACE(c.schedule + " " + c.remat + " " + c.precision);
+    const Prediction predicted = Predict(c.schedule, c.remat, c.precision);
+    const std::vector<Measured> measured = RunStages(c.schedule, c.remat, c.precision);
     ASSERT_EQ(measured.size(), predicted.stages.size());
     for (size_t s = 0; s < measured.size(); ++s) {
       SCOPED_TRACE(absl::StrCat("stage ", s));
       const StageActivationMemory& p = predicted.stages[s];
       const Measured& m = measured[s];
-      std::printf("%-17s %-12s %5zu %7lld/%-7lld %7lld/%-7lld %7lld/%-7lld\n", c.schedule.c_str(),
-                  c.remat.c_str(), s, static_cast<long long>(m.boundary),
-                  static_cast<long long>(p.boundary), static_cast<long long>(m.activation),
-                  static_cast<long long>(p.activation), static_cast<long long>(m.boundary_grad),
-                  static_cast<long long>(p.boundary_grad));
+      std::printf("%-17s %-12s %-5s %5zu %7lld/%-7lld %7lld/%-7lld %7lld/%-7lld\n",
+                  c.schedule.c_str(), c.remat.c_str(), c.precision.c_str(), s,
+                  static_cast<long long>(m.boundary), static_cast<long long>(p.boundary),
+                  static_cast<long long>(m.activation), static_cast<long long>(p.activation),
+                  static_cast<long long>(m.boundary_grad), static_cast<long long>(p.boundary_grad));
       // Boundary and boundary-gradient tensors are whole micro-batches: exact.
       EXPECT_EQ(m.boundary, p.boundary);
       EXPECT_EQ(m.boundary_grad, p.boundary_grad);
@@ -160,8 +171,8 @@ TEST(MemoryTest, ViewsAndCompositesMatchThePrediction) {
       // counted) and nothing for flatten.
       EXPECT_TRUE(parts->front().output_saved);
       EXPECT_EQ(parts->front().saved, 0);
-      const std::vector<StageActivationMemory> predicted =
-          PredictActivationMemory(*program, *parts, pipeline.remat(), /*recv_lookahead=*/2);
+      const std::vector<StageActivationMemory> predicted = PredictActivationMemory(
+          *program, *parts, pipeline.remat(), /*recv_lookahead=*/2, DType::kF32);
       const testing::PipelineRun run =
           testing::RunPipeline({.stages = 2, .overrides = overrides});
       testing::ExpectSucceeded(run);

@@ -250,7 +250,7 @@ class StageExecutor::Step {
       return absl::FailedPreconditionError("the gradient of the stage output has not arrived");
     }
     if (mb.saved.empty()) {
-      ASSIGN_OR_RETURN(const Tensor input, LayerInput(mb.input));
+      ASSIGN_OR_RETURN(const Tensor input, Widened(mb.input));
       RETURN_IF_ERROR(RunLayers(chunk, m, input, mb.saved, /*replay=*/true).status());
     }
     return absl::OkStatus();
@@ -258,7 +258,7 @@ class StageExecutor::Step {
 
   // What the layers compute on: `input` (a stage input or a received gradient) itself, or an
   // f32 copy of a bf16 one (exact).
-  absl::StatusOr<Tensor> LayerInput(const Tensor& input) {
+  absl::StatusOr<Tensor> Widened(const Tensor& input) {
     if (input.dtype() != DType::kBF16) return input;
     ASSIGN_OR_RETURN(Tensor wide,
                      Tensor::Empty(res_.device, input.shape(), DType::kF32, input.memory_kind()));
@@ -369,7 +369,7 @@ class StageExecutor::Step {
     if (!mb.input.defined()) {
       return absl::FailedPreconditionError("the micro-batch's input has not arrived");
     }
-    ASSIGN_OR_RETURN(Tensor input, LayerInput(mb.input));
+    ASSIGN_OR_RETURN(Tensor input, Widened(mb.input));
     ASSIGN_OR_RETURN(Tensor output,
                      RunLayers(op.chunk, op.micro_batch, input, mb.saved, /*replay=*/false));
     mb.forwarded = true;
@@ -457,7 +457,7 @@ class StageExecutor::Step {
     RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
     ASSIGN_OR_RETURN(MicroBatch * state, State(op));
     ASSIGN_OR_RETURN(const Tensor received, transfers_.CompleteReceive(scope_.position()));
-    ASSIGN_OR_RETURN(state->output_grad, LayerInput(received));
+    ASSIGN_OR_RETURN(state->output_grad, Widened(received));
     return absl::OkStatus();
   }
 

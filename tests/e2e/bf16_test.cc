@@ -64,19 +64,10 @@ class Bf16Test : public testing::EquivalenceHarness {
 
   // Per line of a metrics file: the sum of the integer array "<key>":[...] (one entry per rank).
   static std::vector<int64_t> SummedMetric(const std::string& path, const std::string& key) {
-    std::ifstream in(path);
     std::vector<int64_t> sums;
-    const std::string pattern = absl::StrCat("\"", key, "\":[");
-    for (std::string line; std::getline(in, line);) {
-      const size_t at = line.find(pattern);
-      if (at == std::string::npos) continue;
-      const size_t begin = at + pattern.size();
-      const size_t end = line.find(']', begin);
+    for (const std::vector<int64_t>& row : RankMetric(path, key)) {
       int64_t sum = 0;
-      for (absl::string_view entry : absl::StrSplit(line.substr(begin, end - begin), ',')) {
-        int64_t value = 0;
-        if (absl::SimpleAtoi(entry, &value)) sum += value;
-      }
+      for (int64_t value : row) sum += value;
       sums.push_back(sum);
     }
     return sums;

@@ -90,7 +90,8 @@ PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size) {
 // What one (chunk, micro-batch) holds right now.
 struct Held {
   int64_t input = 0;
-  int64_t input_copy = 0;  // the f32 copy of a bf16 stage input that a re-materialization made
+  bool input_bf16 = false;  // `input` is a received bf16 stage input
+  int64_t input_copy = 0;   // the f32 copy of a bf16 stage input that a re-materialization made
   int64_t saved = 0;
   int64_t output = 0;
   int64_t output_grad = 0;
@@ -171,6 +172,7 @@ class StageReplay {
       }
     } else if (std::holds_alternative<schedule::RecvActivation>(instruction)) {
       held.input = Wire(part.input);  // the buffer posted earlier
+      held.input_bf16 = narrow_;
       --posted_ahead_;
       PostUpTo();
     } else if (std::holds_alternative<schedule::RecvGrad>(instruction)) {
@@ -186,7 +188,7 @@ class StageReplay {
       const bool keep = plan_.KeepsActivations(c, *m);
       const int64_t built = plan_.forward_only() ? 0 : part.saved;
       // A bf16 stage input: the layers run on an f32 copy.
-      const int64_t copy = held.input < part.input ? part.input : 0;
+      const int64_t copy = held.input_bf16 ? part.input : 0;
       now_.boundary += copy;
       now_.activation += built + part.output;  // built during the forward
       if (topology_.IsLast(at) && !plan_.forward_only()) {
@@ -209,9 +211,10 @@ class StageReplay {
       if (plan_.forward_only()) {
         now_.boundary -= held.input + copy;
         held.input = 0;
-      } else if (keep && copy > 0) {  // the f32 copy replaces the bf16 input
+      } else if (keep && held.input_bf16) {  // the f32 copy replaces the bf16 input
         now_.boundary -= held.input;
         held.input = copy;
+        held.input_bf16 = false;
       } else {
         now_.boundary -= copy;
       }
@@ -229,7 +232,7 @@ class StageReplay {
       if (held.saved == 0) {  // re-materialization rebuilds them
         held.saved = part.saved + (part.output_saved ? part.output : 0);
         now_.activation += held.saved;
-        if (held.input < part.input) {  // from an f32 copy of the bf16 input
+        if (held.input_bf16) {  // from an f32 copy of the bf16 input
           held.input_copy = part.input;
           now_.boundary += part.input;
         }

@@ -93,14 +93,30 @@ dnnl::primitive_attr UserScratchpad() {
 
 }  // namespace
 
+CpuConvOps::GeometryKey CpuConvOps::KeyOf(const Conv2dGeometry& g, int64_t a, int64_t b) {
+  return {g.batch,
+          g.in_channels,
+          g.in_h,
+          g.in_w,
+          g.out_channels,
+          g.out_h,
+          g.out_w,
+          g.kernel_h,
+          g.kernel_w,
+          g.stride_h,
+          g.stride_w,
+          g.padding_h,
+          g.padding_w,
+          g.dilation_h,
+          g.dilation_w,
+          g.groups,
+          a,
+          b};
+}
+
 CpuConvOps::Primitives& CpuConvOps::PrimitivesFor(const Conv2dGeometry& g, bool with_bias,
                                                   ProductPrecision precision) const {
-  const GeometryKey key = {g.batch,     g.in_channels,     g.in_h,
-                           g.in_w,      g.out_channels,    g.out_h,
-                           g.out_w,     g.kernel_h,        g.kernel_w,
-                           g.stride_h,  g.stride_w,        g.padding_h,
-                           g.padding_w, g.dilation_h,      g.dilation_w,
-                           g.groups,    with_bias ? 1 : 0, static_cast<int64_t>(precision)};
+  const GeometryKey key = KeyOf(g, with_bias ? 1 : 0, static_cast<int64_t>(precision));
   auto found = cache_.find(key);
   if (found != cache_.end()) return found->second;
   Primitives p;
@@ -151,24 +167,7 @@ CpuConvOps::Primitives& CpuConvOps::BackwardWeightsFor(const Conv2dGeometry& g,
 }
 
 bool CpuConvOps::NativeBf16(const Conv2dGeometry& g, Direction direction, bool with_bias) const {
-  const GeometryKey key = {g.batch,
-                           g.in_channels,
-                           g.in_h,
-                           g.in_w,
-                           g.out_channels,
-                           g.out_h,
-                           g.out_w,
-                           g.kernel_h,
-                           g.kernel_w,
-                           g.stride_h,
-                           g.stride_w,
-                           g.padding_h,
-                           g.padding_w,
-                           g.dilation_h,
-                           g.dilation_w,
-                           g.groups,
-                           static_cast<int64_t>(direction),
-                           with_bias ? 1 : 0};
+  const GeometryKey key = KeyOf(g, static_cast<int64_t>(direction), with_bias ? 1 : 0);
   if (auto found = native_bf16_.find(key); found != native_bf16_.end()) return found->second;
   bool native = false;
   try {

@@ -50,6 +50,8 @@ class CpuConvOps final : public ConvOps {
   // (or, for native_bf16_, the direction and whether the forward adds a bias).
   using GeometryKey = std::array<int64_t, 18>;
   enum class Direction : int { kForward, kBackwardData, kBackwardWeights };
+  // Every field of `g`, then `a` and `b`.
+  static GeometryKey KeyOf(const Conv2dGeometry& g, int64_t a, int64_t b);
   // The primitives of one geometry, each created on first use (the forward descriptor is the
   // hint the backward ones are created from). Their scratchpads are user-provided.
   struct Primitives {

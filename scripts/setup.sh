@@ -5,6 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config
+  ccache               # the compiler cache CMake uses when present (GPIPE_CCACHE)
   libopenmpi-dev openmpi-bin
   libprotobuf-dev protobuf-compiler
   libabsl-dev

@@ -44,6 +44,9 @@ constexpr char kUsage[] =
     "                        i.e. when SLURM_JOB_ID is set; mpirun elsewhere)\n"
     "  --launcher-arg ARG    extra argument for the launcher (repeatable), e.g. --hostfile\n"
     "  --dry-run             print the command (arguments joined by spaces, unquoted)\n"
+    "  --verbose             keep the launcher's own report of a failed job (mpirun's\n"
+    "                        \"Primary job terminated normally ...\" banner; left out by\n"
+    "                        default: the ranks' error lines say what failed)\n"
     "  worker flags          --override TEXT (repeatable), --metrics-out FILE, --trace FILE,\n"
     "                        --init-from FILE, --export FILE, --resume CKPT,\n"
     "                        --startup-timeout SEC\n"
@@ -117,6 +120,7 @@ int main(int argc, char** argv) {
                                   {"launcher"},
                                   {"launcher-arg", true, true},
                                   {"dry-run", false},
+                                  {"verbose", false},
                                   {"help", false},
                                   {"override", true, true},
                                   {"metrics-out"},
@@ -182,6 +186,7 @@ int main(int argc, char** argv) {
   request.worker_argv = std::move(worker);
   request.as_root = ::geteuid() == 0;
   request.local_cpus = std::thread::hardware_concurrency();
+  request.quiet_launcher = !flags->Has("verbose");
   auto launch = gpipe::BuildLaunchCommand(request, gpipe::ProcessEnvironment());
   if (!launch.ok()) return Fail(std::string(launch.status().message()));
   for (const std::string& note : launch->notes)
@@ -192,5 +197,15 @@ int main(int argc, char** argv) {
     std::printf("%s\n", absl::StrJoin(command, " ").c_str());
     return 0;
   }
-  return RunLauncher(command);
+  const int exit_code = RunLauncher(command);
+  // A quiet mpirun says nothing when a rank dies by a signal (gpipe's own failures print their
+  // error lines on the ranks); its exit code carries the signal.
+  if (request.quiet_launcher && launch->launcher == "mpirun" && exit_code > 128 &&
+      exit_code < 128 + NSIG) {
+    std::fprintf(stderr,
+                 "gpipe-run: the job failed with exit code %d: a rank (or mpirun) was ended by "
+                 "signal %d (%s); --verbose shows mpirun's own report\n",
+                 exit_code, exit_code - 128, ::strsignal(exit_code - 128));
+  }
+  return exit_code;
 }

@@ -102,6 +102,22 @@ TEST(LaunchFailureTest, GpipeRunPropagatesTheJobExitCode) {
   EXPECT_EQ(failed.exit_code, 1) << failed.output;
   EXPECT_TRUE(absl::StrContains(failed.output, "/nonexistent.safetensors: no such file"))
       << failed.output;
+  // gpipe's lines, not Open MPI's "Primary job terminated normally ... aborted" banner.
+  EXPECT_FALSE(absl::StrContains(failed.output, "Primary job")) << failed.output;
+  EXPECT_FALSE(absl::StrContains(failed.output, "-------------")) << failed.output;
+}
+
+TEST(LaunchFailureTest, GpipeRunKeepsTheLaunchersReportOnlyWhenVerbose) {
+  const std::string plan = testing::SourcePath("tests/e2e/testdata/four_stages.pbtxt");
+  const testing::ProcessResult quiet =
+      testing::RunProcess({testing::BinPath("gpipe-run"), "--dry-run", plan}, 30);
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.output;
+  EXPECT_TRUE(absl::StrContains(quiet.output, " --quiet ")) << quiet.output;
+  const testing::ProcessResult verbose =
+      testing::RunProcess({testing::BinPath("gpipe-run"), "--dry-run", "--verbose", plan}, 30);
+  EXPECT_EQ(verbose.exit_code, 0) << verbose.output;
+  EXPECT_TRUE(absl::StrContains(verbose.output, "mpirun --stdin none -np 4")) << verbose.output;
+  EXPECT_FALSE(absl::StrContains(verbose.output, "--quiet")) << verbose.output;
 }
 
 TEST(LaunchFailureTest, MidStepFailureStopsEveryRankWithTheFailingRanksContext) {

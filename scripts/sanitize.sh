@@ -7,7 +7,8 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
   -DCMAKE_CXX_COMPILER=clang++ -DGPIPE_SANITIZE=address,undefined -DGPIPE_FUZZ=ON \
-  -DGPIPE_CUDA=OFF -DGPIPE_BUILD_BENCH=OFF -DGPIPE_BUILD_TESTS=ON
+  -DGPIPE_CUDA=OFF -DGPIPE_BUILD_BENCH=OFF -DGPIPE_BUILD_TESTS=ON -DGPIPE_BUILD_E2E_TESTS=OFF \
+  -DGPIPE_BUILD_EXAMPLES=OFF
 cmake --build build-sanitize -j "$(nproc)"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Open MPI and protobuf keep allocations until exit by design: leaks are not checked.

@@ -1,9 +1,9 @@
 // DataChannel: moves boundary tensors (activations forward, gradients backward) between stage
 // ranks, and sums gradients across data-parallel replicas. Implementations: MPI
 // (mpi_data_channel.h, host tensors; host_staged_data_channel.h puts device tensors on it) and
-// NCCL (nccl/nccl_data_channel.h, GPU tensors). Transfers are asynchronous: Send/Recv return a
-// handle that completes later; every wait has a deadline and gives up early when the job is
-// aborting.
+// NCCL (nccl/nccl_data_channel.h, GPU tensors); the SIM backend has its own (headers only).
+// Transfers are asynchronous: Send/Recv return a handle that completes later; every wait has a
+// deadline and gives up early when the job is aborting.
 //
 // Each transfer carries a header (step, micro-batch, kind, chunk, dtype, shape) that the
 // receiver checks against what it expected; a mismatch is an error naming both sides.

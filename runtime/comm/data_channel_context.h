@@ -1,6 +1,7 @@
-// DataChannelContext: what an MpiDataChannel shares with the transfer handles it gives out: its
-// private communicator, the abort poller, the clock and the requests abandoned after failures.
-// Shared ownership, so a handle that outlives its channel stays safe. Internal to comm/.
+// DataChannelContext: what an MPI-based channel (MpiDataChannel, the NCCL channel's bootstrap, the
+// SIM backend's headers-only channel) shares with the transfer handles it gives out: its private
+// communicator, the abort poller, the clock and the requests abandoned after failures. Shared
+// ownership, so a handle that outlives its channel stays safe.
 // Thread-compatible: one thread drives the channel and its handles.
 #ifndef GPIPE_RUNTIME_COMM_DATA_CHANNEL_CONTEXT_H_
 #define GPIPE_RUNTIME_COMM_DATA_CHANNEL_CONTEXT_H_

@@ -10,8 +10,7 @@
 namespace gpipe {
 
 absl::StatusOr<std::unique_ptr<MpiDataChannel>> MpiDataChannel::Create(
-    MPI_Comm world, AbortPoller abort_poller, const Clock* clock, absl::Duration setup_timeout,
-    MpiDataChannelOptions options) {
+    MPI_Comm world, AbortPoller abort_poller, const Clock* clock, absl::Duration setup_timeout) {
   RealClock real_clock;
   const Clock& time = clock != nullptr ? *clock : real_clock;
   ASSIGN_OR_RETURN(PrivateCommunicator private_comm,
@@ -20,19 +19,12 @@ absl::StatusOr<std::unique_ptr<MpiDataChannel>> MpiDataChannel::Create(
   auto context = std::make_shared<DataChannelContext>(
       private_comm.comm, private_comm.rank, private_comm.size, private_comm.tag_upper_bound,
       std::move(abort_poller), clock);
-  return std::unique_ptr<MpiDataChannel>(
-      new MpiDataChannel(std::move(context), std::move(options)));
+  return std::unique_ptr<MpiDataChannel>(new MpiDataChannel(std::move(context)));
 }
 
 absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Send(const Tensor& tensor,
                                                                      int peer_rank,
                                                                      const TransferKey& key) {
-  if (options_.headers_only) {
-    ASSIGN_OR_RETURN(
-        std::unique_ptr<MpiHeaderSendHandle> handle,
-        MpiHeaderSendHandle::Start(context_, tensor, peer_rank, key, options_.transfer_time));
-    return std::unique_ptr<TransferHandle>(std::move(handle));
-  }
   ASSIGN_OR_RETURN(std::unique_ptr<MpiSendHandle> handle,
                    MpiSendHandle::Start(context_, tensor, peer_rank, key));
   return std::unique_ptr<TransferHandle>(std::move(handle));
@@ -40,12 +32,6 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Send(const Tenso
 
 absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Recv(Tensor& tensor, int peer_rank,
                                                                      const TransferKey& key) {
-  if (options_.headers_only) {
-    ASSIGN_OR_RETURN(
-        std::unique_ptr<MpiHeaderRecvHandle> handle,
-        MpiHeaderRecvHandle::Start(context_, tensor, peer_rank, key, options_.transfer_time));
-    return std::unique_ptr<TransferHandle>(std::move(handle));
-  }
   ASSIGN_OR_RETURN(std::unique_ptr<MpiRecvHandle> handle,
                    MpiRecvHandle::Start(context_, tensor, peer_rank, key));
   return std::unique_ptr<TransferHandle>(std::move(handle));
@@ -54,11 +40,6 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> MpiDataChannel::Recv(Tensor& ten
 absl::StatusOr<std::unique_ptr<ReduceGroup>> MpiDataChannel::CreateReduceGroup(
     std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
     absl::Time deadline) {
-  if (options_.headers_only && group_ranks.size() > 1) {
-    return absl::FailedPreconditionError(
-        "a headers-only data channel moves no payload and cannot all-reduce; the simulated "
-        "device's channel models the all-reduce instead");
-  }
   return MpiReduceGroup::Create(context_, group_setup_, group_ranks, std::move(buckets), deadline);
 }
 

@@ -19,21 +19,9 @@
 #include "runtime/comm/data_channel.h"
 #include "runtime/comm/data_channel_context.h"
 #include "runtime/comm/mpi_group_setup.h"
-#include "runtime/comm/mpi_header_transfer.h"
 #include "runtime/comm/wait.h"
 
 namespace gpipe {
-
-struct MpiDataChannelOptions {
-  // Transfers carry the header only (key, dtype, shape, still checked) and never read or write
-  // payload bytes: for tensors whose storage holds no data (a simulated device). See
-  // mpi_header_transfer.h. Every rank of the job must agree. Reduce groups are then
-  // unavailable (FAILED_PRECONDITION): decorate the channel to model them.
-  bool headers_only = false;
-  // headers_only: the modelled link time of a payload; transfers complete no earlier than it
-  // after their post (empty: as soon as the header is through).
-  TransferTimeModel transfer_time;
-};
 
 class MpiDataChannel final : public DataChannel {
  public:
@@ -41,7 +29,7 @@ class MpiDataChannel final : public DataChannel {
   // `clock` (nullable: real time) must outlive the channel and its handles.
   static absl::StatusOr<std::unique_ptr<MpiDataChannel>> Create(
       MPI_Comm world, AbortPoller abort_poller, const Clock* clock,
-      absl::Duration setup_timeout = absl::Minutes(5), MpiDataChannelOptions options = {});
+      absl::Duration setup_timeout = absl::Minutes(5));
 
   MpiDataChannel(const MpiDataChannel&) = delete;
   MpiDataChannel& operator=(const MpiDataChannel&) = delete;
@@ -51,8 +39,7 @@ class MpiDataChannel final : public DataChannel {
                                                        const TransferKey& key) override;
   absl::StatusOr<std::unique_ptr<TransferHandle>> Recv(Tensor& tensor, int peer_rank,
                                                        const TransferKey& key) override;
-  // See DataChannel; reductions run on the group's own communicator (MpiReduceGroup). Not
-  // available with headers_only (FAILED_PRECONDITION).
+  // See DataChannel; reductions run on the group's own communicator (MpiReduceGroup).
   absl::StatusOr<std::unique_ptr<ReduceGroup>> CreateReduceGroup(
       std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets,
       absl::Time deadline) override;
@@ -67,12 +54,11 @@ class MpiDataChannel final : public DataChannel {
   }
 
  private:
-  MpiDataChannel(std::shared_ptr<DataChannelContext> context, MpiDataChannelOptions options)
-      : context_(context), group_setup_(std::move(context)), options_(std::move(options)) {}
+  explicit MpiDataChannel(std::shared_ptr<DataChannelContext> context)
+      : context_(context), group_setup_(std::move(context)) {}
 
   std::shared_ptr<DataChannelContext> context_;
   MpiGroupSetup group_setup_;
-  MpiDataChannelOptions options_;
 };
 
 }  // namespace gpipe

@@ -12,7 +12,7 @@
 #include "runtime/coord/plan_report.h"
 #include "runtime/coord/step_summary.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/device/sim/sim_costs.h"
+#include "runtime/estimate/sim_costs.h"
 #include "runtime/exec/stage_model.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/timed_partition.h"

@@ -8,7 +8,7 @@
 #include "runtime/coord/setup_builder.h"
 #include "runtime/coord/step_summary.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/device/sim/sim_costs.h"
+#include "runtime/estimate/sim_costs.h"
 #include "runtime/estimate/sim_schedule_costs.h"
 #include "runtime/exec/gradient_buckets.h"
 #include "runtime/exec/stage_executor.h"

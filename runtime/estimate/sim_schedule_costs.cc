@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "runtime/core/status_macros.h"
-#include "runtime/device/sim/sim_costs.h"
+#include "runtime/estimate/sim_costs.h"
 
 namespace gpipe {
 namespace {

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/descriptor.h"
-#include "runtime/device/sim/sim_profile.h"
+#include "runtime/estimate/sim_profile.h"
 #include "runtime/plan/plan_defaults.h"
 #include "runtime/schedule/schedule_shape.h"
 #include "runtime/train/dataset.h"

@@ -108,21 +108,5 @@ TEST(GpuSelectionTest, InconsistentNodeRanksAreRejected) {
             absl::StatusCode::kInvalidArgument);
 }
 
-TEST(CheckDistinctGpusTest, RanksOnDifferentGpusOrHostsPass) {
-  const std::vector<std::string> placements = {"host a GPU 0000:1B:00.0", "host a GPU 0000:1C:00.0",
-                                               "host b GPU 0000:1B:00.0"};
-  EXPECT_TRUE(CheckDistinctGpus(placements).ok());
-  EXPECT_TRUE(CheckDistinctGpus({}).ok());
-}
-
-TEST(CheckDistinctGpusTest, TwoRanksOnOneGpuAreRefusedNamingTheMpiTransport) {
-  const std::vector<std::string> placements = {"host a GPU 0000:1B:00.0", "host a GPU 0000:1C:00.0",
-                                               "host a GPU 0000:1B:00.0"};
-  const absl::Status status = CheckDistinctGpus(placements);
-  EXPECT_EQ(status.code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(status.message(), HasSubstr("ranks 0 and 2 both compute on host a GPU 0000:1B:00.0"));
-  EXPECT_THAT(status.message(), HasSubstr("transport: MPI"));
-}
-
 }  // namespace
 }  // namespace gpipe

@@ -8,7 +8,6 @@
 #include <mpi.h>
 
 #include <optional>
-#include <span>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -36,12 +35,6 @@ struct GpuChoice {
 // CUDA_VISIBLE_DEVICES (nullopt: unset), quoted in the messages only.
 absl::StatusOr<GpuChoice> SelectGpu(const NodeRanks& node, int visible_gpus, bool share_gpu,
                                     const std::optional<std::string>& visible_devices_variable);
-
-// For runtime.transport: NCCL, which refuses two ranks of a communicator on one GPU: OK when the
-// `placements` (one per rank, indexed by rank, naming host and GPU) are all different;
-// otherwise FAILED_PRECONDITION naming the first two ranks that share a GPU and the MPI transport
-// (which stages through host memory and allows it) as the alternative.
-absl::Status CheckDistinctGpus(std::span<const std::string> placements);
 
 // This rank's place among the ranks of `world` on its node (MPI_COMM_TYPE_SHARED). Collective
 // over `world`: every rank must call it.

@@ -3,15 +3,14 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/comm/mpi_data_channel.h"
+#include "runtime/backend/sim/sim_data_channel.h"
+#include "runtime/backend/sim/sim_dataset.h"
+#include "runtime/backend/sim/sim_layer.h"
+#include "runtime/backend/sim/sim_loss.h"
+#include "runtime/backend/sim/sim_optimizer.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/device/sim/sim_costs.h"
-#include "runtime/device/sim/sim_data_channel.h"
-#include "runtime/device/sim/sim_dataset.h"
 #include "runtime/device/sim/sim_device.h"
-#include "runtime/device/sim/sim_layer.h"
-#include "runtime/device/sim/sim_loss.h"
-#include "runtime/device/sim/sim_optimizer.h"
+#include "runtime/estimate/sim_costs.h"
 
 namespace gpipe {
 namespace {
@@ -49,14 +48,10 @@ class SimBackend final : public Backend {
       const pb::Plan& plan, MPI_Comm world, AbortPoller abort_poller,
       absl::Duration setup_timeout) override {
     ASSIGN_OR_RETURN(SimCosts costs, CostsOf(plan));
-    MpiDataChannelOptions options;
-    options.headers_only = true;
-    options.transfer_time = [costs](int64_t bytes) { return costs.Transfer(bytes); };
-    ASSIGN_OR_RETURN(std::unique_ptr<MpiDataChannel> transport,
-                     MpiDataChannel::Create(world, std::move(abort_poller), nullptr, setup_timeout,
-                                            std::move(options)));
-    return std::unique_ptr<DataChannel>(
-        std::make_unique<SimDataChannel>(std::move(transport), device_, std::move(costs)));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<SimDataChannel> channel,
+        SimDataChannel::Create(world, std::move(abort_poller), setup_timeout, std::move(costs)));
+    return std::unique_ptr<DataChannel>(std::move(channel));
   }
 
   // Layers, loss and optimizer become shape-only stand-ins that wait for their modelled time.

@@ -5,9 +5,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/backend/cuda/gpu_selection.h"
 #include "runtime/comm/communicator.h"
 #include "runtime/comm/nccl/nccl_bootstrap.h"
+#include "runtime/comm/nccl/nccl_placements.h"
 #include "runtime/comm/nccl/nccl_reduce_group.h"
 #include "runtime/comm/nccl/nccl_transfer.h"
 #include "runtime/comm/transfer_header.h"

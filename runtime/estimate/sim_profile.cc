@@ -1,4 +1,4 @@
-#include "runtime/device/sim/sim_profile.h"
+#include "runtime/estimate/sim_profile.h"
 
 #include <cmath>
 #include <fstream>
@@ -45,8 +45,9 @@ absl::StatusOr<SimProfile> ParseSimProfile(const std::string& json, const std::s
   profile.micro_batch = *samples;
   const Json* layers = JsonFind(*root, "layers");
   if (layers == nullptr || !layers->is_array()) {
-    return Bad(source, "layers must be an array of {name, forward_us, backward_input_us, "
-                       "backward_weight_us}");
+    return Bad(source,
+               "layers must be an array of {name, forward_us, backward_input_us, "
+               "backward_weight_us}");
   }
   for (size_t i = 0; i < layers->size(); ++i) {
     const Json& layer = (*layers)[i];

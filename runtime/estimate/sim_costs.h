@@ -8,8 +8,8 @@
 //      backward-input and backward-weight the same again each.
 // Transfers: latency + bytes / bandwidth. A ring all-reduce of B bytes over n ranks:
 // 2(n-1) steps of latency + (B/n) / bandwidth each. Value type; thread-safe once built.
-#ifndef GPIPE_RUNTIME_DEVICE_SIM_SIM_COSTS_H_
-#define GPIPE_RUNTIME_DEVICE_SIM_SIM_COSTS_H_
+#ifndef GPIPE_RUNTIME_ESTIMATE_SIM_COSTS_H_
+#define GPIPE_RUNTIME_ESTIMATE_SIM_COSTS_H_
 
 #include <cstdint>
 #include <optional>
@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/plan.pb.h"
-#include "runtime/device/sim/sim_profile.h"
+#include "runtime/estimate/sim_profile.h"
 
 namespace gpipe {
 
@@ -67,4 +67,4 @@ class SimCosts {
 
 }  // namespace gpipe
 
-#endif  // GPIPE_RUNTIME_DEVICE_SIM_SIM_COSTS_H_
+#endif  // GPIPE_RUNTIME_ESTIMATE_SIM_COSTS_H_

@@ -2,8 +2,8 @@
 // wraps the real dataset (so sizes, shapes, dtypes and the sampler are the real ones) and its
 // Gather calls check the output tensor's shape and dtype and every index, and write nothing
 // (the tensors have no storage to write). Thread-compatible.
-#ifndef GPIPE_RUNTIME_DEVICE_SIM_SIM_DATASET_H_
-#define GPIPE_RUNTIME_DEVICE_SIM_SIM_DATASET_H_
+#ifndef GPIPE_RUNTIME_BACKEND_SIM_SIM_DATASET_H_
+#define GPIPE_RUNTIME_BACKEND_SIM_SIM_DATASET_H_
 
 #include <memory>
 
@@ -32,4 +32,4 @@ class ShapeOnlyDataset final : public Dataset {
 
 }  // namespace gpipe
 
-#endif  // GPIPE_RUNTIME_DEVICE_SIM_SIM_DATASET_H_
+#endif  // GPIPE_RUNTIME_BACKEND_SIM_SIM_DATASET_H_

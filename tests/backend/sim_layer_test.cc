@@ -1,16 +1,16 @@
 // SimLayer, SimLoss, SimOptimizer and ShapeOnlyDataset: shape-only outputs and gradients of the
 // real layer's shapes, saved tensors of the sizes the real layer declares (so activation memory
 // matches the planner), the split backward mirrored, each op occupying its modelled time.
-#include "runtime/device/sim/sim_layer.h"
+#include "runtime/backend/sim/sim_layer.h"
 
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/device/sim/sim_dataset.h"
-#include "runtime/device/sim/sim_loss.h"
-#include "runtime/device/sim/sim_optimizer.h"
+#include "runtime/backend/sim/sim_dataset.h"
+#include "runtime/backend/sim/sim_loss.h"
+#include "runtime/backend/sim/sim_optimizer.h"
 #include "runtime/train/dataset.h"
 #include "runtime/train/optimizer.h"
 #include "tests/layers/make_layer.h"

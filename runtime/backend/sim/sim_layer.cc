@@ -1,4 +1,4 @@
-#include "runtime/device/sim/sim_layer.h"
+#include "runtime/backend/sim/sim_layer.h"
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
@@ -8,9 +8,8 @@ namespace {
 
 absl::Status CheckBatched(const Tensor& t, const char* what) {
   if (!t.defined() || t.shape().rank() < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("sim: ", what, " must be a defined tensor with a batch dimension, got ",
-                     t.DebugString()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "sim: ", what, " must be a defined tensor with a batch dimension, got ", t.DebugString()));
   }
   return absl::OkStatus();
 }
@@ -24,10 +23,9 @@ absl::StatusOr<Tensor> SimLayer::Forward(const LayerContext& ctx, std::span<cons
                                          const Tensor& x, SavedTensors& saved) const {
   RETURN_IF_ERROR(CheckBatched(x, "the input"));
   if (x.shape().WithoutBatch() != input_shape() || x.dtype() != input_dtype()) {
-    return absl::InvalidArgumentError(absl::StrCat("sim: layer '", name(), "' takes ",
-                                                   DTypeName(input_dtype()), "[batch, ",
-                                                   input_shape().ToString(), "], got ",
-                                                   x.DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("sim: layer '", name(), "' takes ", DTypeName(input_dtype()), "[batch, ",
+                     input_shape().ToString(), "], got ", x.DebugString()));
   }
   const int64_t batch = x.shape().dim(0);
   const Shape out_shape = output_shape().WithBatch(batch);

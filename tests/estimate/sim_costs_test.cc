@@ -1,7 +1,7 @@
 // SimCosts: each source of a layer's times (layer_costs, profile, FLOPs at peak), their
 // precedence, the profile's micro-batch scaling, the link and all-reduce model, and the
 // profile file's validation.
-#include "runtime/device/sim/sim_costs.h"
+#include "runtime/estimate/sim_costs.h"
 
 #include <cstdio>
 #include <fstream>

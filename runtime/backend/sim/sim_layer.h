@@ -9,8 +9,8 @@
 //   BackwardInput   dx; occupies backward_input (only when the real layer splits).
 //   BackwardWeight  occupies backward_weight; gradients are shape-only and stay untouched.
 // Thread-compatible, like every Layer.
-#ifndef GPIPE_RUNTIME_DEVICE_SIM_SIM_LAYER_H_
-#define GPIPE_RUNTIME_DEVICE_SIM_SIM_LAYER_H_
+#ifndef GPIPE_RUNTIME_BACKEND_SIM_SIM_LAYER_H_
+#define GPIPE_RUNTIME_BACKEND_SIM_SIM_LAYER_H_
 
 #include <memory>
 #include <span>
@@ -19,8 +19,8 @@
 
 #include "layers/layer.h"
 #include "layers/layer_decorator.h"
-#include "runtime/device/sim/sim_costs.h"
 #include "runtime/device/sim/sim_device.h"
+#include "runtime/estimate/sim_costs.h"
 
 namespace gpipe {
 
@@ -51,4 +51,4 @@ class SimLayer final : public LayerDecorator {
 
 }  // namespace gpipe
 
-#endif  // GPIPE_RUNTIME_DEVICE_SIM_SIM_LAYER_H_
+#endif  // GPIPE_RUNTIME_BACKEND_SIM_SIM_LAYER_H_

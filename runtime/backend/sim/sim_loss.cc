@@ -1,4 +1,4 @@
-#include "runtime/device/sim/sim_loss.h"
+#include "runtime/backend/sim/sim_loss.h"
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"

@@ -1,6 +1,8 @@
-#include "runtime/device/sim/sim_data_channel.h"
+#include "runtime/backend/sim/sim_data_channel.h"
 
 #include "absl/strings/str_cat.h"
+#include "runtime/comm/clock.h"
+#include "runtime/comm/communicator.h"
 #include "runtime/comm/reduce_group.h"
 #include "runtime/core/status_macros.h"
 
@@ -50,6 +52,40 @@ class SimReduceGroup final : public ReduceGroup {
 };
 
 }  // namespace
+
+absl::StatusOr<std::unique_ptr<SimDataChannel>> SimDataChannel::Create(MPI_Comm world,
+                                                                       AbortPoller abort_poller,
+                                                                       absl::Duration setup_timeout,
+                                                                       SimCosts costs) {
+  RealClock clock;
+  ASSIGN_OR_RETURN(PrivateCommunicator private_comm,
+                   CreatePrivateCommunicator(world, clock.Now() + setup_timeout, abort_poller,
+                                             clock, "data channel"));
+  auto context = std::make_shared<DataChannelContext>(
+      private_comm.comm, private_comm.rank, private_comm.size, private_comm.tag_upper_bound,
+      std::move(abort_poller), /*clock=*/nullptr);
+  return std::unique_ptr<SimDataChannel>(new SimDataChannel(std::move(context), std::move(costs)));
+}
+
+SimDataChannel::SimDataChannel(std::shared_ptr<DataChannelContext> context, SimCosts costs)
+    : context_(std::move(context)),
+      costs_(std::move(costs)),
+      transfer_time_([this](int64_t bytes) { return costs_.Transfer(bytes); }) {}
+
+absl::StatusOr<std::unique_ptr<TransferHandle>> SimDataChannel::Send(const Tensor& tensor,
+                                                                     int peer_rank,
+                                                                     const TransferKey& key) {
+  ASSIGN_OR_RETURN(std::unique_ptr<SimHeaderSendHandle> handle,
+                   SimHeaderSendHandle::Start(context_, tensor, peer_rank, key, transfer_time_));
+  return std::unique_ptr<TransferHandle>(std::move(handle));
+}
+
+absl::StatusOr<std::unique_ptr<TransferHandle>> SimDataChannel::Recv(Tensor& tensor, int peer_rank,
+                                                                     const TransferKey& key) {
+  ASSIGN_OR_RETURN(std::unique_ptr<SimHeaderRecvHandle> handle,
+                   SimHeaderRecvHandle::Start(context_, tensor, peer_rank, key, transfer_time_));
+  return std::unique_ptr<TransferHandle>(std::move(handle));
+}
 
 absl::StatusOr<std::unique_ptr<ReduceGroup>> SimDataChannel::CreateReduceGroup(
     std::span<const int> group_ranks, std::vector<std::vector<int64_t>> buckets, absl::Time) {

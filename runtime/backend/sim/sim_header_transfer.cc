@@ -1,4 +1,4 @@
-#include "runtime/comm/mpi_header_transfer.h"
+#include "runtime/backend/sim/sim_header_transfer.h"
 
 #include <algorithm>
 #include <climits>
@@ -51,47 +51,46 @@ absl::Status SleepUntilReady(absl::Time ready_at, absl::Time deadline, const Clo
 
 // ---- send --------------------------------------------------------------------------------
 
-absl::StatusOr<std::unique_ptr<MpiHeaderSendHandle>> MpiHeaderSendHandle::Start(
+absl::StatusOr<std::unique_ptr<SimHeaderSendHandle>> SimHeaderSendHandle::Start(
     std::shared_ptr<DataChannelContext> context, const Tensor& tensor, int peer,
     const TransferKey& key, const TransferTimeModel& model) {
   context->orphans.Reap();
-  const std::string description = absl::StrCat(
-      "rank ", context->rank, " sending ",
-      tensor.defined() ? Describe(key, tensor.dtype(), tensor.shape()) : ToString(key),
-      " (headers only) to rank ", peer);
+  const std::string description =
+      absl::StrCat("rank ", context->rank, " sending ",
+                   tensor.defined() ? Describe(key, tensor.dtype(), tensor.shape()) : ToString(key),
+                   " (headers only) to rank ", peer);
   ASSIGN_OR_RETURN(const int tag, HeaderTag(*context, tensor, peer, key, description));
   auto buffers = std::make_shared<Buffers>();
-  ASSIGN_OR_RETURN(const HeaderWords header,
-                   EncodeHeader(TransferHeader{.key = key,
-                                               .dtype = tensor.dtype(),
-                                               .shape = tensor.shape(),
-                                               .sender = context->rank}));
+  ASSIGN_OR_RETURN(
+      const HeaderWords header,
+      EncodeHeader(TransferHeader{
+          .key = key, .dtype = tensor.dtype(), .shape = tensor.shape(), .sender = context->rank}));
   const absl::Time posted = context->clock().Now();
   std::copy(header.begin(), header.end(), buffers->words.begin());
   buffers->words.back() = absl::ToUnixNanos(posted);
-  std::unique_ptr<MpiHeaderSendHandle> handle(
-      new MpiHeaderSendHandle(context, buffers, description));
+  std::unique_ptr<SimHeaderSendHandle> handle(
+      new SimHeaderSendHandle(context, buffers, description));
   handle->ready_at_ = posted + LinkTime(model, tensor);
-  RETURN_IF_ERROR(WithContext(
-      MpiStatus(MPI_Isend(buffers->words.data(), sizeof(TimedHeaderWords), MPI_BYTE, peer, tag,
-                          context->comm, &handle->request_[0]),
-                "MPI_Isend(header)"),
-      handle->description_));
+  RETURN_IF_ERROR(
+      WithContext(MpiStatus(MPI_Isend(buffers->words.data(), sizeof(TimedHeaderWords), MPI_BYTE,
+                                      peer, tag, context->comm, &handle->request_[0]),
+                            "MPI_Isend(header)"),
+                  handle->description_));
   return handle;
 }
 
-MpiHeaderSendHandle::~MpiHeaderSendHandle() {
+SimHeaderSendHandle::~SimHeaderSendHandle() {
   if (!finished_) Finish(absl::CancelledError("destroyed before it finished"));
 }
 
-void MpiHeaderSendHandle::Finish(absl::Status status) {
+void SimHeaderSendHandle::Finish(absl::Status status) {
   finished_ = true;
   result_ = std::move(status);
   context_->Abandon(request_, buffers_);
   buffers_.reset();
 }
 
-bool MpiHeaderSendHandle::Done() {
+bool SimHeaderSendHandle::Done() {
   if (finished_) return true;
   absl::StatusOr<bool> sent = TestRequests(request_, {});
   if (!sent.ok()) {
@@ -103,11 +102,11 @@ bool MpiHeaderSendHandle::Done() {
   return true;
 }
 
-absl::Status MpiHeaderSendHandle::Wait(absl::Time deadline) {
+absl::Status SimHeaderSendHandle::Wait(absl::Time deadline) {
   if (finished_) return result_;
-  absl::Status status = PollUntil([&] { return TestRequests(request_, {}); }, deadline,
-                                  context_->abort_poller, context_->clock(),
-                                  [&] { return description_; });
+  absl::Status status =
+      PollUntil([&] { return TestRequests(request_, {}); }, deadline, context_->abort_poller,
+                context_->clock(), [&] { return description_; });
   if (!status.ok() && !absl::IsDeadlineExceeded(status) && !absl::IsAborted(status)) {
     status = WithContext(status, description_);
   }
@@ -118,31 +117,31 @@ absl::Status MpiHeaderSendHandle::Wait(absl::Time deadline) {
 
 // ---- receive -----------------------------------------------------------------------------
 
-absl::StatusOr<std::unique_ptr<MpiHeaderRecvHandle>> MpiHeaderRecvHandle::Start(
-    std::shared_ptr<DataChannelContext> context, Tensor& tensor, int peer,
-    const TransferKey& key, const TransferTimeModel& model) {
+absl::StatusOr<std::unique_ptr<SimHeaderRecvHandle>> SimHeaderRecvHandle::Start(
+    std::shared_ptr<DataChannelContext> context, Tensor& tensor, int peer, const TransferKey& key,
+    const TransferTimeModel& model) {
   context->orphans.Reap();
-  const std::string description = absl::StrCat(
-      "rank ", context->rank, " receiving ",
-      tensor.defined() ? Describe(key, tensor.dtype(), tensor.shape()) : ToString(key),
-      " (headers only) from rank ", peer);
+  const std::string description =
+      absl::StrCat("rank ", context->rank, " receiving ",
+                   tensor.defined() ? Describe(key, tensor.dtype(), tensor.shape()) : ToString(key),
+                   " (headers only) from rank ", peer);
   ASSIGN_OR_RETURN(const int tag, HeaderTag(*context, tensor, peer, key, description));
   auto buffers = std::make_shared<Buffers>();
   buffers->tensor = tensor;
-  std::unique_ptr<MpiHeaderRecvHandle> handle(new MpiHeaderRecvHandle(
+  std::unique_ptr<SimHeaderRecvHandle> handle(new SimHeaderRecvHandle(
       context, buffers, peer,
       TransferHeader{.key = key, .dtype = tensor.dtype(), .shape = tensor.shape(), .sender = peer},
       LinkTime(model, tensor)));
   handle->description_ = description;
-  RETURN_IF_ERROR(WithContext(
-      MpiStatus(MPI_Irecv(buffers->words.data(), sizeof(TimedHeaderWords), MPI_BYTE, peer, tag,
-                          context->comm, &handle->request_[0]),
-                "MPI_Irecv(header)"),
-      description));
+  RETURN_IF_ERROR(
+      WithContext(MpiStatus(MPI_Irecv(buffers->words.data(), sizeof(TimedHeaderWords), MPI_BYTE,
+                                      peer, tag, context->comm, &handle->request_[0]),
+                            "MPI_Irecv(header)"),
+                  description));
   return handle;
 }
 
-MpiHeaderRecvHandle::MpiHeaderRecvHandle(std::shared_ptr<DataChannelContext> context,
+SimHeaderRecvHandle::SimHeaderRecvHandle(std::shared_ptr<DataChannelContext> context,
                                          std::shared_ptr<Buffers> buffers, int peer,
                                          TransferHeader expected, absl::Duration link_time)
     : context_(std::move(context)),
@@ -151,24 +150,24 @@ MpiHeaderRecvHandle::MpiHeaderRecvHandle(std::shared_ptr<DataChannelContext> con
       expected_(std::move(expected)),
       link_time_(link_time) {}
 
-MpiHeaderRecvHandle::~MpiHeaderRecvHandle() {
+SimHeaderRecvHandle::~SimHeaderRecvHandle() {
   if (!finished_) Finish(absl::CancelledError("destroyed before it finished"));
 }
 
-void MpiHeaderRecvHandle::Finish(absl::Status status) {
+void SimHeaderRecvHandle::Finish(absl::Status status) {
   finished_ = true;
   result_ = std::move(status);
   context_->Abandon(request_, buffers_);
   buffers_.reset();
 }
 
-bool MpiHeaderRecvHandle::Arrived() {
+bool SimHeaderRecvHandle::Arrived() {
   if (finished_ || arrived_) return true;
   std::array<MPI_Status, 1> statuses{};
   absl::StatusOr<bool> in = TestRequests(request_, statuses);
   if (!in.ok()) {
-    Finish(WithContext(in.status(), absl::StrCat(description_,
-                                                 ": the transfer header did not arrive intact")));
+    Finish(WithContext(in.status(),
+                       absl::StrCat(description_, ": the transfer header did not arrive intact")));
     return true;
   }
   if (!*in) return false;
@@ -190,8 +189,7 @@ bool MpiHeaderRecvHandle::Arrived() {
   }
   if (!SameTransfer(*received, expected_) || received->sender != peer_) {
     std::string message = absl::StrCat("rank ", context_->rank, " expected ", Describe(expected_),
-                                       " from rank ", peer_, " but received ",
-                                       Describe(*received));
+                                       " from rank ", peer_, " but received ", Describe(*received));
     if (received->sender != peer_) {
       absl::StrAppend(&message, " claiming to be from rank ", received->sender);
     }
@@ -205,7 +203,7 @@ bool MpiHeaderRecvHandle::Arrived() {
   return true;
 }
 
-bool MpiHeaderRecvHandle::Done() {
+bool SimHeaderRecvHandle::Done() {
   if (finished_) return true;
   if (!Arrived() || finished_) return finished_;
   if (context_->clock().Now() < ready_at_) return false;
@@ -213,11 +211,11 @@ bool MpiHeaderRecvHandle::Done() {
   return true;
 }
 
-absl::Status MpiHeaderRecvHandle::Wait(absl::Time deadline) {
+absl::Status SimHeaderRecvHandle::Wait(absl::Time deadline) {
   if (finished_) return result_;
-  absl::Status status = PollUntil([&]() -> absl::StatusOr<bool> { return Arrived(); }, deadline,
-                                  context_->abort_poller, context_->clock(),
-                                  [&] { return description_; });
+  absl::Status status =
+      PollUntil([&]() -> absl::StatusOr<bool> { return Arrived(); }, deadline,
+                context_->abort_poller, context_->clock(), [&] { return description_; });
   if (finished_) return result_;  // the header arrived and failed its checks
   if (status.ok()) status = SleepUntilReady(ready_at_, deadline, context_->clock(), description_);
   Finish(std::move(status));

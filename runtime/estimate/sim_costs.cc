@@ -1,4 +1,4 @@
-#include "runtime/device/sim/sim_costs.h"
+#include "runtime/estimate/sim_costs.h"
 
 #include <cmath>
 
@@ -39,10 +39,10 @@ absl::StatusOr<SimCosts> SimCosts::Create(const pb::Sim& sim, int64_t micro_batc
     return absl::InvalidArgumentError(
         absl::StrCat("runtime.sim.link_gbps must be > 0, got ", sim.link_gbps()));
   }
-  for (const auto& [name, value] : {std::pair<const char*, double>{"link_latency_us",
-                                                                   sim.link_latency_us()},
-                                    {"loss_us", sim.loss_us()},
-                                    {"optimizer_us", sim.optimizer_us()}}) {
+  for (const auto& [name, value] :
+       {std::pair<const char*, double>{"link_latency_us", sim.link_latency_us()},
+        {"loss_us", sim.loss_us()},
+        {"optimizer_us", sim.optimizer_us()}}) {
     if (!NonNegative(value)) {
       return absl::InvalidArgumentError(
           absl::StrCat("runtime.sim.", name, " must be >= 0, got ", value));
@@ -59,8 +59,8 @@ absl::StatusOr<SimCosts> SimCosts::Create(const pb::Sim& sim, int64_t micro_batc
     const pb::LayerCost& c = sim.layer_costs(i);
     if (!NonNegative(c.forward_us()) || !NonNegative(c.backward_input_us()) ||
         !NonNegative(c.backward_weight_us())) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "runtime.sim.layer_costs[", i, "] (layer '", c.layer(), "') has a negative time"));
+      return absl::InvalidArgumentError(absl::StrCat("runtime.sim.layer_costs[", i, "] (layer '",
+                                                     c.layer(), "') has a negative time"));
     }
     costs.table_.try_emplace(c.layer(), SimOpTimes{.forward = Us(c.forward_us()),
                                                    .backward_input = Us(c.backward_input_us()),
@@ -86,9 +86,8 @@ SimOpTimes SimCosts::ForLayer(const std::string& name, double forward_flops_per_
               .source = SimCostSource::kProfile};
     }
   }
-  const double seconds =
-      std::max(0.0, forward_flops_per_sample) * static_cast<double>(micro_batch_size_) /
-      peak_flops_per_s_;
+  const double seconds = std::max(0.0, forward_flops_per_sample) *
+                         static_cast<double>(micro_batch_size_) / peak_flops_per_s_;
   const absl::Duration forward = absl::Nanoseconds(std::llround(seconds * 1e9));
   return {.forward = forward,
           .backward_input = forward,

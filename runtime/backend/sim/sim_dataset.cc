@@ -1,4 +1,4 @@
-#include "runtime/device/sim/sim_dataset.h"
+#include "runtime/backend/sim/sim_dataset.h"
 
 #include "absl/strings/str_cat.h"
 
@@ -15,8 +15,8 @@ absl::Status ShapeOnlyDataset::Check(const char* what, std::span<const int64_t> 
   }
   for (size_t i = 0; i < indices.size(); ++i) {
     if (indices[i] != kPaddingSample && (indices[i] < 0 || indices[i] >= size())) {
-      return absl::OutOfRangeError(absl::StrCat("sim: sample index ", indices[i], " (position ",
-                                                i, ") is outside [0, ", size(), ")"));
+      return absl::OutOfRangeError(absl::StrCat("sim: sample index ", indices[i], " (position ", i,
+                                                ") is outside [0, ", size(), ")"));
     }
   }
   return absl::OkStatus();
@@ -26,8 +26,7 @@ absl::Status ShapeOnlyDataset::GatherInputs(std::span<const int64_t> indices, Te
   return Check("inputs", indices, input_shape(), input_dtype(), out);
 }
 
-absl::Status ShapeOnlyDataset::GatherTargets(std::span<const int64_t> indices,
-                                             Tensor& out) const {
+absl::Status ShapeOnlyDataset::GatherTargets(std::span<const int64_t> indices, Tensor& out) const {
   return Check("targets", indices, target_shape(), target_dtype(), out);
 }
 

@@ -4,8 +4,8 @@
 // kOptimizerState: 1 for SGD with momentum, 0 without, 2 for Adam and AdamW), so memory
 // accounting matches, and every Step occupies the device for runtime.sim.optimizer_us.
 // Not thread-safe.
-#ifndef GPIPE_RUNTIME_DEVICE_SIM_SIM_OPTIMIZER_H_
-#define GPIPE_RUNTIME_DEVICE_SIM_SIM_OPTIMIZER_H_
+#ifndef GPIPE_RUNTIME_BACKEND_SIM_SIM_OPTIMIZER_H_
+#define GPIPE_RUNTIME_BACKEND_SIM_SIM_OPTIMIZER_H_
 
 #include <memory>
 #include <vector>
@@ -49,4 +49,4 @@ class SimOptimizer final : public Optimizer {
 
 }  // namespace gpipe
 
-#endif  // GPIPE_RUNTIME_DEVICE_SIM_SIM_OPTIMIZER_H_
+#endif  // GPIPE_RUNTIME_BACKEND_SIM_SIM_OPTIMIZER_H_

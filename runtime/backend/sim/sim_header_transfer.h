@@ -1,8 +1,9 @@
-// Headers-only transfers: what MpiDataChannel sends and receives in its headers_only mode, for
-// tensors whose storage holds no data (a simulated device). A transfer is one message under the
-// header tag: the usual header (key, dtype, shape, sender), checked by the receiver exactly as
-// MpiRecvHandle checks it, followed by one word, the sender's wall-clock time of posting (Unix
-// nanoseconds). No payload bytes are read or written.
+// Headers-only transfers: what SimDataChannel sends and receives, for tensors whose storage holds
+// no data (a simulated device), over the MPI pieces of comm/ (DataChannelContext, the transfer
+// header and tags, the polling wait). A transfer is one message under the header tag: the usual
+// header (key, dtype, shape, sender), checked by the receiver exactly as MpiRecvHandle checks it,
+// followed by one word, the sender's wall-clock time of posting (Unix nanoseconds). No payload
+// bytes are read or written.
 //
 // Modelled link time: with a TransferTimeModel, a send is done no earlier than its post time
 // plus the model's time for the payload's bytes, and a receive no earlier than the sender's post
@@ -12,9 +13,9 @@
 // or synchronized hosts); a receive never waits longer than the model's time after it saw the
 // header, so clock skew cannot stall it. Waits poll with back-off (wait.h) until the header is
 // in, then sleep to the ready time.
-// Internal to comm/; created by MpiDataChannel. Thread-compatible.
-#ifndef GPIPE_RUNTIME_COMM_MPI_HEADER_TRANSFER_H_
-#define GPIPE_RUNTIME_COMM_MPI_HEADER_TRANSFER_H_
+// Created by SimDataChannel. Thread-compatible.
+#ifndef GPIPE_RUNTIME_BACKEND_SIM_SIM_HEADER_TRANSFER_H_
+#define GPIPE_RUNTIME_BACKEND_SIM_SIM_HEADER_TRANSFER_H_
 
 #include <mpi.h>
 
@@ -36,13 +37,13 @@ using TransferTimeModel = std::function<absl::Duration(int64_t bytes)>;
 // The header words and the post time.
 using TimedHeaderWords = std::array<int64_t, kHeaderWords + 1>;
 
-class MpiHeaderSendHandle final : public TransferHandle {
+class SimHeaderSendHandle final : public TransferHandle {
  public:
   // `model` may be empty (done as soon as MPI is).
-  static absl::StatusOr<std::unique_ptr<MpiHeaderSendHandle>> Start(
+  static absl::StatusOr<std::unique_ptr<SimHeaderSendHandle>> Start(
       std::shared_ptr<DataChannelContext> context, const Tensor& tensor, int peer,
       const TransferKey& key, const TransferTimeModel& model);
-  ~MpiHeaderSendHandle() override;
+  ~SimHeaderSendHandle() override;
 
   bool Done() override;
   absl::Status Wait(absl::Time deadline) override;
@@ -51,8 +52,8 @@ class MpiHeaderSendHandle final : public TransferHandle {
   struct Buffers {
     TimedHeaderWords words;
   };
-  MpiHeaderSendHandle(std::shared_ptr<DataChannelContext> context,
-                      std::shared_ptr<Buffers> buffers, std::string description)
+  SimHeaderSendHandle(std::shared_ptr<DataChannelContext> context, std::shared_ptr<Buffers> buffers,
+                      std::string description)
       : context_(std::move(context)),
         buffers_(std::move(buffers)),
         description_(std::move(description)) {}
@@ -67,12 +68,12 @@ class MpiHeaderSendHandle final : public TransferHandle {
   absl::Status result_;
 };
 
-class MpiHeaderRecvHandle final : public TransferHandle {
+class SimHeaderRecvHandle final : public TransferHandle {
  public:
-  static absl::StatusOr<std::unique_ptr<MpiHeaderRecvHandle>> Start(
-      std::shared_ptr<DataChannelContext> context, Tensor& tensor, int peer,
-      const TransferKey& key, const TransferTimeModel& model);
-  ~MpiHeaderRecvHandle() override;
+  static absl::StatusOr<std::unique_ptr<SimHeaderRecvHandle>> Start(
+      std::shared_ptr<DataChannelContext> context, Tensor& tensor, int peer, const TransferKey& key,
+      const TransferTimeModel& model);
+  ~SimHeaderRecvHandle() override;
 
   bool Done() override;
   absl::Status Wait(absl::Time deadline) override;
@@ -82,9 +83,8 @@ class MpiHeaderRecvHandle final : public TransferHandle {
     Tensor tensor;
     TimedHeaderWords words;
   };
-  MpiHeaderRecvHandle(std::shared_ptr<DataChannelContext> context,
-                      std::shared_ptr<Buffers> buffers, int peer, TransferHeader expected,
-                      absl::Duration link_time);
+  SimHeaderRecvHandle(std::shared_ptr<DataChannelContext> context, std::shared_ptr<Buffers> buffers,
+                      int peer, TransferHeader expected, absl::Duration link_time);
   // Tests the receive once; when the header is in, checks it and sets ready_at_. Returns
   // whether it is in (or failed: then finished_).
   bool Arrived();
@@ -105,4 +105,4 @@ class MpiHeaderRecvHandle final : public TransferHandle {
 
 }  // namespace gpipe
 
-#endif  // GPIPE_RUNTIME_COMM_MPI_HEADER_TRANSFER_H_
+#endif  // GPIPE_RUNTIME_BACKEND_SIM_SIM_HEADER_TRANSFER_H_

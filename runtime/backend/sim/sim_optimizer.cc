@@ -1,4 +1,4 @@
-#include "runtime/device/sim/sim_optimizer.h"
+#include "runtime/backend/sim/sim_optimizer.h"
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"

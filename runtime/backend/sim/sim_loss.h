@@ -1,8 +1,8 @@
 // SimLoss: the plan's loss as a simulated device runs it: the real loss's target shape and
 // checks, a shape-only gradient of the output's shape, a loss of 0 (there are no values, so totals
 // are untouched), and runtime.sim.loss_us of device time per call. Thread-compatible.
-#ifndef GPIPE_RUNTIME_DEVICE_SIM_SIM_LOSS_H_
-#define GPIPE_RUNTIME_DEVICE_SIM_SIM_LOSS_H_
+#ifndef GPIPE_RUNTIME_BACKEND_SIM_SIM_LOSS_H_
+#define GPIPE_RUNTIME_BACKEND_SIM_SIM_LOSS_H_
 
 #include <memory>
 
@@ -40,4 +40,4 @@ class SimLoss final : public Loss {
 
 }  // namespace gpipe
 
-#endif  // GPIPE_RUNTIME_DEVICE_SIM_SIM_LOSS_H_
+#endif  // GPIPE_RUNTIME_BACKEND_SIM_SIM_LOSS_H_

@@ -7,7 +7,7 @@
 // shapes, with layer_norm and gelu as memory-bound references, and prints a markdown section:
 // per layer the median times and the achieved GFLOP/s (forward FLOPs x 3 over forward plus
 // backward time) as a share of the GEMM peak. Layers are timed by the layer profiler
-// (runtime/exec/layer_profiler.h), the same code that writes the simulated device's profile.
+// (runtime/estimate/layer_profiler.h), the same code that writes the simulated device's profile.
 //
 //   gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]
 //                       [--precision fp32|bf16] [--peak-tflops X] [--only TEXT]
@@ -34,10 +34,9 @@
 #include "runtime/core/file_io.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops.h"
+#include "runtime/estimate/layer_profiler.h"
+#include "runtime/estimate/resolve_plan.h"
 #include "runtime/exec/bf16_layer.h"
-#include "runtime/exec/layer_profiler.h"
-#include "runtime/plan/plan_analysis.h"
-#include "runtime/plan/plan_loader.h"
 
 namespace gpipe {
 namespace {
@@ -297,15 +296,18 @@ absl::Status RunKernelBench(const BenchOptions& options, pb::Device kind, int th
 absl::Status RunProfile(const std::string& plan_path, const std::vector<std::string>& overrides,
                         const std::string& out_path, int repeats, int threads,
                         ProfileClock clock) {
-  ASSIGN_OR_RETURN(LoadedPlan loaded, LoadPlanFile(plan_path, overrides));
-  const LayerRegistry registry = LayerRegistry::WithBuiltins();
-  ASSIGN_OR_RETURN(AnalyzedPlan analyzed, AnalyzePlan(loaded, registry));
+  // As `gpipe-plan profile`: layers are timed one by one, so a PROFILE balance is not resolved.
+  ASSIGN_OR_RETURN(
+      const ResolvedPlan resolved,
+      ResolvePlan(PlanFile{.path = plan_path}, overrides, LayerRegistry::WithBuiltins(),
+                  ResolveOptions{.resolve_profile_balance = false}));
   pb::Runtime runtime;
   runtime.set_threads(threads);
   ASSIGN_OR_RETURN(std::unique_ptr<Device> device, CreateStandaloneDevice(runtime));
   ASSIGN_OR_RETURN(std::string json,
-                   ProfileAnalyzedPlanLayers(analyzed, registry, *device,
-                                             ProfileOptions{.repeats = repeats, .threads = threads, .clock = clock}));
+                   ProfileAnalyzedPlanLayers(
+                       resolved.analyzed, resolved.registry, *device,
+                       ProfileOptions{.repeats = repeats, .threads = threads, .clock = clock}));
   if (out_path.empty()) {
     std::fputs(json.c_str(), stdout);
     return absl::OkStatus();

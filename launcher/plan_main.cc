@@ -23,11 +23,13 @@
 #include "launcher/flags.h"
 #include "layers/registry.h"
 #include "runtime/backend/standalone_device.h"
-#include "runtime/coord/plan_balance.h"
-#include "runtime/coord/plan_report.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/exec/layer_profiler.h"
+#include "runtime/estimate/layer_profiler.h"
+#include "runtime/estimate/plan_balance.h"
+#include "runtime/estimate/plan_report.h"
+#include "runtime/estimate/resolve_plan.h"
+#include "runtime/estimate/schedule_prediction.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
 #include "runtime/trace/svg_timeline.h"
@@ -93,12 +95,12 @@ bool LooksLikeJson(const std::string& text) {
 // The plan's schedule as `gpipe-plan show` predicts it (same simulation, same costs).
 absl::StatusOr<gpipe::trace::Timeline> SimulatedTimeline(
     const std::string& path, const std::vector<std::string>& overrides) {
-  ASSIGN_OR_RETURN(gpipe::LoadedPlan loaded, gpipe::LoadPlanFile(path, overrides));
-  const gpipe::LayerRegistry registry = gpipe::LayerRegistry::WithBuiltins();
-  RETURN_IF_ERROR(gpipe::ResolveProfileBalance(loaded, registry));
-  ASSIGN_OR_RETURN(const gpipe::AnalyzedPlan analyzed, gpipe::AnalyzePlan(loaded, registry));
+  ASSIGN_OR_RETURN(const gpipe::ResolvedPlan resolved,
+                   gpipe::ResolvePlan(gpipe::PlanFile{.path = path}, overrides,
+                                      gpipe::LayerRegistry::WithBuiltins()));
+  const gpipe::AnalyzedPlan& analyzed = resolved.analyzed;
   ASSIGN_OR_RETURN(const gpipe::SchedulePrediction prediction,
-                   gpipe::PredictSchedule(analyzed, registry));
+                   gpipe::PredictSchedule(analyzed, resolved.registry));
   ASSIGN_OR_RETURN(gpipe::trace::Timeline timeline,
                    gpipe::trace::TimelineFromSimulation(prediction.program, prediction.simulation));
   const gpipe::pb::Plan& plan = analyzed.plan;
@@ -163,18 +165,15 @@ int ProfileMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
     if (!parsed.ok() || *parsed < 1) return Usage("--repeats takes a count >= 1");
     options.repeats = static_cast<int>(*parsed);
   }
-  auto loaded = gpipe::LoadPlanFile(plan_path, flags.GetAll("override"));
-  if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
-  const gpipe::LayerRegistry registry = gpipe::LayerRegistry::WithBuiltins();
   // Layers are timed one by one: the partition does not matter, and a PROFILE balance would
   // need the profile being written.
-  if (loaded->plan.pipeline().balance() == gpipe::pb::PROFILE) {
-    loaded->plan.mutable_pipeline()->set_balance(gpipe::pb::PARAMETERS);
-  }
-  auto analyzed = gpipe::AnalyzePlan(*loaded, registry);
-  if (!analyzed.ok()) return Fail(std::string(analyzed.status().message()));
-  options.threads = analyzed->plan.runtime().threads();
-  gpipe::pb::Runtime runtime = analyzed->plan.runtime();
+  auto resolved = gpipe::ResolvePlan(gpipe::PlanFile{.path = plan_path}, flags.GetAll("override"),
+                                     gpipe::LayerRegistry::WithBuiltins(),
+                                     gpipe::ResolveOptions{.resolve_profile_balance = false});
+  if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
+  const gpipe::AnalyzedPlan& analyzed = resolved->analyzed;
+  options.threads = analyzed.plan.runtime().threads();
+  gpipe::pb::Runtime runtime = analyzed.plan.runtime();
   auto device_kind = gpipe::StandaloneDeviceFromName(flags.Get("device").value_or("cpu"));
   if (!device_kind.ok()) return Usage(std::string(device_kind.status().message()).c_str());
   runtime.set_device(*device_kind);
@@ -183,7 +182,7 @@ int ProfileMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
   if (*device_kind != gpipe::pb::CPU) options.clock = gpipe::ProfileClock::kWall;
   auto device = gpipe::CreateStandaloneDevice(runtime);
   if (!device.ok()) return Fail(std::string(device.status().message()));
-  auto profile = gpipe::ProfileAnalyzedPlanLayers(*analyzed, registry, **device, options);
+  auto profile = gpipe::ProfileAnalyzedPlanLayers(analyzed, resolved->registry, **device, options);
   if (!profile.ok()) return Fail(std::string(profile.status().message()));
   const absl::Status written = gpipe::WriteFileAtomically(*out, *profile);
   if (!written.ok()) return Fail(std::string(written.message()));
@@ -283,25 +282,24 @@ int main(int argc, char** argv) {
     std::fputs("gpipe-plan: --compare goes with show\n", stderr);
     return 2;
   }
-  auto loaded = gpipe::LoadPlanFile(positional[1], flags->GetAll("override"));
-  if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
-  const gpipe::LayerRegistry registry = gpipe::LayerRegistry::WithBuiltins();
-  if (absl::Status resolved = gpipe::ResolveProfileBalance(*loaded, registry); !resolved.ok()) {
-    return Fail(std::string(resolved.message()));
-  }
-  auto analyzed = gpipe::AnalyzePlan(*loaded, registry);
-  if (!analyzed.ok()) return Fail(std::string(analyzed.status().message()));
+  auto resolved =
+      gpipe::ResolvePlan(gpipe::PlanFile{.path = positional[1]}, flags->GetAll("override"),
+                         gpipe::LayerRegistry::WithBuiltins());
+  if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
+  const gpipe::LoadedPlan& loaded = resolved->loaded;
+  const gpipe::AnalyzedPlan& analyzed = resolved->analyzed;
+  const gpipe::LayerRegistry& registry = resolved->registry;
   if (auto n = flags->Get("n")) {
     auto parsed = gpipe::ParseIntFlag("-n", *n);
     if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
-    const absl::Status fits = gpipe::CheckWorldSize(*analyzed, *loaded, static_cast<int>(*parsed));
+    const absl::Status fits = gpipe::CheckWorldSize(analyzed, loaded, static_cast<int>(*parsed));
     if (!fits.ok()) return Fail(std::string(fits.message()));
   }
-  auto report = gpipe::FormatPlanReport(*analyzed, registry, show);
+  auto report = gpipe::FormatPlanReport(analyzed, registry, show);
   if (!report.ok()) return Fail(std::string(report.status().message()));
   std::fputs(report->c_str(), stdout);
   if (flags->Has("compare")) {
-    auto comparison = gpipe::FormatScheduleComparison(*loaded, registry);
+    auto comparison = gpipe::FormatScheduleComparison(loaded, registry);
     if (!comparison.ok()) return Fail(std::string(comparison.status().message()));
     std::printf("\n%s", comparison->c_str());
   }

@@ -29,9 +29,8 @@
 #include "launcher/launch_command.h"
 #include "launcher/stop_signals.h"
 #include "layers/registry.h"
-#include "runtime/coord/plan_balance.h"
+#include "runtime/estimate/resolve_plan.h"
 #include "runtime/plan/plan_analysis.h"
-#include "runtime/plan/plan_loader.h"
 
 namespace {
 
@@ -139,23 +138,19 @@ int main(int argc, char** argv) {
   const std::string plan_path = flags->positional()[0];
   const std::vector<std::string> overrides = flags->GetAll("override");
 
-  auto loaded = gpipe::LoadPlanFile(plan_path, overrides);
-  if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
-  const gpipe::LayerRegistry registry = gpipe::LayerRegistry::WithBuiltins();
-  if (absl::Status resolved = gpipe::ResolveProfileBalance(*loaded, registry); !resolved.ok()) {
-    return Fail(std::string(resolved.message()));
-  }
-  auto analyzed = gpipe::AnalyzePlan(*loaded, registry);
-  if (!analyzed.ok()) return Fail(std::string(analyzed.status().message()));
+  auto resolved = gpipe::ResolvePlan(gpipe::PlanFile{.path = plan_path}, overrides,
+                                     gpipe::LayerRegistry::WithBuiltins());
+  if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
+  const gpipe::AnalyzedPlan& analyzed = resolved->analyzed;
   // One process per stage of every data-parallel replica.
   int64_t processes =
-      int64_t{analyzed->plan.pipeline().stages()} * analyzed->plan.pipeline().data_parallel();
+      int64_t{analyzed.plan.pipeline().stages()} * analyzed.plan.pipeline().data_parallel();
   if (auto n = flags->Get("n")) {
     auto parsed = gpipe::ParseIntFlag("-n", *n);
     if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
     processes = *parsed;
     const absl::Status fits =
-        gpipe::CheckWorldSize(*analyzed, *loaded, static_cast<int>(processes));
+        gpipe::CheckWorldSize(analyzed, resolved->loaded, static_cast<int>(processes));
     if (!fits.ok()) return Fail(std::string(fits.message()));
   }
 
@@ -174,13 +169,13 @@ int main(int argc, char** argv) {
   if (!flags->Has("startup-timeout")) {
     worker.insert(
         worker.end(),
-        {"--startup-timeout", absl::StrCat(analyzed->plan.runtime().timeouts().startup_seconds())});
+        {"--startup-timeout", absl::StrCat(analyzed.plan.runtime().timeouts().startup_seconds())});
   }
   gpipe::LaunchRequest request;
   request.processes = processes;
   request.processes_origin =
-      absl::StrCat("pipeline.stages ", analyzed->plan.pipeline().stages(),
-                   " x pipeline.data_parallel ", analyzed->plan.pipeline().data_parallel());
+      absl::StrCat("pipeline.stages ", analyzed.plan.pipeline().stages(),
+                   " x pipeline.data_parallel ", analyzed.plan.pipeline().data_parallel());
   request.launcher = flags->Get("launcher").value_or("");
   request.launcher_args = flags->GetAll("launcher-arg");
   request.worker_argv = std::move(worker);

@@ -3,44 +3,23 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/coord/plan_balance.h"
-#include "runtime/coord/plan_report.h"
 #include "runtime/coord/resume_source.h"
 #include "runtime/core/output_path.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/estimate/flop_costs.h"
+#include "runtime/estimate/resolve_plan.h"
+#include "runtime/estimate/schedule_prediction.h"
 #include "runtime/plan/plan_loader.h"
 #include "runtime/schedule/program.h"
 #include "runtime/schedule/rank_layout.h"
 
 namespace gpipe {
-
-schedule::OpCosts CostsFromFlops(const AnalyzedPlan& plan) {
-  schedule::OpCosts costs;
-  double total = 0.0;
-  for (const StageInfo& s : plan.stages) total += s.flops_per_sample;
-  // The unit is a mean *stage's* forward (all of its chunks), so schedules with and without
-  // interleaving are timed on the same scale.
-  const int stages = std::max(1, plan.plan.pipeline().stages());
-  const double mean = total / stages;
-  const double parts = std::max<size_t>(1, plan.stages.size());
-  // One entry per part, which is also its virtual stage (part j = chunk * stages + stage).
-  for (const StageInfo& s : plan.stages) {
-    // A zero-FLOP model still takes a little time per part (the same on every part).
-    const double forward = std::max(mean > 0 ? s.flops_per_sample / mean : stages / parts, 1e-3);
-    // Backward is twice the forward (FLOPs = 3x forward). Under a split backward, the weight
-    // half is the weight gradients of the layers that split (half of their backward); all the
-    // rest runs in the input half. A combined Backward costs the sum either way.
-    const double split_share =
-        s.flops_per_sample > 0 ? s.split_flops_per_sample / s.flops_per_sample : 0.0;
-    costs.stage_forward.push_back(forward);
-    costs.stage_backward_input.push_back(forward * (2.0 - split_share));
-    costs.stage_backward_weight.push_back(forward * split_share);
-  }
-  return costs;
-}
 
 namespace {
 
@@ -73,29 +52,20 @@ std::vector<pb::TieGroup> TieGroupsOfReplica(const AnalyzedPlan& analyzed,
   return ties;
 }
 
-// Per stage: what gpipe-plan show predicts. Parameter bytes are counted in double first: a model
-// whose parameters alone exceed 2^62 bytes gets that (saturated) and no activation estimate.
-absl::StatusOr<std::vector<pb::StageMemory>> PredictStageMemory(const AnalyzedPlan& plan,
-                                                                const LayerRegistry& registry) {
-  const int stages = plan.plan.pipeline().stages();
-  const int state = OptimizerStateFactor(plan.plan.training().optimizer());
-  std::vector<double> parameter_bytes(stages, 0.0);
-  for (const StageInfo& part : plan.stages) {
-    parameter_bytes[part.stage] += static_cast<double>(part.parameters) * 4.0 * (2 + state);
-  }
-  constexpr double kHuge = 4.6e18;  // 2^62: beyond any device, far from int64 overflow
-  std::vector<pb::StageMemory> memory(stages);
-  bool huge = false;
-  for (int s = 0; s < stages; ++s) {
-    huge = huge || parameter_bytes[s] > kHuge;
-    memory[s].set_parameter_bytes(static_cast<int64_t>(std::min(parameter_bytes[s], kHuge)));
-  }
-  if (huge) return memory;
-  ASSIGN_OR_RETURN(const SchedulePrediction prediction, PredictSchedule(plan, registry));
-  for (int s = 0; s < stages; ++s) {
-    memory[s].set_activation_bytes(prediction.activations[s].total);
-  }
-  return memory;
+// A plan naming a custom data source this program does not register is refused (before the
+// balance and the analysis).
+absl::Status CheckDataSource(const LoadedPlan& loaded, const DataSourceRegistry* data_sources) {
+  if (!loaded.plan.data().has_custom()) return absl::OkStatus();
+  const std::string& name = loaded.plan.data().custom().name();
+  if (data_sources != nullptr && data_sources->Contains(name)) return absl::OkStatus();
+  const std::vector<std::string> known =
+      data_sources != nullptr ? data_sources->names() : std::vector<std::string>();
+  return absl::InvalidArgumentError(
+      absl::StrCat(loaded.LocationOf("data.custom.name"), ": data.custom.name '", name,
+                   "' is not a data source of this program (",
+                   known.empty() ? std::string("it registers none")
+                                 : absl::StrCat("it registers ", absl::StrJoin(known, ", ")),
+                   "); custom sources exist only in the program that registers them"));
 }
 
 // Every output is checked before the first step, so that a run never trains to lose its result.
@@ -124,30 +94,20 @@ absl::Status CheckOutputs(const WorkerOptions& options, const pb::Plan& plan) {
 absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_size,
                                        const LayerRegistry& layers,
                                        const DataSourceRegistry* data_sources) {
-  ASSIGN_OR_RETURN(LoadedPlan loaded,
-                   options.plan_text.has_value()
-                       ? ParsePlanText(*options.plan_text, options.plan_source_name,
-                                       options.plan_directory, options.overrides)
-                       : LoadPlanFile(options.plan_path, options.overrides));
-  // Custom layers are built for the device the plan runs on (a type without kernels for it is
-  // a plan error at its layer).
-  const LayerRegistry registry = layers.ForDevice(loaded.plan.runtime().device());
-  if (loaded.plan.data().has_custom()) {
-    const std::string& name = loaded.plan.data().custom().name();
-    if (data_sources == nullptr || !data_sources->Contains(name)) {
-      const std::vector<std::string> known =
-          data_sources != nullptr ? data_sources->names() : std::vector<std::string>();
-      return absl::InvalidArgumentError(
-          absl::StrCat(loaded.LocationOf("data.custom.name"), ": data.custom.name '", name,
-                       "' is not a data source of this program (",
-                       known.empty() ? std::string("it registers none")
-                                     : absl::StrCat("it registers ", absl::StrJoin(known, ", ")),
-                       "); custom sources exist only in the program that registers them"));
-    }
-  }
-  RETURN_IF_ERROR(ResolveProfileBalance(loaded, registry));
+  const PlanOrigin origin = options.plan_text.has_value()
+                                ? PlanOrigin(PlanText{.text = *options.plan_text,
+                                                      .name = options.plan_source_name,
+                                                      .directory = options.plan_directory})
+                                : PlanOrigin(PlanFile{.path = options.plan_path});
+  ASSIGN_OR_RETURN(ResolvedPlan resolved,
+                   ResolvePlan(origin, options.overrides, layers,
+                               ResolveOptions{.check_loaded = [data_sources](const LoadedPlan& p) {
+                                 return CheckDataSource(p, data_sources);
+                               }}));
+  const LoadedPlan& loaded = resolved.loaded;
+  const LayerRegistry& registry = resolved.registry;
   ResolvedJob job;
-  ASSIGN_OR_RETURN(job.analyzed, AnalyzePlan(loaded, registry));
+  job.analyzed = std::move(resolved.analyzed);
   RETURN_IF_ERROR(CheckWorldSize(job.analyzed, loaded, world_size));
   if (!options.init_from.empty() && !std::filesystem::exists(options.init_from)) {
     return absl::NotFoundError(absl::StrCat("--init-from: ", options.init_from, ": no such file"));

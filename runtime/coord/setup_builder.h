@@ -1,9 +1,9 @@
-// ResolveJob: rank 0's start-up work: load the plan (file + overrides), validate it, infer
-// shapes, resolve the partition, build and verify the schedule, check --init-from, every output
-// path (export, metrics, trace, checkpoint.dir: output_path.h) and the --resume checkpoint
-// (resume_source.h), and produce every rank's Setup message. No MPI; it reads only the plan, its
-// data files' existence, those paths and the checkpoint's manifest. Any problem is one error
-// whose message every rank prints.
+// ResolveJob: rank 0's start-up work: resolve the plan (ResolvePlan: load file or text with the
+// overrides, balance, validate, infer shapes), build and verify the schedule, check --init-from,
+// every output path (export, metrics, trace, checkpoint.dir: output_path.h) and the --resume
+// checkpoint (resume_source.h), and produce every rank's Setup message. No MPI; it reads only the
+// plan, its data files' existence, those paths and the checkpoint's manifest. Any problem is one
+// error whose message every rank prints.
 #ifndef GPIPE_RUNTIME_COORD_SETUP_BUILDER_H_
 #define GPIPE_RUNTIME_COORD_SETUP_BUILDER_H_
 
@@ -30,11 +30,6 @@ struct ResolvedJob {
 absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_size,
                                        const LayerRegistry& registry,
                                        const DataSourceRegistry* data_sources = nullptr);
-
-// Verifier costs from each part's FLOPs, normalized so a mean stage's forward costs 1:
-// forward = FLOPs/3, backward = 2 FLOPs/3, of which the weight-gradient half is the share of
-// the layers that split their backward (1 forward's worth when every layer does).
-schedule::OpCosts CostsFromFlops(const AnalyzedPlan& plan);
 
 }  // namespace gpipe
 

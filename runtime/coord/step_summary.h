@@ -63,9 +63,6 @@ std::string FormatProgressLine(const StepSummary& summary, int64_t total_steps);
 // all_reduce_exposed_ms (by rank).
 Json ToMetricsRecord(const StepSummary& summary);
 
-// "1.2 MiB"
-std::string FormatBytes(int64_t bytes);
-
 }  // namespace gpipe
 
 #endif  // GPIPE_RUNTIME_COORD_STEP_SUMMARY_H_

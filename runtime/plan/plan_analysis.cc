@@ -29,7 +29,7 @@ absl::StatusOr<std::vector<int>> StageStarts(const pb::Plan& plan,
   if (pipeline.balance() == pb::PROFILE) {
     return absl::FailedPreconditionError(
         "pipeline.balance: PROFILE: the boundaries come from the plan balancer "
-        "(ResolveProfileBalance in runtime/coord/plan_balance.h), which runs before the analysis");
+        "(ResolvePlan in runtime/estimate/resolve_plan.h), which runs before the analysis");
   }
   std::vector<double> costs;
   costs.reserve(layers.size());

@@ -1,6 +1,8 @@
 // Semantic checks of the plan's non-model sections: pipeline (stages, micro-batches, explicit
 // boundaries), training (batch, steps, optimizer), data, runtime and checkpoint. Each check reports
-// every problem it finds into PlanErrors and never stops early. Internal to the plan module.
+// every problem it finds into PlanErrors and never stops early. Internal to the plan module; one
+// source file per section (pipeline_checks.cc, training_checks.cc, data_checks.cc,
+// runtime_checks.cc with the checkpoint's).
 #ifndef GPIPE_RUNTIME_PLAN_SETTINGS_CHECKS_H_
 #define GPIPE_RUNTIME_PLAN_SETTINGS_CHECKS_H_
 

@@ -13,7 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "layers/registry.h"
-#include "runtime/coord/plan_report.h"
+#include "runtime/estimate/schedule_prediction.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
 #include "tests/support/process_runner.h"

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "layers/registry.h"
 #include "runtime/estimate/activation_memory.h"
+#include "runtime/plan/boundary_dtype.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
 #include "runtime/schedule/program.h"
@@ -57,9 +58,8 @@ Prediction Predict(const std::string& schedule, const std::string& remat,
   EXPECT_TRUE(program.ok()) << program.status();
   auto parts = MeasurePartBytes(*analyzed, registry, kMicroBatchSize);
   EXPECT_TRUE(parts.ok()) << parts.status();
-  return {PredictActivationMemory(
-              *program, *parts, pipeline.remat(), /*recv_lookahead=*/2,
-              analyzed->plan.training().precision() == pb::BF16 ? DType::kBF16 : DType::kF32),
+  return {PredictActivationMemory(*program, *parts, pipeline.remat(), /*recv_lookahead=*/2,
+                                  BoundaryDType(analyzed->plan.training())),
           parts->front()};
 }
 
@@ -173,8 +173,7 @@ TEST(MemoryTest, ViewsAndCompositesMatchThePrediction) {
       EXPECT_EQ(parts->front().saved, 0);
       const std::vector<StageActivationMemory> predicted = PredictActivationMemory(
           *program, *parts, pipeline.remat(), /*recv_lookahead=*/2, DType::kF32);
-      const testing::PipelineRun run =
-          testing::RunPipeline({.stages = 2, .overrides = overrides});
+      const testing::PipelineRun run = testing::RunPipeline({.stages = 2, .overrides = overrides});
       testing::ExpectSucceeded(run);
       for (size_t s = 0; s < predicted.size(); ++s) {
         SCOPED_TRACE(absl::StrCat("stage ", s));

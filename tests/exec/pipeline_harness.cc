@@ -13,6 +13,7 @@
 #include "runtime/device/cpu/cpu_device.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/stage_executor.h"
+#include "runtime/plan/boundary_dtype.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
 #include "runtime/schedule/program.h"
@@ -189,20 +190,19 @@ PipelineRun RunPipeline(const RunOptions& options) {
                                                         : static_cast<DataChannel&>(loopback);
     GateForStage gate(shared_gate);
     const bool wraps = chunks > 1;
-    ExecutorConfig config{
-        .rank = s,
-        .stage = s,
-        .num_stages = stages,
-        .chunks = chunks,
-        .micro_batches = plan.pipeline().micro_batches(),
-        .global_batch = plan.training().global_batch(),
-        .remat = plan.pipeline().remat(),
-        .seed = plan.training().seed(),
-        .prev_rank = s > 0 ? s - 1 : (wraps ? stages - 1 : -1),
-        .next_rank = s < stages - 1 ? s + 1 : (wraps ? 0 : -1),
-        .replica_group = {s},
-        .wait_timeout = absl::Seconds(options.wait_seconds),
-        .boundary_dtype = plan.training().precision() == pb::BF16 ? DType::kBF16 : DType::kF32};
+    ExecutorConfig config{.rank = s,
+                          .stage = s,
+                          .num_stages = stages,
+                          .chunks = chunks,
+                          .micro_batches = plan.pipeline().micro_batches(),
+                          .global_batch = plan.training().global_batch(),
+                          .remat = plan.pipeline().remat(),
+                          .seed = plan.training().seed(),
+                          .prev_rank = s > 0 ? s - 1 : (wraps ? stages - 1 : -1),
+                          .next_rank = s < stages - 1 ? s + 1 : (wraps ? 0 : -1),
+                          .replica_group = {s},
+                          .wait_timeout = absl::Seconds(options.wait_seconds),
+                          .boundary_dtype = BoundaryDType(plan.training())};
     StageExecutor executor(config, program->stage_programs[s],
                            ExecutorResources{device, params.refs(), dataset.get(), channel, gate});
     BatchSampler sampler(dataset->size(), plan.training().global_batch(), plan.data().shuffle(),

@@ -9,8 +9,8 @@
 // the fastest that fits is chosen. When the replay finds the partitioner's choice over the limit
 // (its model leaves out gradient buffers in flight), the partitioner runs again with a lower
 // limit.
-#ifndef GPIPE_RUNTIME_COORD_PLAN_BALANCE_H_
-#define GPIPE_RUNTIME_COORD_PLAN_BALANCE_H_
+#ifndef GPIPE_RUNTIME_ESTIMATE_PLAN_BALANCE_H_
+#define GPIPE_RUNTIME_ESTIMATE_PLAN_BALANCE_H_
 
 #include <cstdint>
 #include <string>
@@ -65,4 +65,4 @@ std::string FormatBalance(const BalanceResult& result, int64_t memory_limit);
 
 }  // namespace gpipe
 
-#endif  // GPIPE_RUNTIME_COORD_PLAN_BALANCE_H_
+#endif  // GPIPE_RUNTIME_ESTIMATE_PLAN_BALANCE_H_

@@ -1,7 +1,7 @@
 // The layer profiler: the profile JSON of a plan parses back with the project's strict ParseJson,
 // lists every top-level layer in model order with positive times, reports weight halves only for
 // layers that split their backward, and profiles id-reading layers on valid ids.
-#include "runtime/exec/layer_profiler.h"
+#include "runtime/estimate/layer_profiler.h"
 
 #include <string>
 #include <vector>

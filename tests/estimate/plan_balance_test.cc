@@ -2,7 +2,7 @@
 // the chosen partition is predicted no slower than balancing by parameters, FLOPs or layer
 // count (and the partitioner's own within 1% of the best), and under a memory limit the
 // partitioner's is the one that fits.
-#include "runtime/coord/plan_balance.h"
+#include "runtime/estimate/plan_balance.h"
 
 #include <algorithm>
 #include <string>

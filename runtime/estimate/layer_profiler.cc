@@ -1,4 +1,4 @@
-#include "runtime/exec/layer_profiler.h"
+#include "runtime/estimate/layer_profiler.h"
 
 #include <time.h>
 

@@ -13,8 +13,8 @@
 //
 // The device must be host-accessible (inputs are filled in place). Not thread-safe: it uses the
 // device from the calling thread only.
-#ifndef GPIPE_RUNTIME_EXEC_LAYER_PROFILER_H_
-#define GPIPE_RUNTIME_EXEC_LAYER_PROFILER_H_
+#ifndef GPIPE_RUNTIME_ESTIMATE_LAYER_PROFILER_H_
+#define GPIPE_RUNTIME_ESTIMATE_LAYER_PROFILER_H_
 
 #include <cstdint>
 #include <string>
@@ -78,4 +78,4 @@ absl::StatusOr<std::string> ProfilePlanLayers(const pb::Plan& plan, const LayerR
 
 }  // namespace gpipe
 
-#endif  // GPIPE_RUNTIME_EXEC_LAYER_PROFILER_H_
+#endif  // GPIPE_RUNTIME_ESTIMATE_LAYER_PROFILER_H_

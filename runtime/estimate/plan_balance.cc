@@ -1,4 +1,4 @@
-#include "runtime/coord/plan_balance.h"
+#include "runtime/estimate/plan_balance.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -9,10 +9,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "layers/layer.h"
-#include "runtime/coord/plan_report.h"
-#include "runtime/coord/step_summary.h"
+#include "runtime/core/byte_format.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/estimate/sim_costs.h"
+#include "runtime/estimate/schedule_prediction.h"
 #include "runtime/exec/stage_model.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/timed_partition.h"

@@ -1,17 +1,16 @@
-#include "runtime/coord/plan_report.h"
+#include "runtime/estimate/plan_report.h"
 
 #include <algorithm>
 #include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "runtime/coord/setup_builder.h"
-#include "runtime/coord/step_summary.h"
+#include "runtime/core/byte_format.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/estimate/sim_costs.h"
-#include "runtime/estimate/sim_schedule_costs.h"
+#include "runtime/estimate/schedule_prediction.h"
 #include "runtime/exec/gradient_buckets.h"
-#include "runtime/exec/stage_executor.h"
+#include "runtime/plan/plan_analysis.h"
 #include "runtime/schedule/grid.h"
 
 namespace gpipe {
@@ -78,37 +77,6 @@ absl::StatusOr<std::string> FormatDataParallel(const AnalyzedPlan& plan) {
 }
 
 }  // namespace
-
-int OptimizerStateFactor(const pb::Optimizer& optimizer) {
-  if (optimizer.has_sgd()) return optimizer.sgd().momentum() != 0 ? 1 : 0;
-  return 2;  // Adam, AdamW: two moments
-}
-
-absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
-                                                   const LayerRegistry& registry) {
-  const pb::Pipeline& pipeline = plan.plan.pipeline();
-  SchedulePrediction out;
-  ASSIGN_OR_RETURN(out.program,
-                   schedule::BuildProgram(pipeline.schedule(), pipeline.stages(),
-                                          pipeline.micro_batches(), pipeline.virtual_stages()));
-  schedule::OpCosts costs = CostsFromFlops(plan);
-  if (TimedInMs(plan.plan)) {
-    ASSIGN_OR_RETURN(costs, SimScheduleCosts(plan));
-  }
-  ASSIGN_OR_RETURN(out.simulation, schedule::VerifyProgram(out.program, costs));
-  const int64_t micro_batch_size = MicroBatchSize(plan.plan);
-  ASSIGN_OR_RETURN(const std::vector<PartBytes> parts,
-                   MeasurePartBytes(plan, registry, micro_batch_size));
-  out.activations = PredictActivationMemory(
-      out.program, parts, pipeline.remat(), kDefaultRecvLookahead,
-      plan.plan.training().precision() == pb::BF16 ? DType::kBF16 : DType::kF32);
-  out.parameter_bytes.assign(pipeline.stages(), 0);
-  const int state = OptimizerStateFactor(plan.plan.training().optimizer());
-  for (const StageInfo& part : plan.stages) {
-    out.parameter_bytes[part.stage] += part.parameters * 4 * (2 + state);
-  }
-  return out;
-}
 
 absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
                                              const LayerRegistry& registry, bool with_schedule) {

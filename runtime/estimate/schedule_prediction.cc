@@ -1,0 +1,69 @@
+#include "runtime/estimate/schedule_prediction.h"
+
+#include <algorithm>
+
+#include "runtime/core/status_macros.h"
+#include "runtime/estimate/flop_costs.h"
+#include "runtime/estimate/sim_schedule_costs.h"
+#include "runtime/exec/stage_executor.h"
+#include "runtime/plan/boundary_dtype.h"
+
+namespace gpipe {
+
+int OptimizerStateFactor(const pb::Optimizer& optimizer) {
+  if (optimizer.has_sgd()) return optimizer.sgd().momentum() != 0 ? 1 : 0;
+  return 2;  // Adam, AdamW: two moments
+}
+
+absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
+                                                   const LayerRegistry& registry) {
+  const pb::Pipeline& pipeline = plan.plan.pipeline();
+  SchedulePrediction out;
+  ASSIGN_OR_RETURN(out.program,
+                   schedule::BuildProgram(pipeline.schedule(), pipeline.stages(),
+                                          pipeline.micro_batches(), pipeline.virtual_stages()));
+  schedule::OpCosts costs = CostsFromFlops(plan);
+  // On the simulated device the schedule is timed in milliseconds from runtime.sim's cost table
+  // (the step time a SIM run should take); otherwise in relative FLOP units.
+  if (plan.plan.runtime().device() == pb::SIM) {
+    ASSIGN_OR_RETURN(costs, SimScheduleCosts(plan));
+  }
+  ASSIGN_OR_RETURN(out.simulation, schedule::VerifyProgram(out.program, costs));
+  const int64_t micro_batch_size = MicroBatchSize(plan.plan);
+  ASSIGN_OR_RETURN(const std::vector<PartBytes> parts,
+                   MeasurePartBytes(plan, registry, micro_batch_size));
+  out.activations =
+      PredictActivationMemory(out.program, parts, pipeline.remat(), kDefaultRecvLookahead,
+                              BoundaryDType(plan.plan.training()));
+  out.parameter_bytes.assign(pipeline.stages(), 0);
+  const int state = OptimizerStateFactor(plan.plan.training().optimizer());
+  for (const StageInfo& part : plan.stages) {
+    out.parameter_bytes[part.stage] += part.parameters * 4 * (2 + state);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<pb::StageMemory>> PredictStageMemory(const AnalyzedPlan& plan,
+                                                                const LayerRegistry& registry) {
+  const int stages = plan.plan.pipeline().stages();
+  const int state = OptimizerStateFactor(plan.plan.training().optimizer());
+  std::vector<double> parameter_bytes(stages, 0.0);
+  for (const StageInfo& part : plan.stages) {
+    parameter_bytes[part.stage] += static_cast<double>(part.parameters) * 4.0 * (2 + state);
+  }
+  constexpr double kHuge = 4.6e18;  // 2^62: beyond any device, far from int64 overflow
+  std::vector<pb::StageMemory> memory(stages);
+  bool huge = false;
+  for (int s = 0; s < stages; ++s) {
+    huge = huge || parameter_bytes[s] > kHuge;
+    memory[s].set_parameter_bytes(static_cast<int64_t>(std::min(parameter_bytes[s], kHuge)));
+  }
+  if (huge) return memory;
+  ASSIGN_OR_RETURN(const SchedulePrediction prediction, PredictSchedule(plan, registry));
+  for (int s = 0; s < stages; ++s) {
+    memory[s].set_activation_bytes(prediction.activations[s].total);
+  }
+  return memory;
+}
+
+}  // namespace gpipe

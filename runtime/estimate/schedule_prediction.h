@@ -1,0 +1,44 @@
+// What a plan's schedule is predicted to do, before anything runs: the schedule built and
+// simulated (FLOP costs, or runtime.sim's costs in ms on the simulated device), each stage's
+// activation memory from the replay of its instructions, and the bytes its parameters, their
+// gradients and optimizer state take. `gpipe-plan show`/`balance` print these; rank 0 sends
+// each rank its stage's figures (pb::StageMemory) to compare against what it measures.
+#ifndef GPIPE_RUNTIME_ESTIMATE_SCHEDULE_PREDICTION_H_
+#define GPIPE_RUNTIME_ESTIMATE_SCHEDULE_PREDICTION_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "layers/registry.h"
+#include "proto/control.pb.h"
+#include "proto/plan.pb.h"
+#include "runtime/estimate/activation_memory.h"
+#include "runtime/plan/analyzed_plan.h"
+#include "runtime/schedule/program.h"
+#include "runtime/schedule/verifier.h"
+
+namespace gpipe {
+
+// The schedule of an analyzed plan, simulated, with its predicted memory.
+struct SchedulePrediction {
+  schedule::Program program;
+  schedule::VerifyResult simulation;               // costs from the parts' FLOPs
+  std::vector<StageActivationMemory> activations;  // per stage
+  std::vector<int64_t> parameter_bytes;            // per stage: values, gradients, optimizer
+};
+
+// Optimizer state elements per parameter element (SGD with momentum 1, Adam and AdamW 2).
+int OptimizerStateFactor(const pb::Optimizer& optimizer);
+
+absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
+                                                   const LayerRegistry& registry);
+
+// Per stage: what gpipe-plan show predicts. Parameter bytes are counted in double first: a model
+// whose parameters alone exceed 2^62 bytes gets that (saturated) and no activation estimate.
+absl::StatusOr<std::vector<pb::StageMemory>> PredictStageMemory(const AnalyzedPlan& plan,
+                                                                const LayerRegistry& registry);
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_ESTIMATE_SCHEDULE_PREDICTION_H_

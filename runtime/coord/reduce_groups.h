@@ -2,7 +2,8 @@
 // (never mid-step): with data parallelism its stage's gradient buckets and the group of the
 // stage's replicas that all-reduces them, and one group per tie its replica shares between
 // stages. Every member of a group makes it in the same order: the replica group first (replica
-// groups are disjoint), then the tie groups in Setup.ties order.
+// groups are disjoint), then the tie groups in Setup.ties order. Beside each tie group it keeps
+// the tie's members on this stage, resolved once by name to (chunk, parameter index) slots.
 #ifndef GPIPE_RUNTIME_COORD_REDUCE_GROUPS_H_
 #define GPIPE_RUNTIME_COORD_REDUCE_GROUPS_H_
 
@@ -18,6 +19,7 @@
 #include "runtime/exec/executor_config.h"
 #include "runtime/exec/gradient_buckets.h"
 #include "runtime/exec/stage_chunks.h"
+#include "runtime/exec/tied_gradients.h"
 
 namespace gpipe {
 
@@ -38,6 +40,7 @@ class StageReduceGroups {
   std::unique_ptr<GradientBuckets> buckets_;        // with replicas only; stable address
   std::unique_ptr<ReduceGroup> replicas_;           // null without buckets
   std::vector<std::unique_ptr<ReduceGroup>> ties_;  // per tie; null where not a member
+  std::vector<TiedGradientSum> tied_;               // per tie with members here, in tie order
 };
 
 }  // namespace gpipe

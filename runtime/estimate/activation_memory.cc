@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <deque>
+#include <optional>
 #include <variant>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/check.h"
+#include "runtime/core/overloaded.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/micro_batch_plan.h"
 #include "runtime/exec/stage_model.h"
@@ -114,17 +116,33 @@ class StageReplay {
   StageActivationMemory Run() {
     const auto& instructions = program_.stage_programs[stage_].instructions;
     for (size_t i = 0; i < instructions.size(); ++i) {
-      if (IsReceive(instructions[i])) receives_.push_back(i);
+      if (const std::optional<Receive> receive = ReceiveOf(instructions[i])) {
+        receives_.push_back(*receive);
+      }
     }
     PostUpTo();
-    for (size_t i = 0; i < instructions.size(); ++i) Apply(instructions[i]);
+    for (const schedule::Instruction& instruction : instructions) {
+      std::visit([this](const auto& op) { Apply(op); }, instruction);
+    }
     return peak_;
   }
 
  private:
-  static bool IsReceive(const schedule::Instruction& instruction) {
-    return std::holds_alternative<schedule::RecvActivation>(instruction) ||
-           std::holds_alternative<schedule::RecvGrad>(instruction);
+  // A receive of the stage program, whose buffer is allocated when it is posted.
+  struct Receive {
+    int chunk = 0;
+    bool activation = false;  // else a gradient
+  };
+  static std::optional<Receive> ReceiveOf(const schedule::Instruction& instruction) {
+    return std::visit(
+        Overloaded{[](const schedule::RecvActivation& op) -> std::optional<Receive> {
+                     return Receive{.chunk = op.chunk, .activation = true};
+                   },
+                   [](const schedule::RecvGrad& op) -> std::optional<Receive> {
+                     return Receive{.chunk = op.chunk, .activation = false};
+                   },
+                   [](const auto&) -> std::optional<Receive> { return std::nullopt; }},
+        instruction);
   }
 
   const PartBytes& Part(int chunk) const { return parts_[topology_.VirtualStage({stage_, chunk})]; }
@@ -144,13 +162,11 @@ class StageReplay {
   // Receive buffers are allocated when posted, up to `lookahead_` ahead of their instruction.
   void PostUpTo() {
     while (next_post_ < receives_.size() && posted_ahead_ < lookahead_) {
-      const schedule::Instruction& r =
-          program_.stage_programs[stage_].instructions[receives_[next_post_]];
-      const int chunk = schedule::ChunkOf(r);
-      if (std::holds_alternative<schedule::RecvActivation>(r)) {
-        now_.boundary += Wire(Part(chunk).input);
+      const Receive& r = receives_[next_post_];
+      if (r.activation) {
+        now_.boundary += Wire(Part(r.chunk).input);
       } else {
-        now_.boundary_grad += Wire(Part(chunk).output);
+        now_.boundary_grad += Wire(Part(r.chunk).output);
       }
       ++next_post_;
       ++posted_ahead_;
@@ -158,129 +174,174 @@ class StageReplay {
     Note();
   }
 
-  void Apply(const schedule::Instruction& instruction) {
-    const std::optional<int> m = schedule::MicroBatchOf(instruction);
-    if (!m) return;
-    const int c = schedule::ChunkOf(instruction);
-    const PartBytes& part = Part(c);
-    Held& held = held_[Key(c, *m)];
-    const schedule::StageChunk at{stage_, c};
-    if (std::holds_alternative<schedule::LoadMicroBatch>(instruction)) {
-      if (topology_.IsFirst(at)) {
-        held.input = part.input;
+  // What a micro-batch instruction works on: its chunk's part and the micro-batch's holdings.
+  struct Slot {
+    const PartBytes& part;
+    Held& held;
+    schedule::StageChunk at;
+    int micro_batch;
+  };
+  template <typename Op>
+  Slot SlotOf(const Op& op) {
+    return Slot{
+        Part(op.chunk), held_[Key(op.chunk, op.micro_batch)], {stage_, op.chunk}, op.micro_batch};
+  }
+
+  // One handler per instruction (std::visit: a new instruction fails to compile until it has
+  // one here, as in the executor). The step-level ones hold nothing per micro-batch.
+  void Apply(const schedule::AllReduceGrads&) {}
+  void Apply(const schedule::OptimizerStep&) {}
+  void Apply(const schedule::ReportEval&) {}
+
+  void Apply(const schedule::LoadMicroBatch& op) {
+    const Slot s = SlotOf(op);
+    if (topology_.IsFirst(s.at)) {
+      s.held.input = s.part.input;
+      now_.boundary += s.part.input;
+    }
+    Note();
+  }
+
+  void Apply(const schedule::RecvActivation& op) {
+    const Slot s = SlotOf(op);
+    s.held.input = Wire(s.part.input);  // the buffer posted earlier
+    s.held.input_bf16 = narrow_;
+    --posted_ahead_;
+    PostUpTo();
+    Note();
+  }
+
+  void Apply(const schedule::RecvGrad& op) {
+    const Slot s = SlotOf(op);
+    s.held.output_grad = s.part.output;
+    --posted_ahead_;
+    PostUpTo();
+    if (narrow_) {  // then widened to f32 beside the received buffer, which is then freed
+      now_.boundary_grad += s.part.output;
+      Note();
+      now_.boundary_grad -= Wire(s.part.output);
+    }
+    Note();
+  }
+
+  void Apply(const schedule::Forward& op) {
+    const Slot s = SlotOf(op);
+    const PartBytes& part = s.part;
+    Held& held = s.held;
+    const bool keep = plan_.KeepsActivations(op.chunk, op.micro_batch);
+    const int64_t built = plan_.forward_only() ? 0 : part.saved;
+    // A bf16 stage input: the layers run on an f32 copy.
+    const int64_t copy = held.input_bf16 ? part.input : 0;
+    now_.boundary += copy;
+    now_.activation += built + part.output;  // built during the forward
+    if (topology_.IsLast(s.at) && !plan_.forward_only()) {
+      held.output_grad = part.output;  // the loss gradient
+      now_.boundary_grad += part.output;
+    }
+    Note();
+    // The output outlives the send when the last layer keeps it for backward.
+    const int64_t output_kept = keep && part.output_saved ? part.output : 0;
+    if (keep) {
+      held.saved = part.saved + output_kept;
+    } else {
+      now_.activation -= built;
+    }
+    if (topology_.IsLast(s.at)) {
+      now_.activation -= part.output - output_kept;  // the loss consumed it
+    } else {
+      held.output = part.output - output_kept;  // freed by the send
+    }
+    if (plan_.forward_only()) {
+      now_.boundary -= held.input + copy;
+      held.input = 0;
+    } else if (keep && held.input_bf16) {  // the f32 copy replaces the bf16 input
+      now_.boundary -= held.input;
+      held.input = copy;
+      held.input_bf16 = false;
+    } else {
+      now_.boundary -= copy;
+    }
+    Note();
+  }
+
+  void Apply(const schedule::SendActivation& op) {
+    Held& held = SlotOf(op).held;
+    if (narrow_) {  // the bf16 copy sent
+      now_.activation += Wire(held.output);
+      Note();
+      now_.activation -= Wire(held.output);
+    }
+    now_.activation -= held.output;
+    held.output = 0;
+    Note();
+  }
+
+  void Apply(const schedule::Backward& op) { Backpropagate(SlotOf(op), /*split=*/false); }
+  void Apply(const schedule::BackwardInput& op) { Backpropagate(SlotOf(op), /*split=*/true); }
+
+  // Backward, or with `split` its input half (BackwardInput).
+  void Backpropagate(const Slot& s, bool split) {
+    const PartBytes& part = s.part;
+    Held& held = s.held;
+    if (held.saved == 0) {  // re-materialization rebuilds them
+      held.saved = part.saved + (part.output_saved ? part.output : 0);
+      now_.activation += held.saved;
+      if (held.input_bf16) {  // from an f32 copy of the bf16 input
+        held.input_copy = part.input;
         now_.boundary += part.input;
       }
-    } else if (std::holds_alternative<schedule::RecvActivation>(instruction)) {
-      held.input = Wire(part.input);  // the buffer posted earlier
-      held.input_bf16 = narrow_;
-      --posted_ahead_;
-      PostUpTo();
-    } else if (std::holds_alternative<schedule::RecvGrad>(instruction)) {
-      held.output_grad = part.output;
-      --posted_ahead_;
-      PostUpTo();
-      if (narrow_) {  // then widened to f32 beside the received buffer, which is then freed
-        now_.boundary_grad += part.output;
-        Note();
-        now_.boundary_grad -= Wire(part.output);
-      }
-    } else if (std::holds_alternative<schedule::Forward>(instruction)) {
-      const bool keep = plan_.KeepsActivations(c, *m);
-      const int64_t built = plan_.forward_only() ? 0 : part.saved;
-      // A bf16 stage input: the layers run on an f32 copy.
-      const int64_t copy = held.input_bf16 ? part.input : 0;
-      now_.boundary += copy;
-      now_.activation += built + part.output;  // built during the forward
-      if (topology_.IsLast(at) && !plan_.forward_only()) {
-        held.output_grad = part.output;  // the loss gradient
-        now_.boundary_grad += part.output;
-      }
-      Note();
-      // The output outlives the send when the last layer keeps it for backward.
-      const int64_t output_kept = keep && part.output_saved ? part.output : 0;
-      if (keep) {
-        held.saved = part.saved + output_kept;
-      } else {
-        now_.activation -= built;
-      }
-      if (topology_.IsLast(at)) {
-        now_.activation -= part.output - output_kept;  // the loss consumed it
-      } else {
-        held.output = part.output - output_kept;  // freed by the send
-      }
-      if (plan_.forward_only()) {
-        now_.boundary -= held.input + copy;
-        held.input = 0;
-      } else if (keep && held.input_bf16) {  // the f32 copy replaces the bf16 input
-        now_.boundary -= held.input;
-        held.input = copy;
-        held.input_bf16 = false;
-      } else {
-        now_.boundary -= copy;
-      }
-    } else if (std::holds_alternative<schedule::SendActivation>(instruction)) {
-      if (narrow_) {  // the bf16 copy sent
-        now_.activation += Wire(held.output);
-        Note();
-        now_.activation -= Wire(held.output);
-      }
-      now_.activation -= held.output;
-      held.output = 0;
-    } else if (std::holds_alternative<schedule::Backward>(instruction) ||
-               std::holds_alternative<schedule::BackwardInput>(instruction)) {
-      const bool split = std::holds_alternative<schedule::BackwardInput>(instruction);
-      if (held.saved == 0) {  // re-materialization rebuilds them
-        held.saved = part.saved + (part.output_saved ? part.output : 0);
-        now_.activation += held.saved;
-        if (held.input_bf16) {  // from an f32 copy of the bf16 input
-          held.input_copy = part.input;
-          now_.boundary += part.input;
-        }
-      }
-      if (split) {  // what the weight half will read, built up during the backward
-        held.deferred = part.deferred;
-        now_.activation += part.deferred;
-      }
-      Note();
-      // Everything else of the backward is freed as it goes: the output gradient as soon as
-      // the last layer has used it, before the input gradient becomes a boundary tensor.
-      now_.activation -= held.saved;
-      held.saved = 0;
-      if (!split || !part.output_grad_deferred) {
-        now_.boundary_grad -= held.output_grad;
-        held.output_grad = 0;
-      }
-      if (!topology_.IsFirst(at)) {
-        held.input_grad = part.input;
-        now_.boundary_grad += part.input;
-      }
-      Note();
-      if (!split || !part.input_deferred) {
-        now_.boundary -= held.input + held.input_copy;
-        held.input = 0;
-        held.input_copy = 0;
-      } else if (held.input_copy > 0) {
-        // The weight half reads the f32 copy its layer saved; the bf16 input goes now.
-        now_.boundary -= held.input;
-        held.input = 0;
-      }
-    } else if (std::holds_alternative<schedule::BackwardWeight>(instruction)) {
-      now_.activation -= held.deferred;
-      held.deferred = 0;
+    }
+    if (split) {  // what the weight half will read, built up during the backward
+      held.deferred = part.deferred;
+      now_.activation += part.deferred;
+    }
+    Note();
+    // Everything else of the backward is freed as it goes: the output gradient as soon as the
+    // last layer has used it, before the input gradient becomes a boundary tensor.
+    now_.activation -= held.saved;
+    held.saved = 0;
+    if (!split || !part.output_grad_deferred) {
       now_.boundary_grad -= held.output_grad;
       held.output_grad = 0;
+    }
+    if (!topology_.IsFirst(s.at)) {
+      held.input_grad = part.input;
+      now_.boundary_grad += part.input;
+    }
+    Note();
+    if (!split || !part.input_deferred) {
       now_.boundary -= held.input + held.input_copy;
       held.input = 0;
       held.input_copy = 0;
-    } else if (std::holds_alternative<schedule::SendGrad>(instruction)) {
-      if (narrow_) {  // the bf16 copy sent
-        now_.boundary_grad += Wire(held.input_grad);
-        Note();
-        now_.boundary_grad -= Wire(held.input_grad);
-      }
-      now_.boundary_grad -= held.input_grad;
-      held.input_grad = 0;
+    } else if (held.input_copy > 0) {
+      // The weight half reads the f32 copy its layer saved; the bf16 input goes now.
+      now_.boundary -= held.input;
+      held.input = 0;
     }
+    Note();
+  }
+
+  void Apply(const schedule::BackwardWeight& op) {
+    Held& held = SlotOf(op).held;
+    now_.activation -= held.deferred;
+    held.deferred = 0;
+    now_.boundary_grad -= held.output_grad;
+    held.output_grad = 0;
+    now_.boundary -= held.input + held.input_copy;
+    held.input = 0;
+    held.input_copy = 0;
+    Note();
+  }
+
+  void Apply(const schedule::SendGrad& op) {
+    Held& held = SlotOf(op).held;
+    if (narrow_) {  // the bf16 copy sent
+      now_.boundary_grad += Wire(held.input_grad);
+      Note();
+      now_.boundary_grad -= Wire(held.input_grad);
+    }
+    now_.boundary_grad -= held.input_grad;
+    held.input_grad = 0;
     Note();
   }
 
@@ -290,8 +351,8 @@ class StageReplay {
   const schedule::Topology topology_;
   const MicroBatchPlan plan_;
   const int lookahead_;
-  const bool narrow_;  // boundary tensors travel as bf16
-  std::vector<size_t> receives_;
+  const bool narrow_;              // boundary tensors travel as bf16
+  std::vector<Receive> receives_;  // in program order
   size_t next_post_ = 0;
   int posted_ahead_ = 0;
   absl::flat_hash_map<int64_t, Held> held_;

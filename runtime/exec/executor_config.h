@@ -14,6 +14,7 @@
 #include "runtime/exec/gradient_buckets.h"
 #include "runtime/exec/gradient_sync_gate.h"
 #include "runtime/exec/stage_chunks.h"
+#include "runtime/exec/tied_gradients.h"
 #include "runtime/trace/trace_recorder.h"
 #include "runtime/train/dataset.h"
 
@@ -50,9 +51,6 @@ struct ExecutorConfig {
   // The dtype boundary activations and gradients travel in: kF32, or kBF16 under
   // training.precision BF16 (whose layers produce bf16 values, so the narrowing is exact).
   DType boundary_dtype = DType::kF32;
-  // Tied parameters: before each update the gradients of every group this rank holds a member
-  // of are summed over its members, here and between the group's ranks.
-  std::vector<pb::TieGroup> ties;
 };
 
 // What the executor works with; all references must outlive it.
@@ -69,9 +67,9 @@ struct ExecutorResources {
   // both null with one replica.
   GradientBuckets* gradient_buckets = nullptr;
   ReduceGroup* replica_reducer = nullptr;
-  // Per config.ties entry: the group of its ranks that sums the tied gradient (one bucket, the
-  // member's elements), created at set-up; null where the tie has one rank or no member here.
-  std::vector<ReduceGroup*> tie_reducers;
+  // The tie groups with members on this stage, resolved at set-up (tied_gradients.h): their
+  // gradients are summed before each update.
+  std::vector<TiedGradientSum> tied_gradients;
 };
 
 }  // namespace gpipe

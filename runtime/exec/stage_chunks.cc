@@ -66,14 +66,15 @@ std::vector<ChunkRefs> StageChunks::refs() {
   return out;
 }
 
-absl::StatusOr<int64_t> StageChunks::ElementsOf(const std::string& name) const {
-  for (const std::unique_ptr<ParameterStore>& store : parameters_) {
-    const std::vector<std::string>& names = store->names();
+std::vector<ParameterSlot> StageChunks::SlotsOf(const std::string& name) const {
+  std::vector<ParameterSlot> slots;
+  for (size_t c = 0; c < parameters_.size(); ++c) {
+    const std::vector<std::string>& names = parameters_[c]->names();
     for (size_t i = 0; i < names.size(); ++i) {
-      if (names[i] == name) return store->grads()[i].num_elements();
+      if (names[i] == name) slots.push_back({static_cast<int>(c), static_cast<int>(i)});
     }
   }
-  return absl::NotFoundError(absl::StrCat("no chunk of this stage holds parameter '", name, "'"));
+  return slots;
 }
 
 absl::StatusOr<std::vector<NamedTensorData>> StageChunks::Export() const {

@@ -40,6 +40,13 @@ struct ChunkRefs {
   Optimizer* optimizer = nullptr;
 };
 
+// Where one parameter sits in a stage: chunk `chunk`'s ParameterStore, position `index` of its
+// values() and grads().
+struct ParameterSlot {
+  int chunk = 0;
+  int index = 0;
+};
+
 // How a backend adapts one chunk after it is built: may decorate the model's layers and loss and
 // replace the optimizer (the simulated device's stand-ins). Null: the chunk runs as built.
 using ChunkAdapter =
@@ -65,8 +72,8 @@ class StageChunks {
   const ParameterStore& parameters(int chunk) const { return *parameters_[chunk]; }
   const Optimizer& optimizer(int chunk) const { return *optimizers_[chunk]; }
 
-  // Elements of this stage's parameter `name`; NOT_FOUND when no chunk holds it.
-  absl::StatusOr<int64_t> ElementsOf(const std::string& name) const;
+  // Every slot holding parameter `name`, in chunk order (empty when no chunk holds it).
+  std::vector<ParameterSlot> SlotsOf(const std::string& name) const;
 
   // Every chunk's parameters by name, chunk order.
   absl::StatusOr<std::vector<NamedTensorData>> Export() const;

@@ -11,9 +11,11 @@
 // boundary gradients (received, or waiting to be sent) as kBoundaryGrad.
 // With a TraceRecorder, each instruction, each transfer (post to completion) and the step itself
 // are recorded. Every error names the rank, stage, step, micro-batch and instruction.
-// stage_executor.cc holds the dispatch loop and the instruction handlers; the parts of a step
-// live beside it: StepScope (where, deadlines, trace), MicroBatchStates, StepTransfers (posted
-// receives, sends in flight), StepReportBuilder (device scalars read once), DeviceBusyTime.
+// stage_executor.cc holds the dispatch loop and one small handler per instruction; the parts of
+// a step live beside it: StepScope (where, deadlines, trace), MicroBatchStates, StageCompute (the
+// layers' forward and backward, loading, loss), StepTransfers (posted receives, sends in
+// flight), GradientSync, SumTiedGradients, StepReportBuilder (device scalars read once),
+// DeviceBusyTime.
 // Single-threaded.
 #ifndef GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_
 #define GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_

@@ -1,8 +1,32 @@
 #include "runtime/exec/step_scope.h"
 
+#include <variant>
+
 #include "absl/strings/str_cat.h"
+#include "runtime/core/overloaded.h"
 
 namespace gpipe {
+namespace {
+
+std::optional<TraceKind> TraceKindOf(const schedule::Instruction& instruction) {
+  using Kind = std::optional<TraceKind>;
+  return std::visit(
+      Overloaded{[](const schedule::LoadMicroBatch&) -> Kind { return TraceKind::kLoad; },
+                 [](const schedule::Forward&) -> Kind { return TraceKind::kForward; },
+                 [](const schedule::Backward&) -> Kind { return TraceKind::kBackward; },
+                 [](const schedule::BackwardInput&) -> Kind { return TraceKind::kBackwardInput; },
+                 [](const schedule::BackwardWeight&) -> Kind { return TraceKind::kBackwardWeight; },
+                 [](const schedule::RecvActivation&) -> Kind { return TraceKind::kRecvActivation; },
+                 [](const schedule::RecvGrad&) -> Kind { return TraceKind::kRecvGrad; },
+                 [](const schedule::SendActivation&) -> Kind { return TraceKind::kSendActivation; },
+                 [](const schedule::SendGrad&) -> Kind { return TraceKind::kSendGrad; },
+                 [](const schedule::AllReduceGrads&) -> Kind { return TraceKind::kAllReduce; },
+                 [](const schedule::OptimizerStep&) -> Kind { return std::nullopt; },
+                 [](const schedule::ReportEval&) -> Kind { return std::nullopt; }},
+      instruction);
+}
+
+}  // namespace
 
 std::string StepScope::Where() const {
   return absl::StrCat(
@@ -21,6 +45,28 @@ TraceEvent StepScope::EventAt(TraceKind kind) const {
   event.step = command_.step();
   event.eval = command_.eval();
   event.instruction = static_cast<int32_t>(position_);
+  return event;
+}
+
+std::optional<TraceEvent> StepScope::InstructionEvent(
+    const schedule::Instruction& instruction) const {
+  const std::optional<TraceKind> kind = TraceKindOf(instruction);
+  if (!kind.has_value()) return std::nullopt;
+  TraceEvent event = EventAt(*kind);
+  event.micro_batch = schedule::MicroBatchOf(instruction).value_or(-1);
+  event.chunk = schedule::ChunkOf(instruction);
+  switch (*kind) {
+    case TraceKind::kRecvActivation:
+    case TraceKind::kSendGrad:
+      event.peer = config_.prev_rank;
+      break;
+    case TraceKind::kRecvGrad:
+    case TraceKind::kSendActivation:
+      event.peer = config_.next_rank;
+      break;
+    default:
+      break;
+  }
   return event;
 }
 

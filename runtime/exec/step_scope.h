@@ -6,12 +6,14 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/time/time.h"
 #include "proto/control.pb.h"
 #include "runtime/comm/data_channel.h"
 #include "runtime/exec/executor_config.h"
+#include "runtime/schedule/instruction.h"
 #include "runtime/trace/trace_recorder.h"
 
 namespace gpipe {
@@ -38,6 +40,9 @@ class StepScope {
   // Whether this step is recorded, and events stamped with it.
   bool Traced() const;
   TraceEvent EventAt(TraceKind kind) const;
+  // The span `instruction` gets as a whole (with its micro-batch, chunk and peer); nullopt for
+  // OptimizerStep and ReportEval, which record their parts (the barrier, the update) themselves.
+  std::optional<TraceEvent> InstructionEvent(const schedule::Instruction& instruction) const;
   // The trace clock (0 when untraced).
   int64_t TraceNow() const { return trace_ != nullptr ? trace_->NowNs() : 0; }
   // A transfer from its post (posted_ns) until done_ns, or now when done_ns < 0. `chunk`: this

@@ -1,0 +1,199 @@
+#include "runtime/coord/stage_builder.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/ckpt/safetensors.h"
+#include "runtime/coord/setup_builder.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/schedule/program.h"
+#include "runtime/schedule/rank_layout.h"
+
+namespace gpipe {
+namespace {
+
+Shape ToShape(const google::protobuf::RepeatedField<int64_t>& dims) {
+  return Shape(std::vector<int64_t>(dims.begin(), dims.end()));
+}
+
+DataRequirements RequirementsOf(const pb::Setup& setup) {
+  const pb::Plan& plan = setup.plan();
+  DataRequirements req;
+  req.input_shape = ToShape(plan.model().input().shape());
+  req.target_shape = ToShape(setup.target_shape());
+  req.target_dtype = setup.class_targets() ? DType::kI64 : DType::kF32;
+  req.num_classes = setup.num_classes();
+  req.seed = plan.training().seed();
+  req.input_dtype = plan.model().input().type() == pb::INT64 ? DType::kI64 : DType::kF32;
+  return req;
+}
+
+// The executors' configuration: the stage's place in the pipeline and in the rank layout.
+ExecutorConfig ConfigFor(const pb::Plan& plan, const schedule::RankLayout& layout, int rank,
+                         absl::Duration timeout) {
+  const int stage = layout.StageOf(rank);
+  const int chunks = plan.pipeline().virtual_stages();
+  ExecutorConfig config;
+  config.rank = rank;
+  config.stage = stage;
+  config.num_stages = plan.pipeline().stages();
+  config.chunks = chunks;
+  config.micro_batches = plan.pipeline().micro_batches();
+  config.global_batch = plan.training().global_batch();
+  config.replica = layout.ReplicaOf(rank);
+  config.replicas = layout.replicas();
+  config.remat = plan.pipeline().remat();
+  config.seed = plan.training().seed();
+  // With several chunks the pipeline wraps around.
+  const bool wraps = chunks > 1;
+  config.prev_rank = layout.PrevRank(rank, wraps);
+  config.next_rank = layout.NextRank(rank, wraps);
+  config.replica_group = layout.ReplicaGroup(stage);
+  config.wait_timeout = timeout;
+  config.boundary_dtype = plan.training().precision() == pb::BF16 ? DType::kBF16 : DType::kF32;
+  return config;
+}
+
+// The training and evaluation splits, on the first and last stages.
+absl::Status OpenDatasets(const StageInputs& in, int stages, RankStage& stage) {
+  const pb::Plan& plan = in.setup.plan();
+  if (stage.stage == 0 || stage.stage == stages - 1) {
+    DataRequirements requirements = RequirementsOf(in.setup);
+    requirements.keep_inputs = stage.stage == 0;
+    requirements.keep_targets = stage.stage == stages - 1;
+    ASSIGN_OR_RETURN(stage.dataset,
+                     OpenDataset(plan.data(), requirements, DataSplit::kTrain, in.data_sources));
+    if (in.setup.has_eval_program()) {
+      ASSIGN_OR_RETURN(stage.eval_dataset,
+                       OpenDataset(plan.data(), requirements, DataSplit::kEval, in.data_sources));
+    }
+  }
+  stage.dataset = stage.backend->AdaptDataset(std::move(stage.dataset));
+  stage.eval_dataset = stage.backend->AdaptDataset(std::move(stage.eval_dataset));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ReceivedSetup> ReceiveSetup(ControlChannel& control, const WorkerOptions& options,
+                                           const LayerRegistry& layers,
+                                           const DataSourceRegistry* data_sources) {
+  const absl::Time deadline = absl::Now() + options.startup_timeout;
+  ReceivedSetup received;
+  if (control.rank() != 0) {
+    RETURN_IF_ERROR(control.Recv(0, kControlTagSetup, received.setup, deadline));
+    return received;
+  }
+  auto job = ResolveJob(options, control.size(), layers, data_sources);
+  std::vector<pb::Setup> setups(control.size());
+  if (job.ok()) {
+    setups = job->setups;
+    received.prediction = job->prediction;
+    if (!options.trace.empty()) {
+      for (pb::Setup& s : setups) s.mutable_plan()->mutable_runtime()->set_trace(options.trace);
+    }
+    TraceSession::RemoveStaleParts(setups[0].plan().runtime().trace(), control.size());
+  } else {
+    for (pb::Setup& s : setups) s.set_error(std::string(job.status().message()));
+  }
+  for (int r = 1; r < control.size(); ++r) {
+    RETURN_IF_ERROR(control.Send(r, kControlTagSetup, setups[r], deadline));
+  }
+  received.setup = std::move(setups[0]);
+  return received;
+}
+
+absl::Status BuildStage(const StageInputs& in, RankStage& stage) {
+  const pb::Setup& setup = in.setup;
+  const pb::Plan& plan = setup.plan();
+  const int rank = in.control.rank();
+  ASSIGN_OR_RETURN(const schedule::RankLayout layout,
+                   schedule::RankLayout::FromProto(setup.layout()));
+  const int stages = plan.pipeline().stages();
+  if (layout.world_size() != in.control.size() || layout.stages() != stages ||
+      layout.StageOf(rank) != setup.stage()) {
+    return absl::InternalError(
+        absl::StrCat("rank ", rank, " received an inconsistent rank layout (", layout.replicas(),
+                     " x ", layout.stages(), " for ", in.control.size(), " ranks, stage ",
+                     setup.stage(), "); a gpipe bug, please report it"));
+  }
+  stage.stage = layout.StageOf(rank);
+  stage.replica = layout.ReplicaOf(rank);
+  const int chunks = plan.pipeline().virtual_stages();
+  stage.timeout = absl::Seconds(plan.runtime().timeouts().wait_seconds());
+
+  ASSIGN_OR_RETURN(
+      stage.backend,
+      in.backends.Create(plan.runtime(),
+                         BackendContext{.world = in.comm,
+                                        .logger = &in.logger,
+                                        .cuda_visible_devices = in.options.cuda_visible_devices}));
+  Device& device = stage.backend->device();
+  RETURN_IF_ERROR(stage.backend->CheckSetup(setup));
+  const std::vector<ChunkSpec> specs = StageChunks::SpecsForStage(
+      {setup.stages().begin(), setup.stages().end()}, stage.stage, stages);
+  if (static_cast<int>(specs.size()) != chunks) {
+    return absl::InternalError(absl::StrCat("the stage table has ", setup.stages_size(),
+                                            " parts, not ", stages, " stages x ", chunks,
+                                            " chunks"));
+  }
+  const std::vector<pb::TieGroup> ties(setup.ties().begin(), setup.ties().end());
+  ASSIGN_OR_RETURN(
+      StageChunks parts,
+      StageChunks::Create(device, plan, specs, in.layers.ForDevice(plan.runtime().device()), ties,
+                          stage.backend->ChunkAdapterFor(plan)));
+  stage.chunks = std::make_unique<StageChunks>(std::move(parts));
+  if (setup.has_init_from()) {
+    ASSIGN_OR_RETURN(std::vector<NamedTensorData> initial, ReadSafetensors(setup.init_from()));
+    RETURN_IF_ERROR(WithContext(stage.chunks->Import(initial),
+                                absl::StrCat("--init-from ", setup.init_from())));
+  }
+
+  RETURN_IF_ERROR(OpenDatasets(in, stages, stage));
+  stage.checkpoints =
+      std::make_unique<CheckpointSession>(in.control, setup, stage.timeout, in.logger);
+  if (setup.has_resume()) {
+    RETURN_IF_ERROR(stage.checkpoints->Restore(
+        *stage.chunks, stage.dataset != nullptr ? stage.dataset->size() : 0));
+    stage.steps_done = setup.resume().manifest().step();
+  }
+
+  ASSIGN_OR_RETURN(
+      stage.channel,
+      stage.backend->CreateChannel(
+          plan, in.comm, [&control = in.control] { return control.PollAbort(); }, stage.timeout));
+  ASSIGN_OR_RETURN(schedule::StageProgram program, schedule::FromProto(setup.program()));
+
+  const ExecutorConfig config = ConfigFor(plan, layout, rank, stage.timeout);
+  stage.gate =
+      std::make_unique<CoordinatorGate>(in.control, stage.timeout, in.options.stop_requested);
+  TraceRecorder* recorder = in.trace != nullptr ? in.trace->recorder() : nullptr;
+  ExecutorResources resources{device,         stage.chunks->refs(), stage.dataset.get(),
+                              *stage.channel, *stage.gate,          recorder};
+  // The stage's replica group (with its gradient buckets) and tie groups, made here, once.
+  ASSIGN_OR_RETURN(
+      StageReduceGroups reduce_groups,
+      StageReduceGroups::Make(*stage.channel, *stage.chunks, rank, config.replica_group, ties,
+                              plan.runtime().gradient_bucket_bytes(), absl::Now() + stage.timeout));
+  stage.reduce_groups = std::make_unique<StageReduceGroups>(std::move(reduce_groups));
+  stage.reduce_groups->AttachTo(resources);
+  stage.executor = std::make_unique<StageExecutor>(config, std::move(program), resources);
+  // The forward-only program that evaluates the held-out split with the same parts.
+  if (setup.has_eval_program()) {
+    ASSIGN_OR_RETURN(schedule::StageProgram eval_program,
+                     schedule::FromProto(setup.eval_program()));
+    stage.evaluator = std::make_unique<StageExecutor>(
+        config, std::move(eval_program),
+        ExecutorResources{device, stage.chunks->refs(), stage.eval_dataset.get(), *stage.channel,
+                          *stage.gate, recorder});
+  }
+  if (in.trace != nullptr) {
+    RETURN_IF_ERROR(WithContext(in.trace->AlignClocks(in.control, absl::Now() + stage.timeout),
+                                "aligning the ranks' clocks for the trace"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpipe

@@ -1,0 +1,218 @@
+#include "runtime/exec/stage_compute.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
+
+namespace gpipe {
+
+StageCompute::StageCompute(const ExecutorConfig& config, const ExecutorResources& resources,
+                           const MicroBatchPlan& plan, const pb::StepCommand& command,
+                           StepReportBuilder& report, GradientSync* grad_sync)
+    : config_(config),
+      res_(resources),
+      plan_(plan),
+      command_(command),
+      report_(report),
+      grad_sync_(grad_sync),
+      micro_batch_size_(MicroBatchSize(config)),
+      replica_offset_(config.global_batch / std::max(1, config.replicas) * config.replica),
+      topology_{config.num_stages, config.chunks} {}
+
+int64_t StageCompute::MicroBatchSize(const ExecutorConfig& config) {
+  return config.global_batch / (int64_t{std::max(1, config.replicas)} * config.micro_batches);
+}
+
+std::span<const int64_t> StageCompute::IndicesOf(int m) const {
+  return std::span<const int64_t>(command_.sample_indices().data(), command_.sample_indices_size())
+      .subspan(static_cast<size_t>(replica_offset_ + m * micro_batch_size_), micro_batch_size_);
+}
+
+LayerContext StageCompute::ContextFor(int chunk, int m, int local_layer, bool replay) const {
+  const StageModel& model = *res_.chunks[chunk].model;
+  LayerContext ctx{.device = res_.device};
+  ctx.buffers = res_.chunks[chunk].parameters->buffers_of(local_layer);
+  ctx.update_buffers = !replay;
+  ctx.training = !plan_.forward_only();
+  ctx.seed = config_.seed;
+  ctx.step = command_.step();
+  ctx.micro_batch = m;
+  // Where the micro-batch's samples sit in the whole mini-batch (dropout masks are keyed by it,
+  // so they do not depend on the replica count).
+  ctx.sample_offset = replica_offset_ + static_cast<int64_t>(m) * micro_batch_size_;
+  ctx.layer_index = model.global_index(local_layer);
+  ctx.need_input_grad = !(model.holds_model_input() && local_layer == 0);
+  return ctx;
+}
+
+absl::Status StageCompute::Load(int m, bool inputs, bool targets, MicroBatch& mb) {
+  const auto indices = IndicesOf(m);
+  if (inputs) {
+    ASSIGN_OR_RETURN(
+        mb.input,
+        Tensor::Empty(res_.device, res_.dataset->input_shape().WithBatch(micro_batch_size_),
+                      res_.dataset->input_dtype(), MemoryKind::kBoundary));
+    RETURN_IF_ERROR(Gather(indices, /*inputs=*/true, mb.input));
+  }
+  if (targets) {
+    ASSIGN_OR_RETURN(
+        mb.targets,
+        Tensor::Empty(res_.device, res_.dataset->target_shape().WithBatch(micro_batch_size_),
+                      res_.dataset->target_dtype(), MemoryKind::kData));
+    RETURN_IF_ERROR(Gather(indices, /*inputs=*/false, mb.targets));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StageCompute::Gather(std::span<const int64_t> indices, bool inputs,
+                                  Tensor& into) const {
+  const auto gather = [&](Tensor& out) {
+    return inputs ? res_.dataset->GatherInputs(indices, out)
+                  : res_.dataset->GatherTargets(indices, out);
+  };
+  if (into.host_accessible()) return gather(into);
+  ASSIGN_OR_RETURN(Tensor staged, Tensor::Empty(res_.device.host_staging(), into.shape(),
+                                                into.dtype(), into.memory_kind()));
+  RETURN_IF_ERROR(gather(staged));
+  return res_.device.CopyFromHost(staged.raw_data(), staged.bytes(), into);
+}
+
+absl::StatusOr<Tensor> StageCompute::Widened(const Tensor& input) const {
+  if (input.dtype() != DType::kBF16) return input;
+  ASSIGN_OR_RETURN(Tensor wide,
+                   Tensor::Empty(res_.device, input.shape(), DType::kF32, input.memory_kind()));
+  RETURN_IF_ERROR(res_.device.ops().tensor.Cast(input, wide));
+  return wide;
+}
+
+absl::StatusOr<Tensor> StageCompute::RunLayers(int chunk, int m, const Tensor& input,
+                                               std::vector<SavedTensors>& saved,
+                                               bool replay) const {
+  const StageModel& model = *res_.chunks[chunk].model;
+  saved.assign(model.num_layers(), SavedTensors{});
+  Tensor x = input;
+  for (int l = 0; l < model.num_layers(); ++l) {
+    auto y = model.layer(l).Forward(ContextFor(chunk, m, l, replay),
+                                    res_.chunks[chunk].parameters->values_of(l), x, saved[l]);
+    if (!y.ok()) {
+      return WithContext(y.status(), absl::StrCat("layer '", model.layer(l).name(), "'"));
+    }
+    // In inference mode nothing is kept for a backward; dropping as we go bounds memory to about
+    // one layer's tensors.
+    if (plan_.forward_only()) saved[l].clear();
+    x = *std::move(y);
+  }
+  return x;
+}
+
+absl::StatusOr<Tensor> StageCompute::TrainingLoss(int chunk, const Tensor& output,
+                                                  const Tensor& targets) {
+  ASSIGN_OR_RETURN(Tensor * totals, report_.LossTotals());
+  return res_.chunks[chunk].model->loss()->Compute(res_.device, output, targets,
+                                                   config_.global_batch, *totals);
+}
+
+absl::Status StageCompute::Evaluate(int chunk, int m, const Tensor& output, const Tensor& targets) {
+  const auto indices = IndicesOf(m);
+  int64_t real = 0;
+  while (real < static_cast<int64_t>(indices.size()) && indices[real] != kPaddingSample) ++real;
+  for (size_t i = real; i < indices.size(); ++i) {
+    if (indices[i] != kPaddingSample) {
+      return absl::InvalidArgumentError("evaluation padding (-1) must come last in the batch");
+    }
+  }
+  if (real == 0) return absl::OkStatus();
+  ASSIGN_OR_RETURN(const Tensor real_output, output.SliceRows(0, real));
+  ASSIGN_OR_RETURN(const Tensor real_targets, targets.SliceRows(0, real));
+  ASSIGN_OR_RETURN(Tensor * totals, report_.LossTotals());
+  const Loss* loss = res_.chunks[chunk].model->loss();
+  RETURN_IF_ERROR(
+      loss->Compute(res_.device, real_output, real_targets, /*global_batch=*/1, *totals).status());
+  // Classification: one prediction per target id.
+  report_.CountEvaluated(real, loss->counts_correct() ? real_targets.num_elements() : 0);
+  return absl::OkStatus();
+}
+
+// The stage input and the saved tensors the backward needs come first: the forward is
+// recomputed when re-materialization dropped them (dropout masks are keyed by step, layer and
+// sample, and batch norm recomputes the same micro-batch statistics without touching its running
+// statistics, so the replay is exact).
+absl::Status StageCompute::Backward(int chunk, int m, MicroBatch& mb, bool split) {
+  if (!mb.forwarded || !mb.input.defined()) {
+    return absl::FailedPreconditionError("backward before Forward");
+  }
+  if (mb.input_grad_done) return absl::FailedPreconditionError("backward run twice");
+  if (!mb.output_grad.defined()) {
+    return absl::FailedPreconditionError("the gradient of the stage output has not arrived");
+  }
+  if (mb.saved.empty()) {
+    ASSIGN_OR_RETURN(const Tensor input, Widened(mb.input));
+    RETURN_IF_ERROR(RunLayers(chunk, m, input, mb.saved, /*replay=*/true).status());
+  }
+  const StageModel& model = *res_.chunks[chunk].model;
+  ParameterStore& parameters = *res_.chunks[chunk].parameters;
+  Tensor dy = std::move(mb.output_grad);
+  for (int l = model.num_layers() - 1; l >= 0; --l) {
+    const Layer& layer = model.layer(l);
+    const LayerContext ctx = ContextFor(chunk, m, l);
+    absl::StatusOr<Tensor> dx;
+    const bool deferred = split && layer.SplitsBackward();
+    if (deferred) {
+      dx = layer.BackwardInput(ctx, parameters.values_of(l), mb.saved[l], dy);
+      if (dx.ok()) mb.deferred.push_back({l, std::move(mb.saved[l]), dy});
+    } else {
+      dx = layer.Backward(ctx, parameters.values_of(l), parameters.grads_of(l), mb.saved[l], dy);
+    }
+    if (!dx.ok()) return WithContext(dx.status(), absl::StrCat("layer '", layer.name(), "'"));
+    if (!deferred) RETURN_IF_ERROR(GradientsAccumulated(chunk, l));
+    mb.saved[l].clear();
+    dy = *std::move(dx);
+  }
+  mb.saved.clear();
+  mb.input = Tensor();
+  mb.input_grad_done = true;
+  // A split backward always has its BackwardWeight still to come, even when no layer of the
+  // chunk deferred anything (a chunk without parameters): the state lives until then.
+  mb.weight_grad_pending = split;
+  if (!topology_.IsFirst({config_.stage, chunk})) {
+    dy.Retag(MemoryKind::kBoundaryGrad);
+    mb.input_grad = std::move(dy);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StageCompute::BackwardWeight(int chunk, int m, MicroBatch& mb) {
+  if (!mb.input_grad_done) {
+    return absl::FailedPreconditionError("BackwardWeight before BackwardInput");
+  }
+  if (!mb.weight_grad_pending) {
+    return absl::FailedPreconditionError(
+        "BackwardWeight with no weight half pending (a whole Backward ran, or it ran already)");
+  }
+  const StageModel& model = *res_.chunks[chunk].model;
+  ParameterStore& parameters = *res_.chunks[chunk].parameters;
+  for (DeferredWeightGrad& deferred : mb.deferred) {
+    const Layer& layer = model.layer(deferred.layer);
+    const absl::Status status =
+        layer.BackwardWeight(ContextFor(chunk, m, deferred.layer),
+                             parameters.grads_of(deferred.layer), deferred.saved, deferred.dy);
+    if (!status.ok()) return WithContext(status, absl::StrCat("layer '", layer.name(), "'"));
+    RETURN_IF_ERROR(GradientsAccumulated(chunk, deferred.layer));
+    deferred = DeferredWeightGrad{};  // free as we go
+  }
+  mb.deferred.clear();
+  mb.weight_grad_pending = false;
+  return absl::OkStatus();
+}
+
+// With replicas, the layer's bucket's all-reduce starts once every layer of the bucket has all of
+// the step's micro-batches.
+absl::Status StageCompute::GradientsAccumulated(int chunk, int local_layer) {
+  if (grad_sync_ == nullptr) return absl::OkStatus();
+  return grad_sync_->Accumulated(chunk, local_layer);
+}
+
+}  // namespace gpipe

@@ -277,9 +277,10 @@ class StageExecutor::Step {
       const Layer& layer = model.layer(l);
       const LayerContext ctx = ContextFor(chunk, m, l);
       absl::StatusOr<Tensor> dx;
-      const bool deferred = split && layer.SplitsBackward();
+      const SplitBackward* halves = split ? layer.split_backward() : nullptr;
+      const bool deferred = halves != nullptr;
       if (deferred) {
-        dx = layer.BackwardInput(ctx, parameters.values_of(l), mb.saved[l], dy);
+        dx = halves->BackwardInput(ctx, parameters.values_of(l), mb.saved[l], dy);
         if (dx.ok()) mb.deferred.push_back({l, std::move(mb.saved[l]), dy});
       } else {
         dx = layer.Backward(ctx, parameters.values_of(l), parameters.grads_of(l), mb.saved[l], dy);
@@ -501,9 +502,10 @@ class StageExecutor::Step {
     ParameterStore& parameters = ParametersOf(op.chunk);
     for (DeferredWeightGrad& deferred : mb.deferred) {
       const Layer& layer = model.layer(deferred.layer);
-      const absl::Status status =
-          layer.BackwardWeight(ContextFor(op.chunk, op.micro_batch, deferred.layer),
-                               parameters.grads_of(deferred.layer), deferred.saved, deferred.dy);
+      // Only layers that split were deferred (RunBackward).
+      const absl::Status status = layer.split_backward()->BackwardWeight(
+          ContextFor(op.chunk, op.micro_batch, deferred.layer), parameters.grads_of(deferred.layer),
+          deferred.saved, deferred.dy);
       if (!status.ok()) return WithContext(status, absl::StrCat("layer '", layer.name(), "'"));
       RETURN_IF_ERROR(GradientsAccumulated(op.chunk, deferred.layer));
       deferred = DeferredWeightGrad{};  // free as we go

@@ -24,7 +24,7 @@
 
 namespace gpipe {
 
-class BatchNorm final : public Layer {
+class BatchNorm final : public Layer, public SplitBackward {
  public:
   // Builds batch_norm1d or batch_norm2d (whichever `spec` sets). INVALID_ARGUMENT for an input
   // rank the kind cannot take, eps <= 0 or momentum outside (0, 1].
@@ -44,8 +44,9 @@ class BatchNorm final : public Layer {
                                   const Tensor& dy) const override;
   // {kInput, kNew of 4 * kBatchNormStatsPerChannel * C bytes per call}.
   std::vector<SavedSpec> SavedPerSample() const override;
-  // With `affine`, Backward is exactly BackwardWeight then BackwardInput.
-  bool SplitsBackward() const override { return affine_; }
+  // With `affine`, Backward is exactly BackwardWeight then BackwardInput, fused into one kernel
+  // call (so it is not a SplitBackwardLayer). Without, there is no W; both halves still work.
+  const SplitBackward* split_backward() const override { return affine_ ? this : nullptr; }
   absl::StatusOr<Tensor> BackwardInput(const LayerContext& ctx, std::span<const Tensor> params,
                                        const SavedTensors& saved, const Tensor& dy) const override;
   absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,

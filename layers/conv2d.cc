@@ -40,7 +40,7 @@ absl::StatusOr<std::unique_ptr<Layer>> Conv2d::Create(const pb::Layer& spec,
 
 Conv2d::Conv2d(std::string name, const Shape& input_shape, const Window2d& window,
                int64_t out_channels, int64_t groups, bool bias)
-    : Layer(std::move(name), input_shape, window.OutputShape(out_channels)),
+    : SplitBackwardLayer(std::move(name), input_shape, window.OutputShape(out_channels)),
       window_(window),
       out_channels_(out_channels),
       groups_(groups),
@@ -91,15 +91,6 @@ absl::Status Conv2d::CheckOutputGrad(const SavedTensors& saved, const Tensor& dy
                      " does not match the forward's output f32", expected.ToString()));
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<Tensor> Conv2d::Backward(const LayerContext& ctx, std::span<const Tensor> params,
-                                        std::span<Tensor> grads, const SavedTensors& saved,
-                                        const Tensor& dy) const {
-  RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
-  const Tensor& x = saved.tensors[0];
-  RETURN_IF_ERROR(AccumulateParamGrads(ctx, grads, x, dy));
-  return InputGrad(ctx, params, x, dy);
 }
 
 absl::StatusOr<Tensor> Conv2d::BackwardInput(const LayerContext& ctx,

@@ -10,12 +10,13 @@
 #include <memory>
 
 #include "layers/layer.h"
+#include "layers/split_backward_layer.h"
 #include "layers/window2d.h"
 #include "proto/plan.pb.h"
 
 namespace gpipe {
 
-class Conv2d final : public Layer {
+class Conv2d final : public SplitBackwardLayer {
  public:
   // Fails with INVALID_ARGUMENT naming the field for a bad configuration (missing
   // out_channels or kernel_size, a field with other than 1 or 2 values or a value out of range,
@@ -30,13 +31,9 @@ class Conv2d final : public Layer {
   double ForwardFlopsPerSample() const override;
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                  const Tensor& x, SavedTensors& saved) const override;
-  absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
-                                  std::span<Tensor> grads, const SavedTensors& saved,
-                                  const Tensor& dy) const override;
   // Saves its input: {kInput}.
   std::vector<SavedSpec> SavedPerSample() const override;
-  // Backward is exactly AccumulateParamGrads then InputGrad, so the halves match it bit for bit.
-  bool SplitsBackward() const override { return true; }
+  // The halves (Backward is BackwardWeight then BackwardInput: SplitBackwardLayer).
   absl::StatusOr<Tensor> BackwardInput(const LayerContext& ctx, std::span<const Tensor> params,
                                        const SavedTensors& saved, const Tensor& dy) const override;
   absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,

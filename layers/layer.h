@@ -82,6 +82,23 @@ struct SavedSpec {
   int64_t NewBytes(int64_t batch) const { return bytes_per_sample * batch + bytes_per_call; }
 };
 
+// Split backward for zero-bubble schedules (Qi et al. 2024): B = BackwardInput, the input
+// gradient on the critical path to the previous stage, and W = BackwardWeight, the parameter
+// gradients, deferred into a bubble. B and W together, in either order, give bit for bit what
+// the layer's Backward gives. The runtime keeps `saved` and `dy` alive from B until W.
+class SplitBackward {
+ public:
+  virtual ~SplitBackward() = default;
+  // dx = dL/dx only (an undefined Tensor when !ctx.need_input_grad); touches no gradient.
+  virtual absl::StatusOr<Tensor> BackwardInput(const LayerContext& ctx,
+                                               std::span<const Tensor> params,
+                                               const SavedTensors& saved,
+                                               const Tensor& dy) const = 0;
+  // ADDS dL/dparams into `grads` exactly as Backward does; reads only `saved` and `dy`.
+  virtual absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
+                                      const SavedTensors& saved, const Tensor& dy) const = 0;
+};
+
 class Layer {
  public:
   Layer(std::string name, Shape input_shape, Shape output_shape)
@@ -127,22 +144,11 @@ class Layer {
   // in evaluation (ctx.training == false) may keep less (dropout keeps nothing), never more.
   virtual std::vector<SavedSpec> SavedPerSample() const = 0;
 
-  // Split backward for zero-bubble schedules (Qi et al. 2024): B = BackwardInput, the input
-  // gradient on the critical path to the previous stage, and W = BackwardWeight, the parameter
-  // gradients, deferred into a bubble. A layer returns true here when it implements both, such
-  // that B and W together, in either order, give bit for bit what Backward gives. Layers
-  // without parameters do not split: their Backward computes only dx, and the runtime calls it
-  // during B. The runtime keeps `saved` and `dy` alive from B until W.
-  virtual bool SplitsBackward() const { return false; }
-  // dx = dL/dx only (an undefined Tensor when !ctx.need_input_grad); touches no gradient.
-  // Default: UNIMPLEMENTED (call only when SplitsBackward()).
-  virtual absl::StatusOr<Tensor> BackwardInput(const LayerContext& ctx,
-                                               std::span<const Tensor> params,
-                                               const SavedTensors& saved, const Tensor& dy) const;
-  // ADDS dL/dparams into `grads` exactly as Backward does; reads only `saved` and `dy`.
-  // Default: UNIMPLEMENTED (call only when SplitsBackward()).
-  virtual absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
-                                      const SavedTensors& saved, const Tensor& dy) const;
+  // The halves of a split backward (see SplitBackward), or nullptr when this layer does not
+  // split: then its Backward computes only dx (it has no parameter gradients to defer), and the
+  // runtime calls it during B.
+  virtual const SplitBackward* split_backward() const { return nullptr; }
+  bool SplitsBackward() const { return split_backward() != nullptr; }
 
  private:
   std::string name_;

@@ -1,8 +1,8 @@
 // LayerDecorator: a layer that stands for another (the inner one) and changes how it computes:
 // its name, shapes, parameters, buffers, FLOPs, saved tensors and backward split are the inner
-// layer's; subclasses override the compute calls (Forward, Backward, BackwardInput,
-// BackwardWeight). The simulated device's stand-ins (SimLayer) and mixed precision (Bf16Layer)
-// are decorators.
+// layer's; subclasses implement the compute calls (Forward, Backward, and the halves
+// BackwardInput and BackwardWeight, which the runtime calls only when the inner layer splits).
+// The simulated device's stand-ins (SimLayer) and mixed precision (Bf16Layer) are decorators.
 #ifndef GPIPE_LAYERS_LAYER_DECORATOR_H_
 #define GPIPE_LAYERS_LAYER_DECORATOR_H_
 
@@ -12,10 +12,11 @@
 #include <vector>
 
 #include "layers/layer.h"
+#include "runtime/core/check.h"
 
 namespace gpipe {
 
-class LayerDecorator : public Layer {
+class LayerDecorator : public Layer, public SplitBackward {
  public:
   explicit LayerDecorator(std::unique_ptr<Layer> inner)
       : Layer(inner->name(), inner->input_shape(), inner->output_shape()),
@@ -28,9 +29,16 @@ class LayerDecorator : public Layer {
   double ForwardFlopsPerSample() const override { return inner_->ForwardFlopsPerSample(); }
   bool OutputAliasesInput() const override { return inner_->OutputAliasesInput(); }
   std::vector<SavedSpec> SavedPerSample() const override { return inner_->SavedPerSample(); }
-  bool SplitsBackward() const override { return inner_->SplitsBackward(); }
+  const SplitBackward* split_backward() const override {
+    return inner_->SplitsBackward() ? this : nullptr;
+  }
 
   const Layer& inner() const { return *inner_; }
+  // The inner layer's halves; only when it splits.
+  const SplitBackward& inner_halves() const {
+    GPIPE_CHECK(inner_->SplitsBackward()) << "layer '" << name() << "' does not split its backward";
+    return *inner_->split_backward();
+  }
 
  private:
   std::unique_ptr<Layer> inner_;

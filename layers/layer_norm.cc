@@ -23,7 +23,7 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerNorm::Create(const pb::Layer& spec,
 }
 
 LayerNorm::LayerNorm(std::string name, const Shape& input_shape, double eps, bool affine)
-    : Layer(std::move(name), input_shape, input_shape),
+    : SplitBackwardLayer(std::move(name), input_shape, input_shape),
       features_(input_shape.last()),
       eps_(eps),
       affine_(affine) {}
@@ -79,14 +79,6 @@ absl::Status LayerNorm::CheckOutputGrad(const SavedTensors& saved, const Tensor&
                                                    " does not match the input ", x.DebugString()));
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<Tensor> LayerNorm::Backward(const LayerContext& ctx, std::span<const Tensor> params,
-                                           std::span<Tensor> grads, const SavedTensors& saved,
-                                           const Tensor& dy) const {
-  RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
-  RETURN_IF_ERROR(AccumulateParamGrads(ctx, grads, saved, dy));
-  return InputGrad(ctx, params, saved, dy);
 }
 
 absl::StatusOr<Tensor> LayerNorm::BackwardInput(const LayerContext& ctx,

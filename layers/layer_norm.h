@@ -10,12 +10,13 @@
 #include <memory>
 
 #include "layers/layer.h"
+#include "layers/split_backward_layer.h"
 #include "proto/plan.pb.h"
 #include "runtime/device/ops/norm_ops.h"
 
 namespace gpipe {
 
-class LayerNorm final : public Layer {
+class LayerNorm final : public SplitBackwardLayer {
  public:
   // Fails with INVALID_ARGUMENT when layer_norm.eps is not > 0 or the input has no last
   // dimension >= 1.
@@ -27,15 +28,11 @@ class LayerNorm final : public Layer {
   double ForwardFlopsPerSample() const override;
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                  const Tensor& x, SavedTensors& saved) const override;
-  absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
-                                  std::span<Tensor> grads, const SavedTensors& saved,
-                                  const Tensor& dy) const override;
   // {kInput, kNew: 12 bytes per row of a sample (the statistics)}.
   std::vector<SavedSpec> SavedPerSample() const override;
   // Splits only with elementwise_affine: without parameters there is no W. Both halves still
-  // work either way (BackwardWeight then does nothing). Backward is exactly
-  // AccumulateParamGrads then InputGrad, so the halves match it bit for bit.
-  bool SplitsBackward() const override { return affine_; }
+  // work either way (BackwardWeight then does nothing).
+  const SplitBackward* split_backward() const override { return affine_ ? this : nullptr; }
   absl::StatusOr<Tensor> BackwardInput(const LayerContext& ctx, std::span<const Tensor> params,
                                        const SavedTensors& saved, const Tensor& dy) const override;
   absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,

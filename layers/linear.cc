@@ -24,7 +24,7 @@ absl::StatusOr<std::unique_ptr<Layer>> Linear::Create(const pb::Layer& spec,
 }
 
 Linear::Linear(std::string name, Shape input_shape, int64_t out_features, bool bias)
-    : Layer(std::move(name), input_shape, input_shape.WithLast(out_features)),
+    : SplitBackwardLayer(std::move(name), input_shape, input_shape.WithLast(out_features)),
       in_features_(input_shape.last()),
       out_features_(out_features),
       bias_(bias) {}
@@ -71,15 +71,6 @@ absl::Status Linear::CheckOutputGrad(const SavedTensors& saved, const Tensor& dy
         " does not match the forward's output f32", x.shape().WithLast(out_features_).ToString()));
   }
   return absl::OkStatus();
-}
-
-absl::StatusOr<Tensor> Linear::Backward(const LayerContext& ctx, std::span<const Tensor> params,
-                                        std::span<Tensor> grads, const SavedTensors& saved,
-                                        const Tensor& dy) const {
-  RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
-  const Tensor& x = saved.tensors[0];
-  RETURN_IF_ERROR(AccumulateParamGrads(ctx, grads, x, dy));
-  return InputGrad(ctx, params, x, dy);
 }
 
 absl::StatusOr<Tensor> Linear::BackwardInput(const LayerContext& ctx,

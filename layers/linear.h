@@ -6,11 +6,12 @@
 #include <memory>
 
 #include "layers/layer.h"
+#include "layers/split_backward_layer.h"
 #include "proto/plan.pb.h"
 
 namespace gpipe {
 
-class Linear final : public Layer {
+class Linear final : public SplitBackwardLayer {
  public:
   static absl::StatusOr<std::unique_ptr<Layer>> Create(const pb::Layer& spec,
                                                        const Shape& input_shape);
@@ -20,13 +21,9 @@ class Linear final : public Layer {
   double ForwardFlopsPerSample() const override;
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                  const Tensor& x, SavedTensors& saved) const override;
-  absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
-                                  std::span<Tensor> grads, const SavedTensors& saved,
-                                  const Tensor& dy) const override;
   // Saves its input: {kInput}.
   std::vector<SavedSpec> SavedPerSample() const override;
-  // Backward is exactly AccumulateParamGrads then InputGrad, so the halves match it bit for bit.
-  bool SplitsBackward() const override { return true; }
+  // The halves (Backward is BackwardWeight then BackwardInput: SplitBackwardLayer).
   absl::StatusOr<Tensor> BackwardInput(const LayerContext& ctx, std::span<const Tensor> params,
                                        const SavedTensors& saved, const Tensor& dy) const override;
   absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,

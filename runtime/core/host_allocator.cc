@@ -7,28 +7,18 @@
 namespace gpipe {
 namespace {
 constexpr size_t kAlignment = 64;
-
-size_t Rounded(int64_t bytes) {
-  const size_t rounded = ((static_cast<size_t>(bytes) + kAlignment - 1) / kAlignment) * kAlignment;
-  return rounded == 0 ? kAlignment : rounded;
-}
-
 }  // namespace
 
 HostAllocator::~HostAllocator() { ReleaseCached(); }
 
-int64_t HostAllocator::cached_bytes() const {
-  absl::MutexLock lock(&mu_);
-  return cached_bytes_;
+absl::StatusOr<void*> HostAllocator::NewBlock(size_t bytes) {
+  void* block = ::operator new(bytes, std::align_val_t(kAlignment), std::nothrow);
+  if (block == nullptr) return absl::ResourceExhaustedError("out of memory");
+  return block;
 }
 
-void HostAllocator::ReleaseCached() {
-  absl::MutexLock lock(&mu_);
-  for (auto& [size, blocks] : cached_) {
-    for (void* block : blocks) ::operator delete(block, std::align_val_t(kAlignment));
-  }
-  cached_.clear();
-  cached_bytes_ = 0;
+void HostAllocator::DeleteBlock(void* block, size_t) {
+  ::operator delete(block, std::align_val_t(kAlignment));
 }
 
 absl::StatusOr<void*> HostAllocator::Allocate(int64_t bytes, MemoryKind kind) {
@@ -38,24 +28,8 @@ absl::StatusOr<void*> HostAllocator::Allocate(int64_t bytes, MemoryKind kind) {
         label_, ": allocating ", bytes, " bytes (", MemoryKindName(kind), ") exceeds the limit of ",
         limit_bytes_, " bytes (", memory_.current(), " in use)"));
   }
-  const size_t rounded = Rounded(bytes);
-  {
-    absl::MutexLock lock(&mu_);
-    auto it = cached_.find(rounded);
-    if (it != cached_.end() && !it->second.empty()) {
-      void* ptr = it->second.back();
-      it->second.pop_back();
-      cached_bytes_ -= static_cast<int64_t>(rounded);
-      memory_.Allocated(kind, bytes);
-      return ptr;
-    }
-  }
-  void* ptr = ::operator new(rounded, std::align_val_t(kAlignment), std::nothrow);
-  if (ptr == nullptr) {
-    ReleaseCached();  // blocks of other sizes may make room
-    ptr = ::operator new(rounded, std::align_val_t(kAlignment), std::nothrow);
-  }
-  if (ptr == nullptr) {
+  absl::StatusOr<void*> ptr = cache_.Allocate(bytes);
+  if (!ptr.ok()) {
     return absl::ResourceExhaustedError(absl::StrCat(label_, ": out of memory allocating ", bytes,
                                                      " bytes (", MemoryKindName(kind), ")"));
   }
@@ -65,10 +39,7 @@ absl::StatusOr<void*> HostAllocator::Allocate(int64_t bytes, MemoryKind kind) {
 
 void HostAllocator::Free(void* ptr, int64_t bytes, MemoryKind kind) {
   memory_.Freed(kind, bytes);
-  const size_t rounded = Rounded(bytes);
-  absl::MutexLock lock(&mu_);
-  cached_[rounded].push_back(ptr);
-  cached_bytes_ += static_cast<int64_t>(rounded);
+  cache_.Free(ptr, bytes);
 }
 
 void HostAllocator::Recount(int64_t bytes, MemoryKind from, MemoryKind to) {

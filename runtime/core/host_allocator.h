@@ -1,26 +1,23 @@
 // HostAllocator: ordinary host memory (64-byte aligned, from the C++ heap) with its own byte
 // accounting: staging buffers through which data reaches a device, and the CPU device's memory.
-// Freed blocks are cached by size and handed out again: a training loop allocates the same
-// shapes every micro-batch, and fresh pages from the OS (the heap maps large blocks anew each
-// time) cost more in page faults than a small op computes. Cached blocks are not in use: the
-// tracker and the limit count live bytes only; ReleaseCached() returns them to the heap.
+// Freed blocks are cached by size and handed out again (CachingAllocator): fresh pages from the
+// OS (the heap maps large blocks anew each time) cost more in page faults than a small op
+// computes. Cached blocks are not in use: the tracker and the limit count live bytes only;
+// ReleaseCached() returns them to the heap.
 // Thread-safe.
 #ifndef GPIPE_RUNTIME_CORE_HOST_ALLOCATOR_H_
 #define GPIPE_RUNTIME_CORE_HOST_ALLOCATOR_H_
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
-#include "absl/synchronization/mutex.h"
 #include "runtime/core/allocator.h"
+#include "runtime/core/caching_allocator.h"
 #include "runtime/core/memory_tracker.h"
 
 namespace gpipe {
 
-class HostAllocator final : public Allocator {
+class HostAllocator final : public Allocator, private BlockSource {
  public:
   // `limit_bytes` > 0: allocations beyond it in total fail with RESOURCE_EXHAUSTED. `label`
   // ("cpu", "staging") starts error messages.
@@ -37,18 +34,19 @@ class HostAllocator final : public Allocator {
 
   MemoryTracker& memory() { return memory_; }
   // Bytes held in freed blocks awaiting reuse.
-  int64_t cached_bytes() const;
+  int64_t cached_bytes() const { return cache_.cached_bytes(); }
   // Returns every cached block to the heap.
-  void ReleaseCached();
+  void ReleaseCached() { cache_.ReleaseCached(); }
 
  private:
+  // BlockSource: the C++ heap.
+  absl::StatusOr<void*> NewBlock(size_t bytes) override;
+  void DeleteBlock(void* block, size_t bytes) override;
+
   const char* label_;
   int64_t limit_bytes_;
   MemoryTracker memory_;
-  mutable absl::Mutex mu_;
-  // Free blocks by their rounded size.
-  absl::flat_hash_map<size_t, std::vector<void*>> cached_ ABSL_GUARDED_BY(mu_);
-  int64_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  CachingAllocator cache_{*this};
 };
 
 }  // namespace gpipe

@@ -157,13 +157,13 @@ absl::StatusOr<LayerTiming> ProfileLayer(const Layer& layer, Device& device, int
   ASSIGN_OR_RETURN(timing.backward_us, MedianMicros(device, options, [&]() -> absl::Status {
                      return layer.Backward(ctx, params, grads, saved, dy).status();
                    }));
-  if (timing.splits) {
+  if (const SplitBackward* halves = layer.split_backward(); halves != nullptr) {
     ASSIGN_OR_RETURN(timing.backward_input_us, MedianMicros(device, options, [&]() -> absl::Status {
-                       return layer.BackwardInput(ctx, params, saved, dy).status();
+                       return halves->BackwardInput(ctx, params, saved, dy).status();
                      }));
     ASSIGN_OR_RETURN(timing.backward_weight_us,
                      MedianMicros(device, options, [&]() -> absl::Status {
-                       return layer.BackwardWeight(ctx, grads, saved, dy);
+                       return halves->BackwardWeight(ctx, grads, saved, dy);
                      }));
   } else {
     timing.backward_input_us = timing.backward_us;

@@ -49,13 +49,13 @@ absl::StatusOr<Tensor> Bf16Layer::Backward(const LayerContext& ctx, std::span<co
 absl::StatusOr<Tensor> Bf16Layer::BackwardInput(const LayerContext& ctx,
                                                 std::span<const Tensor> params,
                                                 const SavedTensors& saved, const Tensor& dy) const {
-  ASSIGN_OR_RETURN(Tensor dx, inner().BackwardInput(InBf16(ctx), params, saved, dy));
+  ASSIGN_OR_RETURN(Tensor dx, inner_halves().BackwardInput(InBf16(ctx), params, saved, dy));
   return Rounded(ctx.device, std::move(dx));
 }
 
 absl::Status Bf16Layer::BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
                                        const SavedTensors& saved, const Tensor& dy) const {
-  return inner().BackwardWeight(InBf16(ctx), grads, saved, dy);
+  return inner_halves().BackwardWeight(InBf16(ctx), grads, saved, dy);
 }
 
 }  // namespace gpipe

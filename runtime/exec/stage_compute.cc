@@ -159,9 +159,10 @@ absl::Status StageCompute::Backward(int chunk, int m, MicroBatch& mb, bool split
     const Layer& layer = model.layer(l);
     const LayerContext ctx = ContextFor(chunk, m, l);
     absl::StatusOr<Tensor> dx;
-    const bool deferred = split && layer.SplitsBackward();
+    const SplitBackward* halves = split ? layer.split_backward() : nullptr;
+    const bool deferred = halves != nullptr;
     if (deferred) {
-      dx = layer.BackwardInput(ctx, parameters.values_of(l), mb.saved[l], dy);
+      dx = halves->BackwardInput(ctx, parameters.values_of(l), mb.saved[l], dy);
       if (dx.ok()) mb.deferred.push_back({l, std::move(mb.saved[l]), dy});
     } else {
       dx = layer.Backward(ctx, parameters.values_of(l), parameters.grads_of(l), mb.saved[l], dy);
@@ -196,9 +197,10 @@ absl::Status StageCompute::BackwardWeight(int chunk, int m, MicroBatch& mb) {
   ParameterStore& parameters = *res_.chunks[chunk].parameters;
   for (DeferredWeightGrad& deferred : mb.deferred) {
     const Layer& layer = model.layer(deferred.layer);
-    const absl::Status status =
-        layer.BackwardWeight(ContextFor(chunk, m, deferred.layer),
-                             parameters.grads_of(deferred.layer), deferred.saved, deferred.dy);
+    // Only layers that split were deferred (Backward).
+    const absl::Status status = layer.split_backward()->BackwardWeight(
+        ContextFor(chunk, m, deferred.layer), parameters.grads_of(deferred.layer), deferred.saved,
+        deferred.dy);
     if (!status.ok()) return WithContext(status, absl::StrCat("layer '", layer.name(), "'"));
     RETURN_IF_ERROR(GradientsAccumulated(chunk, deferred.layer));
     deferred = DeferredWeightGrad{};  // free as we go

@@ -6,24 +6,23 @@
 #include "runtime/core/status_macros.h"
 #include "runtime/train/gather_checks.h"
 #include "runtime/train/idx.h"
+#include "runtime/train/split_files.h"
 
 namespace gpipe {
 namespace {
 
-// The fields naming one split's pair of files, and their values.
-struct SplitFiles {
-  const char* images_field;
-  const char* labels_field;
-  std::string images;
-  std::string labels;
-};
+// The images are the inputs and the labels the targets.
+using dataset_internal::SplitFiles;
 
-SplitFiles FilesOf(const pb::Idx& spec, DataSplit split) {
-  if (split == DataSplit::kEval) {
-    return {"data.idx.test_images", "data.idx.test_labels", spec.test_images(), spec.test_labels()};
-  }
-  return {"data.idx.train_images", "data.idx.train_labels", spec.train_images(),
-          spec.train_labels()};
+absl::StatusOr<SplitFiles> FilesOf(const pb::Idx& spec, DataSplit split) {
+  return dataset_internal::ChooseSplitFiles(
+      split,
+      {"data.idx.train_images", "data.idx.train_labels", spec.train_images(), spec.train_labels()},
+      {"data.idx.test_images", "data.idx.test_labels", spec.test_images(), spec.test_labels()},
+      {.source = "data.idx",
+       .eval_name = "test",
+       .inputs_what = "an IDX file of uint8 images [N, rows, cols]",
+       .targets_what = "an IDX file of uint8 labels [N]"});
 }
 
 std::string DimsString(const std::vector<int64_t>& dims) { return Shape(dims).ToString(); }
@@ -39,20 +38,7 @@ absl::StatusOr<IdxArray> ReadField(const char* field, const std::string& path) {
 absl::StatusOr<std::unique_ptr<IdxDataset>> IdxDataset::Open(const pb::Idx& spec,
                                                              const DataRequirements& requirements,
                                                              DataSplit split) {
-  const SplitFiles files = FilesOf(spec, split);
-  if (split == DataSplit::kEval && files.images.empty() && files.labels.empty()) {
-    return absl::FailedPreconditionError(
-        "data.idx has no held-out split; set data.idx.test_images and data.idx.test_labels");
-  }
-  const char* both = split == DataSplit::kEval ? " (give both test files or neither)" : "";
-  if (files.images.empty()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        files.images_field, " is required (an IDX file of uint8 images [N, rows, cols])", both));
-  }
-  if (files.labels.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(files.labels_field, " is required (an IDX file of uint8 labels [N])", both));
-  }
+  ASSIGN_OR_RETURN(const SplitFiles files, FilesOf(spec, split));
   if (requirements.num_classes <= 0 || requirements.target_dtype != DType::kI64 ||
       requirements.target_shape.rank() != 0) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -74,10 +60,10 @@ absl::StatusOr<std::unique_ptr<IdxDataset>> IdxDataset::Open(const pb::Idx& spec
         absl::StrCat("data.idx.mean must be a finite number, got ", spec.mean()));
   }
 
-  ASSIGN_OR_RETURN(IdxArray images, ReadField(files.images_field, files.images));
+  ASSIGN_OR_RETURN(IdxArray images, ReadField(files.inputs_field, files.inputs));
   if (images.dims.size() != 3) {
     return absl::InvalidArgumentError(
-        absl::StrCat(files.images, ": images have dimensions ", DimsString(images.dims),
+        absl::StrCat(files.inputs, ": images have dimensions ", DimsString(images.dims),
                      " but an IDX image file is [N, rows, cols]; is this the labels file?"));
   }
   const int64_t rows = images.dims[1], cols = images.dims[2];
@@ -85,38 +71,38 @@ absl::StatusOr<std::unique_ptr<IdxDataset>> IdxDataset::Open(const pb::Idx& spec
   const Shape flat{rows * cols};
   if (requirements.input_shape != channel_first && requirements.input_shape != flat) {
     return absl::InvalidArgumentError(absl::StrCat(
-        files.images, ": images are ", rows, "x", cols, " (dimensions ", DimsString(images.dims),
+        files.inputs, ": images are ", rows, "x", cols, " (dimensions ", DimsString(images.dims),
         ") but model.input.shape is ", requirements.input_shape.ToString(), "; set it to ",
         channel_first.ToString(), " or ", flat.ToString()));
   }
 
-  ASSIGN_OR_RETURN(IdxArray labels, ReadField(files.labels_field, files.labels));
+  ASSIGN_OR_RETURN(IdxArray labels, ReadField(files.targets_field, files.targets));
   if (labels.dims.size() != 1) {
     return absl::InvalidArgumentError(
-        absl::StrCat(files.labels, ": labels have dimensions ", DimsString(labels.dims),
+        absl::StrCat(files.targets, ": labels have dimensions ", DimsString(labels.dims),
                      " but an IDX label file is [N]; is this the images file?"));
   }
   const int64_t n = images.dims[0];
   if (labels.dims[0] != n) {
     return absl::InvalidArgumentError(
-        absl::StrCat(files.labels, ": ", labels.dims[0], " labels but ", files.images, " has ", n,
+        absl::StrCat(files.targets, ": ", labels.dims[0], " labels but ", files.inputs, " has ", n,
                      " images; both files need the same number of samples"));
   }
   if (n == 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        files.images, ": the data set is empty (dimensions ", DimsString(images.dims), ")"));
+        files.inputs, ": the data set is empty (dimensions ", DimsString(images.dims), ")"));
   }
   for (int64_t i = 0; i < n; ++i) {
     if (labels.data[i] >= requirements.num_classes) {
       return absl::InvalidArgumentError(absl::StrCat(
-          files.labels, ": label ", labels.data[i], " of sample ", i, " is outside [0, ",
+          files.targets, ": label ", labels.data[i], " of sample ", i, " is outside [0, ",
           requirements.num_classes, ") (the model has ", requirements.num_classes, " classes)"));
     }
   }
 
   std::unique_ptr<IdxDataset> dataset(new IdxDataset());
-  dataset->images_path_ = files.images;
-  dataset->labels_path_ = files.labels;
+  dataset->images_path_ = files.inputs;
+  dataset->labels_path_ = files.targets;
   dataset->size_ = n;
   dataset->keep_inputs_ = requirements.keep_inputs;
   dataset->keep_targets_ = requirements.keep_targets;

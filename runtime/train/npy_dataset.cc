@@ -5,24 +5,21 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/train/gather_checks.h"
+#include "runtime/train/split_files.h"
 
 namespace gpipe {
 namespace {
 
-// The fields naming one split's pair of files, and their values.
-struct SplitFiles {
-  const char* inputs_field;
-  const char* targets_field;
-  std::string inputs;
-  std::string targets;
-};
+using dataset_internal::SplitFiles;
 
-SplitFiles FilesOf(const pb::Npy& spec, DataSplit split) {
-  if (split == DataSplit::kEval) {
-    return {"data.npy.eval_inputs", "data.npy.eval_targets", spec.eval_inputs(),
-            spec.eval_targets()};
-  }
-  return {"data.npy.inputs", "data.npy.targets", spec.inputs(), spec.targets()};
+absl::StatusOr<SplitFiles> FilesOf(const pb::Npy& spec, DataSplit split) {
+  return dataset_internal::ChooseSplitFiles(
+      split, {"data.npy.inputs", "data.npy.targets", spec.inputs(), spec.targets()},
+      {"data.npy.eval_inputs", "data.npy.eval_targets", spec.eval_inputs(), spec.eval_targets()},
+      {.source = "data.npy",
+       .eval_name = "eval",
+       .inputs_what = "a float32 .npy file",
+       .targets_what = "a .npy file of targets"});
 }
 
 // "[N, 784]": the expected shape of a file holding N samples of `per_sample`.
@@ -48,20 +45,7 @@ absl::Status CheckArrayShape(const std::string& path, const char* role, const Np
 absl::StatusOr<std::unique_ptr<NpyDataset>> NpyDataset::Open(const pb::Npy& spec,
                                                              const DataRequirements& requirements,
                                                              DataSplit split) {
-  const SplitFiles files = FilesOf(spec, split);
-  if (split == DataSplit::kEval && files.inputs.empty() && files.targets.empty()) {
-    return absl::FailedPreconditionError(
-        "data.npy has no held-out split; set data.npy.eval_inputs and data.npy.eval_targets");
-  }
-  const char* both = split == DataSplit::kEval ? " (give both eval files or neither)" : "";
-  if (files.inputs.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(files.inputs_field, " is required (a float32 .npy file)", both));
-  }
-  if (files.targets.empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(files.targets_field, " is required (a .npy file of targets)", both));
-  }
+  ASSIGN_OR_RETURN(const SplitFiles files, FilesOf(spec, split));
   if (requirements.input_dtype != DType::kF32) {
     return absl::InvalidArgumentError(absl::StrCat(
         "data.npy gives float32 inputs but the model takes ", DTypeName(requirements.input_dtype),

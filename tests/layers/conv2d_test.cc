@@ -231,12 +231,12 @@ TEST(Conv2dTest, SplitHalvesInEitherOrderAreBitIdenticalToBackward) {
       SCOPED_TRACE(weight_first ? "W then B" : "B then W");
       std::vector<Tensor> split = Copies(start);
       if (weight_first) {
-        ASSERT_TRUE(layer->BackwardWeight(ctx, split, saved, dy).ok());
+        ASSERT_TRUE(layer->split_backward()->BackwardWeight(ctx, split, saved, dy).ok());
       }
-      absl::StatusOr<Tensor> split_dx = layer->BackwardInput(ctx, params, saved, dy);
+      absl::StatusOr<Tensor> split_dx = layer->split_backward()->BackwardInput(ctx, params, saved, dy);
       ASSERT_TRUE(split_dx.ok()) << split_dx.status();
       if (!weight_first) {
-        ASSERT_TRUE(layer->BackwardWeight(ctx, split, saved, dy).ok());
+        ASSERT_TRUE(layer->split_backward()->BackwardWeight(ctx, split, saved, dy).ok());
       }
       ExpectBitIdentical(*split_dx, *dx, "dx");
       for (size_t p = 0; p < split.size(); ++p) {
@@ -261,7 +261,7 @@ TEST(Conv2dTest, WithoutInputGradientReturnsUndefinedAndStillAddsParamGrads) {
   absl::StatusOr<Tensor> dx = layer->Backward(ctx, params, once, saved, dy);
   ASSERT_TRUE(dx.ok()) << dx.status();
   EXPECT_FALSE(dx->defined());
-  absl::StatusOr<Tensor> split_dx = layer->BackwardInput(ctx, params, saved, dy);
+  absl::StatusOr<Tensor> split_dx = layer->split_backward()->BackwardInput(ctx, params, saved, dy);
   ASSERT_TRUE(split_dx.ok()) << split_dx.status();
   EXPECT_FALSE(split_dx->defined());
   ASSERT_TRUE(layer->Backward(ctx, params, twice, saved, dy).ok());
@@ -391,9 +391,9 @@ TEST(Conv2dTest, RejectsInputAndGradientOfTheWrongShape) {
   const Tensor wrong = UniformTensor(device, Shape{2, 4, 3, 3}, 44, -1, 1);
   EXPECT_EQ(layer->Backward(ctx, params, grads, saved, wrong).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(layer->BackwardInput(ctx, params, saved, wrong).status().code(),
+  EXPECT_EQ(layer->split_backward()->BackwardInput(ctx, params, saved, wrong).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(layer->BackwardWeight(ctx, grads, saved, wrong).code(),
+  EXPECT_EQ(layer->split_backward()->BackwardWeight(ctx, grads, saved, wrong).code(),
             absl::StatusCode::kInvalidArgument);
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <numeric>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -59,6 +60,42 @@ std::vector<float> FloatTargets(CpuDevice& device, const Dataset& dataset,
   EXPECT_TRUE(dataset.GatherTargets(indices, out).ok());
   return std::vector<float>(out.f32(), out.f32() + out.num_elements());
 }
+
+// atanh(y) = w . x + b, fitted exactly through the first 5 samples of a regression on 4 inputs
+// and 1 target (x row-major [5, 4]) by Gaussian elimination with partial pivoting.
+class AtanhLinearFit {
+ public:
+  AtanhLinearFit(const std::vector<float>& x, const std::vector<float>& y) {
+    // The 5x5 system [x_i, 1] * [w; b] = atanh(y_i), augmented.
+    for (int i = 0; i < 5; ++i) {
+      for (int f = 0; f < 4; ++f) a_[i][f] = x[i * 4 + f];
+      a_[i][4] = 1.0;
+      a_[i][5] = std::atanh(static_cast<double>(y[i]));
+    }
+    for (int col = 0; col < 5; ++col) {
+      int pivot = col;
+      for (int row = col + 1; row < 5; ++row) {
+        if (std::fabs(a_[row][col]) > std::fabs(a_[pivot][col])) pivot = row;
+      }
+      std::swap(a_[col], a_[pivot]);
+      for (int row = 0; row < 5; ++row) {
+        if (row == col) continue;
+        const double factor = a_[row][col] / a_[col][col];
+        for (int k = col; k < 6; ++k) a_[row][k] -= factor * a_[col][k];
+      }
+    }
+  }
+
+  // tanh(w . x + b) for the sample at `x` (its 4 inputs).
+  double Predict(const float* x) const {
+    double prediction = a_[4][5] / a_[4][4];
+    for (int f = 0; f < 4; ++f) prediction += a_[f][5] / a_[f][f] * x[f];
+    return std::tanh(prediction);
+  }
+
+ private:
+  double a_[5][6];
+};
 
 std::vector<int64_t> ClassTargets(CpuDevice& device, const Dataset& dataset,
                                   const std::vector<int64_t>& indices) {
@@ -217,28 +254,8 @@ TEST(SyntheticDatasetTest, RegressionTargetsAreLearnableByLeastSquaresOnAtanh) {
   std::vector<int64_t> all = {0, 1, 2, 3, 4, 5};
   const std::vector<float> x = Inputs(device, *dataset, all);
   const std::vector<float> y = FloatTargets(device, *dataset, all);
-  // Solve the 5x5 system [x_i, 1] * [w; b] = atanh(y_i) by Gaussian elimination.
-  double a[5][6];
-  for (int i = 0; i < 5; ++i) {
-    for (int f = 0; f < 4; ++f) a[i][f] = x[i * 4 + f];
-    a[i][4] = 1.0;
-    a[i][5] = std::atanh(static_cast<double>(y[i]));
-  }
-  for (int col = 0; col < 5; ++col) {
-    int pivot = col;
-    for (int r = col + 1; r < 5; ++r) {
-      if (std::fabs(a[r][col]) > std::fabs(a[pivot][col])) pivot = r;
-    }
-    std::swap(a[col], a[pivot]);
-    for (int r = 0; r < 5; ++r) {
-      if (r == col) continue;
-      const double factor = a[r][col] / a[col][col];
-      for (int k = col; k < 6; ++k) a[r][k] -= factor * a[col][k];
-    }
-  }
-  double prediction = a[4][5] / a[4][4];
-  for (int f = 0; f < 4; ++f) prediction += a[f][5] / a[f][f] * x[5 * 4 + f];
-  EXPECT_NEAR(std::tanh(prediction), y[5], 1e-4);
+  const AtanhLinearFit fit(x, y);
+  EXPECT_NEAR(fit.Predict(&x[5 * 4]), y[5], 1e-4);
 }
 
 TEST(SyntheticDatasetTest, IndexOutsideTheDataSetIsOutOfRange) {
@@ -348,32 +365,13 @@ TEST(SyntheticDatasetTest, EvalSplitRegressionFollowsTheTrainingTeacher) {
   const std::vector<int64_t> all = {0, 1, 2, 3, 4};
   const std::vector<float> x = Inputs(device, *training, all);
   const std::vector<float> y = FloatTargets(device, *training, all);
-  double a[5][6];
-  for (int i = 0; i < 5; ++i) {
-    for (int f = 0; f < 4; ++f) a[i][f] = x[i * 4 + f];
-    a[i][4] = 1.0;
-    a[i][5] = std::atanh(static_cast<double>(y[i]));
-  }
-  for (int col = 0; col < 5; ++col) {
-    int pivot = col;
-    for (int row = col + 1; row < 5; ++row) {
-      if (std::fabs(a[row][col]) > std::fabs(a[pivot][col])) pivot = row;
-    }
-    std::swap(a[col], a[pivot]);
-    for (int row = 0; row < 5; ++row) {
-      if (row == col) continue;
-      const double factor = a[row][col] / a[col][col];
-      for (int k = col; k < 6; ++k) a[row][k] -= factor * a[col][k];
-    }
-  }
+  const AtanhLinearFit fit(x, y);
   const std::vector<float> eval_x = Inputs(device, *eval, {0, 1, 2});
   const std::vector<float> eval_y = FloatTargets(device, *eval, {0, 1, 2});
   EXPECT_NE(std::vector<float>(eval_x.begin(), eval_x.begin() + 4),
             std::vector<float>(x.begin(), x.begin() + 4));
   for (int j = 0; j < 3; ++j) {
-    double prediction = a[4][5] / a[4][4];
-    for (int f = 0; f < 4; ++f) prediction += a[f][5] / a[f][f] * eval_x[j * 4 + f];
-    EXPECT_NEAR(std::tanh(prediction), eval_y[j], 1e-4) << j;
+    EXPECT_NEAR(fit.Predict(&eval_x[j * 4]), eval_y[j], 1e-4) << j;
   }
 }
 

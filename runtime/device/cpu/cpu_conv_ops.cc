@@ -79,10 +79,6 @@ bool Optimized(const PrimitiveDesc& pd) {
   return !std::string(pd.impl_info_str()).starts_with("ref");
 }
 
-absl::Status CheckConv(const char* op, const Conv2dGeometry& g) {
-  return CheckGeometry(op, g, /*pooling=*/false);
-}
-
 // Primitive attributes: the scratchpad is ours to provide (from the device's workspace, so it is
 // counted), not oneDNN's own allocation.
 dnnl::primitive_attr UserScratchpad() {
@@ -218,20 +214,15 @@ absl::StatusOr<memory> CpuConvOps::InLayout(const memory::desc& wanted, const me
   return buffer;
 }
 
-absl::Status CpuConvOps::Conv2dForward(const Conv2dGeometry& g, ProductPrecision precision,
-                                       const Tensor& x, const Tensor& weight, const Tensor& bias,
-                                       Tensor& y) const {
+absl::Status CpuConvOps::DoConv2dForward(const Conv2dGeometry& g, ProductPrecision precision,
+                                         const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                         Tensor& y) const {
   constexpr const char* kOp = "Conv2dForward";
-  RETURN_IF_ERROR(CheckConv(kOp, g));
-  RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, InputShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "weight", g, weight, WeightShape(g)));
-  if (bias.defined()) RETURN_IF_ERROR(CheckTensor(kOp, "bias", g, bias, Shape{g.out_channels}));
-  RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, OutputShape(g)));
   if (g.batch == 0) return absl::OkStatus();
   if (precision == ProductPrecision::kBF16 && !NativeBf16(g, Direction::kForward, bias.defined())) {
     ASSIGN_OR_RETURN(const Tensor rounded_x, RoundedCopy(x));
     ASSIGN_OR_RETURN(const Tensor rounded_weight, RoundedCopy(weight));
-    return Conv2dForward(g, ProductPrecision::kF32, rounded_x, rounded_weight, bias, y);
+    return DoConv2dForward(g, ProductPrecision::kF32, rounded_x, rounded_weight, bias, y);
   }
   std::vector<Tensor> held;  // workspace buffers of this call
   try {
@@ -260,20 +251,16 @@ absl::Status CpuConvOps::Conv2dForward(const Conv2dGeometry& g, ProductPrecision
   return absl::OkStatus();
 }
 
-absl::Status CpuConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
-                                             const Tensor& weight, const Tensor& dy,
-                                             Tensor& dx) const {
+absl::Status CpuConvOps::DoConv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
+                                               const Tensor& weight, const Tensor& dy,
+                                               Tensor& dx) const {
   constexpr const char* kOp = "Conv2dBackwardInput";
-  RETURN_IF_ERROR(CheckConv(kOp, g));
-  RETURN_IF_ERROR(CheckTensor(kOp, "weight", g, weight, WeightShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, OutputShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "dx", g, dx, InputShape(g)));
   if (g.batch == 0) return absl::OkStatus();
   if (precision == ProductPrecision::kBF16 &&
       !NativeBf16(g, Direction::kBackwardData, /*with_bias=*/false)) {
     ASSIGN_OR_RETURN(const Tensor rounded_weight, RoundedCopy(weight));
     ASSIGN_OR_RETURN(const Tensor rounded_dy, RoundedCopy(dy));
-    return Conv2dBackwardInput(g, ProductPrecision::kF32, rounded_weight, rounded_dy, dx);
+    return DoConv2dBackwardInput(g, ProductPrecision::kF32, rounded_weight, rounded_dy, dx);
   }
   std::vector<Tensor> held;  // workspace buffers of this call
   try {
@@ -302,17 +289,10 @@ absl::Status CpuConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, ProductPre
   return absl::OkStatus();
 }
 
-absl::Status CpuConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
-                                              const Tensor& x, const Tensor& dy, Tensor& dweight,
-                                              Tensor& dbias) const {
+absl::Status CpuConvOps::DoConv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
+                                                const Tensor& x, const Tensor& dy, Tensor& dweight,
+                                                Tensor& dbias) const {
   constexpr const char* kOp = "Conv2dBackwardParams";
-  RETURN_IF_ERROR(CheckConv(kOp, g));
-  RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, InputShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, OutputShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "dweight", g, dweight, WeightShape(g)));
-  if (dbias.defined()) {
-    RETURN_IF_ERROR(CheckTensor(kOp, "dbias", g, dbias, Shape{g.out_channels}));
-  }
   if (g.batch == 0) return absl::OkStatus();
   if (precision == ProductPrecision::kBF16 &&
       !NativeBf16(g, Direction::kBackwardWeights, /*with_bias=*/false)) {
@@ -321,7 +301,7 @@ absl::Status CpuConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, ProductPr
     // The bias gradient sums dy as given (never rounded): it is summed here, after.
     Tensor no_bias;
     RETURN_IF_ERROR(
-        Conv2dBackwardParams(g, ProductPrecision::kF32, rounded_x, rounded_dy, dweight, no_bias));
+        DoConv2dBackwardParams(g, ProductPrecision::kF32, rounded_x, rounded_dy, dweight, no_bias));
     return AccumulateBiasGrad(g, dy, dbias);
   }
   const int64_t weights = dweight.num_elements();

@@ -30,22 +30,22 @@ class CpuConvOps final : public ConvOps {
   // counted as MemoryKind::kWorkspace.
   CpuConvOps(DnnlContext& dnnl, Allocator& workspace) : dnnl_(dnnl), workspace_(workspace) {}
 
-  absl::Status Conv2dForward(const Conv2dGeometry& g, ProductPrecision precision, const Tensor& x,
-                             const Tensor& weight, const Tensor& bias, Tensor& y) const override;
-  absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
-                                   const Tensor& weight, const Tensor& dy,
-                                   Tensor& dx) const override;
-  absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
-                                    const Tensor& x, const Tensor& dy, Tensor& dweight,
-                                    Tensor& dbias) const override;
-  absl::Status Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
-                             Tensor& y) const override;
-  absl::Status Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
-                              const Tensor& y, const Tensor& dy, Tensor& dx) const override;
-  absl::Status GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const override;
-  absl::Status GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const override;
-
  private:
+  absl::Status DoConv2dForward(const Conv2dGeometry& g, ProductPrecision precision, const Tensor& x,
+                               const Tensor& weight, const Tensor& bias, Tensor& y) const override;
+  absl::Status DoConv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
+                                     const Tensor& weight, const Tensor& dy,
+                                     Tensor& dx) const override;
+  absl::Status DoConv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
+                                      const Tensor& x, const Tensor& dy, Tensor& dweight,
+                                      Tensor& dbias) const override;
+  absl::Status DoPool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                               Tensor& y) const override;
+  absl::Status DoPool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                                const Tensor& y, const Tensor& dy, Tensor& dx) const override;
+  absl::Status DoGlobalAvgPool2dForward(const Tensor& x, Tensor& y) const override;
+  absl::Status DoGlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const override;
+
   // Every field of a Conv2dGeometry, plus whether the forward adds a bias and the precision
   // (or, for native_bf16_, the direction and whether the forward adds a bias).
   using GeometryKey = std::array<int64_t, 18>;

@@ -54,15 +54,10 @@ void SgdDispatch(const SgdUpdate& u, float* p, const float* grad, float* buf, in
 
 }  // namespace
 
-absl::Status CpuOptimizerOps::Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
-                                  Tensor& momentum_buffer) const {
+absl::Status CpuOptimizerOps::DoSgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
+                                    Tensor& momentum_buffer) const {
   const int64_t n = param.num_elements();
-  RETURN_IF_ERROR(DTypeIs("Sgd", "param", param, DType::kF32));
-  RETURN_IF_ERROR(Elements("Sgd", "grad", grad, DType::kF32, n));
   const bool use_momentum = u.momentum != 0;
-  if (use_momentum) {
-    RETURN_IF_ERROR(Elements("Sgd", "momentum buffer", momentum_buffer, DType::kF32, n));
-  }
   float* buf = use_momentum ? momentum_buffer.data<float>() : nullptr;
   if (u.weight_decay != 0) {
     SgdDispatch<true>(u, param.data<float>(), grad.data<float>(), buf, n);
@@ -72,13 +67,9 @@ absl::Status CpuOptimizerOps::Sgd(const SgdUpdate& u, Tensor& param, const Tenso
   return absl::OkStatus();
 }
 
-absl::Status CpuOptimizerOps::Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad,
-                                   Tensor& exp_avg, Tensor& exp_avg_sq) const {
+absl::Status CpuOptimizerOps::DoAdam(const AdamUpdate& u, Tensor& param, const Tensor& grad,
+                                     Tensor& exp_avg, Tensor& exp_avg_sq) const {
   const int64_t n = param.num_elements();
-  RETURN_IF_ERROR(DTypeIs("Adam", "param", param, DType::kF32));
-  RETURN_IF_ERROR(Elements("Adam", "grad", grad, DType::kF32, n));
-  RETURN_IF_ERROR(Elements("Adam", "exp_avg", exp_avg, DType::kF32, n));
-  RETURN_IF_ERROR(Elements("Adam", "exp_avg_sq", exp_avg_sq, DType::kF32, n));
   float* __restrict p = param.data<float>();
   const float* __restrict g_in = grad.data<float>();
   float* __restrict m = exp_avg.data<float>();

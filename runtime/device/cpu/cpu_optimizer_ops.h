@@ -8,11 +8,11 @@
 namespace gpipe {
 
 class CpuOptimizerOps final : public OptimizerOps {
- public:
-  absl::Status Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
-                   Tensor& momentum_buffer) const override;
-  absl::Status Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad, Tensor& exp_avg,
-                    Tensor& exp_avg_sq) const override;
+ private:
+  absl::Status DoSgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
+                     Tensor& momentum_buffer) const override;
+  absl::Status DoAdam(const AdamUpdate& u, Tensor& param, const Tensor& grad, Tensor& exp_avg,
+                      Tensor& exp_avg_sq) const override;
 };
 
 }  // namespace gpipe

@@ -114,12 +114,8 @@ inline int64_t FirstIndexOf(float max, const float* plane, const PoolWindows::Ta
 
 }  // namespace
 
-absl::Status CpuConvOps::Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
-                                       Tensor& y) const {
-  constexpr const char* kOp = "Pool2dForward";
-  RETURN_IF_ERROR(CheckGeometry(kOp, g, /*pooling=*/true));
-  RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, PoolInputShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, PoolOutputShape(g)));
+absl::Status CpuConvOps::DoPool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                                         Tensor& y) const {
   const PoolWindows windows(g);
   const int64_t planes = g.batch * g.in_channels;
   const int64_t in_plane = g.in_h * g.in_w;
@@ -146,16 +142,8 @@ absl::Status CpuConvOps::Pool2dForward(PoolKind kind, const Conv2dGeometry& g, c
   return absl::OkStatus();
 }
 
-absl::Status CpuConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
-                                        const Tensor& y, const Tensor& dy, Tensor& dx) const {
-  constexpr const char* kOp = "Pool2dBackward";
-  RETURN_IF_ERROR(CheckGeometry(kOp, g, /*pooling=*/true));
-  if (kind == PoolKind::kMax) {
-    RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, PoolInputShape(g)));
-    RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, PoolOutputShape(g)));
-  }
-  RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, PoolOutputShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "dx", g, dx, PoolInputShape(g)));
+absl::Status CpuConvOps::DoPool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                                          const Tensor& y, const Tensor& dy, Tensor& dx) const {
   const PoolWindows windows(g);
   const int64_t planes = g.batch * g.in_channels;
   const int64_t in_plane = g.in_h * g.in_w;
@@ -190,8 +178,7 @@ absl::Status CpuConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, 
   return absl::OkStatus();
 }
 
-absl::Status CpuConvOps::GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const {
-  RETURN_IF_ERROR(CheckGlobalAvgPoolForward(x, y));
+absl::Status CpuConvOps::DoGlobalAvgPool2dForward(const Tensor& x, Tensor& y) const {
   const Shape& s = x.shape();
   const int64_t planes = s.dim(0) * s.dim(1);
   const int64_t plane = s.dim(2) * s.dim(3);
@@ -205,8 +192,7 @@ absl::Status CpuConvOps::GlobalAvgPool2dForward(const Tensor& x, Tensor& y) cons
   return absl::OkStatus();
 }
 
-absl::Status CpuConvOps::GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const {
-  RETURN_IF_ERROR(CheckGlobalAvgPoolBackward(dy, dx));
+absl::Status CpuConvOps::DoGlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const {
   const Shape& s = dx.shape();
   const int64_t planes = s.dim(0) * s.dim(1);
   const int64_t plane = s.dim(2) * s.dim(3);

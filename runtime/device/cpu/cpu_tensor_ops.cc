@@ -25,8 +25,7 @@ RandomStream StreamOf(const RandomKey& key) {
 
 }  // namespace
 
-absl::Status CpuTensorOps::Fill(Tensor& out, double value) const {
-  if (!out.defined()) return absl::InvalidArgumentError("Fill: undefined tensor");
+absl::Status CpuTensorOps::DoFill(Tensor& out, double value) const {
   const int64_t n = out.num_elements();
   switch (out.dtype()) {
     case DType::kF32: {
@@ -60,24 +59,15 @@ absl::Status CpuTensorOps::Fill(Tensor& out, double value) const {
   return absl::InvalidArgumentError(absl::StrCat("Fill: unknown dtype of ", out.DebugString()));
 }
 
-absl::Status CpuTensorOps::Copy(const Tensor& in, Tensor& out) const {
-  if (!in.defined() || !out.defined() || in.dtype() != out.dtype() ||
-      in.num_elements() != out.num_elements()) {
-    return absl::InvalidArgumentError(absl::StrCat("Copy: ", in.DebugString(), " into ",
-                                                   out.DebugString(),
-                                                   " (dtype and element count must match)"));
-  }
+absl::Status CpuTensorOps::DoCopy(const Tensor& in, Tensor& out) const {
   if (in.raw_data() != out.raw_data() && in.bytes() > 0) {
     std::memmove(out.raw_data(), in.raw_data(), in.bytes());
   }
   return absl::OkStatus();
 }
 
-absl::Status CpuTensorOps::Add(const Tensor& a, const Tensor& b, Tensor& out) const {
+absl::Status CpuTensorOps::DoAdd(const Tensor& a, const Tensor& b, Tensor& out) const {
   const int64_t n = a.num_elements();
-  RETURN_IF_ERROR(DTypeIs("Add", "a", a, DType::kF32));
-  RETURN_IF_ERROR(Elements("Add", "b", b, DType::kF32, n));
-  RETURN_IF_ERROR(Elements("Add", "out", out, DType::kF32, n));
   // No __restrict: out may be a or b.
   const float* pa = a.data<float>();
   const float* pb = b.data<float>();
@@ -86,29 +76,22 @@ absl::Status CpuTensorOps::Add(const Tensor& a, const Tensor& b, Tensor& out) co
   return absl::OkStatus();
 }
 
-absl::Status CpuTensorOps::Axpy(float alpha, const Tensor& x, Tensor& y) const {
+absl::Status CpuTensorOps::DoAxpy(float alpha, const Tensor& x, Tensor& y) const {
   const int64_t n = x.num_elements();
-  RETURN_IF_ERROR(DTypeIs("Axpy", "x", x, DType::kF32));
-  RETURN_IF_ERROR(Elements("Axpy", "y", y, DType::kF32, n));
   const float* px = x.data<float>();
   float* py = y.data<float>();
   for (int64_t i = 0; i < n; ++i) py[i] = py[i] + alpha * px[i];
   return absl::OkStatus();
 }
 
-absl::Status CpuTensorOps::Scale(float alpha, Tensor& x) const {
-  RETURN_IF_ERROR(DTypeIs("Scale", "x", x, DType::kF32));
+absl::Status CpuTensorOps::DoScale(float alpha, Tensor& x) const {
   float* __restrict p = x.data<float>();
   const int64_t n = x.num_elements();
   for (int64_t i = 0; i < n; ++i) p[i] = p[i] * alpha;
   return absl::OkStatus();
 }
 
-absl::Status CpuTensorOps::Cast(const Tensor& in, Tensor& out) const {
-  if (!in.defined() || !out.defined() || in.num_elements() != out.num_elements()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Cast: ", in.DebugString(), " into ", out.DebugString(), " (element counts must match)"));
-  }
+absl::Status CpuTensorOps::DoCast(const Tensor& in, Tensor& out) const {
   const int64_t n = in.num_elements();
   const DType from = in.dtype();
   const DType to = out.dtype();
@@ -141,11 +124,8 @@ absl::Status CpuTensorOps::Cast(const Tensor& in, Tensor& out) const {
       absl::StrCat("Cast: no conversion from ", DTypeName(from), " to ", DTypeName(to)));
 }
 
-absl::Status CpuTensorOps::SumAccumulate(const Tensor& in, int64_t outer, int64_t mid,
-                                         int64_t inner, Tensor& out) const {
-  RETURN_IF_ERROR(op_checks::NonNegative("SumAccumulate", {outer, mid, inner}));
-  RETURN_IF_ERROR(Elements("SumAccumulate", "in", in, DType::kF32, outer * mid * inner));
-  RETURN_IF_ERROR(AtLeast("SumAccumulate", "out", out, DType::kF32, mid));
+absl::Status CpuTensorOps::DoSumAccumulate(const Tensor& in, int64_t outer, int64_t mid,
+                                           int64_t inner, Tensor& out) const {
   const float* src = in.data<float>();
   std::vector<double> sum(mid, 0.0);
   if (inner == 1) {
@@ -168,13 +148,8 @@ absl::Status CpuTensorOps::SumAccumulate(const Tensor& in, int64_t outer, int64_
   return absl::OkStatus();
 }
 
-absl::Status CpuTensorOps::FillRandom(const RandomKey& key, RandomDistribution distribution,
-                                      double a, double b, Tensor& out) const {
-  RETURN_IF_ERROR(DTypeIs("FillRandom", "out", out, DType::kF32));
-  if (!std::isfinite(a) || !std::isfinite(b)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("FillRandom: parameters must be finite, got ", a, " and ", b));
-  }
+absl::Status CpuTensorOps::DoFillRandom(const RandomKey& key, RandomDistribution distribution,
+                                        double a, double b, Tensor& out) const {
   RandomStream stream = StreamOf(key);
   float* __restrict p = out.data<float>();
   const int64_t n = out.num_elements();
@@ -189,14 +164,9 @@ absl::Status CpuTensorOps::FillRandom(const RandomKey& key, RandomDistribution d
   return absl::InvalidArgumentError("FillRandom: unknown distribution");
 }
 
-absl::Status CpuTensorOps::DropoutMask(const RandomKey& key, double p, const Tensor& in,
-                                       Tensor& out) const {
+absl::Status CpuTensorOps::DoDropoutMask(const RandomKey& key, double p, const Tensor& in,
+                                         Tensor& out) const {
   const int64_t n = in.num_elements();
-  RETURN_IF_ERROR(DTypeIs("DropoutMask", "in", in, DType::kF32));
-  RETURN_IF_ERROR(Elements("DropoutMask", "out", out, DType::kF32, n));
-  if (!(p >= 0.0 && p < 1.0)) {
-    return absl::InvalidArgumentError(absl::StrCat("DropoutMask: p must be in [0, 1), got ", p));
-  }
   RandomStream stream = StreamOf(key);
   const float scale = static_cast<float>(1.0 / (1.0 - p));
   const float* src = in.data<float>();
@@ -208,11 +178,9 @@ absl::Status CpuTensorOps::DropoutMask(const RandomKey& key, double p, const Ten
   return absl::OkStatus();
 }
 
-absl::Status CpuTensorOps::FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const {
-  RETURN_IF_ERROR(Elements("FlagNonFinite", "flag", flag, DType::kF32, 1));
+absl::Status CpuTensorOps::DoFlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const {
   uint32_t non_finite = 0;
   for (const Tensor& t : tensors) {
-    RETURN_IF_ERROR(DTypeIs("FlagNonFinite", "tensor", t, DType::kF32));
     // NaN and the infinities are exactly the floats whose exponent bits are all set; an OR of
     // integer tests vectorizes, and reads every element once.
     const auto* __restrict bits = static_cast<const uint32_t*>(t.raw_data());

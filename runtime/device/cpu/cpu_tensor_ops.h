@@ -9,20 +9,20 @@
 namespace gpipe {
 
 class CpuTensorOps final : public TensorOps {
- public:
-  absl::Status Fill(Tensor& out, double value) const override;
-  absl::Status Copy(const Tensor& in, Tensor& out) const override;
-  absl::Status Add(const Tensor& a, const Tensor& b, Tensor& out) const override;
-  absl::Status Axpy(float alpha, const Tensor& x, Tensor& y) const override;
-  absl::Status Scale(float alpha, Tensor& x) const override;
-  absl::Status Cast(const Tensor& in, Tensor& out) const override;
-  absl::Status SumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner,
+ private:
+  absl::Status DoFill(Tensor& out, double value) const override;
+  absl::Status DoCopy(const Tensor& in, Tensor& out) const override;
+  absl::Status DoAdd(const Tensor& a, const Tensor& b, Tensor& out) const override;
+  absl::Status DoAxpy(float alpha, const Tensor& x, Tensor& y) const override;
+  absl::Status DoScale(float alpha, Tensor& x) const override;
+  absl::Status DoCast(const Tensor& in, Tensor& out) const override;
+  absl::Status DoSumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner,
+                               Tensor& out) const override;
+  absl::Status DoFillRandom(const RandomKey& key, RandomDistribution distribution, double a,
+                            double b, Tensor& out) const override;
+  absl::Status DoDropoutMask(const RandomKey& key, double p, const Tensor& in,
                              Tensor& out) const override;
-  absl::Status FillRandom(const RandomKey& key, RandomDistribution distribution, double a, double b,
-                          Tensor& out) const override;
-  absl::Status DropoutMask(const RandomKey& key, double p, const Tensor& in,
-                           Tensor& out) const override;
-  absl::Status FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const override;
+  absl::Status DoFlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const override;
 };
 
 }  // namespace gpipe

@@ -222,15 +222,10 @@ absl::StatusOr<Tensor> CudaConvOps::Operand(const Tensor& tensor,
   return rounded;
 }
 
-absl::Status CudaConvOps::Conv2dForward(const Conv2dGeometry& g, ProductPrecision precision,
-                                        const Tensor& x, const Tensor& weight, const Tensor& bias,
-                                        Tensor& y) const {
+absl::Status CudaConvOps::DoConv2dForward(const Conv2dGeometry& g, ProductPrecision precision,
+                                          const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                          Tensor& y) const {
   constexpr const char* kOp = "Conv2dForward";
-  RETURN_IF_ERROR(CheckGeometry(kOp, g, /*pooling=*/false));
-  RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, InputShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "weight", g, weight, WeightShape(g)));
-  if (bias.defined()) RETURN_IF_ERROR(CheckTensor(kOp, "bias", g, bias, Shape{g.out_channels}));
-  RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, OutputShape(g)));
   if (g.batch == 0) return absl::OkStatus();
   absl::StatusOr<const CudaConvPlan*> plan = PlanFor(g, precision);
   RETURN_IF_ERROR(InOp(plan.status(), kOp, g));
@@ -254,14 +249,10 @@ absl::Status CudaConvOps::Conv2dForward(const Conv2dGeometry& g, ProductPrecisio
   return cuda::LaunchStatus("conv2d bias");
 }
 
-absl::Status CudaConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
-                                              const Tensor& weight, const Tensor& dy,
-                                              Tensor& dx) const {
+absl::Status CudaConvOps::DoConv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
+                                                const Tensor& weight, const Tensor& dy,
+                                                Tensor& dx) const {
   constexpr const char* kOp = "Conv2dBackwardInput";
-  RETURN_IF_ERROR(CheckGeometry(kOp, g, /*pooling=*/false));
-  RETURN_IF_ERROR(CheckTensor(kOp, "weight", g, weight, WeightShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, OutputShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "dx", g, dx, InputShape(g)));
   if (g.batch == 0) return absl::OkStatus();
   absl::StatusOr<const CudaConvPlan*> plan = PlanFor(g, precision);
   RETURN_IF_ERROR(InOp(plan.status(), kOp, g));
@@ -279,17 +270,11 @@ absl::Status CudaConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, ProductPr
       kOp, g);
 }
 
-absl::Status CudaConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
-                                               const Tensor& x, const Tensor& dy, Tensor& dweight,
-                                               Tensor& dbias) const {
+absl::Status CudaConvOps::DoConv2dBackwardParams(const Conv2dGeometry& g,
+                                                 ProductPrecision precision, const Tensor& x,
+                                                 const Tensor& dy, Tensor& dweight,
+                                                 Tensor& dbias) const {
   constexpr const char* kOp = "Conv2dBackwardParams";
-  RETURN_IF_ERROR(CheckGeometry(kOp, g, /*pooling=*/false));
-  RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, InputShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, OutputShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "dweight", g, dweight, WeightShape(g)));
-  if (dbias.defined()) {
-    RETURN_IF_ERROR(CheckTensor(kOp, "dbias", g, dbias, Shape{g.out_channels}));
-  }
   if (g.batch == 0) return absl::OkStatus();
   absl::StatusOr<const CudaConvPlan*> plan = PlanFor(g, precision);
   RETURN_IF_ERROR(InOp(plan.status(), kOp, g));

@@ -1,5 +1,5 @@
 // CudaConvOps: ConvOps (runtime/device/ops/conv_ops.h) on the GPU, issued on the context's
-// compute stream. Checks its arguments as the CPU backend does (op_checks.h), before any launch.
+// compute stream. Its kernels run after ConvOps' entries have checked their arguments.
 #ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_CONV_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_CONV_OPS_H_
 
@@ -20,22 +20,22 @@ class CudaConvOps final : public ConvOps {
  public:
   explicit CudaConvOps(const CudaContext& context) : context_(context) {}
 
-  absl::Status Conv2dForward(const Conv2dGeometry& g, ProductPrecision precision, const Tensor& x,
-                             const Tensor& weight, const Tensor& bias, Tensor& y) const override;
-  absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
-                                   const Tensor& weight, const Tensor& dy,
-                                   Tensor& dx) const override;
-  absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
-                                    const Tensor& x, const Tensor& dy, Tensor& dweight,
-                                    Tensor& dbias) const override;
-  absl::Status Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
-                             Tensor& y) const override;
-  absl::Status Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
-                              const Tensor& y, const Tensor& dy, Tensor& dx) const override;
-  absl::Status GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const override;
-  absl::Status GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const override;
-
  private:
+  absl::Status DoConv2dForward(const Conv2dGeometry& g, ProductPrecision precision, const Tensor& x,
+                               const Tensor& weight, const Tensor& bias, Tensor& y) const override;
+  absl::Status DoConv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
+                                     const Tensor& weight, const Tensor& dy,
+                                     Tensor& dx) const override;
+  absl::Status DoConv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
+                                      const Tensor& x, const Tensor& dy, Tensor& dweight,
+                                      Tensor& dbias) const override;
+  absl::Status DoPool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                               Tensor& y) const override;
+  absl::Status DoPool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                                const Tensor& y, const Tensor& dy, Tensor& dx) const override;
+  absl::Status DoGlobalAvgPool2dForward(const Tensor& x, Tensor& y) const override;
+  absl::Status DoGlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const override;
+
   // The cached plan of `g` at `precision` (bf16 plans allow tensor cores, see the .cu file).
   absl::StatusOr<const CudaConvPlan*> PlanFor(const Conv2dGeometry& g,
                                               ProductPrecision precision) const;

@@ -58,15 +58,10 @@ __global__ void AdamKernel(AdamUpdate u, float* p, const float* grad, float* m, 
 
 }  // namespace
 
-absl::Status CudaOptimizerOps::Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
-                                   Tensor& momentum_buffer) const {
+absl::Status CudaOptimizerOps::DoSgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
+                                     Tensor& momentum_buffer) const {
   const int64_t n = param.num_elements();
-  RETURN_IF_ERROR(DTypeIs("Sgd", "param", param, DType::kF32));
-  RETURN_IF_ERROR(Elements("Sgd", "grad", grad, DType::kF32, n));
   const bool use_momentum = u.momentum != 0;
-  if (use_momentum) {
-    RETURN_IF_ERROR(Elements("Sgd", "momentum buffer", momentum_buffer, DType::kF32, n));
-  }
   if (n == 0) return absl::OkStatus();
   SgdKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
       u, DevicePointer<float>(param), DevicePointer<float>(grad),
@@ -74,13 +69,9 @@ absl::Status CudaOptimizerOps::Sgd(const SgdUpdate& u, Tensor& param, const Tens
   return cuda::LaunchStatus("sgd update");
 }
 
-absl::Status CudaOptimizerOps::Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad,
-                                    Tensor& exp_avg, Tensor& exp_avg_sq) const {
+absl::Status CudaOptimizerOps::DoAdam(const AdamUpdate& u, Tensor& param, const Tensor& grad,
+                                      Tensor& exp_avg, Tensor& exp_avg_sq) const {
   const int64_t n = param.num_elements();
-  RETURN_IF_ERROR(DTypeIs("Adam", "param", param, DType::kF32));
-  RETURN_IF_ERROR(Elements("Adam", "grad", grad, DType::kF32, n));
-  RETURN_IF_ERROR(Elements("Adam", "exp_avg", exp_avg, DType::kF32, n));
-  RETURN_IF_ERROR(Elements("Adam", "exp_avg_sq", exp_avg_sq, DType::kF32, n));
   if (n == 0) return absl::OkStatus();
   AdamKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
       u, DevicePointer<float>(param), DevicePointer<float>(grad), DevicePointer<float>(exp_avg),

@@ -166,12 +166,8 @@ __global__ void GlobalAvgBackwardKernel(const float* dy, int64_t total, int64_t 
 
 }  // namespace
 
-absl::Status CudaConvOps::Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
-                                        Tensor& y) const {
-  constexpr const char* kOp = "Pool2dForward";
-  RETURN_IF_ERROR(CheckGeometry(kOp, g, /*pooling=*/true));
-  RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, PoolInputShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, PoolOutputShape(g)));
+absl::Status CudaConvOps::DoPool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                                          Tensor& y) const {
   const int64_t total = y.num_elements();
   if (total == 0) return absl::OkStatus();
   PoolForwardKernel<<<cuda::BlocksFor(total), cuda::kThreadsPerBlock, 0, context_.stream>>>(
@@ -179,16 +175,8 @@ absl::Status CudaConvOps::Pool2dForward(PoolKind kind, const Conv2dGeometry& g, 
   return cuda::LaunchStatus("pool forward");
 }
 
-absl::Status CudaConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
-                                         const Tensor& y, const Tensor& dy, Tensor& dx) const {
-  constexpr const char* kOp = "Pool2dBackward";
-  RETURN_IF_ERROR(CheckGeometry(kOp, g, /*pooling=*/true));
-  if (kind == PoolKind::kMax) {
-    RETURN_IF_ERROR(CheckTensor(kOp, "x", g, x, PoolInputShape(g)));
-    RETURN_IF_ERROR(CheckTensor(kOp, "y", g, y, PoolOutputShape(g)));
-  }
-  RETURN_IF_ERROR(CheckTensor(kOp, "dy", g, dy, PoolOutputShape(g)));
-  RETURN_IF_ERROR(CheckTensor(kOp, "dx", g, dx, PoolInputShape(g)));
+absl::Status CudaConvOps::DoPool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                                           const Tensor& y, const Tensor& dy, Tensor& dx) const {
   const int64_t total = dx.num_elements();
   if (total == 0) return absl::OkStatus();
   const bool max = kind == PoolKind::kMax;
@@ -198,8 +186,7 @@ absl::Status CudaConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g,
   return cuda::LaunchStatus("pool backward");
 }
 
-absl::Status CudaConvOps::GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const {
-  RETURN_IF_ERROR(CheckGlobalAvgPoolForward(x, y));
+absl::Status CudaConvOps::DoGlobalAvgPool2dForward(const Tensor& x, Tensor& y) const {
   const Shape& s = x.shape();
   const int64_t planes = s.dim(0) * s.dim(1);
   if (planes == 0) return absl::OkStatus();
@@ -208,8 +195,7 @@ absl::Status CudaConvOps::GlobalAvgPool2dForward(const Tensor& x, Tensor& y) con
   return cuda::LaunchStatus("global average pool forward");
 }
 
-absl::Status CudaConvOps::GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const {
-  RETURN_IF_ERROR(CheckGlobalAvgPoolBackward(dy, dx));
+absl::Status CudaConvOps::DoGlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const {
   const Shape& s = dx.shape();
   const int64_t plane = s.dim(2) * s.dim(3);
   const int64_t total = dx.num_elements();

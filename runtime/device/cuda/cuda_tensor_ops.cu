@@ -105,8 +105,7 @@ cuda::PhiloxStream StreamOf(const RandomKey& key) {
 
 }  // namespace
 
-absl::Status CudaTensorOps::Fill(Tensor& out, double value) const {
-  if (!out.defined()) return absl::InvalidArgumentError("Fill: undefined tensor");
+absl::Status CudaTensorOps::DoFill(Tensor& out, double value) const {
   const int64_t n = out.num_elements();
   if (n == 0) return absl::OkStatus();
   const unsigned blocks = cuda::BlocksFor(n);
@@ -136,13 +135,7 @@ absl::Status CudaTensorOps::Fill(Tensor& out, double value) const {
   return absl::InvalidArgumentError(absl::StrCat("Fill: unknown dtype of ", out.DebugString()));
 }
 
-absl::Status CudaTensorOps::Copy(const Tensor& in, Tensor& out) const {
-  if (!in.defined() || !out.defined() || in.dtype() != out.dtype() ||
-      in.num_elements() != out.num_elements()) {
-    return absl::InvalidArgumentError(absl::StrCat("Copy: ", in.DebugString(), " into ",
-                                                   out.DebugString(),
-                                                   " (dtype and element count must match)"));
-  }
+absl::Status CudaTensorOps::DoCopy(const Tensor& in, Tensor& out) const {
   if (in.raw_data() == out.raw_data() || in.bytes() == 0) return absl::OkStatus();
   GPIPE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out.raw_data(), in.raw_data(),
                                              static_cast<size_t>(in.bytes()),
@@ -150,29 +143,23 @@ absl::Status CudaTensorOps::Copy(const Tensor& in, Tensor& out) const {
   return absl::OkStatus();
 }
 
-absl::Status CudaTensorOps::Add(const Tensor& a, const Tensor& b, Tensor& out) const {
+absl::Status CudaTensorOps::DoAdd(const Tensor& a, const Tensor& b, Tensor& out) const {
   const int64_t n = a.num_elements();
-  RETURN_IF_ERROR(DTypeIs("Add", "a", a, DType::kF32));
-  RETURN_IF_ERROR(Elements("Add", "b", b, DType::kF32, n));
-  RETURN_IF_ERROR(Elements("Add", "out", out, DType::kF32, n));
   if (n == 0) return absl::OkStatus();
   AddKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
       DevicePointer<float>(a), DevicePointer<float>(b), DevicePointer<float>(out), n);
   return cuda::LaunchStatus("add");
 }
 
-absl::Status CudaTensorOps::Axpy(float alpha, const Tensor& x, Tensor& y) const {
+absl::Status CudaTensorOps::DoAxpy(float alpha, const Tensor& x, Tensor& y) const {
   const int64_t n = x.num_elements();
-  RETURN_IF_ERROR(DTypeIs("Axpy", "x", x, DType::kF32));
-  RETURN_IF_ERROR(Elements("Axpy", "y", y, DType::kF32, n));
   if (n == 0) return absl::OkStatus();
   AxpyKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
       alpha, DevicePointer<float>(x), DevicePointer<float>(y), n);
   return cuda::LaunchStatus("axpy");
 }
 
-absl::Status CudaTensorOps::Scale(float alpha, Tensor& x) const {
-  RETURN_IF_ERROR(DTypeIs("Scale", "x", x, DType::kF32));
+absl::Status CudaTensorOps::DoScale(float alpha, Tensor& x) const {
   const int64_t n = x.num_elements();
   if (n == 0) return absl::OkStatus();
   ScaleKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
@@ -180,11 +167,7 @@ absl::Status CudaTensorOps::Scale(float alpha, Tensor& x) const {
   return cuda::LaunchStatus("scale");
 }
 
-absl::Status CudaTensorOps::Cast(const Tensor& in, Tensor& out) const {
-  if (!in.defined() || !out.defined() || in.num_elements() != out.num_elements()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Cast: ", in.DebugString(), " into ", out.DebugString(), " (element counts must match)"));
-  }
+absl::Status CudaTensorOps::DoCast(const Tensor& in, Tensor& out) const {
   const int64_t n = in.num_elements();
   const DType from = in.dtype();
   const DType to = out.dtype();
@@ -216,24 +199,16 @@ absl::Status CudaTensorOps::Cast(const Tensor& in, Tensor& out) const {
       absl::StrCat("Cast: no conversion from ", DTypeName(from), " to ", DTypeName(to)));
 }
 
-absl::Status CudaTensorOps::SumAccumulate(const Tensor& in, int64_t outer, int64_t mid,
-                                          int64_t inner, Tensor& out) const {
-  RETURN_IF_ERROR(op_checks::NonNegative("SumAccumulate", {outer, mid, inner}));
-  RETURN_IF_ERROR(Elements("SumAccumulate", "in", in, DType::kF32, outer * mid * inner));
-  RETURN_IF_ERROR(AtLeast("SumAccumulate", "out", out, DType::kF32, mid));
+absl::Status CudaTensorOps::DoSumAccumulate(const Tensor& in, int64_t outer, int64_t mid,
+                                            int64_t inner, Tensor& out) const {
   if (mid == 0) return absl::OkStatus();
   cuda::LaunchSumAccumulate(DevicePointer<float>(in), outer, mid, inner, DevicePointer<float>(out),
                             context_.stream);
   return cuda::LaunchStatus("sum accumulate");
 }
 
-absl::Status CudaTensorOps::FillRandom(const RandomKey& key, RandomDistribution distribution,
-                                       double a, double b, Tensor& out) const {
-  RETURN_IF_ERROR(DTypeIs("FillRandom", "out", out, DType::kF32));
-  if (!std::isfinite(a) || !std::isfinite(b)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("FillRandom: parameters must be finite, got ", a, " and ", b));
-  }
+absl::Status CudaTensorOps::DoFillRandom(const RandomKey& key, RandomDistribution distribution,
+                                         double a, double b, Tensor& out) const {
   const int64_t n = out.num_elements();
   if (n == 0) return absl::OkStatus();
   const cuda::PhiloxStream stream = StreamOf(key);
@@ -250,14 +225,9 @@ absl::Status CudaTensorOps::FillRandom(const RandomKey& key, RandomDistribution 
   return absl::InvalidArgumentError("FillRandom: unknown distribution");
 }
 
-absl::Status CudaTensorOps::DropoutMask(const RandomKey& key, double p, const Tensor& in,
-                                        Tensor& out) const {
+absl::Status CudaTensorOps::DoDropoutMask(const RandomKey& key, double p, const Tensor& in,
+                                          Tensor& out) const {
   const int64_t n = in.num_elements();
-  RETURN_IF_ERROR(DTypeIs("DropoutMask", "in", in, DType::kF32));
-  RETURN_IF_ERROR(Elements("DropoutMask", "out", out, DType::kF32, n));
-  if (!(p >= 0.0 && p < 1.0)) {
-    return absl::InvalidArgumentError(absl::StrCat("DropoutMask: p must be in [0, 1), got ", p));
-  }
   if (n == 0) return absl::OkStatus();
   const float scale = static_cast<float>(1.0 / (1.0 - p));
   DropoutKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
@@ -266,10 +236,7 @@ absl::Status CudaTensorOps::DropoutMask(const RandomKey& key, double p, const Te
   return cuda::LaunchStatus("dropout mask");
 }
 
-absl::Status CudaTensorOps::FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const {
-  RETURN_IF_ERROR(Elements("FlagNonFinite", "flag", flag, DType::kF32, 1));
-  for (const Tensor& t : tensors)
-    RETURN_IF_ERROR(DTypeIs("FlagNonFinite", "tensor", t, DType::kF32));
+absl::Status CudaTensorOps::DoFlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const {
   float* flag_ptr = DevicePointer<float>(flag);
   for (const Tensor& t : tensors) {
     const int64_t n = t.num_elements();

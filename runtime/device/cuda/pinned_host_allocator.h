@@ -2,7 +2,8 @@
 // buffers, which the DMA engines read directly, so host-to-device copies from it need no
 // driver-side staging and may run on a copy stream. Pinning pages is slow (it maps and locks
 // them), and a training loop gathers the same shapes every micro-batch, so freed blocks are
-// cached by size and handed out again; ReleaseCached() (and the destructor) give them back.
+// cached by size and handed out again (CachingAllocator); ReleaseCached() (and the destructor)
+// give them back.
 // Live bytes are counted by kind in its own MemoryTracker, apart from the GPU's memory; cached
 // blocks are not counted. Readable and writable by the CPU (host_accessible()).
 //
@@ -16,19 +17,16 @@
 #include <cstdint>
 #include <string>
 #include <utility>
-#include <vector>
 
-#include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
 #include "runtime/core/allocator.h"
+#include "runtime/core/caching_allocator.h"
 #include "runtime/core/logger.h"
 #include "runtime/core/memory_tracker.h"
 
 namespace gpipe {
 
-class PinnedHostAllocator final : public Allocator {
+class PinnedHostAllocator final : public Allocator, private BlockSource {
  public:
   // `label` ("cuda:0 staging") starts error messages; `logger` must outlive the allocator.
   PinnedHostAllocator(std::string label, const Logger& logger)
@@ -44,18 +42,19 @@ class PinnedHostAllocator final : public Allocator {
 
   MemoryTracker& memory() { return memory_; }
   // Bytes held in freed blocks awaiting reuse.
-  int64_t cached_bytes() const;
+  int64_t cached_bytes() const { return cache_.cached_bytes(); }
   // Unpins and frees every cached block.
-  void ReleaseCached();
+  void ReleaseCached() { cache_.ReleaseCached(); }
 
  private:
+  // BlockSource: cudaHostAlloc and cudaFreeHost.
+  absl::StatusOr<void*> NewBlock(size_t bytes) override;
+  void DeleteBlock(void* block, size_t bytes) override;
+
   const std::string label_;
   const Logger& logger_;
   MemoryTracker memory_;
-  mutable absl::Mutex mu_;
-  // Free blocks by their rounded size.
-  absl::flat_hash_map<size_t, std::vector<void*>> cached_ ABSL_GUARDED_BY(mu_);
-  int64_t cached_bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  CachingAllocator cache_{*this};
 };
 
 }  // namespace gpipe

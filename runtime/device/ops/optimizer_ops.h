@@ -1,6 +1,8 @@
 // OptimizerOps: one parameter tensor's update under PyTorch's rules (torch.optim.SGD, Adam,
 // AdamW, single-tensor form), element-wise in float with hyperparameters rounded to float once
 // by the caller. See runtime/device/ops.h for the common contract.
+// Each public entry checks its arguments (the same INVALID_ARGUMENT on every backend) and then
+// runs the backend's protected Do kernel.
 #ifndef GPIPE_RUNTIME_DEVICE_OPS_OPTIMIZER_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_OPS_OPTIMIZER_OPS_H_
 
@@ -35,13 +37,21 @@ class OptimizerOps {
   // Per element, in float: g = grad + wd p; buf = g (first step) | buf momentum +
   // (1 - dampening) g; g = g + momentum buf (nesterov) | buf; p = p + (-lr) g.
   // momentum_buffer is undefined when u.momentum == 0.
-  virtual absl::Status Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
-                           Tensor& momentum_buffer) const = 0;
+  absl::Status Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
+                   Tensor& momentum_buffer) const;
   // Per element, in float: p *= decoupled_scale (AdamW) or g = grad + l2 p (Adam);
   // m = lerp(m, g, lerp_weight); v = v beta2 + (1 - beta2) g g;
   // p = p + neg_step_size m / (sqrt(v) / bias_correction2_sqrt + eps).
-  virtual absl::Status Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad, Tensor& exp_avg,
-                            Tensor& exp_avg_sq) const = 0;
+  absl::Status Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad, Tensor& exp_avg,
+                    Tensor& exp_avg_sq) const;
+
+ protected:
+  // The backend's kernels, one per entry above, called only with arguments the entry has
+  // checked (the same INVALID_ARGUMENT messages on every backend).
+  virtual absl::Status DoSgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
+                             Tensor& momentum_buffer) const = 0;
+  virtual absl::Status DoAdam(const AdamUpdate& u, Tensor& param, const Tensor& grad,
+                              Tensor& exp_avg, Tensor& exp_avg_sq) const = 0;
 };
 
 }  // namespace gpipe

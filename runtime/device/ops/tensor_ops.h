@@ -1,6 +1,8 @@
 // TensorOps: the element-wise and reduction basics every part of the runtime needs: fill,
 // copy, add, scale, axpy, casts, sums, random fills (Philox: the same bits on every backend),
 // dropout masks, and the non-finite check. See runtime/device/ops.h for the common contract.
+// Each public entry checks its arguments (the same INVALID_ARGUMENT on every backend) and then
+// runs the backend's protected Do kernel.
 #ifndef GPIPE_RUNTIME_DEVICE_OPS_TENSOR_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_OPS_TENSOR_OPS_H_
 
@@ -32,37 +34,53 @@ class TensorOps {
   virtual ~TensorOps() = default;
 
   // Every element of `out` (f32, f64 or i64) = value.
-  virtual absl::Status Fill(Tensor& out, double value) const = 0;
+  absl::Status Fill(Tensor& out, double value) const;
   // out = in (same dtype and element count; shapes may differ). In place is allowed.
-  virtual absl::Status Copy(const Tensor& in, Tensor& out) const = 0;
+  absl::Status Copy(const Tensor& in, Tensor& out) const;
   // out = a + b (f32, same element count). out may be a or b.
-  virtual absl::Status Add(const Tensor& a, const Tensor& b, Tensor& out) const = 0;
+  absl::Status Add(const Tensor& a, const Tensor& b, Tensor& out) const;
   // y += alpha * x (f32, same element count), computed in float as y + alpha * x.
-  virtual absl::Status Axpy(float alpha, const Tensor& x, Tensor& y) const = 0;
+  absl::Status Axpy(float alpha, const Tensor& x, Tensor& y) const;
   // x *= alpha (f32).
-  virtual absl::Status Scale(float alpha, Tensor& x) const = 0;
+  absl::Status Scale(float alpha, Tensor& x) const;
   // out = in converted (f32 <-> bf16 with round-to-nearest-even; f32 <-> f64).
-  virtual absl::Status Cast(const Tensor& in, Tensor& out) const = 0;
+  absl::Status Cast(const Tensor& in, Tensor& out) const;
 
   // Viewing `in` (f32) as [outer, mid, inner]: out[m] += float(sum over o, i of in[o, m, i]),
   // the sum taken in double (over i within each o, then over o in order) and added once, so
   // the error does not grow with the rows. out is f32 with at least `mid` elements, of which
   // the first `mid` are accumulated. (Bias and positional-table gradients.)
-  virtual absl::Status SumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner,
-                                     Tensor& out) const = 0;
+  absl::Status SumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner,
+                             Tensor& out) const;
 
   // Fills `out` (f32) from the random stream `key` with `distribution`; `a` is low (uniform)
   // or the standard deviation (normal), `b` the width (uniform; unused for normal).
-  virtual absl::Status FillRandom(const RandomKey& key, RandomDistribution distribution, double a,
-                                  double b, Tensor& out) const = 0;
+  absl::Status FillRandom(const RandomKey& key, RandomDistribution distribution, double a, double b,
+                          Tensor& out) const;
   // Inverted dropout: out[i] = in[i] / (1 - p) where uniform word first_word + i of `key`
   // is >= p, else 0 (f32, same element count; out may be in). 0 <= p < 1.
-  virtual absl::Status DropoutMask(const RandomKey& key, double p, const Tensor& in,
-                                   Tensor& out) const = 0;
+  absl::Status DropoutMask(const RandomKey& key, double p, const Tensor& in, Tensor& out) const;
 
   // flag (f32 [1]) becomes 1 if any element of any of `tensors` (f32) is NaN or infinite and
   // keeps its value otherwise; the host reads it once per step.
-  virtual absl::Status FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const = 0;
+  absl::Status FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const;
+
+ protected:
+  // The backend's kernels, one per entry above, called only with arguments the entry has
+  // checked (the same INVALID_ARGUMENT messages on every backend).
+  virtual absl::Status DoFill(Tensor& out, double value) const = 0;
+  virtual absl::Status DoCopy(const Tensor& in, Tensor& out) const = 0;
+  virtual absl::Status DoAdd(const Tensor& a, const Tensor& b, Tensor& out) const = 0;
+  virtual absl::Status DoAxpy(float alpha, const Tensor& x, Tensor& y) const = 0;
+  virtual absl::Status DoScale(float alpha, Tensor& x) const = 0;
+  virtual absl::Status DoCast(const Tensor& in, Tensor& out) const = 0;
+  virtual absl::Status DoSumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner,
+                                       Tensor& out) const = 0;
+  virtual absl::Status DoFillRandom(const RandomKey& key, RandomDistribution distribution, double a,
+                                    double b, Tensor& out) const = 0;
+  virtual absl::Status DoDropoutMask(const RandomKey& key, double p, const Tensor& in,
+                                     Tensor& out) const = 0;
+  virtual absl::Status DoFlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const = 0;
 };
 
 }  // namespace gpipe

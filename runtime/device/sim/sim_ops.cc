@@ -2,38 +2,38 @@
 
 namespace gpipe {
 
-absl::Status SimTensorOps::Fill(Tensor& out, double value) const { return absl::OkStatus(); }
+absl::Status SimTensorOps::DoFill(Tensor& out, double value) const { return absl::OkStatus(); }
 
-absl::Status SimTensorOps::Copy(const Tensor& in, Tensor& out) const { return absl::OkStatus(); }
+absl::Status SimTensorOps::DoCopy(const Tensor& in, Tensor& out) const { return absl::OkStatus(); }
 
-absl::Status SimTensorOps::Add(const Tensor& a, const Tensor& b, Tensor& out) const {
+absl::Status SimTensorOps::DoAdd(const Tensor& a, const Tensor& b, Tensor& out) const {
   return absl::OkStatus();
 }
 
-absl::Status SimTensorOps::Axpy(float alpha, const Tensor& x, Tensor& y) const {
+absl::Status SimTensorOps::DoAxpy(float alpha, const Tensor& x, Tensor& y) const {
   return absl::OkStatus();
 }
 
-absl::Status SimTensorOps::Scale(float alpha, Tensor& x) const { return absl::OkStatus(); }
+absl::Status SimTensorOps::DoScale(float alpha, Tensor& x) const { return absl::OkStatus(); }
 
-absl::Status SimTensorOps::Cast(const Tensor& in, Tensor& out) const { return absl::OkStatus(); }
+absl::Status SimTensorOps::DoCast(const Tensor& in, Tensor& out) const { return absl::OkStatus(); }
 
-absl::Status SimTensorOps::SumAccumulate(const Tensor& in, int64_t outer, int64_t mid,
-                                         int64_t inner, Tensor& out) const {
+absl::Status SimTensorOps::DoSumAccumulate(const Tensor& in, int64_t outer, int64_t mid,
+                                           int64_t inner, Tensor& out) const {
   return absl::OkStatus();
 }
 
-absl::Status SimTensorOps::FillRandom(const RandomKey& key, RandomDistribution distribution,
-                                      double a, double b, Tensor& out) const {
+absl::Status SimTensorOps::DoFillRandom(const RandomKey& key, RandomDistribution distribution,
+                                        double a, double b, Tensor& out) const {
   return absl::OkStatus();
 }
 
-absl::Status SimTensorOps::DropoutMask(const RandomKey& key, double p, const Tensor& in,
-                                       Tensor& out) const {
+absl::Status SimTensorOps::DoDropoutMask(const RandomKey& key, double p, const Tensor& in,
+                                         Tensor& out) const {
   return absl::OkStatus();
 }
 
-absl::Status SimTensorOps::FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const {
+absl::Status SimTensorOps::DoFlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const {
   return absl::OkStatus();
 }
 
@@ -87,39 +87,39 @@ absl::Status SimNormOps::BatchNormBackward(const BatchNormArgs& args, const Tens
   return absl::OkStatus();
 }
 
-absl::Status SimConvOps::Conv2dForward(const Conv2dGeometry& g, ProductPrecision precision,
-                                       const Tensor& x, const Tensor& weight, const Tensor& bias,
-                                       Tensor& y) const {
+absl::Status SimConvOps::DoConv2dForward(const Conv2dGeometry& g, ProductPrecision precision,
+                                         const Tensor& x, const Tensor& weight, const Tensor& bias,
+                                         Tensor& y) const {
   return absl::OkStatus();
 }
 
-absl::Status SimConvOps::Conv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
-                                             const Tensor& weight, const Tensor& dy,
-                                             Tensor& dx) const {
+absl::Status SimConvOps::DoConv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
+                                               const Tensor& weight, const Tensor& dy,
+                                               Tensor& dx) const {
   return absl::OkStatus();
 }
 
-absl::Status SimConvOps::Conv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
-                                              const Tensor& x, const Tensor& dy, Tensor& dweight,
-                                              Tensor& dbias) const {
+absl::Status SimConvOps::DoConv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
+                                                const Tensor& x, const Tensor& dy, Tensor& dweight,
+                                                Tensor& dbias) const {
   return absl::OkStatus();
 }
 
-absl::Status SimConvOps::Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
-                                       Tensor& y) const {
+absl::Status SimConvOps::DoPool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                                         Tensor& y) const {
   return absl::OkStatus();
 }
 
-absl::Status SimConvOps::Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
-                                        const Tensor& y, const Tensor& dy, Tensor& dx) const {
+absl::Status SimConvOps::DoPool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                                          const Tensor& y, const Tensor& dy, Tensor& dx) const {
   return absl::OkStatus();
 }
 
-absl::Status SimConvOps::GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const {
+absl::Status SimConvOps::DoGlobalAvgPool2dForward(const Tensor& x, Tensor& y) const {
   return absl::OkStatus();
 }
 
-absl::Status SimConvOps::GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const {
+absl::Status SimConvOps::DoGlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const {
   return absl::OkStatus();
 }
 
@@ -157,13 +157,13 @@ absl::Status SimLossOps::MeanSquaredError(const Tensor& output, const Tensor& ta
   return absl::OkStatus();
 }
 
-absl::Status SimOptimizerOps::Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
-                                  Tensor& momentum_buffer) const {
+absl::Status SimOptimizerOps::DoSgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
+                                    Tensor& momentum_buffer) const {
   return absl::OkStatus();
 }
 
-absl::Status SimOptimizerOps::Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad,
-                                   Tensor& exp_avg, Tensor& exp_avg_sq) const {
+absl::Status SimOptimizerOps::DoAdam(const AdamUpdate& u, Tensor& param, const Tensor& grad,
+                                     Tensor& exp_avg, Tensor& exp_avg_sq) const {
   return absl::OkStatus();
 }
 

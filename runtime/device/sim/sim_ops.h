@@ -16,20 +16,20 @@
 namespace gpipe {
 
 class SimTensorOps final : public TensorOps {
- public:
-  absl::Status Fill(Tensor& out, double value) const override;
-  absl::Status Copy(const Tensor& in, Tensor& out) const override;
-  absl::Status Add(const Tensor& a, const Tensor& b, Tensor& out) const override;
-  absl::Status Axpy(float alpha, const Tensor& x, Tensor& y) const override;
-  absl::Status Scale(float alpha, Tensor& x) const override;
-  absl::Status Cast(const Tensor& in, Tensor& out) const override;
-  absl::Status SumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner,
+ private:
+  absl::Status DoFill(Tensor& out, double value) const override;
+  absl::Status DoCopy(const Tensor& in, Tensor& out) const override;
+  absl::Status DoAdd(const Tensor& a, const Tensor& b, Tensor& out) const override;
+  absl::Status DoAxpy(float alpha, const Tensor& x, Tensor& y) const override;
+  absl::Status DoScale(float alpha, Tensor& x) const override;
+  absl::Status DoCast(const Tensor& in, Tensor& out) const override;
+  absl::Status DoSumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner,
+                               Tensor& out) const override;
+  absl::Status DoFillRandom(const RandomKey& key, RandomDistribution distribution, double a,
+                            double b, Tensor& out) const override;
+  absl::Status DoDropoutMask(const RandomKey& key, double p, const Tensor& in,
                              Tensor& out) const override;
-  absl::Status FillRandom(const RandomKey& key, RandomDistribution distribution, double a, double b,
-                          Tensor& out) const override;
-  absl::Status DropoutMask(const RandomKey& key, double p, const Tensor& in,
-                           Tensor& out) const override;
-  absl::Status FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const override;
+  absl::Status DoFlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const override;
 };
 
 class SimMatmulOps final : public MatmulOps {
@@ -67,21 +67,21 @@ class SimNormOps final : public NormOps {
 };
 
 class SimConvOps final : public ConvOps {
- public:
-  absl::Status Conv2dForward(const Conv2dGeometry& g, ProductPrecision precision, const Tensor& x,
-                             const Tensor& weight, const Tensor& bias, Tensor& y) const override;
-  absl::Status Conv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
-                                   const Tensor& weight, const Tensor& dy,
-                                   Tensor& dx) const override;
-  absl::Status Conv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
-                                    const Tensor& x, const Tensor& dy, Tensor& dweight,
-                                    Tensor& dbias) const override;
-  absl::Status Pool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
-                             Tensor& y) const override;
-  absl::Status Pool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
-                              const Tensor& y, const Tensor& dy, Tensor& dx) const override;
-  absl::Status GlobalAvgPool2dForward(const Tensor& x, Tensor& y) const override;
-  absl::Status GlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const override;
+ private:
+  absl::Status DoConv2dForward(const Conv2dGeometry& g, ProductPrecision precision, const Tensor& x,
+                               const Tensor& weight, const Tensor& bias, Tensor& y) const override;
+  absl::Status DoConv2dBackwardInput(const Conv2dGeometry& g, ProductPrecision precision,
+                                     const Tensor& weight, const Tensor& dy,
+                                     Tensor& dx) const override;
+  absl::Status DoConv2dBackwardParams(const Conv2dGeometry& g, ProductPrecision precision,
+                                      const Tensor& x, const Tensor& dy, Tensor& dweight,
+                                      Tensor& dbias) const override;
+  absl::Status DoPool2dForward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                               Tensor& y) const override;
+  absl::Status DoPool2dBackward(PoolKind kind, const Conv2dGeometry& g, const Tensor& x,
+                                const Tensor& y, const Tensor& dy, Tensor& dx) const override;
+  absl::Status DoGlobalAvgPool2dForward(const Tensor& x, Tensor& y) const override;
+  absl::Status DoGlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx) const override;
 };
 
 class SimAttentionOps final : public AttentionOps {
@@ -108,11 +108,11 @@ class SimLossOps final : public LossOps {
 };
 
 class SimOptimizerOps final : public OptimizerOps {
- public:
-  absl::Status Sgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
-                   Tensor& momentum_buffer) const override;
-  absl::Status Adam(const AdamUpdate& u, Tensor& param, const Tensor& grad, Tensor& exp_avg,
-                    Tensor& exp_avg_sq) const override;
+ private:
+  absl::Status DoSgd(const SgdUpdate& u, Tensor& param, const Tensor& grad,
+                     Tensor& momentum_buffer) const override;
+  absl::Status DoAdam(const AdamUpdate& u, Tensor& param, const Tensor& grad, Tensor& exp_avg,
+                      Tensor& exp_avg_sq) const override;
 };
 
 }  // namespace gpipe

@@ -70,7 +70,7 @@ absl::Status LayerRegistry::Register(std::string kind, LayerFactory factory) {
 absl::Status LayerRegistry::Register(std::string kind, LeafLayerFactory factory) {
   return Register(std::move(kind),
                   [leaf = std::move(factory)](const pb::Layer& spec, const Shape& input_shape,
-                                              const LayerRegistry&) {
+                                              InnerLayerBuilder) {
                     return leaf(spec, input_shape);
                   });
 }
@@ -127,12 +127,6 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerRegistry::CreateCustom(const pb::Lay
   return factory->second(spec, input_shape);
 }
 
-std::string LayerRegistry::KindOf(const pb::Layer& spec) {
-  const auto* oneof = spec.GetDescriptor()->FindOneofByName("kind");
-  const auto* field = spec.GetReflection()->GetOneofFieldDescriptor(spec, oneof);
-  return field == nullptr ? "" : std::string(field->name());
-}
-
 absl::StatusOr<std::unique_ptr<Layer>> LayerRegistry::Create(const pb::Layer& spec,
                                                              const Shape& input_shape) const {
   const std::string kind = KindOf(spec);
@@ -144,7 +138,9 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerRegistry::Create(const pb::Layer& sp
   if (it == factories_.end()) {
     return absl::InvalidArgumentError(absl::StrCat("layer kind '", kind, "' is not registered"));
   }
-  return it->second(spec, input_shape, *this);
+  return it->second(spec, input_shape, [this](const pb::Layer& inner, const Shape& inner_input) {
+    return Create(inner, inner_input);
+  });
 }
 
 absl::StatusOr<std::unique_ptr<Loss>> CreateLoss(const pb::Loss& spec) {

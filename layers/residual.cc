@@ -5,7 +5,6 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "layers/registry.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops.h"
 
@@ -13,7 +12,7 @@ namespace gpipe {
 
 absl::StatusOr<std::unique_ptr<Layer>> Residual::Create(const pb::Layer& spec,
                                                         const Shape& input_shape,
-                                                        const LayerRegistry& registry) {
+                                                        InnerLayerBuilder build_inner) {
   const pb::Residual& config = spec.residual();
   if (config.layers_size() == 0) {
     return absl::InvalidArgumentError(
@@ -34,9 +33,9 @@ absl::StatusOr<std::unique_ptr<Layer>> Residual::Create(const pb::Layer& spec,
       return absl::InvalidArgumentError(
           absl::StrCat(label, ": the name is used twice in this residual; names must be unique"));
     }
-    auto layer = registry.Create(inner, current);
+    auto layer = build_inner(inner, current);
     if (!layer.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(label, " (", LayerRegistry::KindOf(inner),
+      return absl::InvalidArgumentError(absl::StrCat(label, " (", LayerKindName(inner),
                                                      ", input ", current.ToString(),
                                                      "): ", layer.status().message()));
     }

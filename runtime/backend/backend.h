@@ -21,7 +21,7 @@
 #include "runtime/core/logger.h"
 #include "runtime/device/device.h"
 #include "runtime/exec/stage_chunks.h"
-#include "runtime/train/dataset.h"
+#include "runtime/data/dataset.h"
 
 namespace gpipe {
 

@@ -13,6 +13,7 @@
 #include "runtime/exec/gradient_buckets.h"
 #include "runtime/exec/stage_executor.h"
 #include "runtime/schedule/grid.h"
+#include "runtime/schedule/build_program.h"
 
 namespace gpipe {
 namespace {

@@ -12,7 +12,7 @@
 #include "runtime/core/output_path.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/plan/plan_loader.h"
-#include "runtime/schedule/program.h"
+#include "runtime/schedule/build_program.h"
 #include "runtime/schedule/rank_layout.h"
 
 namespace gpipe {

@@ -15,7 +15,7 @@
 #include "runtime/coord/worker_options.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/schedule/verifier.h"
-#include "runtime/train/data_source_registry.h"
+#include "runtime/data/data_source_registry.h"
 
 namespace gpipe {
 

@@ -86,9 +86,11 @@
 #include "runtime/exec/stage_executor.h"
 #include "runtime/schedule/program.h"
 #include "runtime/schedule/rank_layout.h"
-#include "runtime/train/dataset.h"
+#include "runtime/data/dataset.h"
 #include "runtime/train/metrics_writer.h"
 #include "runtime/train/optimizer.h"
+#include "runtime/data/open_dataset.h"
+#include "runtime/data/batch_sampler.h"
 
 namespace gpipe {
 namespace {

@@ -15,7 +15,7 @@
 #include "runtime/exec/gradient_sync_gate.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/trace/trace_recorder.h"
-#include "runtime/train/dataset.h"
+#include "runtime/data/dataset.h"
 
 namespace gpipe {
 

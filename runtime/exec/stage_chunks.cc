@@ -7,6 +7,7 @@
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/bf16_layer.h"
 #include "runtime/train/optimizer_state_io.h"
+#include "runtime/train/optimizer_factory.h"
 
 namespace gpipe {
 

@@ -12,7 +12,8 @@
 #include "runtime/device/sim/sim_profile.h"
 #include "runtime/plan/plan_defaults.h"
 #include "runtime/schedule/schedule_shape.h"
-#include "runtime/train/dataset.h"
+#include "runtime/data/dataset.h"
+#include "runtime/data/open_dataset.h"
 
 namespace gpipe {
 namespace {

@@ -12,7 +12,7 @@
 #include "runtime/estimate/activation_memory.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
-#include "runtime/schedule/program.h"
+#include "runtime/schedule/build_program.h"
 #include "tests/exec/pipeline_harness.h"
 
 namespace gpipe {

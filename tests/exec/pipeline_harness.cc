@@ -15,9 +15,11 @@
 #include "runtime/exec/stage_executor.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
-#include "runtime/schedule/program.h"
-#include "runtime/train/dataset.h"
+#include "runtime/schedule/build_program.h"
+#include "runtime/data/dataset.h"
 #include "tests/exec/issue_order_channel.h"
+#include "runtime/data/open_dataset.h"
+#include "runtime/data/batch_sampler.h"
 
 namespace gpipe::testing {
 

@@ -1,4 +1,4 @@
-#include "runtime/schedule/program.h"
+#include "runtime/schedule/build_program.h"
 
 #include <string>
 

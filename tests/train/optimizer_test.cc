@@ -35,6 +35,7 @@ void PrintTo(const ReferenceCase& c, std::ostream* os) { *os << c.name << ": " <
 
 const ReferenceCase kReferenceCases[] = {
 #include "tests/train/optimizer_reference.inc"
+#include "runtime/train/optimizer_factory.h"
 };
 
 // The same inputs as oracles/optimizer_reference.py.

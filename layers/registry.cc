@@ -68,11 +68,9 @@ absl::Status LayerRegistry::Register(std::string kind, LayerFactory factory) {
 }
 
 absl::Status LayerRegistry::Register(std::string kind, LeafLayerFactory factory) {
-  return Register(std::move(kind),
-                  [leaf = std::move(factory)](const pb::Layer& spec, const Shape& input_shape,
-                                              InnerLayerBuilder) {
-                    return leaf(spec, input_shape);
-                  });
+  return Register(std::move(kind), [leaf = std::move(factory)](
+                                       const pb::Layer& spec, const Shape& input_shape,
+                                       InnerLayerBuilder) { return leaf(spec, input_shape); });
 }
 
 absl::Status LayerRegistry::RegisterCustom(std::string type, pb::Device device,

@@ -12,8 +12,8 @@
 #include "runtime/estimate/sim_schedule_costs.h"
 #include "runtime/exec/gradient_buckets.h"
 #include "runtime/exec/stage_executor.h"
-#include "runtime/schedule/grid.h"
 #include "runtime/schedule/build_program.h"
+#include "runtime/schedule/grid.h"
 
 namespace gpipe {
 namespace {

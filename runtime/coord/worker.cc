@@ -82,15 +82,15 @@
 #include "runtime/coord/trace_session.h"
 #include "runtime/core/output_path.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/data/batch_sampler.h"
+#include "runtime/data/dataset.h"
+#include "runtime/data/open_dataset.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/stage_executor.h"
 #include "runtime/schedule/program.h"
 #include "runtime/schedule/rank_layout.h"
-#include "runtime/data/dataset.h"
 #include "runtime/train/metrics_writer.h"
 #include "runtime/train/optimizer.h"
-#include "runtime/data/open_dataset.h"
-#include "runtime/data/batch_sampler.h"
 
 namespace gpipe {
 namespace {

@@ -11,7 +11,6 @@
 namespace gpipe {
 namespace {
 
-
 constexpr uint64_t kShuffleTag = 0x53485546464C4531ull;  // "SHUFFLE1"
 
 // Uniform in [0, bound) without modulo bias (rejection on 64-bit draws).

@@ -9,11 +9,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/descriptor.h"
+#include "runtime/data/dataset.h"
+#include "runtime/data/open_dataset.h"
 #include "runtime/device/sim/sim_profile.h"
 #include "runtime/plan/plan_defaults.h"
 #include "runtime/schedule/schedule_shape.h"
-#include "runtime/data/dataset.h"
-#include "runtime/data/open_dataset.h"
 
 namespace gpipe {
 namespace {

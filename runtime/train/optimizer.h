@@ -44,7 +44,6 @@ class Optimizer {
   virtual absl::Status Restore(int64_t steps, std::vector<std::vector<Tensor>> state) = 0;
 };
 
-
 }  // namespace gpipe
 
 #endif  // GPIPE_RUNTIME_TRAIN_OPTIMIZER_H_

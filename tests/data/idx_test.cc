@@ -10,11 +10,11 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/device/cpu/cpu_device.h"
 #include "runtime/data/dataset.h"
 #include "runtime/data/idx_dataset.h"
-#include "tests/support/file_fixtures.h"
 #include "runtime/data/open_dataset.h"
+#include "runtime/device/cpu/cpu_device.h"
+#include "tests/support/file_fixtures.h"
 
 namespace gpipe {
 namespace {

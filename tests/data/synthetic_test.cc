@@ -7,8 +7,8 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/device/cpu/cpu_device.h"
 #include "runtime/data/open_dataset.h"
+#include "runtime/device/cpu/cpu_device.h"
 
 namespace gpipe {
 namespace {

@@ -6,9 +6,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/data/open_dataset.h"
 #include "runtime/device/cpu/cpu_device.h"
 #include "tests/support/file_fixtures.h"
-#include "runtime/data/open_dataset.h"
 
 namespace gpipe {
 namespace {

@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/data/dataset.h"
+#include "runtime/data/open_dataset.h"
 #include "runtime/device/sim/sim_dataset.h"
 #include "runtime/device/sim/sim_loss.h"
 #include "runtime/device/sim/sim_optimizer.h"
-#include "runtime/data/dataset.h"
 #include "runtime/train/optimizer.h"
-#include "tests/layers/make_layer.h"
 #include "runtime/train/optimizer_factory.h"
-#include "runtime/data/open_dataset.h"
+#include "tests/layers/make_layer.h"
 
 namespace gpipe {
 namespace {

@@ -173,8 +173,7 @@ TEST(MemoryTest, ViewsAndCompositesMatchThePrediction) {
       EXPECT_EQ(parts->front().saved, 0);
       const std::vector<StageActivationMemory> predicted = PredictActivationMemory(
           *program, *parts, pipeline.remat(), /*recv_lookahead=*/2, DType::kF32);
-      const testing::PipelineRun run =
-          testing::RunPipeline({.stages = 2, .overrides = overrides});
+      const testing::PipelineRun run = testing::RunPipeline({.stages = 2, .overrides = overrides});
       testing::ExpectSucceeded(run);
       for (size_t s = 0; s < predicted.size(); ++s) {
         SCOPED_TRACE(absl::StrCat("stage ", s));

@@ -15,6 +15,7 @@
 #include "runtime/core/tensor.h"
 #include "runtime/device/cpu/cpu_device.h"
 #include "runtime/train/adam.h"
+#include "runtime/train/optimizer_factory.h"
 #include "runtime/train/sgd.h"
 
 namespace gpipe {
@@ -35,7 +36,6 @@ void PrintTo(const ReferenceCase& c, std::ostream* os) { *os << c.name << ": " <
 
 const ReferenceCase kReferenceCases[] = {
 #include "tests/train/optimizer_reference.inc"
-#include "runtime/train/optimizer_factory.h"
 };
 
 // The same inputs as oracles/optimizer_reference.py.

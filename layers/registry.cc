@@ -68,11 +68,9 @@ absl::Status LayerRegistry::Register(std::string kind, LayerFactory factory) {
 }
 
 absl::Status LayerRegistry::Register(std::string kind, LeafLayerFactory factory) {
-  return Register(std::move(kind),
-                  [leaf = std::move(factory)](const pb::Layer& spec, const Shape& input_shape,
-                                              const LayerRegistry&) {
-                    return leaf(spec, input_shape);
-                  });
+  return Register(std::move(kind), [leaf = std::move(factory)](
+                                       const pb::Layer& spec, const Shape& input_shape,
+                                       InnerLayerBuilder) { return leaf(spec, input_shape); });
 }
 
 absl::Status LayerRegistry::RegisterCustom(std::string type, pb::Device device,
@@ -127,12 +125,6 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerRegistry::CreateCustom(const pb::Lay
   return factory->second(spec, input_shape);
 }
 
-std::string LayerRegistry::KindOf(const pb::Layer& spec) {
-  const auto* oneof = spec.GetDescriptor()->FindOneofByName("kind");
-  const auto* field = spec.GetReflection()->GetOneofFieldDescriptor(spec, oneof);
-  return field == nullptr ? "" : std::string(field->name());
-}
-
 absl::StatusOr<std::unique_ptr<Layer>> LayerRegistry::Create(const pb::Layer& spec,
                                                              const Shape& input_shape) const {
   const std::string kind = KindOf(spec);
@@ -144,7 +136,9 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerRegistry::Create(const pb::Layer& sp
   if (it == factories_.end()) {
     return absl::InvalidArgumentError(absl::StrCat("layer kind '", kind, "' is not registered"));
   }
-  return it->second(spec, input_shape, *this);
+  return it->second(spec, input_shape, [this](const pb::Layer& inner, const Shape& inner_input) {
+    return Create(inner, inner_input);
+  });
 }
 
 absl::StatusOr<std::unique_ptr<Loss>> CreateLoss(const pb::Loss& spec) {

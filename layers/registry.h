@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "layers/layer.h"
+#include "layers/layer_builder.h"
 #include "layers/loss.h"
 #include "proto/plan.pb.h"
 
@@ -24,10 +25,10 @@ namespace gpipe {
 // adds the layer name and plan location).
 using LeafLayerFactory = std::function<absl::StatusOr<std::unique_ptr<Layer>>(
     const pb::Layer& spec, const Shape& input_shape)>;
-class LayerRegistry;
-// A factory for layers that contain layers (residual): it builds them through `registry`.
+// A factory for layers that contain layers (residual): it builds them through `build_inner`
+// (the registry itself).
 using LayerFactory = std::function<absl::StatusOr<std::unique_ptr<Layer>>(
-    const pb::Layer& spec, const Shape& input_shape, const LayerRegistry& registry)>;
+    const pb::Layer& spec, const Shape& input_shape, InnerLayerBuilder build_inner)>;
 
 class LayerRegistry {
  public:
@@ -47,7 +48,7 @@ class LayerRegistry {
   LayerRegistry ForDevice(pb::Device device) const;
 
   // The plan entry's kind name ("" when none is set; "custom" for a custom type).
-  static std::string KindOf(const pb::Layer& spec);
+  static std::string KindOf(const pb::Layer& spec) { return LayerKindName(spec); }
   // A custom type without a factory for this registry's device is FAILED_PRECONDITION naming
   // the devices it has; an unknown custom type is NOT_FOUND naming the registered ones.
   absl::StatusOr<std::unique_ptr<Layer>> Create(const pb::Layer& spec,

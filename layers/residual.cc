@@ -5,7 +5,6 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
-#include "layers/registry.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops.h"
 
@@ -13,7 +12,7 @@ namespace gpipe {
 
 absl::StatusOr<std::unique_ptr<Layer>> Residual::Create(const pb::Layer& spec,
                                                         const Shape& input_shape,
-                                                        const LayerRegistry& registry) {
+                                                        InnerLayerBuilder build_inner) {
   const pb::Residual& config = spec.residual();
   if (config.layers_size() == 0) {
     return absl::InvalidArgumentError(
@@ -34,10 +33,10 @@ absl::StatusOr<std::unique_ptr<Layer>> Residual::Create(const pb::Layer& spec,
       return absl::InvalidArgumentError(
           absl::StrCat(label, ": the name is used twice in this residual; names must be unique"));
     }
-    auto layer = registry.Create(inner, current);
+    auto layer = build_inner(inner, current);
     if (!layer.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat(label, " (", LayerRegistry::KindOf(inner),
-                                                     ", input ", current.ToString(),
+      return absl::InvalidArgumentError(absl::StrCat(label, " (", LayerKindName(inner), ", input ",
+                                                     current.ToString(),
                                                      "): ", layer.status().message()));
     }
     if (*layer == nullptr) {
@@ -47,9 +46,9 @@ absl::StatusOr<std::unique_ptr<Layer>> Residual::Create(const pb::Layer& spec,
     children.push_back(*std::move(layer));
   }
   if (current != input_shape) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("residual layers turn ", input_shape.ToString(), " into ",
-                     current.ToString(), "; y = x + f(x) needs f to keep the shape"));
+    return absl::InvalidArgumentError(absl::StrCat("residual layers turn ", input_shape.ToString(),
+                                                   " into ", current.ToString(),
+                                                   "; y = x + f(x) needs f to keep the shape"));
   }
   ASSIGN_OR_RETURN(LayerSequence body, LayerSequence::Create(std::move(children)));
   return Wrap(spec.name(), std::move(body));
@@ -57,9 +56,9 @@ absl::StatusOr<std::unique_ptr<Layer>> Residual::Create(const pb::Layer& spec,
 
 absl::StatusOr<std::unique_ptr<Layer>> Residual::Wrap(std::string name, LayerSequence body) {
   if (body.input_shape() != body.output_shape()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("residual '", name, "': its layers turn ", body.input_shape().ToString(),
-                     " into ", body.output_shape().ToString()));
+    return absl::InvalidArgumentError(absl::StrCat("residual '", name, "': its layers turn ",
+                                                   body.input_shape().ToString(), " into ",
+                                                   body.output_shape().ToString()));
   }
   return std::unique_ptr<Layer>(new Residual(std::move(name), std::move(body)));
 }
@@ -86,10 +85,9 @@ absl::StatusOr<Tensor> Residual::Forward(const LayerContext& ctx, std::span<cons
                                          const Tensor& x, SavedTensors& saved) const {
   if (!x.defined() || x.dtype() != DType::kF32 || x.shape().rank() < 1 ||
       x.shape().WithoutBatch() != input_shape()) {
-    return absl::InvalidArgumentError(absl::StrCat("residual '", name(),
-                                                   "' expects f32 samples of shape ",
-                                                   input_shape().ToString(), ", got ",
-                                                   x.DebugString()));
+    return absl::InvalidArgumentError(
+        absl::StrCat("residual '", name(), "' expects f32 samples of shape ",
+                     input_shape().ToString(), ", got ", x.DebugString()));
   }
   ASSIGN_OR_RETURN(Tensor f, body_.Forward(ctx, params, x, saved));
   ASSIGN_OR_RETURN(Tensor y,

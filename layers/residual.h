@@ -10,21 +10,20 @@
 #include <string>
 
 #include "layers/layer.h"
+#include "layers/layer_builder.h"
 #include "layers/layer_sequence.h"
 #include "proto/plan.pb.h"
 
 namespace gpipe {
 
-class LayerRegistry;
-
 class Residual final : public Layer {
  public:
-  // Builds the residual plan entry's layers through `registry`. INVALID_ARGUMENT, naming the
-  // inner layer, for no layers, an empty or repeated name, a layer the registry rejects, or an
+  // Builds the residual plan entry's layers through `build_inner`. INVALID_ARGUMENT, naming the
+  // inner layer, for no layers, an empty or repeated name, a layer the builder rejects, or an
   // output shape that differs from the input's.
   static absl::StatusOr<std::unique_ptr<Layer>> Create(const pb::Layer& spec,
                                                        const Shape& input_shape,
-                                                       const LayerRegistry& registry);
+                                                       InnerLayerBuilder build_inner);
   // y = x + body(x) around an already built body (composites such as transformer_block).
   static absl::StatusOr<std::unique_ptr<Layer>> Wrap(std::string name, LayerSequence body);
 

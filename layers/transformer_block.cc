@@ -5,7 +5,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "layers/registry.h"
 #include "layers/residual.h"
 #include "runtime/core/status_macros.h"
 
@@ -14,11 +13,11 @@ namespace {
 
 // Builds `specs` in order from `input_shape` into one sequence.
 absl::StatusOr<LayerSequence> Build(const std::vector<pb::Layer>& specs, const Shape& input_shape,
-                                    const LayerRegistry& registry) {
+                                    InnerLayerBuilder build_inner) {
   std::vector<std::unique_ptr<Layer>> layers;
   Shape current = input_shape;
   for (const pb::Layer& spec : specs) {
-    auto layer = registry.Create(spec, current);
+    auto layer = build_inner(spec, current);
     if (!layer.ok()) return WithContext(layer.status(), spec.name());
     current = (*layer)->output_shape();
     layers.push_back(*std::move(layer));
@@ -36,7 +35,7 @@ pb::Layer Named(const std::string& name) {
 
 absl::StatusOr<std::unique_ptr<Layer>> TransformerBlock::Create(const pb::Layer& spec,
                                                                 const Shape& input_shape,
-                                                                const LayerRegistry& registry) {
+                                                                InnerLayerBuilder build_inner) {
   const pb::TransformerBlock& config = spec.transformer_block();
   if (input_shape.rank() != 2) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -71,8 +70,8 @@ absl::StatusOr<std::unique_ptr<Layer>> TransformerBlock::Create(const pb::Layer&
   pb::Layer proj = Named("mlp.proj");
   proj.mutable_linear()->set_out_features(width);
 
-  ASSIGN_OR_RETURN(LayerSequence attention, Build({ln_1, attn}, input_shape, registry));
-  ASSIGN_OR_RETURN(LayerSequence mlp, Build({ln_2, fc, act, proj}, input_shape, registry));
+  ASSIGN_OR_RETURN(LayerSequence attention, Build({ln_1, attn}, input_shape, build_inner));
+  ASSIGN_OR_RETURN(LayerSequence mlp, Build({ln_2, fc, act, proj}, input_shape, build_inner));
   // The residuals are unnamed: their layers' names are the block's parameter prefixes.
   std::vector<std::unique_ptr<Layer>> halves;
   ASSIGN_OR_RETURN(halves.emplace_back(), Residual::Wrap("", std::move(attention)));

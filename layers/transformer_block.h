@@ -12,12 +12,11 @@
 #include <string>
 
 #include "layers/layer.h"
+#include "layers/layer_builder.h"
 #include "layers/layer_sequence.h"
 #include "proto/plan.pb.h"
 
 namespace gpipe {
-
-class LayerRegistry;
 
 class TransformerBlock final : public Layer {
  public:
@@ -25,7 +24,7 @@ class TransformerBlock final : public Layer {
   // eps <= 0 (naming the field).
   static absl::StatusOr<std::unique_ptr<Layer>> Create(const pb::Layer& spec,
                                                        const Shape& input_shape,
-                                                       const LayerRegistry& registry);
+                                                       InnerLayerBuilder build_inner);
 
   std::string_view type() const override { return "transformer_block"; }
   std::vector<ParamSpec> parameter_specs() const override { return body_.parameter_specs(); }

@@ -1,6 +1,6 @@
 // gpipe/data_source.h — data sources a program adds to gpipe's own.
 //
-// Contract: a data source is a gpipe::Dataset (runtime/train/dataset.h): a fixed number of
+// Contract: a data source is a gpipe::Dataset (runtime/data/dataset.h): a fixed number of
 // indexed samples, per-sample input and target shapes and dtypes, and Gather calls that fill
 // host tensors with the samples at given indices (thread-safe, deterministic: every rank that
 // reads data must see the same sample at the same index). The plan selects it with
@@ -20,7 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/plan.pb.h"
-#include "runtime/train/dataset.h"
+#include "runtime/data/dataset.h"
 
 namespace gpipe {
 

@@ -14,7 +14,7 @@
 #include "gpipe/custom_layer.h"
 #include "gpipe/data_source.h"
 #include "layers/registry.h"
-#include "runtime/train/data_source_registry.h"
+#include "runtime/data/data_source_registry.h"
 
 namespace gpipe {
 

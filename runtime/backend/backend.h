@@ -19,9 +19,9 @@
 #include "runtime/comm/data_channel.h"
 #include "runtime/comm/wait.h"
 #include "runtime/core/logger.h"
+#include "runtime/data/dataset.h"
 #include "runtime/device/device.h"
 #include "runtime/exec/stage_chunks.h"
-#include "runtime/train/dataset.h"
 
 namespace gpipe {
 

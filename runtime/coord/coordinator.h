@@ -21,8 +21,9 @@
 #include "runtime/coord/worker_options.h"
 #include "runtime/core/logger.h"
 #include "runtime/schedule/verifier.h"
-#include "runtime/train/dataset.h"
+#include "runtime/data/dataset.h"
 #include "runtime/train/metrics_writer.h"
+#include "runtime/data/batch_sampler.h"
 
 namespace gpipe {
 

@@ -16,7 +16,7 @@
 #include "runtime/estimate/resolve_plan.h"
 #include "runtime/estimate/schedule_prediction.h"
 #include "runtime/plan/plan_loader.h"
-#include "runtime/schedule/program.h"
+#include "runtime/schedule/build_program.h"
 #include "runtime/schedule/rank_layout.h"
 
 namespace gpipe {

@@ -13,9 +13,9 @@
 #include "layers/registry.h"
 #include "proto/control.pb.h"
 #include "runtime/coord/worker_options.h"
+#include "runtime/data/data_source_registry.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/schedule/verifier.h"
-#include "runtime/train/data_source_registry.h"
 
 namespace gpipe {
 

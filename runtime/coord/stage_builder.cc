@@ -10,6 +10,7 @@
 #include "runtime/core/status_macros.h"
 #include "runtime/schedule/program.h"
 #include "runtime/schedule/rank_layout.h"
+#include "runtime/data/open_dataset.h"
 
 namespace gpipe {
 namespace {

@@ -28,8 +28,8 @@
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/stage_executor.h"
 #include "runtime/schedule/verifier.h"
-#include "runtime/train/data_source_registry.h"
-#include "runtime/train/dataset.h"
+#include "runtime/data/data_source_registry.h"
+#include "runtime/data/dataset.h"
 
 namespace gpipe {
 

@@ -31,7 +31,7 @@
 #include "runtime/coord/step_summary.h"
 #include "runtime/coord/worker_options.h"
 #include "runtime/core/logger.h"
-#include "runtime/train/data_source_registry.h"
+#include "runtime/data/data_source_registry.h"
 
 namespace gpipe {
 

@@ -7,6 +7,7 @@
 #include "runtime/estimate/sim_schedule_costs.h"
 #include "runtime/exec/stage_executor.h"
 #include "runtime/plan/boundary_dtype.h"
+#include "runtime/schedule/build_program.h"
 
 namespace gpipe {
 

@@ -10,13 +10,13 @@
 #include "proto/control.pb.h"
 #include "proto/plan.pb.h"
 #include "runtime/comm/data_channel.h"
+#include "runtime/data/dataset.h"
 #include "runtime/device/device.h"
 #include "runtime/exec/gradient_buckets.h"
 #include "runtime/exec/gradient_sync_gate.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/tied_gradients.h"
 #include "runtime/trace/trace_recorder.h"
-#include "runtime/train/dataset.h"
 
 namespace gpipe {
 

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/bf16_layer.h"
+#include "runtime/train/optimizer_factory.h"
 #include "runtime/train/optimizer_state_io.h"
 
 namespace gpipe {

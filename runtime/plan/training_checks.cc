@@ -6,7 +6,8 @@
 #include "absl/strings/str_join.h"
 #include "runtime/plan/settings_check_helpers.h"
 #include "runtime/plan/settings_checks.h"
-#include "runtime/train/dataset.h"
+#include "runtime/data/dataset.h"
+#include "runtime/data/open_dataset.h"
 
 namespace gpipe {
 namespace {

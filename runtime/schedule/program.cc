@@ -4,12 +4,6 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
-#include "runtime/core/status_macros.h"
-#include "runtime/schedule/eval_builder.h"
-#include "runtime/schedule/gpipe_builder.h"
-#include "runtime/schedule/interleaved_builder.h"
-#include "runtime/schedule/one_f_one_b_builder.h"
-#include "runtime/schedule/zero_bubble_builder.h"
 
 namespace gpipe::schedule {
 namespace {
@@ -100,30 +94,6 @@ absl::StatusOr<Instruction> FromInstructionProto(const pb::InstructionProto& pro
 }
 
 }  // namespace
-
-absl::StatusOr<Program> BuildProgram(pb::Schedule kind, int stages, int micro_batches,
-                                     int virtual_stages) {
-  RETURN_IF_ERROR(CheckScheduleShape(kind, stages, micro_batches, virtual_stages));
-  // A new schedule adds a case here and a builder file of its own; -Wswitch flags a proto enum
-  // value without a case (CheckScheduleShape has already rejected values outside the enum).
-  switch (kind) {
-    case pb::GPIPE:
-      return BuildGpipeProgram(stages, micro_batches);
-    case pb::ONE_F_ONE_B:
-      return BuildOneFOneBProgram(stages, micro_batches);
-    case pb::INTERLEAVED_1F1B:
-      return BuildInterleavedProgram(stages, micro_batches, virtual_stages);
-    case pb::ZERO_BUBBLE_H1:
-      return BuildZeroBubbleProgram(ZeroBubbleVariant::kH1, stages, micro_batches);
-    case pb::ZERO_BUBBLE_H2:
-      return BuildZeroBubbleProgram(ZeroBubbleVariant::kH2, stages, micro_batches);
-    case pb::EVAL:
-      return BuildEvalProgram(stages, micro_batches, virtual_stages);
-  }
-  return absl::InvalidArgumentError(
-      absl::StrCat("pipeline.schedule ", static_cast<int>(kind),
-                   " is not supported; supported schedules: ", ScheduleNames()));
-}
 
 std::string DescribeInstruction(const Program& program, int stage, int index) {
   std::string text = absl::StrCat("stage ", stage, ", instruction #", index);

@@ -1,7 +1,6 @@
 // A Program is the whole pipeline's schedule for one step (a training step, or a forward-only
-// EVAL pass): one instruction list per stage (index = stage). BuildProgram is the single entry
-// point that dispatches on the schedule kind to a pure builder; VerifyProgram (verifier.h)
-// checks any Program before it runs.
+// EVAL pass): one instruction list per stage (index = stage). BuildProgram (build_program.h)
+// makes one from a schedule kind; VerifyProgram (verifier.h) checks any Program before it runs.
 // ToProto/FromProto carry one stage's list from rank 0 to the rank that runs it.
 #ifndef GPIPE_RUNTIME_SCHEDULE_PROGRAM_H_
 #define GPIPE_RUNTIME_SCHEDULE_PROGRAM_H_
@@ -31,12 +30,6 @@ struct Program {
   // EVAL: no backward side at all, and every stage ends with ReportEval.
   bool forward_only() const { return IsForwardOnly(kind); }
 };
-
-// The program of schedule `kind` for `stages` stages, `micro_batches` micro-batches and
-// `virtual_stages` chunks per stage. INVALID_ARGUMENT naming the plan fields to change when the
-// combination is not supported (CheckScheduleShape in schedule_shape.h has the rules).
-absl::StatusOr<Program> BuildProgram(pb::Schedule kind, int stages, int micro_batches,
-                                     int virtual_stages = 1);
 
 // "stage 1, instruction #7 Backward(mb=0)": how every message names an instruction.
 std::string DescribeInstruction(const Program& program, int stage, int index);

@@ -44,10 +44,6 @@ class Optimizer {
   virtual absl::Status Restore(int64_t steps, std::vector<std::vector<Tensor>> state) = 0;
 };
 
-// Builds the plan's optimizer; INVALID_ARGUMENT on bad hyperparameters (e.g. lr <= 0, nesterov
-// without momentum), naming the field.
-absl::StatusOr<std::unique_ptr<Optimizer>> CreateOptimizer(const pb::Optimizer& spec);
-
 }  // namespace gpipe
 
 #endif  // GPIPE_RUNTIME_TRAIN_OPTIMIZER_H_

@@ -11,9 +11,11 @@
 #include "runtime/backend/sim/sim_dataset.h"
 #include "runtime/backend/sim/sim_loss.h"
 #include "runtime/backend/sim/sim_optimizer.h"
-#include "runtime/train/dataset.h"
+#include "runtime/data/dataset.h"
 #include "runtime/train/optimizer.h"
 #include "tests/layers/make_layer.h"
+#include "runtime/train/optimizer_factory.h"
+#include "runtime/data/open_dataset.h"
 
 namespace gpipe {
 namespace {

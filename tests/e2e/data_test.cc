@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "runtime/ckpt/safetensors.h"
 #include "runtime/core/rng.h"
-#include "runtime/train/npy.h"
+#include "runtime/data/npy.h"
 #include "tests/support/process_runner.h"
 
 namespace gpipe {

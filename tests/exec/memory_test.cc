@@ -13,7 +13,7 @@
 #include "runtime/plan/boundary_dtype.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
-#include "runtime/schedule/program.h"
+#include "runtime/schedule/build_program.h"
 #include "tests/exec/pipeline_harness.h"
 
 namespace gpipe {

@@ -10,14 +10,16 @@
 #include "layers/registry.h"
 #include "runtime/core/check.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/data/batch_sampler.h"
+#include "runtime/data/dataset.h"
+#include "runtime/data/open_dataset.h"
 #include "runtime/device/cpu/cpu_device.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/stage_executor.h"
 #include "runtime/plan/boundary_dtype.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
-#include "runtime/schedule/program.h"
-#include "runtime/train/dataset.h"
+#include "runtime/schedule/build_program.h"
 #include "tests/exec/issue_order_channel.h"
 
 namespace gpipe::testing {

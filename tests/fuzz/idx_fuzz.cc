@@ -2,7 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/train/idx.h"
+#include "runtime/data/idx.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)gpipe::ParseIdx(absl::string_view(reinterpret_cast<const char*>(data), size), "fuzz.idx");

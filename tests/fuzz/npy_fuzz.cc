@@ -2,7 +2,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "runtime/train/npy.h"
+#include "runtime/data/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)gpipe::ParseNpy(absl::string_view(reinterpret_cast<const char*>(data), size), "fuzz.npy");

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "runtime/schedule/program.h"
+#include "runtime/schedule/build_program.h"
 #include "runtime/schedule/verifier.h"
 #include "tests/schedule/schedule_test_util.h"
 

@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/schedule/program.h"
+#include "runtime/schedule/build_program.h"
 #include "runtime/schedule/schedule_shape.h"
 #include "runtime/schedule/transfers.h"
 #include "tests/schedule/schedule_test_util.h"

@@ -1,9 +1,8 @@
-#include "runtime/schedule/program.h"
-
 #include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "runtime/schedule/build_program.h"
 #include "tests/schedule/schedule_test_util.h"
 
 namespace gpipe::schedule {

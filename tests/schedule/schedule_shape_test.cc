@@ -8,7 +8,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "runtime/schedule/program.h"
+#include "runtime/schedule/build_program.h"
 
 namespace gpipe::schedule {
 namespace {

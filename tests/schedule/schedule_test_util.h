@@ -10,8 +10,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "runtime/schedule/build_program.h"
 #include "runtime/schedule/instruction.h"
-#include "runtime/schedule/program.h"
 #include "runtime/schedule/verifier.h"
 
 namespace gpipe::schedule::testing {

@@ -10,7 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/core/file_io.h"
-#include "runtime/schedule/program.h"
+#include "runtime/schedule/build_program.h"
 #include "runtime/schedule/simulator.h"
 #include "runtime/schedule/transfers.h"
 #include "runtime/trace/svg_writer.h"

@@ -4,7 +4,7 @@
 #include "runtime/trace/timeline_from_simulation.h"
 
 #include "gtest/gtest.h"
-#include "runtime/schedule/program.h"
+#include "runtime/schedule/build_program.h"
 #include "runtime/schedule/simulator.h"
 #include "runtime/schedule/transfers.h"
 #include "runtime/schedule/verifier.h"

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
-#include "tests/train/test_util.h"
+#include "tests/support/file_fixtures.h"
 
 namespace gpipe {
 namespace {

@@ -15,6 +15,7 @@
 #include "runtime/core/tensor.h"
 #include "runtime/device/cpu/cpu_device.h"
 #include "runtime/train/adam.h"
+#include "runtime/train/optimizer_factory.h"
 #include "runtime/train/sgd.h"
 
 namespace gpipe {

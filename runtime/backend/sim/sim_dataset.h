@@ -7,7 +7,7 @@
 
 #include <memory>
 
-#include "runtime/train/dataset.h"
+#include "runtime/data/dataset.h"
 
 namespace gpipe {
 

@@ -8,9 +8,10 @@
 #include "runtime/ckpt/safetensors.h"
 #include "runtime/coord/setup_builder.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/data/open_dataset.h"
+#include "runtime/plan/boundary_dtype.h"
 #include "runtime/schedule/program.h"
 #include "runtime/schedule/rank_layout.h"
-#include "runtime/data/open_dataset.h"
 
 namespace gpipe {
 namespace {
@@ -53,7 +54,7 @@ ExecutorConfig ConfigFor(const pb::Plan& plan, const schedule::RankLayout& layou
   config.next_rank = layout.NextRank(rank, wraps);
   config.replica_group = layout.ReplicaGroup(stage);
   config.wait_timeout = timeout;
-  config.boundary_dtype = plan.training().precision() == pb::BF16 ? DType::kBF16 : DType::kF32;
+  config.boundary_dtype = BoundaryDType(plan.training());
   return config;
 }
 

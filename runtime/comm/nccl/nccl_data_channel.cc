@@ -121,7 +121,7 @@ absl::Status NcclDataChannel::Connect(int peer, absl::Time deadline) {
   const int low = std::min(rank, peer);
   const int high = std::max(rank, peer);
   const int member = rank == low ? 0 : 1;
-  for (const auto [from, to] : {std::pair(low, high), std::pair(high, low)}) {
+  for (const auto& [from, to] : {std::pair(low, high), std::pair(high, low)}) {
     const std::string description = absl::StrCat("the NCCL link from rank ", from, " to rank ", to);
     ASSIGN_OR_RETURN(const ncclUniqueId id,
                      ShareUniqueId(*context_, {low, high}, deadline, description));

@@ -86,7 +86,7 @@ class CheckpointJobTest : public testing::EquivalenceHarness {
 };
 
 TEST_F(CheckpointJobTest, ResumedRunIsBitIdenticalToTheUninterruptedOne) {
-  for (const std::string optimizer : {std::string(), std::string(kAdam)}) {
+  for (const std::string& optimizer : {std::string(), std::string(kAdam)}) {
     SCOPED_TRACE(optimizer.empty() ? "sgd" : "adam");
     fs::remove_all(Path("ckpt"));
     std::vector<std::string> common;

@@ -128,7 +128,6 @@ absl::StatusOr<LaunchCommand> BuildLaunchCommand(const LaunchRequest& request,
         request.processes > request.local_cpus) {
       command.argv.insert(command.argv.end(), {"--oversubscribe", "--bind-to", "none"});
     }
-    if (request.quiet_launcher) command.argv.push_back("--quiet");
   }
   command.argv.insert(command.argv.end(), request.launcher_args.begin(),
                       request.launcher_args.end());

@@ -24,10 +24,6 @@ struct LaunchRequest {
   std::vector<std::string> worker_argv;    // gpipe-worker's path and its flags
   bool as_root = false;                    // mpirun refuses root without --allow-run-as-root
   int64_t local_cpus = 0;                  // this machine's cores (mpirun oversubscribes past it)
-  // mpirun --quiet: Open MPI's own multi-line report of a failed job ("Primary job terminated
-  // normally ... the job has been aborted") is left out; the ranks' gpipe error lines say what
-  // failed (gpipe-run sets it unless --verbose). srun is left as it is.
-  bool quiet_launcher = false;
 };
 
 struct LaunchCommand {

@@ -9,17 +9,23 @@
 // passed on as SIGUSR1, which mpirun and srun forward to every rank: the ranks finish the step,
 // save a checkpoint when the plan has one, and exit with 3. A second signal ends gpipe-run at
 // once, and the launcher, which gets SIGTERM when gpipe-run dies, ends the job.
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -27,6 +33,7 @@
 #include "launcher/environment.h"
 #include "launcher/flags.h"
 #include "launcher/launch_command.h"
+#include "launcher/launcher_report_filter.h"
 #include "launcher/stop_signals.h"
 #include "layers/registry.h"
 #include "runtime/estimate/resolve_plan.h"
@@ -43,9 +50,9 @@ constexpr char kUsage[] =
     "                        i.e. when SLURM_JOB_ID is set; mpirun elsewhere)\n"
     "  --launcher-arg ARG    extra argument for the launcher (repeatable), e.g. --hostfile\n"
     "  --dry-run             print the command (arguments joined by spaces, unquoted)\n"
-    "  --verbose             keep the launcher's own report of a failed job (mpirun's\n"
-    "                        \"Primary job terminated normally ...\" banner; left out by\n"
-    "                        default: the ranks' error lines say what failed)\n"
+    "  --verbose             show mpirun's stderr as it is (by default its banner of a failed\n"
+    "                        job, \"Primary job terminated normally ...\", is left out: the\n"
+    "                        ranks' error lines say what failed)\n"
     "  worker flags          --override TEXT (repeatable), --metrics-out FILE, --trace FILE,\n"
     "                        --init-from FILE, --export FILE, --resume CKPT,\n"
     "                        --startup-timeout SEC\n"
@@ -63,9 +70,81 @@ int Fail(const std::string& message) {
   return 2;
 }
 
+void WriteAll(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    text.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// The launcher's stderr, read through a pipe and passed on through a LauncherReportFilter.
+class FilteredReport {
+ public:
+  // The pipe, or none (unfiltered) when it cannot be made.
+  static std::optional<FilteredReport> Open() {
+    int fds[2];
+    if (::pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
+    ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
+    return FilteredReport(fds[0], fds[1]);
+  }
+  FilteredReport(FilteredReport&& other) noexcept
+      : read_(std::exchange(other.read_, -1)), write_(std::exchange(other.write_, -1)) {}
+  FilteredReport(const FilteredReport&) = delete;
+  FilteredReport& operator=(const FilteredReport&) = delete;
+  ~FilteredReport() {
+    if (read_ >= 0) ::close(read_);
+    if (write_ >= 0) ::close(write_);
+  }
+
+  // In the launcher's process, before exec: its stderr becomes the pipe.
+  void AttachChild() const { ::dup2(write_, STDERR_FILENO); }
+  // In gpipe-run, after the fork: only the launcher holds the writing end.
+  void DetachParent() {
+    ::close(write_);
+    write_ = -1;
+  }
+  // Passes on what arrives within `wait_ms` (none: what is there now). False at end of file.
+  bool Pump(int wait_ms) {
+    if (read_ < 0) return false;
+    pollfd ready{.fd = read_, .events = POLLIN, .revents = 0};
+    if (::poll(&ready, 1, wait_ms) <= 0) return true;
+    char buffer[4096];
+    while (true) {
+      const ssize_t n = ::read(read_, buffer, sizeof(buffer));
+      if (n > 0) {
+        WriteAll(STDERR_FILENO, filter_.Feed(std::string_view(buffer, static_cast<size_t>(n))));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
+      ::close(read_);  // end of file (or an error: nothing more will come)
+      read_ = -1;
+      return false;
+    }
+  }
+  // After the launcher ended: what it still wrote (for at most a second, in case a process it
+  // started keeps the pipe open), then the filter's remainder.
+  void Drain() {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    while (Pump(20) && std::chrono::steady_clock::now() < until) {
+    }
+    WriteAll(STDERR_FILENO, filter_.Finish());
+  }
+
+ private:
+  FilteredReport(int read, int write) : read_(read), write_(write) {}
+
+  int read_;
+  int write_;
+  gpipe::LauncherReportFilter filter_;
+};
+
 // Runs `command` in its own process group and waits for it, passing the first stop signal on as
-// SIGUSR1 (see the top of this file). Returns its exit code (128 + N when a signal N killed it).
-int RunLauncher(std::vector<std::string>& command) {
+// SIGUSR1 (see the top of this file); with `report`, its stderr goes through that filter. Returns
+// its exit code (128 + N when a signal N killed it).
+int RunLauncher(std::vector<std::string>& command, std::optional<FilteredReport> report) {
   auto signals = gpipe::StopSignals::Install("gpipe-run");
   if (!signals.ok()) return Fail(std::string(signals.status().message()));
   std::vector<char*> exec_args;
@@ -81,6 +160,7 @@ int RunLauncher(std::vector<std::string>& command) {
     // The launcher ends the job when gpipe-run dies, however it dies.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(128 + SIGTERM);
+    if (report.has_value()) report->AttachChild();
     // Handlers do not survive exec; the signal mask does.
     sigset_t none;
     sigemptyset(&none);
@@ -90,11 +170,14 @@ int RunLauncher(std::vector<std::string>& command) {
     ::_exit(127);
   }
   ::setpgid(child, child);  // also here: whichever runs first
+  if (report.has_value()) report->DetachParent();
   bool forwarded = false;
+  bool reading = report.has_value();
   while (true) {
     int status = 0;
     const pid_t done = ::waitpid(child, &status, WNOHANG);
     if (done == child) {
+      if (report.has_value()) report->Drain();
       if (WIFEXITED(status)) return WEXITSTATUS(status);
       return 128 + WTERMSIG(status);
     }
@@ -107,7 +190,11 @@ int RunLauncher(std::vector<std::string>& command) {
                    ::strsignal((*signals)->signal()));
       ::kill(child, SIGUSR1);
     }
-    ::usleep(20'000);
+    if (reading) {
+      reading = report->Pump(20);
+    } else {
+      ::usleep(20'000);
+    }
   }
 }
 
@@ -181,7 +268,6 @@ int main(int argc, char** argv) {
   request.worker_argv = std::move(worker);
   request.as_root = ::geteuid() == 0;
   request.local_cpus = std::thread::hardware_concurrency();
-  request.quiet_launcher = !flags->Has("verbose");
   auto launch = gpipe::BuildLaunchCommand(request, gpipe::ProcessEnvironment());
   if (!launch.ok()) return Fail(std::string(launch.status().message()));
   for (const std::string& note : launch->notes)
@@ -192,15 +278,7 @@ int main(int argc, char** argv) {
     std::printf("%s\n", absl::StrJoin(command, " ").c_str());
     return 0;
   }
-  const int exit_code = RunLauncher(command);
-  // A quiet mpirun says nothing when a rank dies by a signal (gpipe's own failures print their
-  // error lines on the ranks); its exit code carries the signal.
-  if (request.quiet_launcher && launch->launcher == "mpirun" && exit_code > 128 &&
-      exit_code < 128 + NSIG) {
-    std::fprintf(stderr,
-                 "gpipe-run: the job failed with exit code %d: a rank (or mpirun) was ended by "
-                 "signal %d (%s); --verbose shows mpirun's own report\n",
-                 exit_code, exit_code - 128, ::strsignal(exit_code - 128));
-  }
-  return exit_code;
+  // mpirun's stderr through the filter unless --verbose (srun's is left as it is).
+  const bool filtered = launch->launcher == "mpirun" && !flags->Has("verbose");
+  return RunLauncher(command, filtered ? FilteredReport::Open() : std::nullopt);
 }

@@ -107,17 +107,16 @@ TEST(LaunchFailureTest, GpipeRunPropagatesTheJobExitCode) {
   EXPECT_FALSE(absl::StrContains(failed.output, "-------------")) << failed.output;
 }
 
-TEST(LaunchFailureTest, GpipeRunKeepsTheLaunchersReportOnlyWhenVerbose) {
+TEST(LaunchFailureTest, GpipeRunShowsTheLaunchersBannerOnlyWhenVerbose) {
   const std::string plan = testing::SourcePath("tests/e2e/testdata/four_stages.pbtxt");
-  const testing::ProcessResult quiet =
-      testing::RunProcess({testing::BinPath("gpipe-run"), "--dry-run", plan}, 30);
-  EXPECT_EQ(quiet.exit_code, 0) << quiet.output;
-  EXPECT_TRUE(absl::StrContains(quiet.output, " --quiet ")) << quiet.output;
   const testing::ProcessResult verbose =
-      testing::RunProcess({testing::BinPath("gpipe-run"), "--dry-run", "--verbose", plan}, 30);
-  EXPECT_EQ(verbose.exit_code, 0) << verbose.output;
-  EXPECT_TRUE(absl::StrContains(verbose.output, "mpirun --stdin none -np 4")) << verbose.output;
-  EXPECT_FALSE(absl::StrContains(verbose.output, "--quiet")) << verbose.output;
+      testing::RunProcess({testing::BinPath("gpipe-run"), "--verbose", plan, "--init-from",
+                           "/nonexistent.safetensors"},
+                          90);
+  EXPECT_EQ(verbose.exit_code, 1) << verbose.output;
+  EXPECT_TRUE(absl::StrContains(verbose.output, "/nonexistent.safetensors: no such file"))
+      << verbose.output;
+  EXPECT_TRUE(absl::StrContains(verbose.output, "Primary job")) << verbose.output;
 }
 
 TEST(LaunchFailureTest, MidStepFailureStopsEveryRankWithTheFailingRanksContext) {

@@ -47,23 +47,6 @@ TEST(LaunchCommandTest, MpirunOversubscribesOnlyPastTheLocalCoresWithoutHosts) {
             "--plan plan.pbtxt");
 }
 
-TEST(LaunchCommandTest, AQuietLauncherIsMpirunWithoutItsFailureBannerAndSrunUnchanged) {
-  LaunchRequest request = FourRanks();
-  request.quiet_launcher = true;
-  request.launcher_args = {"--hostfile", "hosts"};
-  auto mpirun = BuildLaunchCommand(request, {});
-  ASSERT_TRUE(mpirun.ok()) << mpirun.status();
-  EXPECT_EQ(Joined(*mpirun),
-            "mpirun --stdin none -np 4 --quiet --hostfile hosts /bin/gpipe-worker --plan "
-            "plan.pbtxt");
-  request.launcher_args.clear();
-  auto srun = BuildLaunchCommand(request, {{"SLURM_JOB_ID", "777"}, {"SLURM_NTASKS", "4"}});
-  ASSERT_TRUE(srun.ok()) << srun.status();
-  EXPECT_EQ(Joined(*srun),
-            "srun --input none --ntasks 4 --kill-on-bad-exit=1 /bin/gpipe-worker --plan "
-            "plan.pbtxt");
-}
-
 TEST(LaunchCommandTest, InsideAnAllocationTheDefaultIsSrunWithKillOnBadExit) {
   auto command = BuildLaunchCommand(FourRanks(), {{"SLURM_JOB_ID", "777"}, {"SLURM_NTASKS", "4"}});
   ASSERT_TRUE(command.ok()) << command.status();

@@ -109,7 +109,15 @@ class FilteredReport {
   bool Pump(int wait_ms) {
     if (read_ < 0) return false;
     pollfd ready{.fd = read_, .events = POLLIN, .revents = 0};
-    if (::poll(&ready, 1, wait_ms) <= 0) return true;
+    const int polled = ::poll(&ready, 1, wait_ms);
+    if (polled == 0 || (polled < 0 && errno == EINTR)) return true;
+    if (polled < 0) {
+      // poll itself failed: stop reading (the caller then waits with its own sleep) instead of
+      // spinning on an error that returns at once.
+      ::close(read_);
+      read_ = -1;
+      return false;
+    }
     char buffer[4096];
     while (true) {
       const ssize_t n = ::read(read_, buffer, sizeof(buffer));

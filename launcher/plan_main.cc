@@ -24,6 +24,7 @@
 #include "layers/registry.h"
 #include "runtime/backend/standalone_device.h"
 #include "runtime/core/file_io.h"
+#include "runtime/core/file_ownership.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/estimate/layer_profiler.h"
 #include "runtime/estimate/plan_balance.h"
@@ -86,6 +87,17 @@ int Usage(const char* message) {
   return 2;
 }
 
+// -o is checked before any work: it may not be the file read (balance would replace the plan with
+// a comment-less copy). Returns the exit code for a refused output, 0 when it may be written.
+int CheckOutput(const std::string& out, const std::string& source, const char* source_role) {
+  const absl::Status owned = gpipe::CheckRunFiles(
+      gpipe::RunFiles{.inputs = {{.role = source_role, .path = source}},
+                      .outputs = {{.role = "-o", .path = out}}});
+  if (owned.ok()) return 0;
+  std::fprintf(stderr, "gpipe-plan: %s\n", std::string(owned.message()).c_str());
+  return 2;
+}
+
 // A trace is a JSON object; a plan is protobuf text, which never starts with '{'.
 bool LooksLikeJson(const std::string& text) {
   const size_t first = text.find_first_not_of(" \t\r\n");
@@ -121,6 +133,7 @@ int TimelineMain(const gpipe::ParsedFlags& flags, const std::string& source) {
   if (flags.Has("n") || flags.Has("compare")) return Usage("-n and --compare go with check/show");
   const std::optional<std::string> out = flags.Get("o");
   if (!out) return Usage("timeline needs -o OUT.svg");
+  if (int refused = CheckOutput(*out, source, "the plan or trace"); refused != 0) return refused;
   auto text = gpipe::ReadWholeFile(source);
   if (!text.ok()) return Fail(std::string(text.status().message()));
   absl::StatusOr<gpipe::trace::Timeline> timeline;
@@ -159,6 +172,7 @@ int ProfileMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
   }
   const std::optional<std::string> out = flags.Get("o");
   if (!out) return Usage("profile needs -o OUT.json");
+  if (int refused = CheckOutput(*out, plan_path, "the plan"); refused != 0) return refused;
   gpipe::ProfileOptions options;
   if (auto repeats = flags.Get("repeats")) {
     auto parsed = gpipe::ParseIntFlag("--repeats", *repeats);
@@ -194,6 +208,9 @@ int BalanceMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
   if (flags.Has("n") || flags.Has("compare") || flags.Has("step") || flags.Has("repeats") ||
       flags.Has("device")) {
     return Usage("-n, --compare, --step, --repeats and --device do not go with balance");
+  }
+  if (auto out = flags.Get("o")) {
+    if (int refused = CheckOutput(*out, plan_path, "the plan"); refused != 0) return refused;
   }
   gpipe::BalanceOptions options;
   if (auto stages = flags.Get("stages")) {

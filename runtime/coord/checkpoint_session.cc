@@ -117,6 +117,7 @@ absl::StatusOr<pb::CheckpointManifest> CheckpointSession::BuildManifest(
   manifest.set_global_batch(plan.training().global_batch());
   manifest.set_seed(plan.training().seed());
   manifest.set_shuffle(plan.data().shuffle());
+  if (setup_.has_data_fingerprint()) manifest.set_data_fingerprint(setup_.data_fingerprint());
   absl::flat_hash_map<std::string, int> seen;  // name -> index in manifest.tensors
   for (size_t r = 0; r < gathered.size(); ++r) {
     pb::CheckpointShardReport report;
@@ -209,6 +210,7 @@ absl::Status CheckpointSession::Restore(StageChunks& parts, int64_t dataset_size
                          unused.size() > shown ? ", ..." : "",
                          "): it was taken with another model or optimizer"));
       }
+      for (const std::string& change : resume.changes()) logger_.Info(change);
       logger_.Info(absl::StrCat("resumed from ", resume.dir(), ": ", manifest.step(),
                                 " steps done (", manifest.applied_steps(), " updates applied), ",
                                 manifest.tensors_size(), " tensors restored"));

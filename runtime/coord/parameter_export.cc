@@ -71,16 +71,18 @@ absl::Status WriteExport(const std::string& path, const std::vector<std::string>
 }  // namespace
 
 absl::Status ExportParameters(ControlChannel& control, const StageChunks& chunks,
-                              const std::string& path, const ExportMetadata& metadata,
-                              absl::Duration timeout, const Logger& logger) {
+                              const FileRole& destination, const RunFiles& files,
+                              const ExportMetadata& metadata, absl::Duration timeout,
+                              const Logger& logger) {
   const int rank = control.rank();
+  const std::string& path = destination.path;
   // Rank 0 checks the destination first and every rank learns the verdict, so no rank gathers
   // for a file that cannot be written.
   pb::ExportResult checked;
   if (rank == 0) {
-    if (absl::Status ok = CheckOutputFile("export", path); !ok.ok()) {
-      checked.set_error(std::string(ok.message()));
-    }
+    absl::Status ok = CheckOutputFile(destination.role, path);
+    if (ok.ok()) ok = CheckLaterOutput(files, destination);
+    if (!ok.ok()) checked.set_error(std::string(ok.message()));
   }
   RETURN_IF_ERROR(control.Broadcast(checked, absl::Now() + timeout, kControlTagExport));
   if (checked.has_error()) return absl::InvalidArgumentError(checked.error());

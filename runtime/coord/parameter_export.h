@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "runtime/comm/control_channel.h"
+#include "runtime/core/file_ownership.h"
 #include "runtime/core/logger.h"
 #include "runtime/exec/stage_chunks.h"
 
@@ -24,9 +25,11 @@ struct ExportMetadata {
   int64_t steps = 0;      // gpipe_steps: training steps done
 };
 
-// `path` matters on rank 0 only; `timeout` bounds each exchange.
+// `path` and `files` matter on rank 0 only: `path` is named `role` in messages and checked
+// against the run's files (file_ownership.h); `timeout` bounds each exchange.
 absl::Status ExportParameters(ControlChannel& control, const StageChunks& chunks,
-                              const std::string& path, const ExportMetadata& metadata,
+                              const FileRole& path, const RunFiles& files,
+                              const ExportMetadata& metadata,
                               absl::Duration timeout, const Logger& logger);
 
 }  // namespace gpipe

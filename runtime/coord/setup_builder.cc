@@ -10,8 +10,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/coord/resume_source.h"
+#include "runtime/core/file_ownership.h"
 #include "runtime/core/output_path.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/data/data_files.h"
 #include "runtime/estimate/flop_costs.h"
 #include "runtime/estimate/resolve_plan.h"
 #include "runtime/estimate/schedule_prediction.h"
@@ -68,25 +70,40 @@ absl::Status CheckDataSource(const LoadedPlan& loaded, const DataSourceRegistry*
                    "); custom sources exist only in the program that registers them"));
 }
 
-// Every output is checked before the first step, so that a run never trains to lose its result.
-absl::Status CheckOutputs(const WorkerOptions& options, const pb::Plan& plan) {
-  if (!options.export_path.empty()) {
-    RETURN_IF_ERROR(CheckOutputFile("--export", options.export_path));
-  }
-  if (!options.metrics_out.empty()) {
-    RETURN_IF_ERROR(CheckOutputFile("--metrics-out", options.metrics_out));
-  } else if (!plan.runtime().metrics_out().empty()) {
-    RETURN_IF_ERROR(CheckOutputFile("runtime.metrics_out", plan.runtime().metrics_out()));
-  }
-  if (!options.trace.empty()) {
-    RETURN_IF_ERROR(CheckOutputFile("--trace", options.trace));
-  } else if (!plan.runtime().trace().empty()) {
-    RETURN_IF_ERROR(CheckOutputFile("runtime.trace", plan.runtime().trace()));
-  }
+// Every output is checked before the first step, so that a run never trains to lose its result:
+// each is a replaceable file in a writable directory (output_path.h), and none is a file the run
+// reads, another output, or inside a checkpoint directory (file_ownership.h). Returns the run's
+// files, against which a later export is checked too.
+absl::StatusOr<RunFiles> CheckOutputs(const WorkerOptions& options, const pb::Plan& plan) {
+  RunFiles files;
+  const auto output = [&files](const char* flag, const std::string& flag_value,
+                               const char* field, const std::string& field_value) {
+    if (!flag_value.empty()) {
+      files.outputs.push_back(FileRole{.role = flag, .path = flag_value});
+    } else if (!field_value.empty()) {
+      files.outputs.push_back(FileRole{.role = field, .path = field_value});
+    }
+  };
+  output("--export", options.export_path, "", "");
+  output("--metrics-out", options.metrics_out, "runtime.metrics_out", plan.runtime().metrics_out());
+  output("--trace", options.trace, "runtime.trace", plan.runtime().trace());
+  for (const FileRole& out : files.outputs) RETURN_IF_ERROR(CheckOutputFile(out.role, out.path));
   if (!plan.checkpoint().dir().empty()) {
     RETURN_IF_ERROR(CheckOutputDirectory("checkpoint.dir", plan.checkpoint().dir()));
+    files.kept_dirs.push_back(FileRole{.role = "checkpoint.dir", .path = plan.checkpoint().dir()});
   }
-  return absl::OkStatus();
+  if (!options.resume.empty() && options.resume != "latest") {
+    files.kept_dirs.push_back(FileRole{.role = "the --resume checkpoint", .path = options.resume});
+  }
+  if (!options.plan_text.has_value()) {
+    files.inputs.push_back(FileRole{.role = "the plan", .path = options.plan_path});
+  }
+  if (!options.init_from.empty()) {
+    files.inputs.push_back(FileRole{.role = "--init-from", .path = options.init_from});
+  }
+  for (FileRole& data : DataFiles(plan)) files.inputs.push_back(std::move(data));
+  RETURN_IF_ERROR(CheckRunFiles(files));
+  return files;
 }
 
 }  // namespace
@@ -122,10 +139,14 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     plan.mutable_checkpoint()->set_dir(
         std::filesystem::absolute(plan.checkpoint().dir()).lexically_normal().string());
   }
-  RETURN_IF_ERROR(CheckOutputs(options, plan));
+  ASSIGN_OR_RETURN(job.files, CheckOutputs(options, plan));
+  std::string data_fingerprint;
+  if (!plan.checkpoint().dir().empty() || !options.resume.empty()) {
+    ASSIGN_OR_RETURN(data_fingerprint, DataFingerprint(plan));
+  }
   std::optional<pb::ResumeFrom> resume;
   if (!options.resume.empty()) {
-    ASSIGN_OR_RETURN(resume, ResolveResume(options.resume, plan));
+    ASSIGN_OR_RETURN(resume, ResolveResume(options.resume, plan, data_fingerprint));
   }
   const pb::Pipeline& pipeline = job.analyzed.plan.pipeline();
   ASSIGN_OR_RETURN(schedule::Program program,
@@ -175,6 +196,7 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     if (!options.init_from.empty()) setup.set_init_from(options.init_from);
     if (resume.has_value()) *setup.mutable_resume() = *resume;
     setup.set_export_parameters(!options.export_path.empty());
+    if (!data_fingerprint.empty()) setup.set_data_fingerprint(data_fingerprint);
     for (int64_t d : job.analyzed.target_shape.dims()) setup.add_target_shape(d);
     setup.set_class_targets(job.analyzed.target_dtype == DType::kI64);
     setup.set_num_classes(job.analyzed.num_classes);

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "layers/registry.h"
 #include "proto/control.pb.h"
+#include "runtime/core/file_ownership.h"
 #include "runtime/coord/worker_options.h"
 #include "runtime/data/data_source_registry.h"
 #include "runtime/plan/plan_analysis.h"
@@ -23,6 +24,7 @@ struct ResolvedJob {
   AnalyzedPlan analyzed;
   schedule::VerifyResult prediction;  // simulated with per-stage FLOP costs
   std::vector<pb::Setup> setups;      // index = rank
+  RunFiles files;                     // what the run reads, keeps and writes (file_ownership.h)
 };
 
 // `data_sources`: the program's custom data sources (null: none); a plan naming another is

@@ -93,6 +93,7 @@ absl::StatusOr<ReceivedSetup> ReceiveSetup(ControlChannel& control, const Worker
   if (job.ok()) {
     setups = job->setups;
     received.prediction = job->prediction;
+    received.files = job->files;
     if (!options.trace.empty()) {
       for (pb::Setup& s : setups) s.mutable_plan()->mutable_runtime()->set_trace(options.trace);
     }

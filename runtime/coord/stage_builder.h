@@ -24,6 +24,7 @@
 #include "runtime/coord/reduce_groups.h"
 #include "runtime/coord/trace_session.h"
 #include "runtime/coord/worker_options.h"
+#include "runtime/core/file_ownership.h"
 #include "runtime/core/logger.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/stage_executor.h"
@@ -37,6 +38,7 @@ namespace gpipe {
 struct ReceivedSetup {
   pb::Setup setup;
   schedule::VerifyResult prediction;  // rank 0 only: the schedule simulated with FLOP costs
+  RunFiles files;                     // rank 0 only: what the run reads, keeps and writes
 };
 
 // Rank 0 resolves the job (ResolveJob) and sends every rank its Setup, or the rejection to all;

@@ -124,6 +124,7 @@ class WorkerSession::Impl {
     if (!received.ok()) return Fail(received.status());
     setup_ = std::move(received->setup);
     prediction_ = std::move(received->prediction);
+    run_files_ = std::move(received->files);
     if (setup_.has_error()) {
       // A rejected plan is known to every rank: no abort broadcast, the communicator is intact.
       if (rank_ == 0) {
@@ -210,8 +211,10 @@ class WorkerSession::Impl {
   absl::Status Export(const std::string& path) {
     RETURN_IF_ERROR(CheckReady());
     absl::Status exported =
-        ExportParameters(*control_, *stage_->chunks, path,
-                         ExportMetadata{.plan_name = plan().name(), .steps = stage_->steps_done},
+        ExportParameters(*control_, *stage_->chunks,
+                         FileRole{.role = path == options_.export_path ? "--export" : "the export",
+                                  .path = path},
+                         run_files_, ExportMetadata{.plan_name = plan().name(), .steps = stage_->steps_done},
                          stage_->timeout, logger_);
     return exported.ok() ? exported : Fail(exported);
   }
@@ -323,6 +326,7 @@ class WorkerSession::Impl {
   int rank_ = 0;
   pb::Setup setup_;
   schedule::VerifyResult prediction_;         // rank 0 only
+  RunFiles run_files_;                        // rank 0 only: checked against a later export
   std::unique_ptr<TraceSession> trace_;       // runtime.trace; null when not traced
   std::unique_ptr<RankStage> stage_;          // BuildStage's, kept whole even after a failed build
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only

@@ -202,8 +202,8 @@ int BalanceMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
     options.stages = static_cast<int>(*parsed);
   }
   if (auto limit = flags.Get("memory-limit")) {
-    auto parsed = gpipe::ParseIntFlag("--memory-limit", *limit);
-    if (!parsed.ok() || *parsed < 1) return Usage("--memory-limit takes a byte count >= 1");
+    auto parsed = gpipe::ParseByteCountFlag("--memory-limit", *limit);
+    if (!parsed.ok()) return Usage(std::string(parsed.status().message()).c_str());
     options.memory_limit = *parsed;
   }
   auto loaded = gpipe::LoadPlanFile(plan_path, flags.GetAll("override"));

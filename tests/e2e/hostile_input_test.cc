@@ -85,6 +85,18 @@ TEST_F(HostileInputTest, EveryInputOfTheCorpusIsRefusedWithItsError) {
       results.push_back(Worker({"--init-from", corpus_ + "/" + c.input}));
     } else if (c.how == "resume") {
       results.push_back(Worker({"--resume", corpus_ + "/" + c.input}));
+    } else if (c.how == "flags") {
+      const std::vector<std::string> flags = absl::StrSplit(c.input, ' ');
+      results.push_back(Worker(flags));
+      std::vector<std::string> run = {testing::BinPath("gpipe-run"), corpus_ + "/plans/base.pbtxt",
+                                      "--dry-run"};
+      run.insert(run.end(), flags.begin(), flags.end());
+      results.push_back(testing::RunProcess(run, 60));
+    } else if (c.how == "balance") {
+      std::vector<std::string> balance = {testing::BinPath("gpipe-plan"), "balance",
+                                          corpus_ + "/plans/base.pbtxt"};
+      for (absl::string_view flag : absl::StrSplit(c.input, ' ')) balance.emplace_back(flag);
+      results.push_back(testing::RunProcess(balance, 60));
     } else if (c.how == "special") {
       results.push_back(
           testing::RunProcess({testing::BinPath("gpipe-plan"), "check", Special(c.input)}, 60));

@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -32,7 +33,8 @@ double NumberField(const std::string& line, const std::string& key) {
 }
 
 TEST(ExampleTest, MainExampleLearns) {
-  const std::string metrics = absl::StrCat(::testing::TempDir(), "/mlp_metrics.jsonl");
+  const std::string metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/mlp_metrics.jsonl");
   const testing::ProcessResult run = testing::RunProcess(
       {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"), "--override",
        "training { steps: 60 }", "--metrics-out", metrics},
@@ -96,7 +98,8 @@ TEST(ExampleTest, PlanToolShowsTheSchedule) {
 // The real-data examples (their data comes from scripts/setup.sh): a short run learns, and the
 // evaluation of the held-out split reaches the progress output and the metrics file.
 TEST(ExampleTest, FashionMnistConvnetLearnsAndEvaluates) {
-  const std::string metrics = absl::StrCat(::testing::TempDir(), "/fashion_metrics.jsonl");
+  const std::string metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/fashion_metrics.jsonl");
   const testing::ProcessResult run = testing::RunProcess(
       {testing::BinPath("gpipe-run"), testing::SourcePath("examples/fashion_mnist/plan.pbtxt"),
        "--override", "training { steps: 60 eval_every: 60 eval_samples: 1000 }", "--metrics-out",
@@ -115,7 +118,8 @@ TEST(ExampleTest, FashionMnistConvnetLearnsAndEvaluates) {
 }
 
 TEST(ExampleTest, CharTransformerLearnsAndReportsBitsPerByte) {
-  const std::string metrics = absl::StrCat(::testing::TempDir(), "/char_metrics.jsonl");
+  const std::string metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/char_metrics.jsonl");
   const testing::ProcessResult run = testing::RunProcess(
       {testing::BinPath("gpipe-run"), testing::SourcePath("examples/char_transformer/plan.pbtxt"),
        "--override", "training { steps: 30 eval_every: 30 eval_samples: 64 }", "--metrics-out",

@@ -15,6 +15,7 @@
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -44,8 +45,7 @@ class HostileInputTest : public ::testing::Test {
  protected:
   void SetUp() override {
     corpus_ = testing::SourcePath("tests/hostile");
-    scratch_ = (fs::path(::testing::TempDir()) / "gpipe_hostile").string();
-    fs::remove_all(scratch_);
+    scratch_ = scratch_dir_.path();
     fs::create_directories(scratch_ + "/directory");
     ASSERT_EQ(::mkfifo((scratch_ + "/fifo").c_str(), 0644), 0);
   }
@@ -64,6 +64,7 @@ class HostileInputTest : public ::testing::Test {
     return name;
   }
 
+  const testing::ScratchDir scratch_dir_;  // this test's own, removed after it
   std::string corpus_, scratch_;
 };
 

@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -55,9 +56,7 @@ void WriteExecutable(const fs::path& path, const std::string& text) {
 class SlurmLaunchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) / "gpipe_slurm_e2e" / info->name();
-    fs::remove_all(dir_);
+    dir_ = scratch_.path();
     fs::create_directories(dir_ / "fake-bin");
     // The mpirun flags the tests use (GPIPE_MPIRUN_FLAGS), without "mpirun -np 1".
     const std::vector<std::string> prefix = testing::MpirunPrefix(1);
@@ -119,6 +118,7 @@ printf '%s\n' "$@" > ")",
     return testing::RunProcess(argv, timeout, watch);
   }
 
+  const testing::ScratchDir scratch_;  // this test's own, removed after it
   fs::path dir_;
 };
 

@@ -4,6 +4,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/core/setting_limits.h"
 
 namespace gpipe {
 
@@ -85,11 +86,23 @@ absl::StatusOr<double> ParseDoubleFlag(const std::string& flag, const std::strin
 
 absl::StatusOr<double> ParseSecondsFlag(const std::string& flag, const std::string& value) {
   double seconds = 0;
-  if (!absl::SimpleAtod(value, &seconds) || !std::isfinite(seconds) || seconds <= 0) {
+  if (!absl::SimpleAtod(value, &seconds) || !(seconds > 0 && seconds <= kMaxWaitSeconds)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("flag ", flag, " needs a finite number of seconds > 0, got '", value, "'"));
+        absl::StrCat("flag ", flag, " needs a number of seconds > 0 and <= ",
+                     static_cast<int64_t>(kMaxWaitSeconds), ", got '", value, "'"));
   }
   return seconds;
+}
+
+absl::StatusOr<int64_t> ParseByteCountFlag(const std::string& flag, const std::string& value) {
+  int64_t bytes = 0;
+  // SimpleAtoi refuses values beyond int64 as it refuses text: both are out of the range.
+  if (!absl::SimpleAtoi(value, &bytes) || bytes < 1 || bytes > kMaxByteCount) {
+    return absl::InvalidArgumentError(absl::StrCat("flag ", flag,
+                                                   " needs a whole number of bytes from 1 to ",
+                                                   kMaxByteCount, " (1 EiB), got '", value, "'"));
+  }
+  return bytes;
 }
 
 }  // namespace gpipe

@@ -44,8 +44,13 @@ absl::StatusOr<ParsedFlags> ParseFlags(const std::vector<FlagSpec>& specs,
 // Parses a whole decimal number; INVALID_ARGUMENT naming `flag` otherwise.
 absl::StatusOr<int64_t> ParseIntFlag(const std::string& flag, const std::string& value);
 absl::StatusOr<double> ParseDoubleFlag(const std::string& flag, const std::string& value);
-// A finite number of seconds > 0 (every wait needs a real deadline).
+// A number of seconds > 0 and at most kMaxWaitSeconds (runtime/core/setting_limits.h): every
+// wait needs a real deadline, and one that the clocks can hold. The error names the flag and
+// the range.
 absl::StatusOr<double> ParseSecondsFlag(const std::string& flag, const std::string& value);
+// A whole number of bytes from 1 to kMaxByteCount (runtime/core/setting_limits.h); the error
+// names the flag and the range.
+absl::StatusOr<int64_t> ParseByteCountFlag(const std::string& flag, const std::string& value);
 
 }  // namespace gpipe
 

@@ -12,6 +12,8 @@
 //                                 runtime { device: SIM sim { profile: ... } } reads
 //   gpipe-plan balance PLAN [--stages K] [--memory-limit BYTES] [-o OUT.pbtxt] [--override TEXT]...
 //                                 stage boundaries by measured cost and memory
+//   gpipe-plan field PLAN NAME [--override TEXT]...
+//                                 one field's value after the overrides (for scripts)
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -32,6 +34,7 @@
 #include "runtime/estimate/resolve_plan.h"
 #include "runtime/estimate/schedule_prediction.h"
 #include "runtime/plan/plan_analysis.h"
+#include "runtime/plan/plan_field.h"
 #include "runtime/plan/plan_loader.h"
 #include "runtime/trace/svg_timeline.h"
 #include "runtime/trace/timeline_from_simulation.h"
@@ -47,6 +50,7 @@ constexpr char kUsage[] =
     " [--device cpu|cuda]\n"
     "       gpipe-plan balance PLAN [--stages K] [--memory-limit BYTES] [-o OUT.pbtxt]"
     " [--override TEXT]...\n"
+    "       gpipe-plan field PLAN NAME [--override TEXT]...\n"
     "  check      validate the plan (errors as file:line:col) and print its stages\n"
     "  show       also draw the schedule as a stage x time grid with the simulated step time,\n"
     "             bubble and per-stage peak memory by kind\n"
@@ -68,6 +72,9 @@ constexpr char kUsage[] =
     "             `profile` JSON in sim.profile, or FLOPs at sim.peak_gflops); print it beside\n"
     "             balance PARAMETERS, balance FLOPS and equal layer counts, and with -o write\n"
     "             the plan with those boundaries\n"
+    "  field      print the value of one field, by its dotted name (e.g. checkpoint.dir), of\n"
+    "             the plan with its overrides merged: a string as it is, an enum by its name;\n"
+    "             an unset field prints its default (empty for a string without one)\n"
     "  --stages K (balance) the number of stages (default: the plan's pipeline.stages)\n"
     "  -o OUT     (timeline) where to write the picture; (profile) the profile; (balance) the\n"
     "             balanced plan\n"
@@ -219,8 +226,8 @@ int BalanceMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
     options.stages = static_cast<int>(*parsed);
   }
   if (auto limit = flags.Get("memory-limit")) {
-    auto parsed = gpipe::ParseIntFlag("--memory-limit", *limit);
-    if (!parsed.ok() || *parsed < 1) return Usage("--memory-limit takes a byte count >= 1");
+    auto parsed = gpipe::ParseByteCountFlag("--memory-limit", *limit);
+    if (!parsed.ok()) return Usage(std::string(parsed.status().message()).c_str());
     options.memory_limit = *parsed;
   }
   auto loaded = gpipe::LoadPlanFile(plan_path, flags.GetAll("override"));
@@ -239,6 +246,21 @@ int BalanceMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
     if (!written.ok()) return Fail(std::string(written.message()));
     std::printf("wrote %s\n", out->c_str());
   }
+  return 0;
+}
+
+int FieldMain(const gpipe::ParsedFlags& flags, const std::string& plan_path,
+              const std::string& name) {
+  if (flags.Has("n") || flags.Has("compare") || flags.Has("o") || flags.Has("step") ||
+      flags.Has("repeats") || flags.Has("device") || flags.Has("stages") ||
+      flags.Has("memory-limit")) {
+    return Usage("field takes only --override");
+  }
+  auto loaded = gpipe::LoadPlanFile(plan_path, flags.GetAll("override"));
+  if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+  auto value = gpipe::PlanFieldValue(loaded->plan, name);
+  if (!value.ok()) return Usage(std::string(value.status().message()).c_str());
+  std::printf("%s\n", value->c_str());
   return 0;
 }
 
@@ -272,6 +294,9 @@ int main(int argc, char** argv) {
   }
   if (positional.size() == 2 && positional[0] == "profile") {
     return ProfileMain(*flags, positional[1]);
+  }
+  if (positional.size() == 3 && positional[0] == "field") {
+    return FieldMain(*flags, positional[1], positional[2]);
   }
   if (positional.size() == 2 && positional[0] == "balance") {
     return BalanceMain(*flags, positional[1]);

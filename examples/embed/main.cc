@@ -5,6 +5,9 @@
 //
 //   gpipe-embed-example [--steps N] [--device CPU|CUDA] [--export FILE.safetensors]
 //
+// The arguments set fields of a pb::Plan parsed from the built-in text, never text of their own:
+// an argument is a number or an enum name, or a usage error, so it cannot add plan fields.
+//
 // Exit codes: 0 trained (and the held-out accuracy beat chance), 1 failed, 2 bad arguments.
 #include <mpi.h>
 
@@ -12,7 +15,9 @@
 #include <cstdlib>
 #include <string>
 
+#include "absl/strings/numbers.h"
 #include "cluster_source.h"
+#include "google/protobuf/text_format.h"
 #include "gpipe/gpipe.h"
 #include "scaled_tanh.h"
 #include "scaled_tanh_cuda.h"
@@ -53,23 +58,48 @@ constexpr char kPlan[] = R"pb(
 )pb";
 // clang-format on
 
+constexpr char kUsage[] =
+    "usage: gpipe-embed-example [--steps N] [--device CPU|CUDA] [--export FILE]\n"
+    "  --steps N    training steps, a whole number >= 1 (default 60)\n"
+    "  --device D   CPU (default) or CUDA\n";
+
+int Usage(const std::string& problem) {
+  std::fprintf(stderr, "gpipe-embed-example: %s\n%s", problem.c_str(), kUsage);
+  return 2;
+}
+
 int Run(int argc, char** argv) {
-  gpipe::PlanSource plan = gpipe::PlanSource::Text(kPlan, "embed-example.pbtxt");
+  gpipe::pb::Plan plan;
+  if (!google::protobuf::TextFormat::ParseFromString(kPlan, &plan)) {
+    std::fprintf(stderr, "gpipe-embed-example: the built-in plan does not parse\n");
+    return 1;
+  }
   std::string export_path;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
-    if (arg == "--steps" && i + 1 < argc) {
-      plan.Override(std::string("training { steps: ") + argv[++i] + " }");
-    } else if (arg == "--device" && i + 1 < argc) {
-      plan.Override(std::string("runtime { device: ") + argv[++i] + " }");
-    } else if (arg == "--export" && i + 1 < argc) {
-      export_path = argv[++i];
+    if (arg != "--steps" && arg != "--device" && arg != "--export") {
+      return Usage("unknown argument '" + arg + "'");
+    }
+    if (i + 1 >= argc) return Usage(arg + " needs a value");
+    const std::string value = argv[++i];
+    if (arg == "--steps") {
+      int64_t steps = 0;
+      if (!absl::SimpleAtoi(value, &steps) || steps < 1) {
+        return Usage("--steps needs a whole number >= 1, got '" + value + "'");
+      }
+      plan.mutable_training()->set_steps(steps);
+    } else if (arg == "--device") {
+      gpipe::pb::Device device = gpipe::pb::CPU;
+      if (!gpipe::pb::Device_Parse(value, &device) ||
+          (device != gpipe::pb::CPU && device != gpipe::pb::CUDA)) {
+        return Usage("--device needs CPU or CUDA, got '" + value + "'");
+      }
+      plan.mutable_runtime()->set_device(device);
     } else {
-      std::fprintf(stderr,
-                   "usage: gpipe-embed-example [--steps N] [--device CPU|CUDA] [--export FILE]\n");
-      return 2;
+      export_path = value;
     }
   }
+  const gpipe::PlanSource source = gpipe::PlanSource::Proto(plan, "embed-example.pbtxt");
 
   gpipe::Extensions extensions;
   // CPU kernels always; CUDA kernels where the example was built with CUDA (null otherwise).
@@ -82,7 +112,7 @@ int Run(int argc, char** argv) {
     return 1;
   }
 
-  auto runtime = gpipe::Runtime::Create(MPI_COMM_WORLD, plan, extensions);
+  auto runtime = gpipe::Runtime::Create(MPI_COMM_WORLD, source, extensions);
   if (!runtime.ok()) return 1;  // every rank printed why
   gpipe::Runtime& job = **runtime;
 

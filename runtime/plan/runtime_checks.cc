@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/core/setting_limits.h"
 #include "runtime/estimate/sim_profile.h"
 #include "runtime/plan/settings_check_helpers.h"
 #include "runtime/plan/settings_checks.h"
@@ -103,13 +104,16 @@ void CheckRuntime(const pb::Plan& plan, PlanErrors& errors) {
                             pb::Device_Name(runtime.device()),
                             "; use transport: MPI (the default) or device: CUDA"));
   }
-  if (runtime.gradient_bucket_bytes() < 1) {
+  if (runtime.gradient_bucket_bytes() < 1 || runtime.gradient_bucket_bytes() > kMaxByteCount) {
     errors.Add("runtime.gradient_bucket_bytes",
-               absl::StrCat("is ", runtime.gradient_bucket_bytes(), "; it must be >= 1"));
+               absl::StrCat("is ", runtime.gradient_bucket_bytes(), "; it must be from 1 to ",
+                            kMaxByteCount, " (1 EiB)"));
   }
-  if (runtime.memory_limit_bytes() < 0) {
-    errors.Add("runtime.memory_limit_bytes", absl::StrCat("is ", runtime.memory_limit_bytes(),
-                                                          "; use 0 (no limit) or a byte budget"));
+  if (runtime.memory_limit_bytes() < 0 || runtime.memory_limit_bytes() > kMaxByteCount) {
+    errors.Add(
+        "runtime.memory_limit_bytes",
+        absl::StrCat("is ", runtime.memory_limit_bytes(),
+                     "; use 0 (no limit) or a byte budget up to ", kMaxByteCount, " (1 EiB)"));
   }
   if (runtime.trace_steps() < 0) {
     errors.Add("runtime.trace_steps",
@@ -119,10 +123,11 @@ void CheckRuntime(const pb::Plan& plan, PlanErrors& errors) {
   for (const auto& [name, seconds] :
        {std::pair<const char*, double>{"wait_seconds", timeouts.wait_seconds()},
         std::pair<const char*, double>{"startup_seconds", timeouts.startup_seconds()}}) {
-    if (!Positive(seconds)) {
-      errors.Add(
-          absl::StrCat("runtime.timeouts.", name),
-          absl::StrCat("is ", Show(seconds), "; every wait needs a finite deadline > 0 seconds"));
+    // NaN fails both comparisons.
+    if (!(seconds > 0 && seconds <= kMaxWaitSeconds)) {
+      errors.Add(absl::StrCat("runtime.timeouts.", name),
+                 absl::StrCat("is ", Show(seconds), "; every wait needs a deadline > 0 and <= ",
+                              static_cast<int64_t>(kMaxWaitSeconds), " seconds"));
     }
   }
   if (runtime.device() == pb::SIM) CheckSim(plan, errors);

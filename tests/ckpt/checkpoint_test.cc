@@ -12,6 +12,7 @@
 #include "runtime/ckpt/checkpoint_reader.h"
 #include "runtime/ckpt/checkpoint_writer.h"
 #include "runtime/core/file_io.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -20,7 +21,7 @@ namespace fs = std::filesystem;
 
 std::string FreshTempDir() {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const fs::path dir = fs::path(::testing::TempDir()) / "gpipe_checkpoint" /
+  const fs::path dir = fs::path(::gpipe::testing::ProcessScratchDir()) / "gpipe_checkpoint" /
                        (std::string(info->test_suite_name()) + "." + info->name());
   fs::remove_all(dir);
   fs::create_directories(dir);

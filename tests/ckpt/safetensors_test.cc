@@ -14,6 +14,7 @@
 
 #include "gtest/gtest.h"
 #include "runtime/core/file_io.h"
+#include "tests/support/scratch_dir.h"
 #include "zlib.h"
 
 namespace gpipe {
@@ -21,7 +22,8 @@ namespace {
 
 std::string FreshTempDir() {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "gpipe_ckpt" /
+  const std::filesystem::path dir = std::filesystem::path(::gpipe::testing::ProcessScratchDir()) /
+                                    "gpipe_ckpt" /
                                     (std::string(info->test_suite_name()) + "." + info->name());
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);

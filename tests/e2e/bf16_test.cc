@@ -13,6 +13,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/equivalence_harness.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -98,8 +99,10 @@ TEST_F(Bf16Test, ConvnetStageCountsGiveBitIdenticalWeights) {
   // Convolutions (oneDNN's bf16 kernels), batch norm, pooling and a residual block: every
   // stage count computes the same bits, and every step's and evaluation's loss stays within 2%
   // of fp32's (measured: 1.2% at most).
-  const std::string fp32_metrics = absl::StrCat(::testing::TempDir(), "/bf16_convnet_fp32.jsonl");
-  const std::string bf16_metrics = absl::StrCat(::testing::TempDir(), "/bf16_convnet_bf16.jsonl");
+  const std::string fp32_metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/bf16_convnet_fp32.jsonl");
+  const std::string bf16_metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/bf16_convnet_bf16.jsonl");
   const Weights one =
       Train(1, {kBf16, absl::StrCat("runtime { metrics_out: \"", bf16_metrics, "\" }")}, kConvnet);
   ExpectBitIdentical(Train(4, {kBf16}, kConvnet), one);
@@ -125,8 +128,10 @@ TEST_F(Bf16Test, DataParallelReplicasAgreeWithOneProcess) {
 }
 
 TEST_F(Bf16Test, TracksFp32TrainingWithinTolerance) {
-  const std::string fp32_metrics = absl::StrCat(::testing::TempDir(), "/bf16_track_fp32.jsonl");
-  const std::string bf16_metrics = absl::StrCat(::testing::TempDir(), "/bf16_track_bf16.jsonl");
+  const std::string fp32_metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/bf16_track_fp32.jsonl");
+  const std::string bf16_metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/bf16_track_bf16.jsonl");
   const Weights fp32 = Train(2, {absl::StrCat("runtime { metrics_out: \"", fp32_metrics, "\" }")});
   const Weights bf16 =
       Train(2, {kBf16, absl::StrCat("runtime { metrics_out: \"", bf16_metrics, "\" }")});
@@ -145,8 +150,10 @@ TEST_F(Bf16Test, TracksFp32TrainingWithinTolerance) {
 }
 
 TEST_F(Bf16Test, BoundaryTensorsTravelInHalfTheBytes) {
-  const std::string fp32_metrics = absl::StrCat(::testing::TempDir(), "/bf16_test_fp32.jsonl");
-  const std::string bf16_metrics = absl::StrCat(::testing::TempDir(), "/bf16_test_bf16.jsonl");
+  const std::string fp32_metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/bf16_test_fp32.jsonl");
+  const std::string bf16_metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/bf16_test_bf16.jsonl");
   Train(2, {absl::StrCat("runtime { metrics_out: \"", fp32_metrics, "\" }")});
   Train(2, {kBf16, absl::StrCat("runtime { metrics_out: \"", bf16_metrics, "\" }")});
   const std::vector<int64_t> fp32 = SummedMetric(fp32_metrics, "bytes_sent");
@@ -166,8 +173,10 @@ TEST_F(Bf16Test, ReMaterializedStageInputsAreStashedInHalfTheBytes) {
   constexpr int kMicroBatches = 8;
   const std::string pipeline =
       absl::StrCat("pipeline { remat: ALWAYS micro_batches: ", kMicroBatches, " }");
-  const std::string fp32_metrics = absl::StrCat(::testing::TempDir(), "/bf16_stash_fp32.jsonl");
-  const std::string bf16_metrics = absl::StrCat(::testing::TempDir(), "/bf16_stash_bf16.jsonl");
+  const std::string fp32_metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/bf16_stash_fp32.jsonl");
+  const std::string bf16_metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/bf16_stash_bf16.jsonl");
   Train(2, {pipeline, absl::StrCat("runtime { metrics_out: \"", fp32_metrics, "\" }")});
   Train(2, {kBf16, pipeline, absl::StrCat("runtime { metrics_out: \"", bf16_metrics, "\" }")});
   const std::vector<std::vector<int64_t>> fp32 = RankMetric(fp32_metrics, "peak_boundary_bytes");

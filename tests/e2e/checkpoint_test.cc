@@ -20,6 +20,7 @@
 #include "runtime/core/file_io.h"
 #include "tests/e2e/equivalence_harness.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -33,12 +34,7 @@ constexpr char kAdam[] = "training { optimizer { adam { lr: 0.01 weight_decay: 0
 
 class CheckpointJobTest : public testing::EquivalenceHarness {
  protected:
-  void SetUp() override {
-    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = (fs::path(::testing::TempDir()) / "gpipe_checkpoint_e2e" / info->name()).string();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = scratch_.path(); }
 
   std::string Path(const std::string& name) const { return dir_ + "/" + name; }
   // The plan's checkpoint section, into dir_/ckpt.
@@ -82,6 +78,7 @@ class CheckpointJobTest : public testing::EquivalenceHarness {
     return losses;
   }
 
+  const testing::ScratchDir scratch_;  // this test's own, removed after it
   std::string dir_;
 };
 

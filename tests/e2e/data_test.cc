@@ -15,6 +15,7 @@
 #include "runtime/core/rng.h"
 #include "runtime/data/npy.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -28,8 +29,7 @@ constexpr int64_t kOutputs = 3;
 class NpyJobTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    dir_ = absl::StrCat(::testing::TempDir(), "/npy_job_",
-                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = scratch_.path();
     std::filesystem::create_directories(dir_ + "/data");
     RandomStream stream(3, {1});
     inputs_.resize(kSamples * kInputs);
@@ -115,6 +115,7 @@ class NpyJobTest : public ::testing::Test {
     return lines;
   }
 
+  const testing::ScratchDir scratch_;  // this test's own, removed after it
   std::string dir_;
   std::vector<float> inputs_;
   std::vector<float> targets_;

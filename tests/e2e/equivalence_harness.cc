@@ -6,14 +6,15 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe::testing {
 
 Weights EquivalenceHarness::TrainOn(const std::string& device_override, int stages,
                                     const std::vector<std::string>& overrides,
                                     const std::string& plan, int replicas) {
-  const std::string out =
-      absl::StrCat(::testing::TempDir(), "/equivalence_", counter_++, ".safetensors");
+  const std::string out = absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/equivalence_",
+                                       counter_++, ".safetensors");
   std::vector<std::string> argv = MpirunPrefix(stages * replicas);
   argv.insert(argv.end(),
               {BinPath("gpipe-worker"), "--plan", SourcePath(plan), "--export", out, "--override",

@@ -1,4 +1,6 @@
 // The README's main example trains: the loss falls, and the metrics file carries every field.
+// The embedding example (examples/embed) takes its arguments as values, never as plan text.
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -7,9 +9,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -29,7 +33,8 @@ double NumberField(const std::string& line, const std::string& key) {
 }
 
 TEST(ExampleTest, MainExampleLearns) {
-  const std::string metrics = absl::StrCat(::testing::TempDir(), "/mlp_metrics.jsonl");
+  const std::string metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/mlp_metrics.jsonl");
   const testing::ProcessResult run = testing::RunProcess(
       {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"), "--override",
        "training { steps: 60 }", "--metrics-out", metrics},
@@ -93,11 +98,12 @@ TEST(ExampleTest, PlanToolShowsTheSchedule) {
 // The real-data examples (their data comes from scripts/setup.sh): a short run learns, and the
 // evaluation of the held-out split reaches the progress output and the metrics file.
 TEST(ExampleTest, FashionMnistConvnetLearnsAndEvaluates) {
-  const std::string metrics = absl::StrCat(::testing::TempDir(), "/fashion_metrics.jsonl");
+  const std::string metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/fashion_metrics.jsonl");
   const testing::ProcessResult run = testing::RunProcess(
       {testing::BinPath("gpipe-run"), testing::SourcePath("examples/fashion_mnist/plan.pbtxt"),
-       "--override", "training { steps: 60 eval_every: 60 eval_samples: 1000 }",
-       "--metrics-out", metrics},
+       "--override", "training { steps: 60 eval_every: 60 eval_samples: 1000 }", "--metrics-out",
+       metrics},
       300);
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "eval after step 60 | loss")) << run.output;
@@ -112,7 +118,8 @@ TEST(ExampleTest, FashionMnistConvnetLearnsAndEvaluates) {
 }
 
 TEST(ExampleTest, CharTransformerLearnsAndReportsBitsPerByte) {
-  const std::string metrics = absl::StrCat(::testing::TempDir(), "/char_metrics.jsonl");
+  const std::string metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/char_metrics.jsonl");
   const testing::ProcessResult run = testing::RunProcess(
       {testing::BinPath("gpipe-run"), testing::SourcePath("examples/char_transformer/plan.pbtxt"),
        "--override", "training { steps: 30 eval_every: 30 eval_samples: 64 }", "--metrics-out",
@@ -128,6 +135,42 @@ TEST(ExampleTest, CharTransformerLearnsAndReportsBitsPerByte) {
   EXPECT_LT(bits, 5.5) << lines.back();
   EXPECT_GT(bits, 0.5) << lines.back();
   EXPECT_LT(NumberField(lines[29], "loss"), NumberField(lines[0], "loss"));
+}
+
+// An argument that carried plan text used to be merged into the plan as an override.
+TEST(ExampleTest, EmbedExampleRefusesArgumentsThatAreNotValues) {
+  const std::string program = testing::BinPath("gpipe-embed-example");
+  if (!std::filesystem::exists(program)) GTEST_SKIP() << "built without GPIPE_BUILD_EXAMPLES";
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--steps", "1 } data { synthetic { num_samples: 8 } }"},
+       "--steps needs a whole number >= 1, got '1 } data { synthetic { num_samples: 8 } }'"},
+      {{"--steps", "0"}, "--steps needs a whole number >= 1, got '0'"},
+      {{"--device", "CPU } training { steps: 1 }"},
+       "--device needs CPU or CUDA, got 'CPU } training { steps: 1 }'"},
+      {{"--device", "SIM"}, "--device needs CPU or CUDA, got 'SIM'"},
+      {{"--steps"}, "--steps needs a value"},
+      {{"--learning-rate", "1"}, "unknown argument '--learning-rate'"}};
+  for (const auto& [args, expected] : cases) {
+    SCOPED_TRACE(absl::StrJoin(args, " "));
+    std::vector<std::string> argv = testing::MpirunPrefix(1);
+    argv.push_back(program);
+    argv.insert(argv.end(), args.begin(), args.end());
+    const testing::ProcessResult run = testing::RunProcess(argv, 60);
+    EXPECT_EQ(run.exit_code, 2) << run.output;
+    EXPECT_TRUE(absl::StrContains(run.output, absl::StrCat("gpipe-embed-example: ", expected)))
+        << run.output;
+    EXPECT_FALSE(absl::StrContains(run.output, "step 20")) << run.output;
+  }
+}
+
+TEST(ExampleTest, EmbedExampleTakesStepsAndDeviceAsValues) {
+  const std::string program = testing::BinPath("gpipe-embed-example");
+  if (!std::filesystem::exists(program)) GTEST_SKIP() << "built without GPIPE_BUILD_EXAMPLES";
+  std::vector<std::string> argv = testing::MpirunPrefix(2);
+  argv.insert(argv.end(), {program, "--steps", "40", "--device", "CPU"});
+  const testing::ProcessResult run = testing::RunProcess(argv, 120);
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "trained 40 steps on 2 ranks")) << run.output;
 }
 
 }  // namespace

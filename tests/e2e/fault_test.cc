@@ -25,6 +25,7 @@
 #include "runtime/ckpt/checkpoint_manifest.h"
 #include "runtime/ckpt/checkpoint_reader.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -94,12 +95,7 @@ bool Alive(pid_t pid) {
 
 class FaultTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = (fs::path(::testing::TempDir()) / "gpipe_fault" / info->name()).string();
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
+  void SetUp() override { dir_ = scratch_.path(); }
 
   struct Killed {
     testing::ProcessResult result;
@@ -155,6 +151,7 @@ class FaultTest : public ::testing::Test {
     return killed;
   }
 
+  const testing::ScratchDir scratch_;  // this test's own, removed after it
   std::string dir_;
 };
 

@@ -15,6 +15,7 @@
 #include "absl/strings/strip.h"
 #include "gtest/gtest.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -44,8 +45,7 @@ class HostileInputTest : public ::testing::Test {
  protected:
   void SetUp() override {
     corpus_ = testing::SourcePath("tests/hostile");
-    scratch_ = (fs::path(::testing::TempDir()) / "gpipe_hostile").string();
-    fs::remove_all(scratch_);
+    scratch_ = scratch_dir_.path();
     fs::create_directories(scratch_ + "/directory");
     ASSERT_EQ(::mkfifo((scratch_ + "/fifo").c_str(), 0644), 0);
   }
@@ -64,6 +64,7 @@ class HostileInputTest : public ::testing::Test {
     return name;
   }
 
+  const testing::ScratchDir scratch_dir_;  // this test's own, removed after it
   std::string corpus_, scratch_;
 };
 
@@ -85,6 +86,18 @@ TEST_F(HostileInputTest, EveryInputOfTheCorpusIsRefusedWithItsError) {
       results.push_back(Worker({"--init-from", corpus_ + "/" + c.input}));
     } else if (c.how == "resume") {
       results.push_back(Worker({"--resume", corpus_ + "/" + c.input}));
+    } else if (c.how == "flags") {
+      const std::vector<std::string> flags = absl::StrSplit(c.input, ' ');
+      results.push_back(Worker(flags));
+      std::vector<std::string> run = {testing::BinPath("gpipe-run"), corpus_ + "/plans/base.pbtxt",
+                                      "--dry-run"};
+      run.insert(run.end(), flags.begin(), flags.end());
+      results.push_back(testing::RunProcess(run, 60));
+    } else if (c.how == "balance") {
+      std::vector<std::string> balance = {testing::BinPath("gpipe-plan"), "balance",
+                                          corpus_ + "/plans/base.pbtxt"};
+      for (absl::string_view flag : absl::StrSplit(c.input, ' ')) balance.emplace_back(flag);
+      results.push_back(testing::RunProcess(balance, 60));
     } else if (c.how == "special") {
       results.push_back(
           testing::RunProcess({testing::BinPath("gpipe-plan"), "check", Special(c.input)}, 60));

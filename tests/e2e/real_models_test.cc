@@ -8,12 +8,13 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 #include "runtime/ckpt/safetensors.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -28,8 +29,8 @@ struct Trained {
 class RealModelsTest : public ::testing::Test {
  protected:
   Trained Train(const std::string& plan, int stages, const std::vector<std::string>& overrides) {
-    const std::string out =
-        absl::StrCat(::testing::TempDir(), "/real_models_", counter_++, ".safetensors");
+    const std::string out = absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/real_models_",
+                                         counter_++, ".safetensors");
     std::vector<std::string> argv = testing::MpirunPrefix(stages);
     argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan",
                              testing::SourcePath(plan), "--export", out, "--override",

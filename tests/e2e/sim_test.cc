@@ -17,6 +17,7 @@
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -51,7 +52,7 @@ runtime {
 }
 
 std::string WriteFile(const std::string& name, const std::string& text) {
-  const std::string path = absl::StrCat(::testing::TempDir(), "/", name);
+  const std::string path = absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/", name);
   std::ofstream(path) << text;
   return path;
 }
@@ -108,8 +109,8 @@ TEST(SimTest, RunsManyRanksAndMatchesThePredictedMemory) {
     SCOPED_TRACE(absl::StrCat(c.ranks, " ranks, ", c.schedule));
     const std::vector<std::string> overrides = {
         absl::StrCat("pipeline { stages: ", c.ranks, " schedule: ", c.schedule, " }")};
-    const std::string metrics =
-        absl::StrCat(::testing::TempDir(), "/sim_", c.ranks, "_", c.schedule, ".jsonl");
+    const std::string metrics = absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/sim_",
+                                             c.ranks, "_", c.schedule, ".jsonl");
     const testing::ProcessResult run =
         RunJob(c.ranks, plan, {"--override", overrides[0], "--metrics-out", metrics});
     ASSERT_EQ(run.exit_code, 0) << run.output;
@@ -162,7 +163,8 @@ training { global_batch: 16 steps: 1 optimizer { sgd { lr: 0.1 } } }
 data { synthetic { num_samples: 64 } }
 runtime { device: SIM timeouts { wait_seconds: 60 } sim { peak_gflops: 1000000 } }
 )pb"));
-  const std::string metrics = absl::StrCat(::testing::TempDir(), "/sim_huge.jsonl");
+  const std::string metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/sim_huge.jsonl");
   const testing::ProcessResult run = RunJob(16, plan, {"--metrics-out", metrics});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   const std::vector<std::string> lines = Lines(metrics);

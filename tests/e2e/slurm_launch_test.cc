@@ -17,6 +17,7 @@
 #include "absl/strings/str_join.h"
 #include "gtest/gtest.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -55,9 +56,7 @@ void WriteExecutable(const fs::path& path, const std::string& text) {
 class SlurmLaunchTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) / "gpipe_slurm_e2e" / info->name();
-    fs::remove_all(dir_);
+    dir_ = scratch_.path();
     fs::create_directories(dir_ / "fake-bin");
     // The mpirun flags the tests use (GPIPE_MPIRUN_FLAGS), without "mpirun -np 1".
     const std::vector<std::string> prefix = testing::MpirunPrefix(1);
@@ -119,6 +118,7 @@ printf '%s\n' "$@" > ")",
     return testing::RunProcess(argv, timeout, watch);
   }
 
+  const testing::ScratchDir scratch_;  // this test's own, removed after it
   fs::path dir_;
 };
 
@@ -270,6 +270,47 @@ TEST_F(SlurmLaunchTest, TheBatchScriptStopsWithACheckpointAndRequeuesOnItsSignal
   const testing::ProcessResult again = Run(requeued, dry_run, 30);
   EXPECT_EQ(again.exit_code, 0) << again.output;
   EXPECT_TRUE(absl::StrContains(again.output, "--resume latest")) << again.output;
+}
+
+// A job pre-empted before its first checkpoint used to be requeued with --resume latest, which
+// fails on every restart: it starts afresh until `latest` exists.
+TEST_F(SlurmLaunchTest, TheBatchScriptResumesOnlyWhenACheckpointExists) {
+  const fs::path bin_dir = fs::path(testing::BinPath("gpipe-run")).parent_path();
+  const fs::path checkpoints = dir_ / "checkpoints";
+  const std::vector<std::string> requeued = {"SLURM_JOB_ID=4242", "SLURM_NTASKS=2",
+                                             "SLURM_RESTART_COUNT=1",
+                                             absl::StrCat("GPIPE_BIN_DIR=", bin_dir.string())};
+  auto dry_run = [&](const std::vector<std::string>& overrides) {
+    std::vector<std::string> script = {"bash", testing::SourcePath("examples/slurm/train.sbatch"),
+                                       FourStages()};
+    script.insert(script.end(), overrides.begin(), overrides.end());
+    script.push_back("--dry-run");
+    return Run(requeued, script, 30);
+  };
+  const std::string stages = "--override=pipeline { stages: 2 }";
+  const std::string with_checkpoint =
+      absl::StrCat("checkpoint { dir: \"", checkpoints.string(), "\" }");
+
+  // No checkpoint.dir in the plan at all.
+  testing::ProcessResult run = dry_run({stages});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_FALSE(absl::StrContains(run.output, "--resume")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "the plan has no checkpoint.dir")) << run.output;
+
+  // A checkpoint.dir (set by an override, as --override X or --override=X) with no `latest`.
+  run = dry_run({stages, "--override", with_checkpoint});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_FALSE(absl::StrContains(run.output, "--resume")) << run.output;
+  EXPECT_TRUE(absl::StrContains(
+      run.output, absl::StrCat(checkpoints.string(), "/latest is missing); starting from step 0")))
+      << run.output;
+
+  // Once `latest` exists the restart continues from it.
+  fs::create_directories(checkpoints);
+  std::ofstream(checkpoints / "latest") << "step-000000003\n";
+  run = dry_run({stages, absl::StrCat("--override=", with_checkpoint)});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "--resume latest")) << run.output;
 }
 
 TEST_F(SlurmLaunchTest, TheHostfileExampleDrivesMpirun) {

@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "runtime/ckpt/safetensors.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -40,8 +41,9 @@ void ExpectMatchesTorch(const std::string& optimizer_override, const std::string
   ASSERT_EQ(torch.size(), 9u);
   for (const Case c : {Case{1, 1}, Case{2, 4}, Case{4, 8}}) {
     SCOPED_TRACE(absl::StrCat(c.stages, " stages, ", c.micro_batches, " micro-batches"));
-    const std::string out = absl::StrCat(::testing::TempDir(), "/torch_ref_", reference, "_",
-                                         c.stages, "_", c.micro_batches, ".safetensors");
+    const std::string out =
+        absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/torch_ref_", reference, "_", c.stages,
+                     "_", c.micro_batches, ".safetensors");
     std::vector<std::string> argv = testing::MpirunPrefix(c.stages);
     argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan",
                              testing::SourcePath(absl::StrCat(kDir, "/plan.pbtxt")), "--init-from",

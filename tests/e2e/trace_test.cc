@@ -14,6 +14,7 @@
 #include "runtime/core/json.h"
 #include "runtime/core/json_fields.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -76,7 +77,7 @@ int Count(const Trace& trace, int64_t pid, const std::string& cat, int64_t step)
 }
 
 TEST(TraceTest, ATracedRunRecordsEveryInstructionWithAlignedClocks) {
-  const std::string path = absl::StrCat(::testing::TempDir(), "/trace_gpipe.json");
+  const std::string path = absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/trace_gpipe.json");
   constexpr int kStages = 4, kMicroBatches = 4, kSteps = 3;
   const testing::ProcessResult run = testing::RunProcess(
       {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"), "--override",
@@ -151,7 +152,7 @@ TEST(TraceTest, ATracedRunRecordsEveryInstructionWithAlignedClocks) {
   }
 
   // The trace draws: gpipe-plan timeline reads it and reports every stage's bubble.
-  const std::string svg = absl::StrCat(::testing::TempDir(), "/trace_gpipe.svg");
+  const std::string svg = absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/trace_gpipe.svg");
   const testing::ProcessResult drawn =
       testing::RunProcess({testing::BinPath("gpipe-plan"), "timeline", path, "-o", svg}, 60);
   ASSERT_EQ(drawn.exit_code, 0) << drawn.output;
@@ -167,7 +168,8 @@ TEST(TraceTest, ATracedRunRecordsEveryInstructionWithAlignedClocks) {
 }
 
 TEST(TraceTest, TraceStepsLimitsTheRecordedSteps) {
-  const std::string path = absl::StrCat(::testing::TempDir(), "/trace_limited.json");
+  const std::string path =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/trace_limited.json");
   const testing::ProcessResult run = testing::RunProcess(
       {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"), "--override",
        "training { steps: 4 } pipeline { stages: 2 micro_batches: 2 schedule: ONE_F_ONE_B } "
@@ -183,7 +185,8 @@ TEST(TraceTest, TraceStepsLimitsTheRecordedSteps) {
 
 TEST(TraceTest, AFailedRunStillWritesItsTrace) {
   // The last stage runs out of its memory budget in step 0 (see launch_failure_test).
-  const std::string path = absl::StrCat(::testing::TempDir(), "/trace_failed.json");
+  const std::string path =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/trace_failed.json");
   std::vector<std::string> argv = testing::MpirunPrefix(3);
   argv.insert(argv.end(),
               {testing::BinPath("gpipe-worker"), "--plan",
@@ -213,7 +216,8 @@ TEST(TraceTest, ReplicaAllReducesOverlapTheBackward) {
   // K=2 stages x D=2 replicas, one all-reduce bucket per layer: each rank's buckets start
   // during its last backward (the last layers' gradients are final while the first layers'
   // are still being computed) and the trace shows them beside the compute.
-  const std::string path = absl::StrCat(::testing::TempDir(), "/trace_replicas.json");
+  const std::string path =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/trace_replicas.json");
   constexpr int kSteps = 2;
   const testing::ProcessResult run = testing::RunProcess(
       {testing::BinPath("gpipe-run"), testing::SourcePath("examples/mlp/plan.pbtxt"), "--override",

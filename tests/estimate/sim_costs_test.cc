@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -21,7 +22,7 @@ pb::Sim ParseSim(const std::string& text) {
 }
 
 std::string WriteProfile(const std::string& name, const std::string& json) {
-  const std::string path = absl::StrCat(::testing::TempDir(), "/", name);
+  const std::string path = absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/", name);
   std::ofstream(path) << json;
   return path;
 }

@@ -142,7 +142,8 @@ std::vector<MalformedCase> Cases() {
         "1, 2, 5, 10"}},
       {"ZeroGradientBucketBytes",
        {{11, "runtime { gradient_bucket_bytes: 0 }"}},
-       {"bad.pbtxt:11:11: runtime.gradient_bucket_bytes: is 0; it must be >= 1"}},
+       {"bad.pbtxt:11:11: runtime.gradient_bucket_bytes: is 0; it must be from 1 to "
+        "1152921504606846976 (1 EiB)"}},
       {"NcclTransportOffTheGpu",
        {{11, "runtime { transport: NCCL }"}},
        {"bad.pbtxt:11:11: runtime.transport: is NCCL, which moves GPU tensors, but runtime.device "
@@ -211,8 +212,9 @@ std::vector<MalformedCase> Cases() {
        {{7, "  ties { parameters: [\"fc1.weight\"] } }"}},
        {"bad.pbtxt:7:10: model.ties[0].parameters: needs at least two parameter names"}},
       {"ParameterTiedTwice",
-       {{7, "  ties { parameters: [\"fc1.bias\", \"fc1.bias\"] } ties { parameters: "
-            "[\"fc2.bias\", \"fc1.bias\"] } }"}},
+       {{7,
+         "  ties { parameters: [\"fc1.bias\", \"fc1.bias\"] } ties { parameters: "
+         "[\"fc2.bias\", \"fc1.bias\"] } }"}},
        {"bad.pbtxt:7:10: model.ties[0].parameters[1]: 'fc1.bias' appears twice in this tie",
         "bad.pbtxt:7:56: model.ties[1].parameters[1]: 'fc1.bias' is already tied in "
         "model.ties[0]; put all of its partners in one tie"}},
@@ -346,8 +348,23 @@ std::vector<MalformedCase> Cases() {
        {{11, "runtime { threads: 0 log_every: -1 timeouts { wait_seconds: 0 } }"}},
        {"bad.pbtxt:11:11: runtime.threads: is 0; use at least 1 compute thread per process",
         "bad.pbtxt:11:22: runtime.log_every: is -1; use 0 (never) or a step interval >= 1",
-        "bad.pbtxt:11:47: runtime.timeouts.wait_seconds: is 0; every wait needs a finite "
-        "deadline > 0 seconds"}},
+        "bad.pbtxt:11:47: runtime.timeouts.wait_seconds: is 0; every wait needs a deadline > 0 "
+        "and <= 1000000 seconds"}},
+      // 1e10 s overflowed the start-up watchdog's nanosecond deadline into one already past.
+      {"TimeoutsBeyondWhatADeadlineHolds",
+       {{11, "runtime { timeouts { wait_seconds: 1e10 startup_seconds: 2e6 } }"}},
+       {"bad.pbtxt:11:22: runtime.timeouts.wait_seconds: is 1e+10; every wait needs a deadline "
+        "> 0 and <= 1000000 seconds",
+        "bad.pbtxt:11:41: runtime.timeouts.startup_seconds: is 2e+06; every wait needs a "
+        "deadline > 0 and <= 1000000 seconds"}},
+      {"ByteCountsBeyondOneExbibyte",
+       {{11,
+         "runtime { gradient_bucket_bytes: 2000000000000000000 memory_limit_bytes: "
+         "9223372036854775807 }"}},
+       {"bad.pbtxt:11:11: runtime.gradient_bucket_bytes: is 2000000000000000000; it must be from "
+        "1 to 1152921504606846976 (1 EiB)",
+        "bad.pbtxt:11:54: runtime.memory_limit_bytes: is 9223372036854775807; use 0 (no limit) "
+        "or a byte budget up to 1152921504606846976 (1 EiB)"}},
       {"TraceSteps",
        {{11, "runtime { trace: \"t.json\" trace_steps: -2 }"}},
        {"bad.pbtxt:11:27: runtime.trace_steps: is -2; use 0 (every step) or a step count"}},

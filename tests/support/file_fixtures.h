@@ -9,18 +9,19 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe::testing {
 
-// A directory under ::testing::TempDir() unique to the running test, emptied first.
+// A directory unique to the running test in this process's ProcessScratchDir() (removed at exit),
+// emptied first.
 inline std::string FreshTempDir() {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = std::string(info->test_suite_name()) + "." + info->name();
   for (char& c : name) {
     if (c == '/') c = '_';
   }
-  const std::filesystem::path dir =
-      std::filesystem::path(::testing::TempDir()) / "gpipe_tests" / name;
+  const std::filesystem::path dir = std::filesystem::path(ProcessScratchDir()) / name;
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir.string();

@@ -14,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "runtime/core/file_io.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -22,9 +23,10 @@ constexpr double kTimeLimitSeconds = 60;
 
 std::string OutputDir() {
   const char* keep = std::getenv("GPIPE_TIMELINE_PNG_DIR");
-  std::string dir = keep != nullptr && *keep != '\0'
-                        ? std::string(keep)
-                        : absl::StrCat(::testing::TempDir(), "/gpipe_timeline_png");
+  std::string dir =
+      keep != nullptr && *keep != '\0'
+          ? std::string(keep)
+          : absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/gpipe_timeline_png");
   std::filesystem::create_directories(dir);
   return dir;
 }

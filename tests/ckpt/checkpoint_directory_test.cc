@@ -1,12 +1,15 @@
 // A run's checks of its checkpoint directory before it starts: probing it by doing what a save
-// does.
+// does, and what complete checkpoint it holds already.
 #include <unistd.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "runtime/ckpt/checkpoint_inventory.h"
+#include "runtime/ckpt/checkpoint_layout.h"
 #include "runtime/ckpt/checkpoint_probe.h"
 #include "tests/ckpt/checkpoint_fixture.h"
 
@@ -17,6 +20,7 @@ namespace fs = std::filesystem;
 using ::gpipe::testing::Contains;
 using ::gpipe::testing::FreshTempDir;
 using ::gpipe::testing::WriteText;
+using ::gpipe::testing::WriteTwoStageCheckpoint;
 
 TEST(ProbeCheckpointDirectoryTest, CreatesTheDirectoryAndLeavesNothingBehind) {
   const std::string dir = FreshTempDir() + "/new/ckpt";
@@ -48,6 +52,30 @@ TEST(ProbeCheckpointDirectoryTest, NamesTheStepThatFailed) {
     EXPECT_TRUE(Contains(status, "cannot create a file in it (Permission denied)")) << status;
     fs::permissions(base + "/read-only", fs::perms::owner_all);
   }
+}
+
+TEST(NewestCompleteCheckpointTest, PrefersLatestThenTheHighestReadableStep) {
+  const std::string dir = FreshTempDir();
+  absl::StatusOr<std::optional<CheckpointEntry>> newest = NewestCompleteCheckpoint(dir + "/none");
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  EXPECT_FALSE(newest->has_value());
+  fs::create_directories(dir + "/step-000000001");  // incomplete: not counted
+  EXPECT_FALSE(NewestCompleteCheckpoint(dir)->has_value());
+
+  for (int64_t step : {2, 4, 6}) WriteTwoStageCheckpoint(dir, step);
+  EXPECT_EQ((*NewestCompleteCheckpoint(dir))->path, dir + "/step-000000006");
+  ASSERT_TRUE(WriteLatestCheckpoint(dir, "step-000000004").ok());
+  EXPECT_EQ((*NewestCompleteCheckpoint(dir))->step, 4);
+  // latest naming nothing readable: the highest step whose manifest reads.
+  WriteText(dir + "/latest", "garbage");
+  WriteText(dir + "/step-000000006/manifest.pbtxt", "");
+  newest = NewestCompleteCheckpoint(dir);
+  ASSERT_TRUE(newest.ok() && newest->has_value()) << newest.status();
+  EXPECT_EQ((*newest)->step, 4);
+  EXPECT_TRUE((*newest)->complete);
+  fs::remove(dir + "/latest");
+  fs::create_symlink(dir + "/step-000000004", dir + "/latest");
+  EXPECT_EQ(NewestCompleteCheckpoint(dir).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

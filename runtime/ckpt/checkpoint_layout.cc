@@ -10,7 +10,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
+#include "runtime/ckpt/path_status.h"
 #include "runtime/core/file_io.h"
+#include "runtime/core/output_path.h"
 #include "runtime/core/status_macros.h"
 
 namespace gpipe {
@@ -20,31 +22,61 @@ namespace fs = std::filesystem;
 
 constexpr char kStepPrefix[] = "step-";
 // The longest `latest` file read: a step name and a newline, with room to spare.
-constexpr size_t kMaxLatestBytes = 256;
+constexpr int64_t kMaxLatestBytes = 256;
 
-// The step of a step directory's name, or -1.
-int64_t StepOfName(absl::string_view name) {
-  if (!absl::ConsumePrefix(&name, kStepPrefix) || name.empty() || name.size() > 18) return -1;
-  for (char c : name) {
-    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return -1;
+std::string LatestPath(const std::string& dir) {
+  return (fs::path(dir) / kCheckpointLatestFile).string();
+}
+
+// `latest` as lstat sees it, refused unless absent or a regular file.
+absl::StatusOr<PathStatus> LatestStatus(const std::string& dir) {
+  const std::string path = LatestPath(dir);
+  ASSIGN_OR_RETURN(const PathStatus latest, StatPath(path, FollowLinks::kNo));
+  if (latest.exists && !latest.is_regular()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        path, " is ", FileKindName(latest.mode),
+        ": gpipe keeps it a regular file naming the newest checkpoint and neither reads nor "
+        "writes through anything else; remove it (the next checkpoint writes it again)"));
   }
-  int64_t step = -1;
-  return absl::SimpleAtoi(name, &step) ? step : -1;
+  return latest;
 }
-
-bool HasManifest(const fs::path& dir) {
-  std::error_code error;
-  return fs::is_regular_file(dir / kCheckpointManifestFile, error);
-}
-
-}  // namespace
-
-namespace {
 
 absl::StatusOr<std::string> LatestWithContext(const std::string& dir, absl::string_view context) {
   absl::StatusOr<std::string> latest = ReadLatestCheckpoint(dir);
   if (!latest.ok()) return WithContext(latest.status(), context);
   return latest;
+}
+
+// The step directories; `strict`: every error is returned, otherwise what cannot be examined is
+// left out.
+absl::StatusOr<std::vector<CheckpointEntry>> Scan(const std::string& dir, bool strict) {
+  std::vector<CheckpointEntry> entries;
+  ASSIGN_OR_RETURN(const PathStatus top, StatPath(dir, FollowLinks::kYes));
+  if (!top.exists) return entries;
+  std::error_code error;
+  fs::directory_iterator it(dir, error);
+  for (; !error && it != fs::directory_iterator(); it.increment(error)) {
+    const int64_t step = CheckpointStepOfName(it->path().filename().string());
+    if (step < 0) continue;
+    const std::string path = it->path().string();
+    absl::StatusOr<PathStatus> entry = StatPath(path, FollowLinks::kYes);
+    absl::StatusOr<PathStatus> manifest = PathStatus{};
+    if (entry.ok() && entry->is_directory()) {
+      manifest = StatPath((it->path() / kCheckpointManifestFile).string(), FollowLinks::kYes);
+    }
+    for (const absl::StatusOr<PathStatus>* checked : {&entry, &manifest}) {
+      if (!checked->ok() && strict) return checked->status();
+    }
+    if (!entry.ok() || !entry->is_directory() || !manifest.ok()) continue;
+    entries.push_back({step, path, manifest->is_regular()});
+  }
+  if (error) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot list the checkpoint directory ", dir, ": ", error.message()));
+  }
+  std::sort(entries.begin(), entries.end(),
+            [](const CheckpointEntry& a, const CheckpointEntry& b) { return a.step < b.step; });
+  return entries;
 }
 
 }  // namespace
@@ -55,20 +87,31 @@ std::string CheckpointShardName(int stage, int stages) {
   return absl::StrFormat("stage-%03d-of-%03d.safetensors", stage, stages);
 }
 
+int64_t CheckpointStepOfName(absl::string_view name) {
+  if (!absl::ConsumePrefix(&name, kStepPrefix) || name.empty() || name.size() > 18) return -1;
+  for (char c : name) {
+    if (!absl::ascii_isdigit(static_cast<unsigned char>(c))) return -1;
+  }
+  int64_t step = -1;
+  return absl::SimpleAtoi(name, &step) ? step : -1;
+}
+
+absl::Status CheckLatestPointer(const std::string& dir) { return LatestStatus(dir).status(); }
+
 absl::StatusOr<std::string> ReadLatestCheckpoint(const std::string& dir) {
-  const std::string path = (fs::path(dir) / kCheckpointLatestFile).string();
-  std::error_code error;
-  if (!fs::exists(path, error)) {
+  const std::string path = LatestPath(dir);
+  ASSIGN_OR_RETURN(const PathStatus latest, LatestStatus(dir));
+  if (!latest.exists) {
     return absl::NotFoundError(
         absl::StrCat(path, " does not exist: ", dir, " holds no complete checkpoint"));
   }
-  if (const uintmax_t size = fs::file_size(path, error); !error && size > kMaxLatestBytes) {
+  if (latest.size > kMaxLatestBytes) {
     return absl::DataLossError(
-        absl::StrCat(path, " is ", size, " bytes; it should hold one checkpoint name"));
+        absl::StrCat(path, " is ", latest.size, " bytes; it should hold one checkpoint name"));
   }
   ASSIGN_OR_RETURN(const std::string text, ReadWholeFile(path));
   const absl::string_view name = absl::StripAsciiWhitespace(text);
-  if (StepOfName(name) < 0) {
+  if (CheckpointStepOfName(name) < 0) {
     return absl::DataLossError(absl::StrCat(path,
                                             " should name a checkpoint (step-NNNNNNNNN), not '",
                                             absl::CHexEscape(name.substr(0, 64)), "'"));
@@ -77,8 +120,8 @@ absl::StatusOr<std::string> ReadLatestCheckpoint(const std::string& dir) {
 }
 
 absl::Status WriteLatestCheckpoint(const std::string& dir, const std::string& step_name) {
-  return WriteFileAtomically((fs::path(dir) / kCheckpointLatestFile).string(),
-                             absl::StrCat(step_name, "\n"));
+  RETURN_IF_ERROR(CheckLatestPointer(dir));
+  return WriteFileAtomically(LatestPath(dir), absl::StrCat(step_name, "\n"));
 }
 
 absl::StatusOr<std::string> ResolveCheckpoint(const std::string& resume,
@@ -91,60 +134,32 @@ absl::StatusOr<std::string> ResolveCheckpoint(const std::string& resume,
     }
     return LatestWithContext(checkpoint_dir, "--resume latest");
   }
-  std::error_code error;
-  if (!fs::is_directory(resume, error)) {
-    return absl::NotFoundError(
-        absl::StrCat("--resume ", resume,
-                     ": no such directory (a checkpoint directory, one of its step-* "
-                     "directories, or the word latest)"));
+  const std::string context = absl::StrCat("--resume ", resume);
+  const absl::StatusOr<PathStatus> target = StatPath(resume, FollowLinks::kYes);
+  if (!target.ok()) return WithContext(target.status(), context);
+  if (!target->is_directory()) {
+    return absl::NotFoundError(absl::StrCat(
+        context,
+        ": no such directory (a checkpoint directory, one of its step-* directories, or the word "
+        "latest)"));
   }
-  if (HasManifest(resume)) return resume;
-  if (fs::exists(fs::path(resume) / kCheckpointLatestFile, error)) {
-    return LatestWithContext(resume, absl::StrCat("--resume ", resume));
-  }
-  return absl::NotFoundError(absl::StrCat("--resume ", resume, ": neither ",
-                                          kCheckpointManifestFile, " nor ", kCheckpointLatestFile,
-                                          " is there: not a checkpoint"));
+  ASSIGN_OR_RETURN(
+      const PathStatus manifest,
+      StatPath((fs::path(resume) / kCheckpointManifestFile).string(), FollowLinks::kYes));
+  if (manifest.exists) return resume;
+  ASSIGN_OR_RETURN(const PathStatus latest, StatPath(LatestPath(resume), FollowLinks::kNo));
+  if (latest.exists) return LatestWithContext(resume, context);
+  return absl::NotFoundError(absl::StrCat(context, ": neither ", kCheckpointManifestFile, " nor ",
+                                          kCheckpointLatestFile, " is there: not a checkpoint"));
+}
+
+absl::StatusOr<std::vector<CheckpointEntry>> ScanCheckpoints(const std::string& dir) {
+  return Scan(dir, /*strict=*/true);
 }
 
 std::vector<CheckpointEntry> ListCheckpoints(const std::string& dir) {
-  std::vector<CheckpointEntry> entries;
-  std::error_code error;
-  for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
-    const int64_t step = StepOfName(entry.path().filename().string());
-    if (step < 0 || !entry.is_directory(error)) continue;
-    entries.push_back({step, entry.path().string(), HasManifest(entry.path())});
-  }
-  std::sort(entries.begin(), entries.end(),
-            [](const CheckpointEntry& a, const CheckpointEntry& b) { return a.step < b.step; });
-  return entries;
-}
-
-absl::StatusOr<std::vector<std::string>> PruneCheckpoints(const std::string& dir,
-                                                          int64_t newest_step, int keep_last) {
-  const std::vector<CheckpointEntry> entries = ListCheckpoints(dir);
-  int complete_newer = 0;  // complete checkpoints at or after the one looked at, up to newest
-  std::vector<std::string> removed;
-  for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
-    if (it->step > newest_step) continue;  // not ours to judge (another writer's future)
-    bool remove = false;
-    if (it->complete) {
-      ++complete_newer;
-      remove = keep_last > 0 && complete_newer > keep_last;
-    } else {
-      remove = it->step < newest_step;
-    }
-    if (!remove) continue;
-    std::error_code error;
-    fs::remove_all(it->path, error);
-    if (error) {
-      return absl::DataLossError(
-          absl::StrCat("removing the old checkpoint ", it->path, " failed: ", error.message()));
-    }
-    removed.push_back(it->path);
-  }
-  if (!removed.empty()) RETURN_IF_ERROR(FsyncDirectory(dir));
-  return removed;
+  absl::StatusOr<std::vector<CheckpointEntry>> entries = Scan(dir, /*strict=*/false);
+  return entries.ok() ? *std::move(entries) : std::vector<CheckpointEntry>();
 }
 
 }  // namespace gpipe

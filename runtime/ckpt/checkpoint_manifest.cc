@@ -5,12 +5,15 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/text_format.h"
 #include "runtime/ckpt/checkpoint_layout.h"
+#include "runtime/ckpt/crc32.h"
+#include "runtime/ckpt/path_status.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/status_macros.h"
 
@@ -42,6 +45,22 @@ class ErrorLines : public google::protobuf::io::ErrorCollector {
 
 absl::Status Corrupt(const std::string& source, absl::string_view what) {
   return absl::DataLossError(absl::StrCat(source, ": ", what));
+}
+
+// The manifest's text as written and as its checksum covers it (deterministic for a message).
+absl::StatusOr<std::string> PrintManifest(const pb::CheckpointManifest& manifest) {
+  std::string text;
+  if (!google::protobuf::TextFormat::Printer().PrintToString(manifest, &text)) {
+    return absl::InternalError("could not print the checkpoint manifest");
+  }
+  return text;
+}
+
+// The step of the directory holding `checkpoint` when it is named step-N, or -1.
+int64_t StepOfDirectory(const std::string& checkpoint) {
+  fs::path dir = fs::path(checkpoint).lexically_normal();
+  if (dir.filename().empty()) dir = dir.parent_path();
+  return CheckpointStepOfName(dir.filename().string());
 }
 
 }  // namespace
@@ -100,8 +119,19 @@ absl::Status ValidateCheckpointManifest(const pb::CheckpointManifest& manifest,
   return absl::OkStatus();
 }
 
+absl::StatusOr<uint32_t> CheckpointManifestChecksum(const pb::CheckpointManifest& manifest) {
+  pb::CheckpointManifest unsummed = manifest;
+  unsummed.clear_manifest_crc32();
+  ASSIGN_OR_RETURN(const std::string text, PrintManifest(unsummed));
+  return Crc32(text);
+}
+
 absl::StatusOr<pb::CheckpointManifest> ParseCheckpointManifest(const std::string& text,
                                                                const std::string& source) {
+  if (absl::StripAsciiWhitespace(text).empty()) {
+    return absl::DataLossError(absl::StrCat(
+        source, " is empty (a checkpoint interrupted before its manifest was written?)"));
+  }
   pb::CheckpointManifest manifest;
   ErrorLines errors(source);
   google::protobuf::TextFormat::Parser parser;
@@ -113,17 +143,25 @@ absl::StatusOr<pb::CheckpointManifest> ParseCheckpointManifest(const std::string
     if (errors.lines().empty()) return Corrupt(source, "not a checkpoint manifest");
     return absl::DataLossError(absl::StrJoin(errors.lines(), "\n"));
   }
+  if (manifest.has_manifest_crc32()) {
+    ASSIGN_OR_RETURN(const uint32_t crc, CheckpointManifestChecksum(manifest));
+    if (crc != manifest.manifest_crc32()) {
+      return Corrupt(source, absl::StrCat("the manifest's checksum does not match its text (was it "
+                                          "edited by hand?): manifest_crc32 is ",
+                                          manifest.manifest_crc32(), ", the text's is ", crc));
+    }
+    manifest.clear_manifest_crc32();
+  }
   RETURN_IF_ERROR(ValidateCheckpointManifest(manifest, source));
   return manifest;
 }
 
 absl::StatusOr<pb::CheckpointManifest> ReadCheckpointManifest(const std::string& checkpoint) {
   const std::string path = (fs::path(checkpoint) / kCheckpointManifestFile).string();
-  std::error_code error;
-  if (const uintmax_t size = fs::file_size(path, error);
-      !error && size > static_cast<uintmax_t>(kMaxManifestBytes)) {
-    return Corrupt(path,
-                   absl::StrCat("the manifest is ", size, " bytes, more than ", kMaxManifestBytes));
+  ASSIGN_OR_RETURN(const PathStatus file, StatPath(path, FollowLinks::kYes));
+  if (file.size > kMaxManifestBytes) {
+    return Corrupt(
+        path, absl::StrCat("the manifest is ", file.size, " bytes, more than ", kMaxManifestBytes));
   }
   absl::StatusOr<std::string> text = ReadWholeFile(path);
   if (!text.ok()) {
@@ -132,16 +170,22 @@ absl::StatusOr<pb::CheckpointManifest> ReadCheckpointManifest(const std::string&
         absl::StrCat(text.status().message(), " (", checkpoint,
                      " is not a complete checkpoint: its manifest is written last)"));
   }
-  return ParseCheckpointManifest(*text, path);
+  ASSIGN_OR_RETURN(pb::CheckpointManifest manifest, ParseCheckpointManifest(*text, path));
+  if (const int64_t named = StepOfDirectory(checkpoint); named >= 0 && named != manifest.step()) {
+    return Corrupt(path, absl::StrCat("the manifest says step ", manifest.step(),
+                                      " but its directory is named ", CheckpointStepName(named),
+                                      ": a checkpoint renamed or copied over another? (a copy "
+                                      "under a name other than step-N is read as it is)"));
+  }
+  return manifest;
 }
 
 absl::Status WriteCheckpointManifest(const std::string& checkpoint,
                                      const pb::CheckpointManifest& manifest) {
-  std::string text;
-  google::protobuf::TextFormat::Printer printer;
-  if (!printer.PrintToString(manifest, &text)) {
-    return absl::InternalError("could not print the checkpoint manifest");
-  }
+  pb::CheckpointManifest summed = manifest;
+  ASSIGN_OR_RETURN(const uint32_t crc, CheckpointManifestChecksum(manifest));
+  summed.set_manifest_crc32(crc);
+  ASSIGN_OR_RETURN(const std::string text, PrintManifest(summed));
   return WriteFileAtomically(
       (fs::path(checkpoint) / kCheckpointManifestFile).string(),
       absl::StrCat("# gpipe checkpoint manifest (proto/checkpoint.proto)\n", text));

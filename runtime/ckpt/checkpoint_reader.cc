@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/ckpt/crc32.h"
+#include "runtime/ckpt/path_status.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/status_macros.h"
 
@@ -15,6 +16,10 @@ namespace {
 
 // The shard's bytes, checked against its manifest entry.
 absl::StatusOr<std::string> ReadShard(const std::string& path, const pb::CheckpointShard& shard) {
+  // A symlink loop is named as one, not as a missing shard.
+  if (const absl::StatusOr<PathStatus> file = StatPath(path, FollowLinks::kYes); !file.ok()) {
+    return absl::DataLossError(absl::StrCat("checkpoint shard ", file.status().message()));
+  }
   absl::StatusOr<std::string> bytes = ReadWholeFile(path);
   if (!bytes.ok()) {
     return absl::DataLossError(absl::StrCat(

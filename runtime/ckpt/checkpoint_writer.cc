@@ -4,8 +4,10 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "runtime/ckpt/checkpoint_layout.h"
 #include "runtime/ckpt/checkpoint_manifest.h"
+#include "runtime/ckpt/path_status.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/status_macros.h"
 
@@ -27,7 +29,7 @@ absl::Status MoveLatestAwayFrom(const std::string& dir, const std::string& check
   if (!latest.ok() || fs::path(*latest).filename() != fs::path(checkpoint).filename()) {
     return absl::OkStatus();
   }
-  const std::vector<CheckpointEntry> entries = ListCheckpoints(dir);
+  ASSIGN_OR_RETURN(const std::vector<CheckpointEntry> entries, ScanCheckpoints(dir));
   for (auto it = entries.rbegin(); it != entries.rend(); ++it) {
     if (it->step < step && it->complete) {
       return WriteLatestCheckpoint(dir, fs::path(it->path).filename().string());
@@ -46,8 +48,10 @@ absl::StatusOr<std::string> PrepareCheckpoint(const std::string& dir, int64_t st
   std::error_code error;
   fs::create_directories(dir, error);
   if (error) return FileSystemError("creating the checkpoint directory", dir, error);
+  RETURN_IF_ERROR(CheckLatestPointer(dir));
   const std::string checkpoint = (fs::path(dir) / CheckpointStepName(step)).string();
-  if (fs::exists(checkpoint, error)) {
+  ASSIGN_OR_RETURN(const PathStatus earlier, StatPath(checkpoint, FollowLinks::kNo));
+  if (earlier.exists) {
     RETURN_IF_ERROR(MoveLatestAwayFrom(dir, checkpoint, step));
     fs::remove_all(checkpoint, error);
     if (error) return FileSystemError("removing the earlier", checkpoint, error);
@@ -76,11 +80,19 @@ absl::StatusOr<pb::CheckpointShard> WriteCheckpointShard(
 absl::StatusOr<std::vector<std::string>> CommitCheckpoint(const std::string& dir,
                                                           const std::string& checkpoint,
                                                           const pb::CheckpointManifest& manifest,
-                                                          int keep_last) {
+                                                          const CheckpointRetention& retention) {
+  const absl::Time began = absl::Now();
   RETURN_IF_ERROR(ValidateCheckpointManifest(manifest, checkpoint));
   RETURN_IF_ERROR(WriteCheckpointManifest(checkpoint, manifest));
   RETURN_IF_ERROR(WriteLatestCheckpoint(dir, fs::path(checkpoint).filename().string()));
-  return PruneCheckpoints(dir, manifest.step(), keep_last);
+  return PruneCheckpoints(dir, manifest.step(), retention, began);
+}
+
+absl::StatusOr<std::vector<std::string>> CommitCheckpoint(const std::string& dir,
+                                                          const std::string& checkpoint,
+                                                          const pb::CheckpointManifest& manifest,
+                                                          int keep_last) {
+  return CommitCheckpoint(dir, checkpoint, manifest, CheckpointRetention{.keep_last = keep_last});
 }
 
 }  // namespace gpipe

@@ -85,6 +85,8 @@ write("checkpoints/huge_tensor/manifest.pbtxt",
       b'format_version: 1 step: 1 shards { file: "s.safetensors" bytes: 8 }\n'
       b'tensors { name: "fc1.weight" shape: 4611686018427387904 shape: 4 kind: PARAMETER shard: 0 }\n')
 write("checkpoints/bad_latest/latest", b"../../../../tmp\n")
+write("checkpoints/empty_manifest/manifest.pbtxt", b"")
+write("checkpoints/edited_manifest/manifest.pbtxt", b"format_version: 1 step: 1 manifest_crc32: 1\n")
 write("checkpoints/missing_shard/manifest.pbtxt",
       b'format_version: 1 step: 1 applied_steps: 1 global_batch: 8 seed: 0 shuffle: false dataset_size: 64\n'
       b'plan { training { optimizer { sgd { lr: 0.1 } } } }\n'

@@ -54,7 +54,7 @@ constexpr char kUsage[] =
     "                        job, \"Primary job terminated normally ...\", is left out: the\n"
     "                        ranks' error lines say what failed)\n"
     "  worker flags          --override TEXT (repeatable), --metrics-out FILE, --trace FILE,\n"
-    "                        --init-from FILE, --export FILE, --resume CKPT,\n"
+    "                        --init-from FILE, --export FILE, --resume CKPT, --start-over,\n"
     "                        --startup-timeout SEC\n"
     "                        (passed to every gpipe-worker; see gpipe-worker --help)\n";
 
@@ -222,6 +222,7 @@ int main(int argc, char** argv) {
                                   {"init-from"},
                                   {"export"},
                                   {"resume"},
+                                  {"start-over", false},
                                   {"startup-timeout"}},
                                  args);
   if (!flags.ok()) return Fail(absl::StrCat(flags.status().message(), "\n", kUsage));
@@ -260,6 +261,7 @@ int main(int argc, char** argv) {
     if (auto value = flags->Get(name))
       worker.insert(worker.end(), {absl::StrCat("--", name), *value});
   }
+  if (flags->Has("start-over")) worker.push_back("--start-over");
   // Ranks other than 0 never read the plan, so the plan's start-up limit travels as a flag.
   if (!flags->Has("startup-timeout")) {
     worker.insert(

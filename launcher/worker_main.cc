@@ -37,6 +37,9 @@ constexpr char kUsage[] =
     "  --export FILE          write all parameters to a safetensors file after training\n"
     "  --resume CKPT          continue from a checkpoint: latest (the plan's checkpoint.dir),\n"
     "                         a checkpoint directory, or one of its step-N directories\n"
+    "  --start-over           train from the start although checkpoint.dir holds an earlier\n"
+    "                         run's checkpoints (removed once this run's first is complete);\n"
+    "                         without it such a run is refused (continue with --resume latest)\n"
     "  --startup-timeout SEC  how long ranks wait for rank 0's setup (default 120)\n"
     "  --help                 this text\n";
 
@@ -51,6 +54,7 @@ int main(int argc, char** argv) {
                                   {"init-from"},
                                   {"export"},
                                   {"resume"},
+                                  {"start-over", false},
                                   {"startup-timeout"},
                                   {"help", false}},
                                  args);
@@ -71,6 +75,7 @@ int main(int argc, char** argv) {
   options.init_from = flags->Get("init-from").value_or("");
   options.export_path = flags->Get("export").value_or("");
   options.resume = flags->Get("resume").value_or("");
+  options.start_over = flags->Has("start-over");
   // Quoted in the CUDA backend's messages when a rank finds no GPU (CUDA itself reads it).
   if (const char* visible = std::getenv("CUDA_VISIBLE_DEVICES"); visible != nullptr) {
     options.cuda_visible_devices = visible;

@@ -54,6 +54,10 @@ struct RuntimeOptions {
   // Continue from a checkpoint: "latest" (the plan's checkpoint.dir), a checkpoint directory or
   // one of its step-N directories. Excludes init_from.
   std::string resume;
+  // Start over in a checkpoint.dir that holds complete checkpoints of an earlier run (without it,
+  // and without resume, such a run is refused): they are removed once this run's first
+  // checkpoint is complete. Excludes resume.
+  bool start_over = false;
   // Polled on every rank at each step's gradient-sync barrier: true on any rank ends training
   // after that step (as StepAction::kStop does). Null: never.
   std::function<bool()> stop_requested;

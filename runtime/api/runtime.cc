@@ -49,6 +49,7 @@ WorkerOptions ToWorkerOptions(const PlanSource& plan, RuntimeOptions& options) {
   worker.trace = options.trace;
   worker.init_from = options.init_from;
   worker.resume = options.resume;
+  worker.start_over = options.start_over;
   worker.stop_requested = std::move(options.stop_requested);
   worker.startup_timeout = options.startup_timeout;
   return worker;

@@ -80,9 +80,12 @@ absl::Status CheckpointSession::Save(int64_t step, const StageChunks& parts,
       ASSIGN_OR_RETURN(const pb::CheckpointManifest manifest,
                        BuildManifest(step, progress, gathered));
       const std::string path = CheckpointPath(step);
-      ASSIGN_OR_RETURN(const std::vector<std::string> removed,
-                       CommitCheckpoint(setup_.plan().checkpoint().dir(), path, manifest,
-                                        setup_.plan().checkpoint().keep_last()));
+      CheckpointRetention retention{.keep_last = setup_.plan().checkpoint().keep_last()};
+      if (setup_.start_over()) retention.this_runs_steps = saved_steps_;
+      ASSIGN_OR_RETURN(
+          const std::vector<std::string> removed,
+          CommitCheckpoint(setup_.plan().checkpoint().dir(), path, manifest, retention));
+      saved_steps_.insert(step);
       int64_t bytes = 0;
       for (const pb::CheckpointShard& shard : manifest.shards()) bytes += shard.bytes();
       std::vector<std::string> removed_names;

@@ -9,6 +9,7 @@
 #define GPIPE_RUNTIME_COORD_CHECKPOINT_SESSION_H_
 
 #include <cstdint>
+#include <set>
 #include <string>
 
 #include "absl/status/status.h"
@@ -60,6 +61,9 @@ class CheckpointSession {
 
   ControlChannel& control_;
   const pb::Setup& setup_;
+  // Rank 0: the steps this run has committed checkpoints at (a run that started over removes
+  // every other one: CheckpointRetention).
+  std::set<int64_t> saved_steps_;
   absl::Duration timeout_;
   const Logger& logger_;
 };

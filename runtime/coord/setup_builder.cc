@@ -9,6 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "runtime/ckpt/checkpoint_inventory.h"
+#include "runtime/ckpt/checkpoint_layout.h"
+#include "runtime/ckpt/checkpoint_probe.h"
 #include "runtime/coord/resume_source.h"
 #include "runtime/core/file_ownership.h"
 #include "runtime/core/output_path.h"
@@ -106,6 +109,26 @@ absl::StatusOr<RunFiles> CheckOutputs(const WorkerOptions& options, const pb::Pl
   return files;
 }
 
+// checkpoint.dir is this job's for its life: its lock taken, the directory checked by doing what
+// a save does, and a run that neither resumes nor starts over refused when an earlier run's
+// complete checkpoint is there (its `latest` would be rewritten, its checkpoints pruned).
+absl::StatusOr<CheckpointDirLock> ClaimCheckpointDirectory(const WorkerOptions& options,
+                                                           const std::string& dir) {
+  ASSIGN_OR_RETURN(CheckpointDirLock lock, CheckpointDirLock::Acquire(dir));
+  RETURN_IF_ERROR(CheckLatestPointer(dir));
+  RETURN_IF_ERROR(ProbeCheckpointDirectory(dir));
+  if (!options.resume.empty() || options.start_over) return lock;
+  ASSIGN_OR_RETURN(const std::optional<CheckpointEntry> newest, NewestCompleteCheckpoint(dir));
+  if (newest.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint.dir ", dir, " holds a complete checkpoint of an earlier run (", newest->path,
+        ", step ", newest->step, "): continue it with --resume latest, or train from the "
+        "first step with --start-over (its checkpoints are removed once this run's first "
+        "checkpoint is complete)"));
+  }
+  return lock;
+}
+
 }  // namespace
 
 absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_size,
@@ -139,7 +162,20 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     plan.mutable_checkpoint()->set_dir(
         std::filesystem::absolute(plan.checkpoint().dir()).lexically_normal().string());
   }
+  if (options.start_over && !options.resume.empty()) {
+    return absl::InvalidArgumentError(
+        "--start-over and --resume exclude each other (one trains from the first step, the "
+        "other continues a checkpoint)");
+  }
+  if (options.start_over && plan.checkpoint().dir().empty()) {
+    return absl::InvalidArgumentError(
+        "--start-over needs a checkpoint.dir (it says what to do with the checkpoints there)");
+  }
   ASSIGN_OR_RETURN(job.files, CheckOutputs(options, plan));
+  if (!plan.checkpoint().dir().empty()) {
+    ASSIGN_OR_RETURN(job.checkpoint_lock,
+                     ClaimCheckpointDirectory(options, plan.checkpoint().dir()));
+  }
   std::string data_fingerprint;
   if (!plan.checkpoint().dir().empty() || !options.resume.empty()) {
     ASSIGN_OR_RETURN(data_fingerprint, DataFingerprint(plan));
@@ -197,6 +233,7 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     if (resume.has_value()) *setup.mutable_resume() = *resume;
     setup.set_export_parameters(!options.export_path.empty());
     if (!data_fingerprint.empty()) setup.set_data_fingerprint(data_fingerprint);
+    if (options.start_over) setup.set_start_over(true);
     for (int64_t d : job.analyzed.target_shape.dims()) setup.add_target_shape(d);
     setup.set_class_targets(job.analyzed.target_dtype == DType::kI64);
     setup.set_num_classes(job.analyzed.num_classes);

@@ -94,6 +94,7 @@ absl::StatusOr<ReceivedSetup> ReceiveSetup(ControlChannel& control, const Worker
     setups = job->setups;
     received.prediction = job->prediction;
     received.files = job->files;
+    received.checkpoint_lock = std::move(job->checkpoint_lock);
     if (!options.trace.empty()) {
       for (pb::Setup& s : setups) s.mutable_plan()->mutable_runtime()->set_trace(options.trace);
     }

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -17,6 +18,7 @@
 #include "layers/registry.h"
 #include "proto/control.pb.h"
 #include "runtime/backend/backend_registry.h"
+#include "runtime/ckpt/checkpoint_lock.h"
 #include "runtime/comm/control_channel.h"
 #include "runtime/comm/data_channel.h"
 #include "runtime/coord/checkpoint_session.h"
@@ -39,6 +41,7 @@ struct ReceivedSetup {
   pb::Setup setup;
   schedule::VerifyResult prediction;  // rank 0 only: the schedule simulated with FLOP costs
   RunFiles files;                     // rank 0 only: what the run reads, keeps and writes
+  std::optional<CheckpointDirLock> checkpoint_lock;  // rank 0 only: held for the job's life
 };
 
 // Rank 0 resolves the job (ResolveJob) and sends every rank its Setup, or the rejection to all;

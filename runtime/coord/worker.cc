@@ -125,6 +125,7 @@ class WorkerSession::Impl {
     setup_ = std::move(received->setup);
     prediction_ = std::move(received->prediction);
     run_files_ = std::move(received->files);
+    checkpoint_lock_ = std::move(received->checkpoint_lock);
     if (setup_.has_error()) {
       // A rejected plan is known to every rank: no abort broadcast, the communicator is intact.
       if (rank_ == 0) {
@@ -327,6 +328,7 @@ class WorkerSession::Impl {
   pb::Setup setup_;
   schedule::VerifyResult prediction_;         // rank 0 only
   RunFiles run_files_;                        // rank 0 only: checked against a later export
+  std::optional<CheckpointDirLock> checkpoint_lock_;  // rank 0 only: checkpoint.dir is this job's
   std::unique_ptr<TraceSession> trace_;       // runtime.trace; null when not traced
   std::unique_ptr<RankStage> stage_;          // BuildStage's, kept whole even after a failed build
   std::unique_ptr<Coordinator> coordinator_;  // rank 0 only

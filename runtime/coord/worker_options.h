@@ -26,6 +26,9 @@ struct WorkerOptions {
   std::string init_from;               // --init-from FILE.safetensors
   std::string export_path;             // --export FILE.safetensors
   std::string resume;                  // --resume latest|DIR (checkpoint_layout.h)
+  // --start-over: train from the start in a checkpoint.dir holding an earlier run's complete
+  // checkpoints, removing them once this run's first checkpoint is complete.
+  bool start_over = false;
   // Polled at every step's gradient-sync barrier: true asks the job to stop after that step (and
   // save a checkpoint when the plan has checkpoint.dir). Null: never (the embedding program
   // decides); gpipe-worker sets it from SIGINT, SIGTERM and SIGUSR1 (stop_signals.h).

@@ -1,0 +1,198 @@
+// A run owns its files (issue 27), through the real programs: no output may be a file the run
+// reads, another output, or anything in a checkpoint directory; one job per checkpoint.dir, held
+// by a lock; a run without --resume does not take over another run's checkpoints; a resumed run
+// says how its plan differs and refuses other data or a hand-edited manifest.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
+#include "runtime/ckpt/checkpoint_lock.h"
+#include "tests/support/file_fixtures.h"
+#include "tests/support/process_runner.h"
+
+namespace gpipe {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::ProcessResult;
+
+constexpr char kPlan[] = R"pb(
+name: "ownership"
+model {
+  input { shape: [12] }
+  layers { name: "fc1" linear { out_features: 16 } }
+  layers { name: "fc2" linear { out_features: 5 } }
+  loss { softmax_cross_entropy {} }
+}
+pipeline { stages: 1 micro_batches: 2 }
+training { global_batch: 8 steps: 2 optimizer { sgd { lr: 0.1 } } }
+data { synthetic { num_samples: 64 } }
+runtime { log_every: 0 timeouts { wait_seconds: 30 startup_seconds: 30 } }
+)pb";
+
+class OwnershipTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = testing::FreshTempDir();
+    plan_ = Path("plan.pbtxt");
+    testing::WriteFile(plan_, kPlan);
+  }
+
+  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
+  std::string Checkpoint(int every_steps = 1) const {
+    return absl::StrCat("checkpoint { dir: \"", Path("ckpt"), "\" every_steps: ", every_steps,
+                        " }");
+  }
+
+  // gpipe-worker on one rank with `args`.
+  ProcessResult Worker(const std::vector<std::string>& args) const {
+    std::vector<std::string> argv = testing::MpirunPrefix(1);
+    argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan", plan_});
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::RunProcess(argv, 120);
+  }
+
+  // A finished run with checkpoints after every step into ckpt/.
+  void TrainWithCheckpoints(const std::vector<std::string>& extra = {}) const {
+    std::vector<std::string> args = {"--override", Checkpoint()};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const ProcessResult run = Worker(args);
+    ASSERT_EQ(run.exit_code, 0) << run.output;
+  }
+
+  std::string dir_, plan_;
+};
+
+TEST_F(OwnershipTest, AnOutputOnTheRunsPlanIsRefusedAndThePlanKept) {
+  std::filesystem::create_hard_link(plan_, Path("plan-link.pbtxt"));
+  for (const std::string flag : {"--export", "--metrics-out", "--trace"}) {
+    for (const std::string& target : {plan_, Path("plan-link.pbtxt")}) {
+      SCOPED_TRACE(absl::StrCat(flag, " ", target));
+      const ProcessResult run = Worker({flag, target});
+      EXPECT_EQ(run.exit_code, 1) << run.output;
+      EXPECT_TRUE(absl::StrContains(run.output, absl::StrCat(flag, " ", target,
+                                                              " is the same file as the plan")))
+          << run.output;
+      EXPECT_EQ(testing::ReadFile(plan_), kPlan);
+    }
+  }
+}
+
+TEST_F(OwnershipTest, TwoOutputsOnOneFileAreRefused) {
+  const ProcessResult run =
+      Worker({"--export", Path("out"), "--metrics-out", Path("./out")});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "--metrics-out and --export name the same file"))
+      << run.output;
+  EXPECT_FALSE(fs::exists(Path("out")));
+}
+
+TEST_F(OwnershipTest, OutputsIntoTheCheckpointDirectoryAreRefusedAndItsCheckpointsKept) {
+  TrainWithCheckpoints();
+  const std::string latest = testing::ReadFile(Path("ckpt/latest"));
+  const std::string shard = Path("ckpt/step-000000002/stage-000-of-001.safetensors");
+  const std::string shard_bytes = testing::ReadFile(shard);
+  for (const std::string& target : {Path("ckpt/latest"), shard, Path("ckpt/new.safetensors")}) {
+    SCOPED_TRACE(target);
+    const ProcessResult run =
+        Worker({"--override", Checkpoint(), "--resume", "latest", "--export", target});
+    EXPECT_EQ(run.exit_code, 1) << run.output;
+    EXPECT_TRUE(absl::StrContains(run.output, "is inside checkpoint.dir")) << run.output;
+  }
+  EXPECT_EQ(testing::ReadFile(Path("ckpt/latest")), latest);
+  EXPECT_EQ(testing::ReadFile(shard), shard_bytes);
+}
+
+TEST_F(OwnershipTest, PlanBalanceMayNotWriteOverItsPlan) {
+  const ProcessResult run =
+      testing::RunProcess({testing::BinPath("gpipe-plan"), "balance", plan_, "--stages", "2",
+                           "-o", plan_},
+                          60);
+  EXPECT_EQ(run.exit_code, 2) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "-o " + plan_ + " is the same file as the plan"))
+      << run.output;
+  EXPECT_EQ(testing::ReadFile(plan_), kPlan);
+}
+
+TEST_F(OwnershipTest, ASecondJobOnALockedCheckpointDirectoryIsRefusedNamingTheHolder) {
+  absl::StatusOr<CheckpointDirLock> held = CheckpointDirLock::Acquire(Path("ckpt"));
+  ASSERT_TRUE(held.ok()) << held.status();
+  const ProcessResult run = Worker({"--override", Checkpoint()});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "is in use by another job")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, absl::StrCat("pid=", ::getpid()))) << run.output;
+  EXPECT_FALSE(fs::exists(Path("ckpt/step-000000001")));
+}
+
+TEST_F(OwnershipTest, ARunWithoutResumeDoesNotTakeOverAnEarlierRunsCheckpoints) {
+  TrainWithCheckpoints();
+  const std::string latest = testing::ReadFile(Path("ckpt/latest"));
+  const ProcessResult refused =
+      Worker({"--override", Checkpoint(), "--override", "training { steps: 1 }"});
+  EXPECT_EQ(refused.exit_code, 1) << refused.output;
+  EXPECT_TRUE(absl::StrContains(refused.output, "step-000000002")) << refused.output;
+  EXPECT_TRUE(absl::StrContains(refused.output, "--resume latest")) << refused.output;
+  EXPECT_TRUE(absl::StrContains(refused.output, "--start-over")) << refused.output;
+  EXPECT_EQ(testing::ReadFile(Path("ckpt/latest")), latest);
+
+  // Starting over: the old checkpoints go once the new run's first one is complete.
+  const ProcessResult over = Worker(
+      {"--override", Checkpoint(), "--override", "training { steps: 1 }", "--start-over"});
+  ASSERT_EQ(over.exit_code, 0) << over.output;
+  EXPECT_EQ(testing::ReadFile(Path("ckpt/latest")), "step-000000001\n");
+  EXPECT_FALSE(fs::exists(Path("ckpt/step-000000002")));
+}
+
+TEST_F(OwnershipTest, AResumedRunNamesEveryChangeOfItsPlan) {
+  TrainWithCheckpoints();
+  const ProcessResult run =
+      Worker({"--override", Checkpoint(), "--resume", "latest", "--override",
+              "training { steps: 3 optimizer { sgd { lr: 0.05 } } }"});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "resuming with training.steps 3 (checkpoint: 2)"))
+      << run.output;
+  EXPECT_TRUE(
+      absl::StrContains(run.output, "resuming with training.optimizer.sgd.lr 0.05 (checkpoint: 0.1)"))
+      << run.output;
+}
+
+TEST_F(OwnershipTest, ResumingOnOtherDataIsRefused) {
+  TrainWithCheckpoints();
+  const ProcessResult run =
+      Worker({"--override", Checkpoint(), "--resume", "latest", "--override",
+              "training { steps: 3 } data { synthetic { noise: 0.25 } }"});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "the checkpoint was taken on other data"))
+      << run.output;
+}
+
+TEST_F(OwnershipTest, AHandEditedManifestIsRefused) {
+  TrainWithCheckpoints();
+  const std::string manifest = Path("ckpt/step-000000002/manifest.pbtxt");
+  std::string text = testing::ReadFile(manifest);
+  const size_t at = text.find("applied_steps: 2");
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, 16, "applied_steps: 1");
+  testing::WriteFile(manifest, text);
+  const ProcessResult run = Worker(
+      {"--override", Checkpoint(), "--resume", "latest", "--override", "training { steps: 3 }"});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "checksum")) << run.output;
+}
+
+TEST_F(OwnershipTest, ALatestThatIsASymlinkIsRefusedUpFrontAndNotWrittenThrough) {
+  fs::create_directories(Path("ckpt"));
+  testing::WriteFile(Path("elsewhere"), "keep me\n");
+  fs::create_symlink(Path("elsewhere"), Path("ckpt/latest"));
+  const ProcessResult run = Worker({"--override", Checkpoint(), "--start-over"});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "latest")) << run.output;
+  EXPECT_EQ(testing::ReadFile(Path("elsewhere")), "keep me\n");
+  EXPECT_FALSE(fs::exists(Path("ckpt/step-000000001")));
+}
+
+}  // namespace
+}  // namespace gpipe

@@ -1,5 +1,9 @@
 #include "runtime/coord/setup_builder.h"
 
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <set>
@@ -149,8 +153,12 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
   ResolvedJob job;
   job.analyzed = std::move(resolved.analyzed);
   RETURN_IF_ERROR(CheckWorldSize(job.analyzed, loaded, world_size));
-  if (!options.init_from.empty() && !std::filesystem::exists(options.init_from)) {
-    return absl::NotFoundError(absl::StrCat("--init-from: ", options.init_from, ": no such file"));
+  if (struct stat info; !options.init_from.empty() && ::stat(options.init_from.c_str(), &info) != 0) {
+    return absl::NotFoundError(absl::StrCat(
+        "--init-from: ", options.init_from, ": ",
+        errno == ENOENT  ? "no such file"
+        : errno == ELOOP ? "too many levels of symbolic links (a symlink loop)"
+                         : std::strerror(errno)));
   }
   if (!options.init_from.empty() && !options.resume.empty()) {
     return absl::InvalidArgumentError(

@@ -97,10 +97,19 @@ absl::Status CheckOutputDirectory(absl::string_view what, const std::string& dir
     }
     return absl::OkStatus();
   }
-  const std::string trimmed = std::filesystem::path(dir).lexically_normal().string();
-  std::string parent =
-      ParentOf(trimmed.ends_with('/') ? trimmed.substr(0, trimmed.size() - 1) : trimmed);
-  return CheckWritableDirectory(what, dir, parent);
+  if (errno == ELOOP) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(what, ": ", dir, ": too many levels of symbolic links (a symlink loop)"));
+  }
+  // Created with its missing parents (mkdir -p) when first written: the nearest existing
+  // ancestor must be a writable directory.
+  std::filesystem::path ancestor = std::filesystem::absolute(dir).lexically_normal();
+  if (!ancestor.has_filename()) ancestor = ancestor.parent_path();  // a trailing separator
+  struct stat found;
+  do {
+    ancestor = ancestor.parent_path();
+  } while (::stat(ancestor.c_str(), &found) != 0 && errno == ENOENT && ancestor.has_relative_path());
+  return CheckWritableDirectory(what, dir, ancestor.string());
 }
 
 }  // namespace gpipe

@@ -24,8 +24,9 @@ absl::Status CheckReplaceable(const std::string& path);
 // FAILED_PRECONDITION naming `what` and the path.
 absl::Status CheckOutputFile(absl::string_view what, const std::string& path);
 
-// An output directory: `dir` is a writable directory, or absent with an existing writable
-// parent (it is created when first written). Errors as CheckOutputFile's.
+// An output directory: `dir` is a writable directory, or absent with its nearest existing
+// ancestor a writable directory (it is created with its missing parents when first written).
+// Errors as CheckOutputFile's; a symlink loop is named as one.
 absl::Status CheckOutputDirectory(absl::string_view what, const std::string& dir);
 
 }  // namespace gpipe

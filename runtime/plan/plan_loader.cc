@@ -3,6 +3,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <system_error>
 
@@ -63,8 +65,11 @@ absl::StatusOr<LoadedPlan> LoadPlanFile(const std::string& path,
   }
   struct stat info;
   if (::stat(path.c_str(), &info) != 0 || ::access(path.c_str(), R_OK) != 0) {
-    return absl::NotFoundError(
-        absl::StrCat("cannot read plan file ", path, ": it does not exist or is not readable"));
+    // Say which: absent, unreadable, or a symlink loop (not "does not exist" for all three).
+    return absl::NotFoundError(absl::StrCat(
+        "cannot read plan file ", path, ": ",
+        errno == ELOOP ? "too many levels of symbolic links (a symlink loop)"
+                       : std::strerror(errno)));
   }
   // A device or FIFO could be read forever (/dev/zero) or block (a FIFO nobody writes).
   if (!S_ISREG(info.st_mode)) {

@@ -48,6 +48,8 @@ class HostileInputTest : public ::testing::Test {
     scratch_ = scratch_dir_.path();
     fs::create_directories(scratch_ + "/directory");
     ASSERT_EQ(::mkfifo((scratch_ + "/fifo").c_str(), 0644), 0);
+    fs::create_symlink(scratch_ + "/loop-b", scratch_ + "/loop");
+    fs::create_symlink(scratch_ + "/loop", scratch_ + "/loop-b");
   }
 
   testing::ProcessResult Worker(const std::vector<std::string>& args,
@@ -60,7 +62,7 @@ class HostileInputTest : public ::testing::Test {
 
   // The special file a `special` case names.
   std::string Special(const std::string& name) const {
-    if (name == "fifo" || name == "directory") return scratch_ + "/" + name;
+    if (name == "fifo" || name == "directory" || name == "loop") return scratch_ + "/" + name;
     return name;
   }
 

@@ -183,6 +183,13 @@ TEST_F(OwnershipTest, AHandEditedManifestIsRefused) {
   EXPECT_TRUE(absl::StrContains(run.output, "checksum")) << run.output;
 }
 
+TEST_F(OwnershipTest, AMissingCheckpointDirectoryIsCreatedWithItsParents) {
+  const ProcessResult run = Worker(
+      {"--override", absl::StrCat("checkpoint { dir: \"", Path("a/b/ckpt"), "\" every_steps: 2 }")});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_EQ(testing::ReadFile(Path("a/b/ckpt/latest")), "step-000000002\n");
+}
+
 TEST_F(OwnershipTest, ALatestThatIsASymlinkIsRefusedUpFrontAndNotWrittenThrough) {
   fs::create_directories(Path("ckpt"));
   testing::WriteFile(Path("elsewhere"), "keep me\n");

@@ -22,6 +22,7 @@ namespace gpipe {
 struct ExportMetadata {
   std::string plan_name;  // gpipe_plan
   int64_t steps = 0;      // gpipe_steps: training steps done
+  std::string note;       // added to rank 0's "exported" line in parentheses (empty: nothing)
 };
 
 // `path` matters on rank 0 only; `timeout` bounds each exchange.

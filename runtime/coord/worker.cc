@@ -52,8 +52,11 @@
 //              ParameterShard to rank 0 (kExport), which writes one safetensors file.
 //   trace      with runtime.trace, after the setup rank 0 exchanges clock probes with each rank
 //              (kClock) and tells it its clock offset; at the end every rank gathers its events
-//              to rank 0 (kTrace), which writes the trace. After a failure each rank writes its
-//              events beside the trace file instead and rank 0 merges the parts it finds.
+//              to rank 0 (kTrace), which writes the trace, and then tells every rank it is
+//              written. After a failure each rank writes its events beside the trace file
+//              instead and rank 0 merges the parts it finds. At every step and evaluation-batch
+//              boundary each rank appends its new events to a progress file (trace_parts.h):
+//              what is left of ranks that mpirun killed, merged by rank 0 or gpipe-run.
 //   failure    a rank whose step fails prints the error (rank, stage, step, micro-batch,
 //              instruction), notifies every rank (kAbort) and exits non-zero; every wait on the
 //              other ranks polls for that notification and ends with "rank R aborted the job:

@@ -2,28 +2,22 @@
 // `srun --ntasks K --kill-on-bad-exit=1 ...` inside a Slurm allocation (SLURM_JOB_ID set), where
 // it first checks the allocation's task count (launch_command.h decides). Its exit code is the
 // job's (gpipe-worker's codes: 0 finished, 1 failed, 3 stopped as asked), 2 for its own usage
-// errors, 128 + N after a second signal N.
+// errors (a launcher not found on PATH included), 3 for a stop asked for before the launch,
+// 127 when the launcher found could not be executed, 128 + N after a second signal N.
 //
-// Signals: the launcher runs in its own process group, so the terminal's Ctrl-C reaches only
-// gpipe-run (mpirun would kill the job within about two seconds). The first SIGINT or SIGTERM is
-// passed on as SIGUSR1, which mpirun and srun forward to every rank: the ranks finish the step,
-// save a checkpoint when the plan has one, and exit with 3. A second signal ends gpipe-run at
-// once, and the launcher, which gets SIGTERM when gpipe-run dies, ends the job.
-#include <fcntl.h>
-#include <poll.h>
+// Signals (handlers installed first thing): the launcher runs in its own process group, so the
+// terminal's Ctrl-C reaches only gpipe-run (mpirun would kill the job within about two seconds).
+// The first SIGINT, SIGTERM, SIGHUP or SIGQUIT is passed on as SIGUSR1 (launcher_process.h),
+// which mpirun and srun forward to every rank: the ranks finish the step, save a checkpoint when
+// the plan has one, and exit with 3. A second signal ends gpipe-run at once, and the launcher,
+// which gets SIGTERM when gpipe-run dies, ends the job.
 #include <signal.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <cerrno>
-#include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -31,15 +25,22 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "launcher/environment.h"
+#include "launcher/executable_lookup.h"
 #include "launcher/flags.h"
 #include "launcher/launch_command.h"
-#include "launcher/launcher_report_filter.h"
+#include "launcher/launcher_output.h"
+#include "launcher/launcher_process.h"
 #include "launcher/stop_signals.h"
+#include "launcher/trace_salvage.h"
 #include "layers/registry.h"
 #include "runtime/estimate/resolve_plan.h"
 #include "runtime/plan/plan_analysis.h"
+#include "runtime/trace/trace_parts.h"
 
 namespace {
+
+// gpipe-worker's code for a run stopped as asked; also gpipe-run's for a stop before launching.
+constexpr int kExitStopped = 3;
 
 constexpr char kUsage[] =
     "usage: gpipe-run [-n N] [--launcher mpirun|srun] [--launcher-arg ARG]... [--dry-run] PLAN\n"
@@ -70,145 +71,14 @@ int Fail(const std::string& message) {
   return 2;
 }
 
-void WriteAll(int fd, std::string_view text) {
-  while (!text.empty()) {
-    const ssize_t n = ::write(fd, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    text.remove_prefix(static_cast<size_t>(n));
-  }
-}
-
-// The launcher's stderr, read through a pipe and passed on through a LauncherReportFilter.
-class FilteredReport {
- public:
-  // The pipe, or none (unfiltered) when it cannot be made.
-  static std::optional<FilteredReport> Open() {
-    int fds[2];
-    if (::pipe2(fds, O_CLOEXEC) != 0) return std::nullopt;
-    ::fcntl(fds[0], F_SETFL, ::fcntl(fds[0], F_GETFL) | O_NONBLOCK);
-    return FilteredReport(fds[0], fds[1]);
-  }
-  FilteredReport(FilteredReport&& other) noexcept
-      : read_(std::exchange(other.read_, -1)), write_(std::exchange(other.write_, -1)) {}
-  FilteredReport(const FilteredReport&) = delete;
-  FilteredReport& operator=(const FilteredReport&) = delete;
-  ~FilteredReport() {
-    if (read_ >= 0) ::close(read_);
-    if (write_ >= 0) ::close(write_);
-  }
-
-  // In the launcher's process, before exec: its stderr becomes the pipe.
-  void AttachChild() const { ::dup2(write_, STDERR_FILENO); }
-  // In gpipe-run, after the fork: only the launcher holds the writing end.
-  void DetachParent() {
-    ::close(write_);
-    write_ = -1;
-  }
-  // Passes on what arrives within `wait_ms` (none: what is there now). False at end of file.
-  bool Pump(int wait_ms) {
-    if (read_ < 0) return false;
-    pollfd ready{.fd = read_, .events = POLLIN, .revents = 0};
-    const int polled = ::poll(&ready, 1, wait_ms);
-    if (polled == 0 || (polled < 0 && errno == EINTR)) return true;
-    if (polled < 0) {
-      // poll itself failed: stop reading (the caller then waits with its own sleep) instead of
-      // spinning on an error that returns at once.
-      ::close(read_);
-      read_ = -1;
-      return false;
-    }
-    char buffer[4096];
-    while (true) {
-      const ssize_t n = ::read(read_, buffer, sizeof(buffer));
-      if (n > 0) {
-        WriteAll(STDERR_FILENO, filter_.Feed(std::string_view(buffer, static_cast<size_t>(n))));
-        continue;
-      }
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return true;
-      ::close(read_);  // end of file (or an error: nothing more will come)
-      read_ = -1;
-      return false;
-    }
-  }
-  // After the launcher ended: what it still wrote (for at most a second, in case a process it
-  // started keeps the pipe open), then the filter's remainder.
-  void Drain() {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-    while (Pump(20) && std::chrono::steady_clock::now() < until) {
-    }
-    WriteAll(STDERR_FILENO, filter_.Finish());
-  }
-
- private:
-  FilteredReport(int read, int write) : read_(read), write_(write) {}
-
-  int read_;
-  int write_;
-  gpipe::LauncherReportFilter filter_;
-};
-
-// Runs `command` in its own process group and waits for it, passing the first stop signal on as
-// SIGUSR1 (see the top of this file); with `report`, its stderr goes through that filter. Returns
-// its exit code (128 + N when a signal N killed it).
-int RunLauncher(std::vector<std::string>& command, std::optional<FilteredReport> report) {
-  auto signals = gpipe::StopSignals::Install("gpipe-run");
-  if (!signals.ok()) return Fail(std::string(signals.status().message()));
-  std::vector<char*> exec_args;
-  for (std::string& part : command) exec_args.push_back(part.data());
-  exec_args.push_back(nullptr);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  const pid_t parent = ::getpid();
-  const pid_t child = ::fork();
-  if (child < 0) return Fail(absl::StrCat("fork: ", std::strerror(errno)));
-  if (child == 0) {
-    ::setpgid(0, 0);
-    // The launcher ends the job when gpipe-run dies, however it dies.
-    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
-    if (::getppid() != parent) ::_exit(128 + SIGTERM);
-    if (report.has_value()) report->AttachChild();
-    // Handlers do not survive exec; the signal mask does.
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::execvp(exec_args[0], exec_args.data());
-    std::fprintf(stderr, "gpipe-run: could not start %s: %s\n", exec_args[0], std::strerror(errno));
-    ::_exit(127);
-  }
-  ::setpgid(child, child);  // also here: whichever runs first
-  if (report.has_value()) report->DetachParent();
-  bool forwarded = false;
-  bool reading = report.has_value();
-  while (true) {
-    int status = 0;
-    const pid_t done = ::waitpid(child, &status, WNOHANG);
-    if (done == child) {
-      if (report.has_value()) report->Drain();
-      if (WIFEXITED(status)) return WEXITSTATUS(status);
-      return 128 + WTERMSIG(status);
-    }
-    if (done < 0 && errno != EINTR) return Fail(absl::StrCat("waitpid: ", std::strerror(errno)));
-    if ((*signals)->requested() && !forwarded) {
-      forwarded = true;
-      std::fprintf(stderr,
-                   "gpipe-run: %s: asking every rank to stop after its current step (signal "
-                   "again to stop at once)\n",
-                   ::strsignal((*signals)->signal()));
-      ::kill(child, SIGUSR1);
-    }
-    if (reading) {
-      reading = report->Pump(20);
-    } else {
-      ::usleep(20'000);
-    }
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First of all, so that a stop asked for while the plan is checked is not lost either.
+  auto signals = gpipe::StopSignals::Install("gpipe-run");
+  if (!signals.ok()) return Fail(std::string(signals.status().message()));
+  // A closed stdout is seen as EPIPE when relaying the job's output (launcher_output.h).
+  ::signal(SIGPIPE, SIG_IGN);
   const std::vector<std::string> args(argv + 1, argv + argc);
   auto flags = gpipe::ParseFlags({{"n"},
                                   {"launcher"},
@@ -288,7 +158,32 @@ int main(int argc, char** argv) {
     std::printf("%s\n", absl::StrJoin(command, " ").c_str());
     return 0;
   }
-  // mpirun's stderr through the filter unless --verbose (srun's is left as it is).
+  // Found before the fork: a missing launcher is a usage error, not the child's exit code 127.
+  const auto environment = gpipe::ProcessEnvironment();
+  auto executable =
+      gpipe::FindExecutable(command[0], gpipe::Lookup(environment, "PATH").value_or(""));
+  if (!executable.ok()) {
+    return Fail(absl::StrCat(executable.status().message(), "; install ", command[0],
+                             launch->launcher == "srun" ? ", run inside a Slurm allocation" : "",
+                             " or choose another --launcher"));
+  }
+  command[0] = *executable;
+  if ((*signals)->requested()) {
+    std::fprintf(stderr, "gpipe-run: %s before the job was launched: nothing ran\n",
+                 gpipe::StopSignals::Name((*signals)->signal()));
+    return kExitStopped;
+  }
+  // mpirun's stderr through the filter unless --verbose (srun's is left as it is); the
+  // launcher's stdout always through gpipe-run. Without pipes the launcher writes directly.
   const bool filtered = launch->launcher == "mpirun" && !flags->Has("verbose");
-  return RunLauncher(command, filtered ? FilteredReport::Open() : std::nullopt);
+  auto output = gpipe::LauncherOutput::Open(filtered);
+  const auto launched = std::filesystem::file_time_type::clock::now();
+  const int exit_code = gpipe::RunLauncher(command, **signals, output.ok() ? &*output : nullptr);
+  // A job that ended without rank 0 writing its trace: what the ranks saved of it.
+  const std::string trace = flags->Get("trace").value_or(analyzed.plan.runtime().trace());
+  const std::string salvaged = gpipe::SalvageTrace(
+      trace, gpipe::TraceRunInfoOf(analyzed.plan, static_cast<int>(processes)), exit_code,
+      launched);
+  if (!salvaged.empty()) std::fprintf(stderr, "gpipe-run: %s\n", salvaged.c_str());
+  return exit_code;
 }

@@ -25,8 +25,8 @@ void OnSignal(int signo) {
     return;
   }
   const char* program = program_name.load();
-  const char* name = signo == SIGINT ? "SIGINT" : signo == SIGTERM ? "SIGTERM" : "SIGUSR1";
-  const char* parts[] = {program, ": second signal (", name, "): exiting at once\n"};
+  const char* parts[] = {program, ": second signal (", StopSignals::Name(signo),
+                         "): exiting at once\n"};
   for (const char* part : parts) {
     ssize_t ignored = ::write(STDERR_FILENO, part, std::strlen(part));
     (void)ignored;
@@ -56,6 +56,12 @@ absl::StatusOr<std::unique_ptr<StopSignals>> StopSignals::Install(const char* pr
       return absl::InternalError(absl::StrCat("sigaction: ", std::strerror(error)));
     }
   }
+  // A stop signal blocked and pending since before this process began (the mask survives exec)
+  // is delivered now, to the handler.
+  sigset_t stop;
+  sigemptyset(&stop);
+  for (int signo : kSignals) sigaddset(&stop, signo);
+  ::sigprocmask(SIG_UNBLOCK, &stop, nullptr);
   return signals;
 }
 
@@ -65,5 +71,36 @@ StopSignals::~StopSignals() {
 }
 
 int StopSignals::signal() const { return first_signal.load(); }
+
+int StopSignals::Reassert() {
+  int replaced = 0;
+  for (int signo : kSignals) {
+    struct sigaction current {};
+    if (::sigaction(signo, nullptr, &current) != 0 || current.sa_handler == OnSignal) continue;
+    struct sigaction action {};
+    action.sa_handler = OnSignal;
+    sigemptyset(&action.sa_mask);
+    action.sa_flags = SA_RESTART;
+    if (::sigaction(signo, &action, nullptr) == 0) ++replaced;
+  }
+  return replaced;
+}
+
+const char* StopSignals::Name(int signo) {
+  switch (signo) {
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGUSR1:
+      return "SIGUSR1";
+    case SIGHUP:
+      return "SIGHUP";
+    case SIGQUIT:
+      return "SIGQUIT";
+    default:
+      return "a signal";
+  }
+}
 
 }  // namespace gpipe

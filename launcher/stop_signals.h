@@ -1,5 +1,6 @@
-// StopSignals: how gpipe's programs take SIGINT, SIGTERM and SIGUSR1 (Ctrl-C, Slurm's
-// pre-emption, a batch script's warning signal, gpipe-run's forwarding). The first such signal
+// StopSignals: how gpipe's programs take SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 (Ctrl-C,
+// Slurm's pre-emption, a closed terminal, Ctrl-\, a batch script's warning signal, gpipe-run's
+// forwarding). The first such signal
 // only records a stop request that the program polls (requested()) and acts on at a safe point;
 // a second one ends the process at once with exit code 128 + its number, after one line on
 // stderr naming the program and the signal.
@@ -23,6 +24,7 @@ namespace gpipe {
 class StopSignals {
  public:
   // `program` (a string literal: it is used inside the handler) names the process on stderr.
+  // The signals are unblocked, so one that was pending (blocked since before exec) counts.
   // FAILED_PRECONDITION when another StopSignals exists; INTERNAL when sigaction fails.
   static absl::StatusOr<std::unique_ptr<StopSignals>> Install(const char* program);
   ~StopSignals();
@@ -33,7 +35,14 @@ class StopSignals {
   bool requested() const { return signal() != 0; }
   int signal() const;
 
-  static constexpr std::array<int, 3> kSignals = {SIGINT, SIGTERM, SIGUSR1};
+  // Installs the handlers again where something replaced them since Install (a library's
+  // initialization, e.g. MPI_Init), keeping the requests recorded so far. Returns how many had
+  // been replaced.
+  int Reassert();
+
+  static constexpr std::array<int, 5> kSignals = {SIGINT, SIGTERM, SIGUSR1, SIGHUP, SIGQUIT};
+  // "SIGINT", ...; "a signal" for any other. Async-signal-safe.
+  static const char* Name(int signo);
 
  private:
   StopSignals() = default;

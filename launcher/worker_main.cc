@@ -3,9 +3,10 @@
 //
 // Exit codes: 0 the run finished; 1 it failed (every rank says why or names the rank that did),
 // or MPI made this process a singleton although its launcher started several together
-// (singleton_check.h); 2 bad flags; 3 it stopped early as asked by SIGINT, SIGTERM or SIGUSR1, at a
-// step boundary on every rank, after saving a checkpoint when the plan has one; 128 + N a second
-// signal N ended it at once.
+// (singleton_check.h); 2 bad flags; 3 it stopped early as asked by SIGINT, SIGTERM, SIGHUP,
+// SIGQUIT or SIGUSR1 (whenever it came: one that arrives during start-up is acted on right after
+// the setup), at a step boundary on every rank, after saving a checkpoint when the plan has one
+// (else writing --export when asked); 128 + N a second signal N ended it at once.
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -46,6 +47,14 @@ constexpr char kUsage[] =
 }  // namespace
 
 int main(int argc, char** argv) {
+  // First of all: a stop request that arrives while MPI starts or rank 0 sets the job up must be
+  // recorded, not end the process by the signal's default action (mpirun forwards SIGUSR1 to
+  // ranks that may still be starting).
+  auto signals = gpipe::StopSignals::Install("gpipe-worker");
+  if (!signals.ok()) {
+    std::fprintf(stderr, "gpipe-worker: %s\n", std::string(signals.status().message()).c_str());
+    return 1;
+  }
   const std::vector<std::string> args(argv + 1, argv + argc);
   auto flags = gpipe::ParseFlags({{"plan"},
                                   {"override", true, true},
@@ -100,6 +109,8 @@ int main(int argc, char** argv) {
   gpipe::StartupWatchdog watchdog("MPI start-up", options.startup_timeout);
   auto mpi = gpipe::MpiEnvironment::Init(&argc, &argv);
   watchdog.Disarm();
+  // Should MPI_Init have installed handlers of its own for these signals, ours come back.
+  (*signals)->Reassert();
   if (!mpi.ok()) {
     std::fprintf(stderr, "gpipe-worker: %s\n", std::string(mpi.status().message()).c_str());
     return 1;
@@ -108,11 +119,6 @@ int main(int argc, char** argv) {
   if (absl::Status alone = gpipe::CheckNotAStraySingleton(launch_environment, (*mpi)->world_size());
       !alone.ok()) {
     std::fprintf(stderr, "gpipe-worker: error: %s\n", std::string(alone.message()).c_str());
-    return 1;
-  }
-  auto signals = gpipe::StopSignals::Install("gpipe-worker");
-  if (!signals.ok()) {
-    std::fprintf(stderr, "gpipe-worker: %s\n", std::string(signals.status().message()).c_str());
     return 1;
   }
   options.stop_requested = [&signals] { return (*signals)->requested(); };

@@ -87,7 +87,8 @@ class Runtime {
   // At most `steps` more steps (>= 1), then returns; call again to go on.
   absl::StatusOr<TrainResult> RunSteps(int64_t steps, const Callbacks& callbacks = {});
   // One pass over the held-out split (the plan needs one and training.eval_every > 0). The
-  // metrics on rank 0, nullopt on the other ranks.
+  // metrics on rank 0, nullopt on the other ranks; CANCELLED on every rank when stop_requested
+  // abandoned it at a batch boundary.
   absl::StatusOr<std::optional<EvalMetrics>> Evaluate(const Callbacks& callbacks = {});
   // A checkpoint of the current state in the plan's checkpoint.dir (which it needs).
   absl::Status SaveCheckpoint(const Callbacks& callbacks = {});

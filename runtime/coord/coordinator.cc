@@ -40,24 +40,27 @@ int64_t PredictionsPerSample(const pb::Setup& setup) {
 }  // namespace
 
 Coordinator::Coordinator(ControlChannel& control, const pb::Setup& setup, RankStage& stage,
-                         const Logger& logger)
+                         TraceSession* trace, const Logger& logger)
     : control_(control),
       setup_(setup),
       stage_(stage),
+      trace_(trace),
       logger_(logger),
       sampler_(stage.dataset->size(), setup.plan().training().global_batch(),
                setup.plan().data().shuffle(), setup.plan().training().seed()) {}
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
     ControlChannel& control, const pb::Setup& setup, RankStage& stage,
-    const schedule::VerifyResult& prediction, const WorkerOptions& options, const Logger& logger) {
+    const schedule::VerifyResult& prediction, const WorkerOptions& options, TraceSession* trace,
+    const Logger& logger) {
   const pb::Plan& plan = setup.plan();
-  std::unique_ptr<Coordinator> coordinator(new Coordinator(control, setup, stage, logger));
+  std::unique_ptr<Coordinator> coordinator(new Coordinator(control, setup, stage, trace, logger));
   const pb::CheckpointManifest* resumed = setup.has_resume() ? &setup.resume().manifest() : nullptr;
   coordinator->progress_ =
       CheckpointProgress{.applied_steps = resumed != nullptr ? resumed->applied_steps() : 0,
                          .skipped_in_a_row = resumed != nullptr ? resumed->skipped_in_a_row() : 0,
                          .dataset_size = stage.dataset->size()};
+  if (resumed != nullptr) coordinator->saved_step_ = stage.steps_done;
   const std::string metrics_path =
       !options.metrics_out.empty() ? options.metrics_out : plan.runtime().metrics_out();
   if (!metrics_path.empty()) {
@@ -93,6 +96,24 @@ absl::StatusOr<bool> Coordinator::Train(int64_t last, const WorkerCallbacks& cal
   const int64_t checkpoint_every = plan.checkpoint().every_steps();
   const double base_lr = stage_.chunks->optimizer(0).base_lr();
   int64_t& done = stage_.steps_done;
+  const std::string unsaved =
+      checkpoints ? absl::StrCat("; continue with --resume latest (checkpoint.dir ",
+                                 plan.checkpoint().dir(), ")")
+      : setup_.export_parameters()
+          ? "; the plan has no checkpoint, so the weights go to the --export file only"
+          : "; the plan has no checkpoint, so this run's progress is not saved";
+  if (!start_checked_) {
+    start_checked_ = true;
+    ASSIGN_OR_RETURN(const bool stop_at_start, CheckStopAtStart());
+    if (stop_at_start) {
+      // Nothing new to save: the state is the initial one or the checkpoint resumed from.
+      logger_.Warning(absl::StrCat("stopping before step ", done + 1, " of ", steps,
+                                   " as asked (a signal during start-up)",
+                                   checkpoints ? "; no checkpoint: no step ran" : unsaved));
+      RETURN_IF_ERROR(Pause(true));
+      return true;
+    }
+  }
   bool stop = false;
   while (done < last && !stop) {
     const int64_t step = done;
@@ -100,23 +121,27 @@ absl::StatusOr<bool> Coordinator::Train(int64_t last, const WorkerCallbacks& cal
     done = step + 1;
     RETURN_IF_ERROR(CountSkips(step, summary.applied));
     const bool asked = callbacks.on_step != nullptr && callbacks.on_step(summary);
-    // A stop asked for during the last step changes nothing.
+    // A stop asked for during the last step changes nothing (unless it abandons the evaluation
+    // that follows).
     stop = (stage_.gate->stop() || asked) && done < steps;
     const int64_t eval_every = plan.training().eval_every();
     if (!stop && stage_.evaluator != nullptr && (done % eval_every == 0 || done == steps)) {
-      ASSIGN_OR_RETURN(EvalSummary eval, EvaluateAfter(done));
-      RETURN_IF_ERROR(Report(std::move(eval), callbacks).status());
+      ASSIGN_OR_RETURN(std::optional<EvalSummary> eval, EvaluateAfter(done));
+      if (eval.has_value()) {
+        RETURN_IF_ERROR(Report(*std::move(eval), callbacks).status());
+        stop = stage_.gate->stop() && done < steps;
+      } else {
+        stop = true;
+      }
     }
-    if (checkpoints && (stop || (checkpoint_every > 0 && done % checkpoint_every == 0))) {
+    // The run's last step is always saved, whatever every_steps says.
+    if (checkpoints &&
+        (stop || done == steps || (checkpoint_every > 0 && done % checkpoint_every == 0))) {
       RETURN_IF_ERROR(SaveCheckpointAfter(done, callbacks));
     }
     if (stop) {
-      logger_.Warning(absl::StrCat(
-          "stopping after step ", done, " of ", steps, " as asked",
-          asked ? " (by the program)" : " (a signal)",
-          checkpoints ? absl::StrCat("; continue with --resume latest (checkpoint.dir ",
-                                     plan.checkpoint().dir(), ")")
-                      : "; the plan has no checkpoint, so this run's progress is not saved"));
+      logger_.Warning(absl::StrCat("stopping after step ", done, " of ", steps, " as asked",
+                                   asked ? " (by the program)" : " (a signal)", unsaved));
     }
   }
   if (done == steps && progress_.applied_steps == 0) {
@@ -127,6 +152,20 @@ absl::StatusOr<bool> Coordinator::Train(int64_t last, const WorkerCallbacks& cal
   }
   RETURN_IF_ERROR(Pause(stop));
   return stop;
+}
+
+absl::StatusOr<bool> Coordinator::CheckStopAtStart() {
+  pb::StepCommand command;
+  command.set_step(stage_.steps_done);
+  command.set_stop_check(true);
+  RETURN_IF_ERROR(
+      control_.Broadcast(command, absl::Now() + stage_.timeout, kControlTagStepCommand));
+  pb::StepReport report;
+  report.set_rank(0);
+  report.set_stage(setup_.stage());
+  report.set_step(stage_.steps_done);
+  RETURN_IF_ERROR(stage_.gate->Synchronize(report).status());
+  return stage_.gate->stop();
 }
 
 absl::StatusOr<StepSummary> Coordinator::RunStep(int64_t step, double base_lr) {
@@ -141,6 +180,7 @@ absl::StatusOr<StepSummary> Coordinator::RunStep(int64_t step, double base_lr) {
   RETURN_IF_ERROR(
       control_.Broadcast(command, absl::Now() + stage_.timeout, kControlTagStepCommand));
   RETURN_IF_ERROR(stage_.executor->RunStep(command).status());
+  if (trace_ != nullptr) trace_->SaveProgress();
   const double step_ms = absl::ToDoubleMilliseconds(absl::Now() - begin);
   ASSIGN_OR_RETURN(StepSummary summary,
                    Summarize(step, stage_.gate->reports(), plan.training().global_batch(), step_ms,
@@ -173,8 +213,9 @@ absl::Status Coordinator::CountSkips(int64_t step, bool applied) {
 }
 
 absl::StatusOr<EvalSummary> Coordinator::Evaluate(const WorkerCallbacks& callbacks) {
-  ASSIGN_OR_RETURN(EvalSummary eval, EvaluateAfter(stage_.steps_done));
-  return Report(std::move(eval), callbacks);
+  ASSIGN_OR_RETURN(std::optional<EvalSummary> eval, EvaluateAfter(stage_.steps_done));
+  if (!eval.has_value()) return absl::CancelledError("evaluation abandoned: stop requested");
+  return Report(*std::move(eval), callbacks);
 }
 
 absl::Status Coordinator::SaveCheckpoint(const WorkerCallbacks& callbacks) {
@@ -190,6 +231,14 @@ absl::StatusOr<EvalSummary> Coordinator::Report(EvalSummary eval,
 }
 
 absl::Status Coordinator::SaveCheckpointAfter(int64_t done, const WorkerCallbacks& callbacks) {
+  if (done == saved_step_) {
+    // Already there (the last step's, or the one resumed from): rewriting it would leave
+    // `latest` naming a checkpoint in the making.
+    if (callbacks.on_checkpoint != nullptr) {
+      callbacks.on_checkpoint(done, stage_.checkpoints->CheckpointPath(done));
+    }
+    return absl::OkStatus();
+  }
   RETURN_IF_ERROR(stage_.checkpoints->Prepare(done));
   pb::StepCommand command;
   command.set_step(done);
@@ -197,6 +246,7 @@ absl::Status Coordinator::SaveCheckpointAfter(int64_t done, const WorkerCallback
   RETURN_IF_ERROR(
       control_.Broadcast(command, absl::Now() + stage_.timeout, kControlTagStepCommand));
   RETURN_IF_ERROR(stage_.checkpoints->Save(done, *stage_.chunks, progress_));
+  saved_step_ = done;
   if (callbacks.on_checkpoint != nullptr) {
     callbacks.on_checkpoint(done, stage_.checkpoints->CheckpointPath(done));
   }
@@ -204,8 +254,9 @@ absl::Status Coordinator::SaveCheckpointAfter(int64_t done, const WorkerCallback
 }
 
 // Its first training.eval_samples samples, or all, in batches of global_batch; the last batch is
-// padded with index -1, which counts nowhere.
-absl::StatusOr<EvalSummary> Coordinator::EvaluateAfter(int64_t after_step) {
+// padded with index -1, which counts nowhere. Every batch meets at the gate, which carries stop
+// requests as a training step's barrier does: all ranks leave the evaluation after that batch.
+absl::StatusOr<std::optional<EvalSummary>> Coordinator::EvaluateAfter(int64_t after_step) {
   const pb::Plan& plan = setup_.plan();
   const absl::Time begin = absl::Now();
   const int64_t batch = plan.training().global_batch();
@@ -224,10 +275,19 @@ absl::StatusOr<EvalSummary> Coordinator::EvaluateAfter(int64_t after_step) {
     RETURN_IF_ERROR(
         control_.Broadcast(command, absl::Now() + stage_.timeout, kControlTagStepCommand));
     RETURN_IF_ERROR(stage_.evaluator->RunStep(command).status());
+    if (trace_ != nullptr) trace_->SaveProgress();
     RETURN_IF_ERROR(summary.Add(stage_.gate->reports()));
+    const int64_t batches = (samples + batch - 1) / batch;
+    const int64_t finished = first / batch + 1;
+    if (stage_.gate->stop() && finished < batches) {
+      logger_.Warning(absl::StrCat("evaluation abandoned: stop requested (after ", finished,
+                                   " of ", batches, " batches of the evaluation after step ",
+                                   after_step, ")"));
+      return std::nullopt;
+    }
   }
   summary.set_elapsed_ms(absl::ToDoubleMilliseconds(absl::Now() - begin));
-  return summary;
+  return std::optional<EvalSummary>(std::move(summary));
 }
 
 }  // namespace gpipe

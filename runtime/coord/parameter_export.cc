@@ -64,7 +64,8 @@ absl::Status WriteExport(const std::string& path, const std::vector<std::string>
       {"gpipe_plan", metadata.plan_name},
       {"gpipe_steps", absl::StrCat(metadata.steps)}};
   RETURN_IF_ERROR(WriteSafetensors(path, all, file_metadata).status());
-  logger.Info(absl::StrCat("exported ", all.size(), " parameters to ", path));
+  logger.Info(absl::StrCat("exported ", all.size(), " parameters to ", path,
+                           metadata.note.empty() ? "" : absl::StrCat(" (", metadata.note, ")")));
   return absl::OkStatus();
 }
 

@@ -23,6 +23,7 @@ namespace gpipe {
 struct ExportMetadata {
   std::string plan_name;  // gpipe_plan
   int64_t steps = 0;      // gpipe_steps: training steps done
+  std::string note;       // added to rank 0's "exported" line in parentheses (empty: nothing)
 };
 
 // `path` and `files` matter on rank 0 only: `path` is named `role` in messages and checked

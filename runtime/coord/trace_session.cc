@@ -11,14 +11,11 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/trace/trace_parts.h"
 #include "runtime/trace/transfer_overlap.h"
 
 namespace gpipe {
 namespace {
-
-std::string PartPathOf(const std::string& path, int rank) {
-  return absl::StrCat(path, ".rank", rank, ".pb");
-}
 
 bool Exists(const std::string& path) {
   std::error_code error;
@@ -40,15 +37,7 @@ std::unique_ptr<TraceSession> TraceSession::Create(const pb::Setup& setup, int r
                                                    int world_size) {
   const pb::Plan& plan = setup.plan();
   if (plan.runtime().trace().empty()) return nullptr;
-  TraceRunInfo info;
-  info.plan = plan.name();
-  info.schedule = pb::Schedule_Name(plan.pipeline().schedule());
-  info.remat = pb::Remat_Name(plan.pipeline().remat());
-  info.device = pb::Device_Name(plan.runtime().device());
-  info.stages = plan.pipeline().stages();
-  info.micro_batches = plan.pipeline().micro_batches();
-  info.chunks = plan.pipeline().virtual_stages();
-  info.ranks = world_size;
+  TraceRunInfo info = TraceRunInfoOf(plan, world_size);
   // Replica r's stage s is rank r * stages + s (runtime/schedule/rank_layout.h).
   const int replica = rank / std::max(1, setup.layout().stages());
   return std::unique_ptr<TraceSession>(new TraceSession(plan.runtime().trace(), std::move(info),
@@ -58,7 +47,7 @@ std::unique_ptr<TraceSession> TraceSession::Create(const pb::Setup& setup, int r
 
 void TraceSession::RemoveStaleParts(const std::string& path, int world_size) {
   if (path.empty()) return;
-  for (int r = 1; r < world_size; ++r) std::remove(PartPathOf(path, r).c_str());
+  for (int r = 0; r < world_size; ++r) RemoveTraceParts(path, r);
 }
 
 TraceSession::TraceSession(std::string path, TraceRunInfo info, int rank, int stage, int replica,
@@ -70,7 +59,17 @@ TraceSession::TraceSession(std::string path, TraceRunInfo info, int rank, int st
       replica_(replica),
       recorder_(TraceRecorderOptions{.steps = steps}) {}
 
-std::string TraceSession::PartPath(int rank) const { return PartPathOf(path_, rank); }
+std::string TraceSession::PartPath(int rank) const { return TracePartPath(path_, rank); }
+
+void TraceSession::SaveProgress() {
+  const size_t recorded = recorder_.events().size();
+  if (!saving_progress_ || finished_ || recorded == saved_events_) return;
+  pb::RankTrace events = recorder_.ToProto(rank_, stage_, replica_, saved_events_);
+  events.set_clock_offset_ns(offset_ns_);
+  events.set_clock_uncertainty_ns(uncertainty_ns_);
+  saving_progress_ = AppendTraceProgress(TraceProgressPath(path_, rank_), events).ok();
+  saved_events_ = recorded;
+}
 
 absl::Status TraceSession::AlignClocks(ControlChannel& control, absl::Time deadline, int rounds) {
   const std::string boot_id = BootId();
@@ -133,6 +132,7 @@ absl::Status TraceSession::Finish(ControlChannel& control, absl::Time deadline) 
   // Until this succeeds the failure path still writes this rank's events.
   ASSIGN_OR_RETURN(std::vector<std::string> gathered,
                    control.GatherToRoot(OwnTrace(""), deadline, kControlTagTrace));
+  std::remove(TraceProgressPath(path_, rank_).c_str());
   if (rank_ != 0) {
     finished_ = true;
     return absl::OkStatus();
@@ -153,7 +153,11 @@ absl::Status TraceSession::FinishAfterFailure(const std::string& error, absl::Du
   if (finished_) return absl::OkStatus();
   finished_ = true;
   const pb::RankTrace own = OwnTrace(error);
-  if (rank_ != 0) return WriteFileAtomically(PartPath(rank_), own.SerializeAsString());
+  if (rank_ != 0) {
+    RETURN_IF_ERROR(WriteFileAtomically(PartPath(rank_), own.SerializeAsString()));
+    std::remove(TraceProgressPath(path_, rank_).c_str());  // the whole part supersedes it
+    return absl::OkStatus();
+  }
 
   // Rank 0: the parts of the other ranks that arrive in time.
   std::vector<pb::RankTrace> ranks = {own};
@@ -174,6 +178,9 @@ absl::Status TraceSession::FinishAfterFailure(const std::string& error, absl::Du
     if (missing == 0 || absl::Now() >= until) break;
     absl::SleepFor(absl::Milliseconds(10));
   }
+  // A rank that never wrote its part (killed) may have left its events up to its last step.
+  const TraceParts progress = ReadTraceParts(path_, info_.ranks, have);
+  for (const pb::RankTrace& part : progress.ranks) ranks.push_back(part);
   TraceRunInfo info = info_;
   info.status = error;
   RETURN_IF_ERROR(WithContext(WriteChromeTrace(path_, info, ranks), "runtime.trace"));
@@ -181,6 +188,8 @@ absl::Status TraceSession::FinishAfterFailure(const std::string& error, absl::Du
   for (int r = 1; r < info_.ranks; ++r) {
     if (have[r]) std::remove(PartPath(r).c_str());
   }
+  for (const std::string& file : progress.files) std::remove(file.c_str());
+  std::remove(TraceProgressPath(path_, 0).c_str());
   return absl::OkStatus();
 }
 

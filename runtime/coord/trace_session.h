@@ -4,7 +4,9 @@
 // the end gathers every rank's events to rank 0, which writes the merged Chrome/Perfetto trace.
 // A run that fails still leaves a trace: each failing rank writes its part beside the trace
 // file (`<trace>.rank<R>.pb`, no MPI needed), and rank 0 merges the parts that arrive within a
-// short wait with its own, lists the ranks it never heard from, and records the error.
+// short wait with its own, lists the ranks it never heard from, and records the error. Every
+// rank also appends its events at each step boundary to `<trace>.rank<R>.steps.pb`
+// (trace_parts.h): what is left of a rank killed by a signal, merged by rank 0 or gpipe-run.
 #ifndef GPIPE_RUNTIME_COORD_TRACE_SESSION_H_
 #define GPIPE_RUNTIME_COORD_TRACE_SESSION_H_
 
@@ -45,6 +47,10 @@ class TraceSession {
   // before the trace is written. Returns whether the part was merged.
   bool AwaitMerge(absl::Duration wait) const;
 
+  // At a step (or evaluation batch) boundary: appends the events recorded since the last call
+  // to this rank's progress file. Best effort: after a failed write it writes no more.
+  void SaveProgress();
+
   // "<trace>.rank<R>.pb"
   std::string PartPath(int rank) const;
   // Rank 0, after Finish: per rank, the boundary transfers' bytes and the fraction of their
@@ -65,6 +71,8 @@ class TraceSession {
   int64_t uncertainty_ns_ = 0;
   bool finished_ = false;
   std::string transfer_overlap_;
+  size_t saved_events_ = 0;     // events already in the progress file
+  bool saving_progress_ = true;  // false after a write failed
 };
 
 }  // namespace gpipe

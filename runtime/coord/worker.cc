@@ -25,8 +25,8 @@
 //              same parts) instead of the training program; at its ReportEval the reports meet
 //              at the same barrier (the decision is ignored) and rank 0 adds the last stage's
 //              sums (loss, samples, correct predictions) into the evaluation line and record.
-//   checkpoint with a plan's checkpoint section, after every checkpoint.every_steps steps and
-//              when the job is asked to stop, rank 0 empties DIR/step-N and broadcasts
+//   checkpoint with a plan's checkpoint section, after every checkpoint.every_steps steps,
+//              after the run's last step and when the job is asked to stop, rank 0 empties DIR/step-N and broadcasts
 //              StepCommand {checkpoint, step N}; every rank meets in CheckpointSession::Save
 //              (kCheckpoint: replica 0's ranks write their shards, rank 0 the manifest and
 //              `latest`, every rank learns the outcome).
@@ -43,13 +43,20 @@
 //              StepReport, or rank 0's on_step callback asks; the decision carries `stop` to
 //              every rank, the step completes, a checkpoint is saved (when configured), and rank
 //              0 broadcasts StepCommand {pause, interrupted}: Train returns `stopped` on every
-//              rank (gpipe-worker then exits 3, with no export).
+//              rank (gpipe-worker then exits 3; it writes --export only when the plan has no
+//              checkpoint). A stop seen at an evaluation batch's barrier abandons the evaluation
+//              on every rank (rank 0 sends no more batches). A stop that came during start-up is
+//              found before the first step: rank 0 broadcasts StepCommand {stop_check} and every
+//              rank meets at the gate without running a step; then no step runs.
 //   end        after the last step rank 0 broadcasts {pause}. Export: every rank gathers a
 //              ParameterShard to rank 0 (kExport), which writes one safetensors file.
 //   trace      with runtime.trace, after the setup rank 0 exchanges clock probes with each rank
 //              (kClock) and tells it its clock offset; at the end every rank gathers its events
-//              to rank 0 (kTrace), which writes the trace. After a failure each rank writes its
-//              events beside the trace file instead and rank 0 merges the parts it finds.
+//              to rank 0 (kTrace), which writes the trace, and then tells every rank it is
+//              written. After a failure each rank writes its events beside the trace file
+//              instead and rank 0 merges the parts it finds. At every step and evaluation-batch
+//              boundary each rank appends its new events to a progress file (trace_parts.h):
+//              what is left of ranks that mpirun killed, merged by rank 0 or gpipe-run.
 //   failure    a rank whose step fails prints the error (rank, stage, step, micro-batch,
 //              instruction), notifies every rank (kAbort) and exits non-zero; every wait on the
 //              other ranks polls for that notification and ends with "rank R aborted the job:
@@ -151,8 +158,8 @@ class WorkerSession::Impl {
                              .trace = trace_.get()};
     if (absl::Status built = BuildStage(inputs, *stage_); !built.ok()) return Fail(built);
     if (rank_ == 0) {
-      auto coordinator =
-          Coordinator::Start(*control_, setup_, *stage_, prediction_, options_, logger_);
+      auto coordinator = Coordinator::Start(*control_, setup_, *stage_, prediction_, options_,
+                                            trace_.get(), logger_);
       if (!coordinator.ok()) return Fail(coordinator.status());
       coordinator_ = *std::move(coordinator);
     }
@@ -179,16 +186,18 @@ class WorkerSession::Impl {
           "evaluation needs a held-out split and training.eval_every > 0 in the plan");
     }
     if (rank_ != 0) {
-      if (absl::StatusOr<bool> followed = FollowCommands(); !followed.ok()) {
-        return Fail(followed.status());
-      }
+      absl::StatusOr<bool> followed = FollowCommands();
+      if (!followed.ok()) return Fail(followed.status());
+      if (*followed) return absl::CancelledError("evaluation abandoned: stop requested");
       return std::nullopt;
     }
     absl::StatusOr<EvalSummary> eval = coordinator_->Evaluate(callbacks);
-    if (absl::Status paused = eval.ok() ? coordinator_->Pause(false) : eval.status();
+    const bool abandoned = absl::IsCancelled(eval.status());
+    if (absl::Status paused = eval.ok() || abandoned ? coordinator_->Pause(abandoned) : eval.status();
         !paused.ok()) {
       return Fail(paused);
     }
+    if (abandoned) return eval.status();
     return std::optional<EvalSummary>(*std::move(eval));
   }
 
@@ -209,14 +218,14 @@ class WorkerSession::Impl {
     return saved.ok() ? saved : Fail(saved);
   }
 
-  absl::Status Export(const std::string& path) {
+  absl::Status Export(const std::string& path, const std::string& note) {
     RETURN_IF_ERROR(CheckReady());
-    absl::Status exported =
-        ExportParameters(*control_, *stage_->chunks,
-                         FileRole{.role = path == options_.export_path ? "--export" : "the export",
-                                  .path = path},
-                         run_files_, ExportMetadata{.plan_name = plan().name(), .steps = stage_->steps_done},
-                         stage_->timeout, logger_);
+    absl::Status exported = ExportParameters(
+        *control_, *stage_->chunks,
+        FileRole{.role = path == options_.export_path ? "--export" : "the export", .path = path},
+        run_files_,
+        ExportMetadata{.plan_name = plan().name(), .steps = stage_->steps_done, .note = note},
+        stage_->timeout, logger_);
     return exported.ok() ? exported : Fail(exported);
   }
 
@@ -227,6 +236,14 @@ class WorkerSession::Impl {
     if (absl::Status written = trace_->Finish(*control_, absl::Now() + stage_->timeout);
         !written.ok()) {
       return Fail(written);
+    }
+    // The other ranks wait until rank 0 has written the file: a rank that exits first with a
+    // non-zero code (3 after a stop) makes mpirun end the job, rank 0 included.
+    pb::StepCommand written;
+    if (absl::Status told = control_->Broadcast(written, absl::Now() + stage_->timeout,
+                                                kControlTagStepCommand);
+        !told.ok()) {
+      return Fail(told);
     }
     if (rank_ == 0) {
       logger_.Info(absl::StrCat("wrote the trace to ", trace_->path()));
@@ -296,6 +313,14 @@ class WorkerSession::Impl {
       RETURN_IF_ERROR(
           control_->Broadcast(command, absl::Now() + stage_->timeout, kControlTagStepCommand));
       if (command.pause()) return command.interrupted();
+      if (command.stop_check()) {
+        pb::StepReport report;
+        report.set_rank(rank_);
+        report.set_stage(setup_.stage());
+        report.set_step(command.step());
+        RETURN_IF_ERROR(stage_->gate->Synchronize(report).status());
+        continue;
+      }
       if (command.checkpoint()) {
         RETURN_IF_ERROR(stage_->checkpoints->Save(command.step(), *stage_->chunks, {}));
         continue;
@@ -307,6 +332,7 @@ class WorkerSession::Impl {
       StageExecutor& executor = command.eval() ? *stage_->evaluator : *stage_->executor;
       RETURN_IF_ERROR(executor.RunStep(command).status());
       if (!command.eval()) stage_->steps_done = command.step() + 1;
+      if (trace_ != nullptr) trace_->SaveProgress();
     }
   }
 
@@ -351,7 +377,9 @@ absl::StatusOr<std::optional<EvalSummary>> WorkerSession::Evaluate(
 absl::Status WorkerSession::SaveCheckpoint(const WorkerCallbacks& callbacks) {
   return impl_->SaveCheckpoint(callbacks);
 }
-absl::Status WorkerSession::Export(const std::string& path) { return impl_->Export(path); }
+absl::Status WorkerSession::Export(const std::string& path, const std::string& note) {
+  return impl_->Export(path, note);
+}
 absl::Status WorkerSession::Finish() { return impl_->Finish(); }
 bool WorkerSession::failed() const { return impl_->failed(); }
 int WorkerSession::rank() const { return impl_->rank(); }
@@ -367,10 +395,19 @@ absl::Status RunWorker(const WorkerOptions& options, MpiEnvironment& mpi, const 
     RETURN_IF_ERROR(session.Start());
     ASSIGN_OR_RETURN(const TrainProgress progress, session.Train(-1));
     if (progress.stopped) {
+      // Every stop keeps the work: in the checkpoint when the plan has one, else in the export.
+      const std::string stopped_at = absl::StrCat("step ", progress.steps_done, " of ",
+                                                  session.plan().training().steps());
+      const bool keep_in_export =
+          session.plan().checkpoint().dir().empty() && session.export_requested();
+      if (keep_in_export) {
+        RETURN_IF_ERROR(session.Export(
+            options.export_path, absl::StrCat("weights after ", stopped_at, ": the run was stopped")));
+      }
       RETURN_IF_ERROR(session.Finish());
-      return absl::CancelledError(absl::StrCat("stopped after step ", progress.steps_done, " of ",
-                                               session.plan().training().steps(),
-                                               " as asked; no export is written"));
+      return absl::CancelledError(
+          absl::StrCat("stopped after ", stopped_at, " as asked",
+                       keep_in_export ? "; the export holds the weights so far" : ""));
     }
     if (session.export_requested()) RETURN_IF_ERROR(session.Export(options.export_path));
     return session.Finish();

@@ -78,14 +78,16 @@ class WorkerSession {
   // evaluating and checkpointing as the plan says. A run that ends with no update applied fails.
   absl::StatusOr<TrainProgress> Train(int64_t max_steps, const WorkerCallbacks& callbacks = {});
   // One pass over the held-out split (the plan's data must have one). The summary on rank 0,
-  // nullopt elsewhere; on_eval is called too.
+  // nullopt elsewhere; on_eval is called too. CANCELLED on every rank when a stop request
+  // (WorkerOptions::stop_requested) abandoned it at a batch boundary (not a failure).
   absl::StatusOr<std::optional<EvalSummary>> Evaluate(const WorkerCallbacks& callbacks = {});
   // A checkpoint of the state after steps_done() steps in checkpoint.dir (the plan must have
   // one); on_checkpoint is called on rank 0.
   absl::Status SaveCheckpoint(const WorkerCallbacks& callbacks = {});
   // Every parameter and buffer into one safetensors file written by rank 0: rank 0's `path` (the
-  // others' is ignored), checked before anything is gathered.
-  absl::Status Export(const std::string& path);
+  // others' is ignored), checked before anything is gathered. `note` is added to rank 0's line
+  // in parentheses.
+  absl::Status Export(const std::string& path, const std::string& note = "");
   // Ends the session: writes the trace (runtime.trace). Further calls fail.
   absl::Status Finish();
 
@@ -106,7 +108,8 @@ class WorkerSession {
   std::unique_ptr<Impl> impl_;
 };
 
-// gpipe-worker's whole run: Start, Train to the end, Export (--export) unless stopped, Finish.
+// gpipe-worker's whole run: Start, Train to the end, Export (--export; after a stop only when the
+// plan has no checkpoint), Finish.
 // Returns CANCELLED after a stop; after a failure during training marks `mpi` as aborting, so
 // the process exits without MPI_Finalize.
 absl::Status RunWorker(const WorkerOptions& options, MpiEnvironment& mpi, const Logger& logger);

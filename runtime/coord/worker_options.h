@@ -29,9 +29,10 @@ struct WorkerOptions {
   // --start-over: train from the start in a checkpoint.dir holding an earlier run's complete
   // checkpoints, removing them once this run's first checkpoint is complete.
   bool start_over = false;
-  // Polled at every step's gradient-sync barrier: true asks the job to stop after that step (and
-  // save a checkpoint when the plan has checkpoint.dir). Null: never (the embedding program
-  // decides); gpipe-worker sets it from SIGINT, SIGTERM and SIGUSR1 (stop_signals.h).
+  // Polled at every step's and evaluation batch's gradient-sync barrier, and once before the
+  // first step: true asks the job to stop after that step (abandoning an evaluation, saving a
+  // checkpoint when the plan has checkpoint.dir). Null: never (the embedding program decides);
+  // gpipe-worker sets it from SIGINT, SIGTERM, SIGHUP, SIGQUIT and SIGUSR1 (stop_signals.h).
   std::function<bool()> stop_requested;
   // $CUDA_VISIBLE_DEVICES (nullopt: unset), quoted in messages about missing GPUs.
   std::optional<std::string> cuda_visible_devices;

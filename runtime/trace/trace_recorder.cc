@@ -1,5 +1,7 @@
 #include "runtime/trace/trace_recorder.h"
 
+#include <algorithm>
+
 namespace gpipe {
 
 TraceRecorder::TraceRecorder(TraceRecorderOptions options)
@@ -29,14 +31,16 @@ void TraceRecorder::Add(const TraceEvent& event) {
   events_.push_back(event);
 }
 
-pb::RankTrace TraceRecorder::ToProto(int rank, int stage, int replica) const {
+pb::RankTrace TraceRecorder::ToProto(int rank, int stage, int replica, size_t first) const {
   pb::RankTrace trace;
   trace.set_rank(rank);
   trace.set_stage(stage);
   trace.set_replica(replica);
   trace.set_dropped(dropped_);
-  trace.mutable_events()->Reserve(static_cast<int>(events_.size()));
-  for (const TraceEvent& e : events_) {
+  first = std::min(first, events_.size());
+  trace.mutable_events()->Reserve(static_cast<int>(events_.size() - first));
+  for (size_t i = first; i < events_.size(); ++i) {
+    const TraceEvent& e = events_[i];
     pb::TraceEventProto* p = trace.add_events();
     p->set_track(static_cast<int32_t>(TrackOf(e.kind)));
     p->set_kind(static_cast<int32_t>(e.kind));

@@ -42,8 +42,9 @@ class TraceRecorder {
   const std::vector<TraceEvent>& events() const { return events_; }
   int64_t dropped() const { return dropped_; }
 
-  // Everything recorded, for the merge on rank 0.
-  pb::RankTrace ToProto(int rank, int stage, int replica) const;
+  // Everything recorded from event `first` on, for the merge on rank 0 (and the progress records
+  // of trace_parts.h).
+  pb::RankTrace ToProto(int rank, int stage, int replica, size_t first = 0) const;
 
  private:
   TraceRecorderOptions options_;

@@ -294,7 +294,8 @@ TEST_F(CheckpointJobTest, SignalToGpipeRunStopsWithACheckpointAndResumes) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
   ExpectBitIdentical(Read(Path("resumed.st")), Read(Path("whole.st")));
 
-  // A second signal ends the job at once.
+  // A second signal ends the job at once (a new run in the same directory starts over).
+  interrupted.push_back("--start-over");
   bool twice = false;
   const ProcessResult killed =
       testing::RunProcess(interrupted, 300, [&twice](pid_t pid, const std::string& output) {

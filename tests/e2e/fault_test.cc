@@ -2,7 +2,6 @@
 // ends every rank, non-zero, within a bound, with a message naming the rank; SIGKILL during
 // checkpointing (every step writes one) always leaves `latest` naming a complete checkpoint that
 // loads and resumes. Counts and times are printed for the record.
-#include <dirent.h>
 #include <signal.h>
 #include <sys/types.h>
 #include <unistd.h>
@@ -11,20 +10,19 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "runtime/ckpt/checkpoint_layout.h"
 #include "runtime/ckpt/checkpoint_manifest.h"
 #include "runtime/ckpt/checkpoint_reader.h"
 #include "tests/support/process_runner.h"
+#include "tests/support/process_tree.h"
 #include "tests/support/scratch_dir.h"
 
 namespace gpipe {
@@ -39,59 +37,8 @@ constexpr char kPlan[] = "tests/e2e/testdata/equivalence.pbtxt";
 constexpr double kEndBoundSeconds = 10.0;
 constexpr int kKills = 20;
 
-// /proc/<pid>/stat: "pid (comm) state ppid ...".
-struct ProcInfo {
-  pid_t ppid = 0;
-  char state = '?';
-  std::string comm;
-};
-bool ReadProc(pid_t pid, ProcInfo& info) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string text;
-  if (!std::getline(in, text)) return false;
-  const size_t open = text.find('('), close = text.rfind(')');
-  if (open == std::string::npos || close == std::string::npos || close + 4 > text.size()) {
-    return false;
-  }
-  info.comm = text.substr(open + 1, close - open - 1);
-  info.state = text[close + 2];
-  int ppid = 0;
-  if (!absl::SimpleAtoi(text.substr(close + 4, text.find(' ', close + 4) - close - 4), &ppid)) {
-    return false;
-  }
-  info.ppid = ppid;
-  return true;
-}
-
-std::vector<pid_t> ChildrenOf(pid_t parent, const std::string& comm = "") {
-  std::vector<pid_t> children;
-  DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return children;
-  while (const dirent* entry = ::readdir(dir)) {
-    int pid = 0;
-    if (!absl::SimpleAtoi(entry->d_name, &pid)) continue;
-    ProcInfo info;
-    if (ReadProc(pid, info) && info.ppid == parent && (comm.empty() || info.comm == comm)) {
-      children.push_back(pid);
-    }
-  }
-  ::closedir(dir);
-  return children;
-}
-
-// The job's gpipe-worker processes under gpipe-run `run` (gpipe-run -> mpirun -> workers).
-std::vector<pid_t> WorkersOf(pid_t run) {
-  std::vector<pid_t> workers;
-  for (pid_t launcher : ChildrenOf(run)) {
-    for (pid_t worker : ChildrenOf(launcher, "gpipe-worker")) workers.push_back(worker);
-  }
-  return workers;
-}
-
-bool Alive(pid_t pid) {
-  ProcInfo info;
-  return ReadProc(pid, info) && info.state != 'Z' && info.state != 'X';
-}
+using testing::Alive;
+using testing::WorkersOf;
 
 class FaultTest : public ::testing::Test {
  protected:

@@ -1,0 +1,159 @@
+#include "launcher/launcher_process.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/strip.h"
+
+namespace gpipe {
+
+bool CatchesSignal(pid_t pid, int signo) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    absl::string_view rest = line;
+    if (!absl::ConsumePrefix(&rest, "SigCgt:")) continue;
+    uint64_t mask = 0;
+    if (!absl::SimpleHexAtoi(absl::StripAsciiWhitespace(rest), &mask)) return true;
+    return (mask >> (signo - 1)) & 1;
+  }
+  return true;
+}
+
+namespace {
+
+// /proc/PID/stat: "pid (comm) state ppid ...".
+bool ReadParent(const std::string& pid, pid_t& ppid, std::string& comm) {
+  std::ifstream in("/proc/" + pid + "/stat");
+  std::string text;
+  if (!std::getline(in, text)) return false;
+  const size_t open = text.find('('), close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close + 4 > text.size()) {
+    return false;
+  }
+  comm = text.substr(open + 1, close - open - 1);
+  const size_t end = text.find(' ', close + 4);
+  return absl::SimpleAtoi(text.substr(close + 4, end - close - 4), &ppid);
+}
+
+// Whether SIGUSR1 sent to the launcher now reaches a rank and kills none: the launcher catches
+// it, and the ranks it started on this machine exist and catch it too (a rank that is still
+// loading would die of it; one rank that gets it is enough, the gate tells the others). Ranks
+// started elsewhere (srun, a hostfile) are not seen: the caller's deadline covers them.
+bool ReadyToForward(pid_t launcher) {
+  if (!CatchesSignal(launcher, SIGUSR1)) return false;
+  std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, ppid) of every gpipe-worker
+  std::vector<std::pair<pid_t, pid_t>> all;
+  DIR* dir = ::opendir("/proc");
+  if (dir == nullptr) return true;
+  while (const dirent* entry = ::readdir(dir)) {
+    pid_t pid = 0, ppid = 0;
+    std::string comm;
+    if (!absl::SimpleAtoi(entry->d_name, &pid) || !ReadParent(entry->d_name, ppid, comm)) continue;
+    all.emplace_back(pid, ppid);
+    if (comm == "gpipe-worker") parent_of.emplace_back(pid, ppid);
+  }
+  ::closedir(dir);
+  const auto descends = [&all, launcher](pid_t pid) {
+    for (int depth = 0; depth < 8 && pid > 1; ++depth) {
+      if (pid == launcher) return true;
+      const auto it = std::find_if(all.begin(), all.end(),
+                                   [pid](const auto& p) { return p.first == pid; });
+      if (it == all.end()) return false;
+      pid = it->second;
+    }
+    return false;
+  };
+  int ranks = 0;
+  for (const auto& [pid, ppid] : parent_of) {
+    if (!descends(ppid)) continue;
+    if (!CatchesSignal(pid, SIGUSR1)) return false;
+    ++ranks;
+  }
+  return ranks > 0;
+}
+
+}  // namespace
+
+int RunLauncher(const std::vector<std::string>& command, const StopSignals& signals,
+                LauncherOutput* output) {
+  std::vector<char*> exec_args;
+  for (const std::string& part : command) exec_args.push_back(const_cast<char*>(part.c_str()));
+  exec_args.push_back(nullptr);
+  std::fflush(stdout);
+  std::fflush(stderr);
+  const pid_t parent = ::getpid();
+  const pid_t child = ::fork();
+  if (child < 0) {
+    std::fprintf(stderr, "gpipe-run: fork: %s\n", std::strerror(errno));
+    return 2;
+  }
+  if (child == 0) {
+    ::setpgid(0, 0);
+    // The launcher ends the job when gpipe-run dies, however it dies.
+    ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (::getppid() != parent) ::_exit(128 + SIGTERM);
+    if (output != nullptr) output->AttachChild();
+    // Handlers do not survive exec, ignored signals and the signal mask do: the launcher gets
+    // the defaults (gpipe-run ignores SIGPIPE).
+    ::signal(SIGPIPE, SIG_DFL);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::execv(exec_args[0], exec_args.data());
+    // Only when the file found on PATH before the fork could not be executed after all.
+    std::fprintf(stderr, "gpipe-run: could not start %s: %s\n", exec_args[0], std::strerror(errno));
+    ::_exit(127);
+  }
+  ::setpgid(child, child);  // also here: whichever runs first
+  if (output != nullptr) output->DetachParent();
+  bool forwarded = false;
+  bool reading = output != nullptr;
+  std::optional<std::chrono::steady_clock::time_point> asked;
+  while (true) {
+    int status = 0;
+    const pid_t done = ::waitpid(child, &status, WNOHANG);
+    if (done == child) {
+      if (output != nullptr) output->Drain();
+      if (WIFEXITED(status)) return WEXITSTATUS(status);
+      return 128 + WTERMSIG(status);
+    }
+    if (done < 0 && errno != EINTR) {
+      std::fprintf(stderr, "gpipe-run: waitpid: %s\n", std::strerror(errno));
+      return 2;
+    }
+    if (signals.requested() && !forwarded) {
+      const auto now = std::chrono::steady_clock::now();
+      if (!asked.has_value()) asked = now;
+      if (ReadyToForward(child) || now - *asked >= kForwardWait) {
+        forwarded = true;
+        std::fprintf(stderr,
+                     "gpipe-run: %s: asking every rank to stop after its current step (signal "
+                     "again to stop at once)\n",
+                     StopSignals::Name(signals.signal()));
+        ::kill(child, SIGUSR1);
+      }
+    }
+    if (reading) {
+      reading = output->Pump(20);
+    } else {
+      ::usleep(20'000);
+    }
+  }
+}
+
+}  // namespace gpipe

@@ -1,0 +1,49 @@
+#include "launcher/stop_signals.h"
+
+#include <signal.h>
+
+#include "gtest/gtest.h"
+
+namespace gpipe {
+namespace {
+
+TEST(StopSignalsTest, SighupAndSigquitAreStopRequests) {
+  for (int signo : {SIGHUP, SIGQUIT, SIGINT, SIGTERM, SIGUSR1}) {
+    auto signals = StopSignals::Install("stop_signals_test");
+    ASSERT_TRUE(signals.ok()) << signals.status();
+    EXPECT_FALSE((*signals)->requested());
+    ::raise(signo);
+    EXPECT_TRUE((*signals)->requested());
+    EXPECT_EQ((*signals)->signal(), signo);
+  }
+}
+
+TEST(StopSignalsTest, ASignalPendingBeforeInstallIsRecorded) {
+  sigset_t quit;
+  sigemptyset(&quit);
+  sigaddset(&quit, SIGQUIT);
+  ASSERT_EQ(::sigprocmask(SIG_BLOCK, &quit, nullptr), 0);
+  ::raise(SIGQUIT);  // blocked: pending, as when it came before exec
+  auto signals = StopSignals::Install("stop_signals_test");
+  ASSERT_TRUE(signals.ok()) << signals.status();
+  EXPECT_EQ((*signals)->signal(), SIGQUIT);
+}
+
+TEST(StopSignalsTest, ReassertTakesBackReplacedHandlers) {
+  auto signals = StopSignals::Install("stop_signals_test");
+  ASSERT_TRUE(signals.ok()) << signals.status();
+  EXPECT_EQ((*signals)->Reassert(), 0);
+  ::signal(SIGUSR1, SIG_DFL);  // as a library's initialization might
+  EXPECT_EQ((*signals)->Reassert(), 1);
+  ::raise(SIGUSR1);  // would end the process under SIG_DFL
+  EXPECT_EQ((*signals)->signal(), SIGUSR1);
+}
+
+TEST(StopSignalsTest, NamesTheSignals) {
+  EXPECT_STREQ(StopSignals::Name(SIGHUP), "SIGHUP");
+  EXPECT_STREQ(StopSignals::Name(SIGQUIT), "SIGQUIT");
+  EXPECT_STREQ(StopSignals::Name(SIGKILL), "a signal");
+}
+
+}  // namespace
+}  // namespace gpipe

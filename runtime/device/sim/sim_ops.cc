@@ -42,12 +42,12 @@ absl::Status SimMatmulOps::Gemm(const MatrixView& a, const MatrixView& b, const 
   return absl::OkStatus();
 }
 
-absl::Status SimActivationOps::Forward(Activation activation, const Tensor& x, Tensor& y) const {
+absl::Status SimActivationOps::DoForward(Activation activation, const Tensor& x, Tensor& y) const {
   return absl::OkStatus();
 }
 
-absl::Status SimActivationOps::Backward(Activation activation, const Tensor& saved,
-                                        const Tensor& dy, Tensor& dx) const {
+absl::Status SimActivationOps::DoBackward(Activation activation, const Tensor& saved,
+                                          const Tensor& dy, Tensor& dx) const {
   return absl::OkStatus();
 }
 

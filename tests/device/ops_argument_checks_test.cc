@@ -1,0 +1,71 @@
+// The op families' argument checks run in front of every backend's kernels (the non-virtual
+// entries of runtime/device/ops/*_ops.h), so the CPU reference and the simulated device refuse
+// the same bad call with the same INVALID_ARGUMENT message. SIM computes nothing and used to
+// accept anything; a plan that runs on SIM must fail there as it would on a real device.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/core/check.h"
+#include "runtime/core/tensor.h"
+#include "runtime/device/cpu/cpu_device.h"
+#include "runtime/device/ops.h"
+#include "runtime/device/sim/sim_device.h"
+
+namespace gpipe {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A tensor of `shape` on `device` (its values are never read: every call below is refused).
+Tensor On(Device& device, const Shape& shape, DType dtype = DType::kF32) {
+  absl::StatusOr<Tensor> tensor = Tensor::Empty(device, shape, dtype, MemoryKind::kActivation);
+  GPIPE_CHECK(tensor.ok()) << tensor.status();
+  return *std::move(tensor);
+}
+
+// Runs `call` on a CPU and a SIM device: both must refuse it as INVALID_ARGUMENT with the same
+// message, which contains `expected`.
+void ExpectSameRefusal(const std::function<absl::Status(Device&)>& call,
+                       const std::string& expected) {
+  CpuDevice cpu;
+  SimDevice sim;
+  const absl::Status on_cpu = call(cpu);
+  const absl::Status on_sim = call(sim);
+  EXPECT_EQ(on_cpu.code(), absl::StatusCode::kInvalidArgument) << on_cpu;
+  EXPECT_EQ(on_sim.code(), absl::StatusCode::kInvalidArgument) << on_sim;
+  EXPECT_EQ(on_sim.message(), on_cpu.message());
+  EXPECT_THAT(std::string(on_cpu.message()), HasSubstr(expected));
+}
+
+TEST(OpsArgumentChecksTest, ActivationsRefuseMismatchedTensorsOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor y = On(d, Shape{5});
+        return d.ops().activation.Forward(Activation::kRelu, On(d, Shape{4}), y);
+      },
+      "ActivationOps::Forward (relu): x f32[4] and y f32[5] must be f32 with the same element "
+      "count");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor dx = On(d, Shape{4}, DType::kI64);
+        return d.ops().activation.Backward(Activation::kGelu, On(d, Shape{4}), On(d, Shape{4}), dx);
+      },
+      "ActivationOps::Backward (gelu): dy f32[4] and dx i64[4]");
+}
+
+// CUDA used to run an out-of-range Activation as the identity; CPU refused it.
+TEST(OpsArgumentChecksTest, AnUnknownActivationIsRefusedOnEveryBackend) {
+  const auto unknown = static_cast<Activation>(7);
+  ExpectSameRefusal(
+      [&](Device& d) {
+        Tensor y = On(d, Shape{4});
+        return d.ops().activation.Forward(unknown, On(d, Shape{4}), y);
+      },
+      "ActivationOps::Forward: unknown activation 7 (relu, tanh or gelu)");
+}
+
+}  // namespace
+}  // namespace gpipe

@@ -67,5 +67,20 @@ TEST(OpsArgumentChecksTest, AnUnknownActivationIsRefusedOnEveryBackend) {
       "ActivationOps::Forward: unknown activation 7 (relu, tanh or gelu)");
 }
 
+TEST(OpsArgumentChecksTest, CausalSoftmaxRefusesScoresOfTheWrongShapeOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor scores = On(d, Shape{2, 3, 4});
+        return d.ops().attention.CausalSoftmaxForward(2, 3, scores);
+      },
+      "AttentionOps::CausalSoftmaxForward: scores must be f32 [2, 3, 3], got f32[2, 3, 4]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor grad = On(d, Shape{2, 3, 3});
+        return d.ops().attention.CausalSoftmaxBackward(2, -3, 1.0f, On(d, Shape{2, 3, 3}), grad);
+      },
+      "AttentionOps::CausalSoftmaxBackward: negative blocks (2) or t (-3)");
+}
+
 }  // namespace
 }  // namespace gpipe

@@ -123,13 +123,13 @@ absl::Status SimConvOps::DoGlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx)
   return absl::OkStatus();
 }
 
-absl::Status SimAttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t,
-                                                   Tensor& scores) const {
+absl::Status SimAttentionOps::DoCausalSoftmaxForward(int64_t blocks, int64_t t,
+                                                     Tensor& scores) const {
   return absl::OkStatus();
 }
 
-absl::Status SimAttentionOps::CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale,
-                                                    const Tensor& probs, Tensor& grad) const {
+absl::Status SimAttentionOps::DoCausalSoftmaxBackward(int64_t blocks, int64_t t, float scale,
+                                                      const Tensor& probs, Tensor& grad) const {
   return absl::OkStatus();
 }
 

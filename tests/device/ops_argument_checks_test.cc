@@ -82,5 +82,28 @@ TEST(OpsArgumentChecksTest, CausalSoftmaxRefusesScoresOfTheWrongShapeOnEveryBack
       "AttentionOps::CausalSoftmaxBackward: negative blocks (2) or t (-3)");
 }
 
+// The ids' shape is checked in front of the backend; their values only by backends that hold them.
+TEST(OpsArgumentChecksTest, EmbeddingRefusesOperandsThatDoNotFitOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor out = On(d, Shape{3, 4});
+        return d.ops().embedding.Gather(On(d, Shape{10, 4}), On(d, Shape{3}, DType::kF32), out);
+      },
+      "EmbeddingOps::Gather: table f32[10, 4], ids f32[3] and rows f32[3, 4] do not fit");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor dtable = On(d, Shape{10, 4});
+        return d.ops().embedding.ScatterAdd(On(d, Shape{3}, DType::kI64), On(d, Shape{3, 5}),
+                                            dtable);
+      },
+      "EmbeddingOps::ScatterAdd: table f32[10, 4], ids i64[3] and rows f32[3, 5] do not fit");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor out = On(d, Shape{2, 6});
+        return d.ops().embedding.AddRowBroadcast(On(d, Shape{2, 6}), On(d, Shape{8}), 5, out);
+      },
+      "EmbeddingOps::AddRowBroadcast: in f32[2, 6], row f32[8], n 5, out f32[2, 6]");
+}
+
 }  // namespace
 }  // namespace gpipe

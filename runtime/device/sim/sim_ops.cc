@@ -133,17 +133,17 @@ absl::Status SimAttentionOps::DoCausalSoftmaxBackward(int64_t blocks, int64_t t,
   return absl::OkStatus();
 }
 
-absl::Status SimEmbeddingOps::Gather(const Tensor& table, const Tensor& ids, Tensor& out) const {
+absl::Status SimEmbeddingOps::DoGather(const Tensor& table, const Tensor& ids, Tensor& out) const {
   return absl::OkStatus();
 }
 
-absl::Status SimEmbeddingOps::ScatterAdd(const Tensor& ids, const Tensor& dout,
-                                         Tensor& dtable) const {
+absl::Status SimEmbeddingOps::DoScatterAdd(const Tensor& ids, const Tensor& dout,
+                                           Tensor& dtable) const {
   return absl::OkStatus();
 }
 
-absl::Status SimEmbeddingOps::AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
-                                              Tensor& out) const {
+absl::Status SimEmbeddingOps::DoAddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
+                                                Tensor& out) const {
   return absl::OkStatus();
 }
 

@@ -105,5 +105,34 @@ TEST(OpsArgumentChecksTest, EmbeddingRefusesOperandsThatDoNotFitOnEveryBackend) 
       "EmbeddingOps::AddRowBroadcast: in f32[2, 6], row f32[8], n 5, out f32[2, 6]");
 }
 
+// The class ids' shape is checked in front of the backend; their values only by backends that hold
+// them.
+TEST(OpsArgumentChecksTest, LossesRefuseOperandsThatDoNotFitOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor grad = On(d, Shape{3, 5});
+        Tensor totals = On(d, Shape{2}, DType::kF32);
+        return d.ops().loss.SoftmaxCrossEntropy(On(d, Shape{3, 5}), On(d, Shape{3}, DType::kI64),
+                                                1.0, grad, totals);
+      },
+      "LossOps::SoftmaxCrossEntropy: totals must be f64 [2], got f32[2]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor grad = On(d, Shape{3, 5});
+        Tensor totals = On(d, Shape{2}, DType::kF64);
+        return d.ops().loss.SoftmaxCrossEntropy(On(d, Shape{3, 5}), On(d, Shape{4}, DType::kI64),
+                                                1.0, grad, totals);
+      },
+      "LossOps::SoftmaxCrossEntropy: logits f32[3, 5], ids i64[4], grad f32[3, 5]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor grad = On(d, Shape{6});
+        Tensor totals = On(d, Shape{2}, DType::kF64);
+        return d.ops().loss.MeanSquaredError(On(d, Shape{6}), On(d, Shape{5}), 1.0, grad, totals);
+      },
+      "LossOps::MeanSquaredError: output f32[6], targets f32[5], grad f32[6] must be f32 with the "
+      "same element count");
+}
+
 }  // namespace
 }  // namespace gpipe

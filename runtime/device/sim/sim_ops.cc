@@ -147,13 +147,13 @@ absl::Status SimEmbeddingOps::DoAddRowBroadcast(const Tensor& in, const Tensor& 
   return absl::OkStatus();
 }
 
-absl::Status SimLossOps::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
-                                             Tensor& grad, Tensor& totals) const {
+absl::Status SimLossOps::DoSoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids,
+                                               double scale, Tensor& grad, Tensor& totals) const {
   return absl::OkStatus();
 }
 
-absl::Status SimLossOps::MeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
-                                          Tensor& grad, Tensor& totals) const {
+absl::Status SimLossOps::DoMeanSquaredError(const Tensor& output, const Tensor& targets,
+                                            double scale, Tensor& grad, Tensor& totals) const {
   return absl::OkStatus();
 }
 

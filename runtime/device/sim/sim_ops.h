@@ -100,12 +100,13 @@ class SimEmbeddingOps final : public EmbeddingOps {
                                  Tensor& out) const override;
 };
 
+// Class ids hold no values here, so only their shape is checked (by LossOps' entries).
 class SimLossOps final : public LossOps {
- public:
-  absl::Status SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
-                                   Tensor& grad, Tensor& totals) const override;
-  absl::Status MeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
-                                Tensor& grad, Tensor& totals) const override;
+ private:
+  absl::Status DoSoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
+                                     Tensor& grad, Tensor& totals) const override;
+  absl::Status DoMeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
+                                  Tensor& grad, Tensor& totals) const override;
 };
 
 class SimOptimizerOps final : public OptimizerOps {

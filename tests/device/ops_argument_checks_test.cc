@@ -134,5 +134,31 @@ TEST(OpsArgumentChecksTest, LossesRefuseOperandsThatDoNotFitOnEveryBackend) {
       "same element count");
 }
 
+TEST(OpsArgumentChecksTest, GemmRefusesMismatchedViewsOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        return d.ops().matmul.Gemm(WholeMatrix(On(d, Shape{2, 3}), 2, 3),
+                                   WholeMatrix(On(d, Shape{4, 5}), 4, 5),
+                                   WholeMatrix(On(d, Shape{2, 5}), 2, 5), GemmOptions{});
+      },
+      "MatmulOps::Gemm: op(A) [2, 3] op(B) [4, 5] does not give C [2, 5]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        const Tensor bias = On(d, Shape{4});
+        return d.ops().matmul.Gemm(WholeMatrix(On(d, Shape{2, 3}), 2, 3),
+                                   WholeMatrix(On(d, Shape{3, 5}), 3, 5),
+                                   WholeMatrix(On(d, Shape{2, 5}), 2, 5), {.bias = &bias});
+      },
+      "MatmulOps::Gemm: bias must be f32 with n = 5 elements, got f32[4]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        MatrixView c = WholeMatrix(On(d, Shape{2, 5}), 2, 5);
+        c.offset = 1;
+        return d.ops().matmul.Gemm(WholeMatrix(On(d, Shape{2, 3}), 2, 3),
+                                   WholeMatrix(On(d, Shape{3, 5}), 3, 5), c, GemmOptions{});
+      },
+      "MatmulOps::Gemm: C f32[2, 5] @ 1 [2 x 5, ld 5, batch stride 0] x 1 leaves its tensor");
+}
+
 }  // namespace
 }  // namespace gpipe

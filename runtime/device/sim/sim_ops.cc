@@ -37,8 +37,8 @@ absl::Status SimTensorOps::DoFlagNonFinite(std::span<const Tensor> tensors, Tens
   return absl::OkStatus();
 }
 
-absl::Status SimMatmulOps::Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
-                                const GemmOptions& options) const {
+absl::Status SimMatmulOps::DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                                  const GemmOptions& options) const {
   return absl::OkStatus();
 }
 

@@ -33,9 +33,9 @@ class SimTensorOps final : public TensorOps {
 };
 
 class SimMatmulOps final : public MatmulOps {
- public:
-  absl::Status Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
-                    const GemmOptions& options) const override;
+ private:
+  absl::Status DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                      const GemmOptions& options) const override;
 };
 
 class SimActivationOps final : public ActivationOps {

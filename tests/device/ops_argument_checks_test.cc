@@ -160,5 +160,46 @@ TEST(OpsArgumentChecksTest, GemmRefusesMismatchedViewsOnEveryBackend) {
       "MatmulOps::Gemm: C f32[2, 5] @ 1 [2 x 5, ld 5, batch stride 0] x 1 leaves its tensor");
 }
 
+TEST(OpsArgumentChecksTest, NormsRefuseBadSizesAndTensorsOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor y = On(d, Shape{2, 4});
+        Tensor stats = On(d, Shape{2, kLayerNormStatsPerRow});
+        return d.ops().norm.LayerNormForward({.rows = 2, .features = 4, .eps = 0.0},
+                                             On(d, Shape{2, 4}), y, stats);
+      },
+      "LayerNormForward: needs rows >= 0, features >= 1 and eps > 0, got rows 2, features 4, "
+      "eps 0");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor dx = On(d, Shape{2, 5});
+        return d.ops().norm.LayerNormBackwardInput({.rows = 2, .features = 4}, On(d, Shape{2, 4}),
+                                                   On(d, Shape{2, kLayerNormStatsPerRow}),
+                                                   On(d, Shape{2, 4}), dx);
+      },
+      "LayerNormBackwardInput: dx must be f32 with 8 elements, got f32[2, 5]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor running_mean = On(d, Shape{3});
+        Tensor running_var = On(d, Shape{3});
+        Tensor y = On(d, Shape{1, 3, 1});
+        Tensor stats = On(d, Shape{3, kBatchNormStatsPerChannel});
+        return d.ops().norm.BatchNormTrainForward({.batch = 1, .channels = 3},
+                                                  On(d, Shape{1, 3, 1}), running_mean, running_var,
+                                                  true, y, stats);
+      },
+      "BatchNormTrainForward: one value per channel (batch 1, positions 1) has no variance");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor dx;
+        Tensor dweight = On(d, Shape{3});
+        Tensor dbias = On(d, Shape{4});
+        return d.ops().norm.BatchNormBackward({.batch = 2, .channels = 3}, On(d, Shape{2, 3}),
+                                              On(d, Shape{3, kBatchNormStatsPerChannel}),
+                                              On(d, Shape{2, 3}), dx, dweight, dbias);
+      },
+      "BatchNormBackward: dbias must be f32 with 3 elements, got f32[4]");
+}
+
 }  // namespace
 }  // namespace gpipe

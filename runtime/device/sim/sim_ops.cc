@@ -51,39 +51,39 @@ absl::Status SimActivationOps::DoBackward(Activation activation, const Tensor& s
   return absl::OkStatus();
 }
 
-absl::Status SimNormOps::LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
-                                          Tensor& stats) const {
+absl::Status SimNormOps::DoLayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                            Tensor& stats) const {
   return absl::OkStatus();
 }
 
-absl::Status SimNormOps::LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
-                                                const Tensor& stats, const Tensor& dy,
-                                                Tensor& dx) const {
+absl::Status SimNormOps::DoLayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                                  const Tensor& stats, const Tensor& dy,
+                                                  Tensor& dx) const {
   return absl::OkStatus();
 }
 
-absl::Status SimNormOps::LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
-                                                 const Tensor& stats, const Tensor& dy,
-                                                 Tensor& dweight, Tensor& dbias) const {
+absl::Status SimNormOps::DoLayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                                   const Tensor& stats, const Tensor& dy,
+                                                   Tensor& dweight, Tensor& dbias) const {
   return absl::OkStatus();
 }
 
-absl::Status SimNormOps::BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
-                                               Tensor& running_mean, Tensor& running_var,
-                                               bool update_running, Tensor& y,
-                                               Tensor& stats) const {
+absl::Status SimNormOps::DoBatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
+                                                 Tensor& running_mean, Tensor& running_var,
+                                                 bool update_running, Tensor& y,
+                                                 Tensor& stats) const {
   return absl::OkStatus();
 }
 
-absl::Status SimNormOps::BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
-                                              const Tensor& running_mean, const Tensor& running_var,
-                                              Tensor& y) const {
+absl::Status SimNormOps::DoBatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
+                                                const Tensor& running_mean,
+                                                const Tensor& running_var, Tensor& y) const {
   return absl::OkStatus();
 }
 
-absl::Status SimNormOps::BatchNormBackward(const BatchNormArgs& args, const Tensor& x,
-                                           const Tensor& stats, const Tensor& dy, Tensor& dx,
-                                           Tensor& dweight, Tensor& dbias) const {
+absl::Status SimNormOps::DoBatchNormBackward(const BatchNormArgs& args, const Tensor& x,
+                                             const Tensor& stats, const Tensor& dy, Tensor& dx,
+                                             Tensor& dweight, Tensor& dbias) const {
   return absl::OkStatus();
 }
 

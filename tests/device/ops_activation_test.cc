@@ -121,6 +121,19 @@ TEST_P(ActivationOpsTest, NoElementsIsFine) {
   }
 }
 
+// Every backend refuses a value outside the enum (CUDA once ran it as the identity).
+TEST_P(ActivationOpsTest, AnUnknownActivationIsInvalidArgument) {
+  const auto unknown = static_cast<Activation>(7);
+  Tensor y = Uninitialized(Shape{4});
+  EXPECT_EQ(ops().activation.Forward(unknown, Uninitialized(Shape{4}), y).code(),
+            absl::StatusCode::kInvalidArgument);
+  Tensor dx = Uninitialized(Shape{4});
+  EXPECT_EQ(ops()
+                .activation.Backward(unknown, Uninitialized(Shape{4}), Uninitialized(Shape{4}), dx)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST_P(ActivationOpsTest, MismatchedSizesOrDtypesAreInvalidArgument) {
   Tensor y = Uninitialized(Shape{5});
   EXPECT_EQ(ops().activation.Forward(Activation::kRelu, Uninitialized(Shape{4}), y).code(),

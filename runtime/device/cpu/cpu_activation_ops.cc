@@ -3,9 +3,6 @@
 #include <cmath>
 #include <cstdint>
 
-#include "runtime/core/status_macros.h"
-#include "runtime/device/ops/activation_checks.h"
-
 namespace gpipe {
 namespace {
 
@@ -51,8 +48,7 @@ void GeluBackward(const float* __restrict x, const float* __restrict dy, float* 
 
 }  // namespace
 
-absl::Status CpuActivationOps::Forward(Activation activation, const Tensor& x, Tensor& y) const {
-  RETURN_IF_ERROR(op_checks::ActivationPair("Forward", activation, "x", x, "y", y));
+absl::Status CpuActivationOps::DoForward(Activation activation, const Tensor& x, Tensor& y) const {
   const int64_t n = x.num_elements();
   switch (activation) {
     case Activation::kRelu:
@@ -68,10 +64,8 @@ absl::Status CpuActivationOps::Forward(Activation activation, const Tensor& x, T
   return absl::InvalidArgumentError("ActivationOps::Forward: unknown activation");
 }
 
-absl::Status CpuActivationOps::Backward(Activation activation, const Tensor& saved,
-                                        const Tensor& dy, Tensor& dx) const {
-  RETURN_IF_ERROR(op_checks::ActivationPair("Backward", activation, "saved", saved, "dy", dy));
-  RETURN_IF_ERROR(op_checks::ActivationPair("Backward", activation, "dy", dy, "dx", dx));
+absl::Status CpuActivationOps::DoBackward(Activation activation, const Tensor& saved,
+                                          const Tensor& dy, Tensor& dx) const {
   const int64_t n = dy.num_elements();
   switch (activation) {
     case Activation::kRelu:

@@ -8,10 +8,10 @@
 namespace gpipe {
 
 class CpuActivationOps final : public ActivationOps {
- public:
-  absl::Status Forward(Activation activation, const Tensor& x, Tensor& y) const override;
-  absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy,
-                        Tensor& dx) const override;
+ private:
+  absl::Status DoForward(Activation activation, const Tensor& x, Tensor& y) const override;
+  absl::Status DoBackward(Activation activation, const Tensor& saved, const Tensor& dy,
+                          Tensor& dx) const override;
 };
 
 }  // namespace gpipe

@@ -3,17 +3,10 @@
 #include <algorithm>
 #include <cmath>
 
-#include "runtime/device/ops/op_checks.h"
-
 namespace gpipe {
 
-absl::Status CpuAttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t,
-                                                   Tensor& scores) const {
-  if (absl::Status s = op_checks::SquareBlocks("CpuAttentionOps::CausalSoftmaxForward", "scores",
-                                               blocks, t, scores);
-      !s.ok()) {
-    return s;
-  }
+absl::Status CpuAttentionOps::DoCausalSoftmaxForward(int64_t blocks, int64_t t,
+                                                     Tensor& scores) const {
   float* base = scores.data<float>();
   for (int64_t r = 0; r < blocks * t; ++r) {
     float* __restrict row = base + r * t;
@@ -31,11 +24,8 @@ absl::Status CpuAttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t,
   return absl::OkStatus();
 }
 
-absl::Status CpuAttentionOps::CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale,
-                                                    const Tensor& probs, Tensor& grad) const {
-  constexpr char kOp[] = "CpuAttentionOps::CausalSoftmaxBackward";
-  if (absl::Status s = op_checks::SquareBlocks(kOp, "probs", blocks, t, probs); !s.ok()) return s;
-  if (absl::Status s = op_checks::SquareBlocks(kOp, "grad", blocks, t, grad); !s.ok()) return s;
+absl::Status CpuAttentionOps::DoCausalSoftmaxBackward(int64_t blocks, int64_t t, float scale,
+                                                      const Tensor& probs, Tensor& grad) const {
   const float* p_base = probs.data<float>();
   float* g_base = grad.data<float>();
   for (int64_t r = 0; r < blocks * t; ++r) {

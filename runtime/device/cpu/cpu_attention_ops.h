@@ -9,10 +9,10 @@
 namespace gpipe {
 
 class CpuAttentionOps final : public AttentionOps {
- public:
-  absl::Status CausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const override;
-  absl::Status CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs,
-                                     Tensor& grad) const override;
+ private:
+  absl::Status DoCausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const override;
+  absl::Status DoCausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs,
+                                       Tensor& grad) const override;
 };
 
 }  // namespace gpipe

@@ -2,10 +2,7 @@
 #include <cmath>
 #include <vector>
 
-#include "absl/strings/str_cat.h"
-#include "runtime/core/status_macros.h"
 #include "runtime/device/cpu/cpu_norm_ops.h"
-#include "runtime/device/ops/norm_checks.h"
 
 namespace gpipe {
 namespace {
@@ -31,22 +28,11 @@ void Normalize(const BatchNormArgs& args, int64_t c, double mean, double inv_std
 
 }  // namespace
 
-absl::Status CpuNormOps::BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
-                                               Tensor& running_mean, Tensor& running_var,
-                                               bool update_running, Tensor& y,
-                                               Tensor& stats) const {
-  constexpr const char* kOp = "BatchNormTrainForward";
-  RETURN_IF_ERROR(op_checks::BatchNorm(kOp, args, x, y, "y"));
-  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "running_mean", running_mean, args.channels));
-  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "running_var", running_var, args.channels));
-  RETURN_IF_ERROR(
-      op_checks::NormF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
+absl::Status CpuNormOps::DoBatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
+                                                 Tensor& running_mean, Tensor& running_var,
+                                                 bool update_running, Tensor& y,
+                                                 Tensor& stats) const {
   const int64_t n = args.batch * args.positions;
-  if (n < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kOp, ": one value per channel (batch ", args.batch, ", positions ",
-                     args.positions, ") has no variance; training statistics need at least two"));
-  }
   const float* in = x.f32();
   float* st = stats.f32();
   float* mean_out = running_mean.f32();
@@ -83,13 +69,9 @@ absl::Status CpuNormOps::BatchNormTrainForward(const BatchNormArgs& args, const 
   return absl::OkStatus();
 }
 
-absl::Status CpuNormOps::BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
-                                              const Tensor& running_mean, const Tensor& running_var,
-                                              Tensor& y) const {
-  constexpr const char* kOp = "BatchNormEvalForward";
-  RETURN_IF_ERROR(op_checks::BatchNorm(kOp, args, x, y, "y"));
-  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "running_mean", running_mean, args.channels));
-  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "running_var", running_var, args.channels));
+absl::Status CpuNormOps::DoBatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
+                                                const Tensor& running_mean,
+                                                const Tensor& running_var, Tensor& y) const {
   const float* mean = running_mean.f32();
   const float* var = running_var.f32();
   for (int64_t c = 0; c < args.channels; ++c) {
@@ -99,19 +81,9 @@ absl::Status CpuNormOps::BatchNormEvalForward(const BatchNormArgs& args, const T
   return absl::OkStatus();
 }
 
-absl::Status CpuNormOps::BatchNormBackward(const BatchNormArgs& args, const Tensor& x,
-                                           const Tensor& stats, const Tensor& dy, Tensor& dx,
-                                           Tensor& dweight, Tensor& dbias) const {
-  constexpr const char* kOp = "BatchNormBackward";
-  RETURN_IF_ERROR(op_checks::BatchNorm(kOp, args, x, dy, "dy"));
-  RETURN_IF_ERROR(
-      op_checks::NormF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
-  const int64_t elements = args.batch * args.channels * args.positions;
-  if (dx.defined()) RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dx", dx, elements));
-  if (dweight.defined())
-    RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dweight", dweight, args.channels));
-  if (dbias.defined())
-    RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dbias", dbias, args.channels));
+absl::Status CpuNormOps::DoBatchNormBackward(const BatchNormArgs& args, const Tensor& x,
+                                             const Tensor& stats, const Tensor& dy, Tensor& dx,
+                                             Tensor& dweight, Tensor& dbias) const {
   const float* in = x.f32();
   const float* g = dy.f32();
   const float* st = stats.f32();

@@ -8,9 +8,8 @@
 namespace gpipe {
 namespace {
 
-// The operands shared by Gather and ScatterAdd, then every id.
-absl::Status CheckRows(const char* op, const Tensor& table, const Tensor& ids, const Tensor& data) {
-  RETURN_IF_ERROR(op_checks::EmbeddingRows(op, table, ids, data));
+// Every id is in [0, rows) of `table` (the operands' shapes are checked by the entries).
+absl::Status CheckIds(const Tensor& table, const Tensor& ids) {
   const int64_t rows = table.shape().dim(0);
   const int64_t* id = ids.data<int64_t>();
   const int64_t n = ids.num_elements();
@@ -24,8 +23,8 @@ absl::Status CheckRows(const char* op, const Tensor& table, const Tensor& ids, c
 
 }  // namespace
 
-absl::Status CpuEmbeddingOps::Gather(const Tensor& table, const Tensor& ids, Tensor& out) const {
-  RETURN_IF_ERROR(CheckRows("Gather", table, ids, out));
+absl::Status CpuEmbeddingOps::DoGather(const Tensor& table, const Tensor& ids, Tensor& out) const {
+  RETURN_IF_ERROR(CheckIds(table, ids));
   const int64_t dim = table.shape().dim(1);
   const float* source = table.f32();
   const int64_t* id = ids.data<int64_t>();
@@ -39,9 +38,9 @@ absl::Status CpuEmbeddingOps::Gather(const Tensor& table, const Tensor& ids, Ten
   return absl::OkStatus();
 }
 
-absl::Status CpuEmbeddingOps::ScatterAdd(const Tensor& ids, const Tensor& dout,
-                                         Tensor& dtable) const {
-  RETURN_IF_ERROR(CheckRows("ScatterAdd", dtable, ids, dout));
+absl::Status CpuEmbeddingOps::DoScatterAdd(const Tensor& ids, const Tensor& dout,
+                                           Tensor& dtable) const {
+  RETURN_IF_ERROR(CheckIds(dtable, ids));
   const int64_t dim = dtable.shape().dim(1);
   const int64_t* id = ids.data<int64_t>();
   const float* g = dout.f32();
@@ -56,9 +55,8 @@ absl::Status CpuEmbeddingOps::ScatterAdd(const Tensor& ids, const Tensor& dout,
   return absl::OkStatus();
 }
 
-absl::Status CpuEmbeddingOps::AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
-                                              Tensor& out) const {
-  RETURN_IF_ERROR(op_checks::RowBroadcastArgs(in, row, n, out));
+absl::Status CpuEmbeddingOps::DoAddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
+                                                Tensor& out) const {
   const int64_t batch = in.num_elements() / n;
   // No __restrict on in/out: out may be in.
   const float* x = in.f32();

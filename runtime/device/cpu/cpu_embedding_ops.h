@@ -8,11 +8,11 @@
 namespace gpipe {
 
 class CpuEmbeddingOps final : public EmbeddingOps {
- public:
-  absl::Status Gather(const Tensor& table, const Tensor& ids, Tensor& out) const override;
-  absl::Status ScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const override;
-  absl::Status AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
-                               Tensor& out) const override;
+ private:
+  absl::Status DoGather(const Tensor& table, const Tensor& ids, Tensor& out) const override;
+  absl::Status DoScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const override;
+  absl::Status DoAddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
+                                 Tensor& out) const override;
 };
 
 }  // namespace gpipe

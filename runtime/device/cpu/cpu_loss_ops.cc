@@ -3,24 +3,18 @@
 #include <cmath>
 #include <cstdint>
 
-#include "absl/strings/str_cat.h"
-#include "runtime/core/status_macros.h"
 #include "runtime/device/ops/loss_checks.h"
 
 namespace gpipe {
 
-absl::Status CpuLossOps::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
-                                             Tensor& grad, Tensor& totals) const {
-  RETURN_IF_ERROR(op_checks::LossTotals("SoftmaxCrossEntropy", totals));
-  RETURN_IF_ERROR(op_checks::CrossEntropyArgs(logits, ids, grad));
+absl::Status CpuLossOps::DoSoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids,
+                                               double scale, Tensor& grad, Tensor& totals) const {
   const int64_t classes = logits.shape().last();
   const int64_t rows = ids.num_elements();
   const int64_t* id = ids.data<int64_t>();
   for (int64_t i = 0; i < rows; ++i) {
     if (id[i] < 0 || id[i] >= classes) {
-      return BadIdError(
-          absl::StrCat("row ", i, " has class id ", id[i], ", outside [0, ", classes, ")"),
-          BadId{.index = i, .id = id[i]});
+      return op_checks::CrossEntropyBadId(BadId{.index = i, .id = id[i]}, classes);
     }
   }
   const float* x = logits.f32();
@@ -53,10 +47,8 @@ absl::Status CpuLossOps::SoftmaxCrossEntropy(const Tensor& logits, const Tensor&
   return absl::OkStatus();
 }
 
-absl::Status CpuLossOps::MeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
-                                          Tensor& grad, Tensor& totals) const {
-  RETURN_IF_ERROR(op_checks::LossTotals("MeanSquaredError", totals));
-  RETURN_IF_ERROR(op_checks::MeanSquaredErrorArgs(output, targets, grad));
+absl::Status CpuLossOps::DoMeanSquaredError(const Tensor& output, const Tensor& targets,
+                                            double scale, Tensor& grad, Tensor& totals) const {
   const float* __restrict y = output.f32();
   const float* __restrict t = targets.f32();
   float* __restrict g = grad.f32();

@@ -7,11 +7,11 @@
 namespace gpipe {
 
 class CpuLossOps final : public LossOps {
- public:
-  absl::Status SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
-                                   Tensor& grad, Tensor& totals) const override;
-  absl::Status MeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
-                                Tensor& grad, Tensor& totals) const override;
+ private:
+  absl::Status DoSoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
+                                     Tensor& grad, Tensor& totals) const override;
+  absl::Status DoMeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
+                                  Tensor& grad, Tensor& totals) const override;
 };
 
 }  // namespace gpipe

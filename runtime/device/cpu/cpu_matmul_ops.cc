@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/core/status_macros.h"
 #include "runtime/device/cpu/dnnl_matmul.h"
 
 namespace gpipe {
@@ -66,9 +65,8 @@ void ScaleAndAddBias(const MatrixView& c, const GemmOptions& options) {
 
 }  // namespace
 
-absl::Status CpuMatmulOps::Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
-                                const GemmOptions& options) const {
-  RETURN_IF_ERROR(ValidateGemm(kOp, a, b, c, options));
+absl::Status CpuMatmulOps::DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                                  const GemmOptions& options) const {
   const int64_t m = c.rows;
   const int64_t n = c.cols;
   const int64_t k = options.transpose_a ? a.rows : a.cols;

@@ -21,10 +21,11 @@ namespace gpipe {
 class CpuMatmulOps final : public MatmulOps {
  public:
   explicit CpuMatmulOps(DnnlContext& dnnl) : dnnl_(dnnl), bf16_(dnnl) {}
-  absl::Status Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
-                    const GemmOptions& options) const override;
 
  private:
+  absl::Status DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                      const GemmOptions& options) const override;
+
   // One product shape's primitive and its memory descriptors (data handles set per call);
   // `usable` is false when oneDNN only offers a reference implementation or none at all.
   struct Cached {

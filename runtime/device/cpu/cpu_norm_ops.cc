@@ -4,9 +4,6 @@
 #include <cmath>
 #include <vector>
 
-#include "runtime/core/status_macros.h"
-#include "runtime/device/ops/norm_checks.h"
-
 namespace gpipe {
 namespace {
 
@@ -17,11 +14,8 @@ inline float Normalized(float x, float mean_hi, float mean_lo, float rstd) {
 
 }  // namespace
 
-absl::Status CpuNormOps::LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
-                                          Tensor& stats) const {
-  constexpr const char* kOp = "LayerNormForward";
-  RETURN_IF_ERROR(op_checks::LayerNorm(kOp, args, x, stats, y, "y"));
-  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "y", y, args.rows * args.features));
+absl::Status CpuNormOps::DoLayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                            Tensor& stats) const {
   const int64_t features = args.features;
   const bool affine = args.weight.defined();
   const float* in = x.f32();
@@ -59,14 +53,10 @@ absl::Status CpuNormOps::LayerNormForward(const LayerNormArgs& args, const Tenso
   return absl::OkStatus();
 }
 
-absl::Status CpuNormOps::LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
-                                                const Tensor& stats, const Tensor& dy,
-                                                Tensor& dx) const {
-  constexpr const char* kOp = "LayerNormBackwardInput";
-  RETURN_IF_ERROR(op_checks::LayerNorm(kOp, args, x, stats, dy, "dy"));
-  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dy", dy, args.rows * args.features));
+absl::Status CpuNormOps::DoLayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                                  const Tensor& stats, const Tensor& dy,
+                                                  Tensor& dx) const {
   if (!dx.defined()) return absl::OkStatus();
-  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dx", dx, args.rows * args.features));
   const int64_t features = args.features;
   const bool affine = args.weight.defined();
   const float* __restrict weight = affine ? args.weight.f32() : nullptr;
@@ -99,16 +89,9 @@ absl::Status CpuNormOps::LayerNormBackwardInput(const LayerNormArgs& args, const
   return absl::OkStatus();
 }
 
-absl::Status CpuNormOps::LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
-                                                 const Tensor& stats, const Tensor& dy,
-                                                 Tensor& dweight, Tensor& dbias) const {
-  constexpr const char* kOp = "LayerNormBackwardParams";
-  RETURN_IF_ERROR(op_checks::LayerNorm(kOp, args, x, stats, dy, "dy"));
-  RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dy", dy, args.rows * args.features));
-  if (dweight.defined())
-    RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dweight", dweight, args.features));
-  if (dbias.defined())
-    RETURN_IF_ERROR(op_checks::NormF32Elements(kOp, "dbias", dbias, args.features));
+absl::Status CpuNormOps::DoLayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                                   const Tensor& stats, const Tensor& dy,
+                                                   Tensor& dweight, Tensor& dbias) const {
   if (!dweight.defined() && !dbias.defined()) return absl::OkStatus();
   const int64_t features = args.features;
   // Summed over rows in double, then added once: the error does not grow with the rows.

@@ -10,24 +10,25 @@
 namespace gpipe {
 
 class CpuNormOps final : public NormOps {
- public:
-  absl::Status LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
-                                Tensor& stats) const override;
-  absl::Status LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
-                                      const Tensor& stats, const Tensor& dy,
-                                      Tensor& dx) const override;
-  absl::Status LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
-                                       const Tensor& stats, const Tensor& dy, Tensor& dweight,
-                                       Tensor& dbias) const override;
-  absl::Status BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
-                                     Tensor& running_mean, Tensor& running_var, bool update_running,
-                                     Tensor& y, Tensor& stats) const override;
-  absl::Status BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
-                                    const Tensor& running_mean, const Tensor& running_var,
-                                    Tensor& y) const override;
-  absl::Status BatchNormBackward(const BatchNormArgs& args, const Tensor& x, const Tensor& stats,
-                                 const Tensor& dy, Tensor& dx, Tensor& dweight,
-                                 Tensor& dbias) const override;
+ private:
+  absl::Status DoLayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                  Tensor& stats) const override;
+  absl::Status DoLayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                        const Tensor& stats, const Tensor& dy,
+                                        Tensor& dx) const override;
+  absl::Status DoLayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                         const Tensor& stats, const Tensor& dy, Tensor& dweight,
+                                         Tensor& dbias) const override;
+  absl::Status DoBatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
+                                       Tensor& running_mean, Tensor& running_var,
+                                       bool update_running, Tensor& y,
+                                       Tensor& stats) const override;
+  absl::Status DoBatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
+                                      const Tensor& running_mean, const Tensor& running_var,
+                                      Tensor& y) const override;
+  absl::Status DoBatchNormBackward(const BatchNormArgs& args, const Tensor& x, const Tensor& stats,
+                                   const Tensor& dy, Tensor& dx, Tensor& dweight,
+                                   Tensor& dbias) const override;
 };
 
 }  // namespace gpipe

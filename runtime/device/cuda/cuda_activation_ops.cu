@@ -1,10 +1,8 @@
 #include <cstdint>
 
-#include "runtime/core/status_macros.h"
 #include "runtime/device/cuda/cuda_activation_ops.h"
 #include "runtime/device/cuda/device_pointer.h"
 #include "runtime/device/cuda/kernel_launch.h"
-#include "runtime/device/ops/activation_checks.h"
 
 namespace gpipe {
 namespace {
@@ -58,8 +56,7 @@ __global__ void BackwardKernel(Activation activation, const float* saved, const 
 
 }  // namespace
 
-absl::Status CudaActivationOps::Forward(Activation activation, const Tensor& x, Tensor& y) const {
-  RETURN_IF_ERROR(op_checks::ActivationPair("Forward", activation, "x", x, "y", y));
+absl::Status CudaActivationOps::DoForward(Activation activation, const Tensor& x, Tensor& y) const {
   const int64_t n = x.num_elements();
   if (n == 0) return absl::OkStatus();
   ForwardKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
@@ -67,10 +64,8 @@ absl::Status CudaActivationOps::Forward(Activation activation, const Tensor& x, 
   return cuda::LaunchStatus("activation forward");
 }
 
-absl::Status CudaActivationOps::Backward(Activation activation, const Tensor& saved,
-                                         const Tensor& dy, Tensor& dx) const {
-  RETURN_IF_ERROR(op_checks::ActivationPair("Backward", activation, "saved", saved, "dy", dy));
-  RETURN_IF_ERROR(op_checks::ActivationPair("Backward", activation, "dy", dy, "dx", dx));
+absl::Status CudaActivationOps::DoBackward(Activation activation, const Tensor& saved,
+                                           const Tensor& dy, Tensor& dx) const {
   const int64_t n = dy.num_elements();
   if (n == 0) return absl::OkStatus();
   BackwardKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(

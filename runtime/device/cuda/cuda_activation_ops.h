@@ -1,6 +1,6 @@
 // CudaActivationOps: ActivationOps (runtime/device/ops/activation_ops.h) on the GPU, issued on the
-// context's compute stream. Checks its arguments as the CPU backend does (op_checks.h), before any
-// launch.
+// context's compute stream. Its kernels run after ActivationOps' entries have checked their
+// arguments.
 #ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_ACTIVATION_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_ACTIVATION_OPS_H_
 
@@ -13,11 +13,11 @@ class CudaActivationOps final : public ActivationOps {
  public:
   explicit CudaActivationOps(const CudaContext& context) : context_(context) {}
 
-  absl::Status Forward(Activation activation, const Tensor& x, Tensor& y) const override;
-  absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy,
-                        Tensor& dx) const override;
-
  private:
+  absl::Status DoForward(Activation activation, const Tensor& x, Tensor& y) const override;
+  absl::Status DoBackward(Activation activation, const Tensor& saved, const Tensor& dy,
+                          Tensor& dx) const override;
+
   const CudaContext& context_;
 };
 

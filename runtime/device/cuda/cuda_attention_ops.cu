@@ -7,7 +7,6 @@
 #include "runtime/device/cuda/cuda_attention_ops.h"
 #include "runtime/device/cuda/device_pointer.h"
 #include "runtime/device/cuda/kernel_launch.h"
-#include "runtime/device/ops/op_checks.h"
 
 namespace gpipe {
 namespace {
@@ -68,21 +67,16 @@ absl::Status ForEachRowChunk(int64_t rows, const char* kernel, Launch launch) {
 
 }  // namespace
 
-absl::Status CudaAttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t,
-                                                    Tensor& scores) const {
-  RETURN_IF_ERROR(op_checks::SquareBlocks("CudaAttentionOps::CausalSoftmaxForward", "scores",
-                                          blocks, t, scores));
+absl::Status CudaAttentionOps::DoCausalSoftmaxForward(int64_t blocks, int64_t t,
+                                                      Tensor& scores) const {
   float* base = DevicePointer<float>(scores);
   return ForEachRowChunk(blocks * t, "causal softmax forward", [&](int64_t first, unsigned count) {
     CausalSoftmaxForwardKernel<<<count, kRowThreads, 0, context_.stream>>>(first, t, base);
   });
 }
 
-absl::Status CudaAttentionOps::CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale,
-                                                     const Tensor& probs, Tensor& grad) const {
-  constexpr char kOp[] = "CudaAttentionOps::CausalSoftmaxBackward";
-  RETURN_IF_ERROR(op_checks::SquareBlocks(kOp, "probs", blocks, t, probs));
-  RETURN_IF_ERROR(op_checks::SquareBlocks(kOp, "grad", blocks, t, grad));
+absl::Status CudaAttentionOps::DoCausalSoftmaxBackward(int64_t blocks, int64_t t, float scale,
+                                                       const Tensor& probs, Tensor& grad) const {
   const float* p = DevicePointer<float>(probs);
   float* g = DevicePointer<float>(grad);
   return ForEachRowChunk(blocks * t, "causal softmax backward", [&](int64_t first, unsigned count) {

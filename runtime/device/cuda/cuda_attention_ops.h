@@ -1,6 +1,6 @@
 // CudaAttentionOps: AttentionOps (runtime/device/ops/attention_ops.h) on the GPU, issued on the
-// context's compute stream. Checks its arguments as the CPU backend does (op_checks.h), before any
-// launch.
+// context's compute stream. Its kernels run after AttentionOps' entries have checked their
+// arguments.
 #ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_ATTENTION_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_ATTENTION_OPS_H_
 
@@ -13,11 +13,11 @@ class CudaAttentionOps final : public AttentionOps {
  public:
   explicit CudaAttentionOps(const CudaContext& context) : context_(context) {}
 
-  absl::Status CausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const override;
-  absl::Status CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs,
-                                     Tensor& grad) const override;
-
  private:
+  absl::Status DoCausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const override;
+  absl::Status DoCausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs,
+                                       Tensor& grad) const override;
+
   const CudaContext& context_;
 };
 

@@ -40,8 +40,7 @@ __global__ void AddRowBroadcastKernel(const float* in, const float* row, int64_t
 
 }  // namespace
 
-absl::Status CudaEmbeddingOps::Gather(const Tensor& table, const Tensor& ids, Tensor& out) const {
-  RETURN_IF_ERROR(op_checks::EmbeddingRows("Gather", table, ids, out));
+absl::Status CudaEmbeddingOps::DoGather(const Tensor& table, const Tensor& ids, Tensor& out) const {
   const int64_t rows = table.shape().dim(0);
   ASSIGN_OR_RETURN(std::optional<BadId> bad, cuda::FirstBadId(context_, ids, rows));
   if (bad.has_value()) return op_checks::EmbeddingBadId(*bad, rows);
@@ -54,9 +53,8 @@ absl::Status CudaEmbeddingOps::Gather(const Tensor& table, const Tensor& ids, Te
   return cuda::LaunchStatus("embedding gather");
 }
 
-absl::Status CudaEmbeddingOps::ScatterAdd(const Tensor& ids, const Tensor& dout,
-                                          Tensor& dtable) const {
-  RETURN_IF_ERROR(op_checks::EmbeddingRows("ScatterAdd", dtable, ids, dout));
+absl::Status CudaEmbeddingOps::DoScatterAdd(const Tensor& ids, const Tensor& dout,
+                                            Tensor& dtable) const {
   const int64_t rows = dtable.shape().dim(0);
   ASSIGN_OR_RETURN(std::optional<BadId> bad, cuda::FirstBadId(context_, ids, rows));
   if (bad.has_value()) return op_checks::EmbeddingBadId(*bad, rows);
@@ -69,9 +67,8 @@ absl::Status CudaEmbeddingOps::ScatterAdd(const Tensor& ids, const Tensor& dout,
   return cuda::LaunchStatus("embedding scatter-add");
 }
 
-absl::Status CudaEmbeddingOps::AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
-                                               Tensor& out) const {
-  RETURN_IF_ERROR(op_checks::RowBroadcastArgs(in, row, n, out));
+absl::Status CudaEmbeddingOps::DoAddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
+                                                 Tensor& out) const {
   const int64_t total = in.num_elements();
   if (total == 0) return absl::OkStatus();
   AddRowBroadcastKernel<<<cuda::BlocksFor(total), cuda::kThreadsPerBlock, 0, context_.stream>>>(

@@ -1,6 +1,6 @@
 // CudaEmbeddingOps: EmbeddingOps (runtime/device/ops/embedding_ops.h) on the GPU, issued on the
-// context's compute stream. Checks its arguments as the CPU backend does (op_checks.h), before any
-// launch.
+// context's compute stream. Its kernels run after EmbeddingOps' entries have checked their
+// operands; the ids' values are checked here (id_check.h), before any launch that uses them.
 #ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_EMBEDDING_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_EMBEDDING_OPS_H_
 
@@ -13,12 +13,12 @@ class CudaEmbeddingOps final : public EmbeddingOps {
  public:
   explicit CudaEmbeddingOps(const CudaContext& context) : context_(context) {}
 
-  absl::Status Gather(const Tensor& table, const Tensor& ids, Tensor& out) const override;
-  absl::Status ScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const override;
-  absl::Status AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
-                               Tensor& out) const override;
-
  private:
+  absl::Status DoGather(const Tensor& table, const Tensor& ids, Tensor& out) const override;
+  absl::Status DoScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const override;
+  absl::Status DoAddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
+                                 Tensor& out) const override;
+
   const CudaContext& context_;
 };
 

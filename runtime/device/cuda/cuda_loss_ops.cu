@@ -1,7 +1,6 @@
 #include <cmath>
 #include <cstdint>
 
-#include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/cuda/block_reduce.cuh"
 #include "runtime/device/cuda/cuda_loss_ops.h"
@@ -74,18 +73,12 @@ __global__ void AddTotalsKernel(const double* values, const double* hits, int64_
 
 }  // namespace
 
-absl::Status CudaLossOps::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
-                                              Tensor& grad, Tensor& totals) const {
-  RETURN_IF_ERROR(op_checks::LossTotals("SoftmaxCrossEntropy", totals));
-  RETURN_IF_ERROR(op_checks::CrossEntropyArgs(logits, ids, grad));
+absl::Status CudaLossOps::DoSoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids,
+                                                double scale, Tensor& grad, Tensor& totals) const {
   const int64_t classes = logits.shape().last();
   const int64_t rows = ids.num_elements();
   ASSIGN_OR_RETURN(std::optional<BadId> bad, cuda::FirstBadId(context_, ids, classes));
-  if (bad.has_value()) {
-    return BadIdError(
-        absl::StrCat("row ", bad->index, " has class id ", bad->id, ", outside [0, ", classes, ")"),
-        *bad);
-  }
+  if (bad.has_value()) return op_checks::CrossEntropyBadId(*bad, classes);
   if (rows == 0) return absl::OkStatus();
   ASSIGN_OR_RETURN(Tensor per_row, Tensor::Empty(*context_.workspace, Shape{2, rows}, DType::kF64,
                                                  MemoryKind::kWorkspace));
@@ -100,10 +93,8 @@ absl::Status CudaLossOps::SoftmaxCrossEntropy(const Tensor& logits, const Tensor
   return cuda::LaunchStatus("cross-entropy totals");
 }
 
-absl::Status CudaLossOps::MeanSquaredError(const Tensor& output, const Tensor& targets,
-                                           double scale, Tensor& grad, Tensor& totals) const {
-  RETURN_IF_ERROR(op_checks::LossTotals("MeanSquaredError", totals));
-  RETURN_IF_ERROR(op_checks::MeanSquaredErrorArgs(output, targets, grad));
+absl::Status CudaLossOps::DoMeanSquaredError(const Tensor& output, const Tensor& targets,
+                                             double scale, Tensor& grad, Tensor& totals) const {
   const int64_t n = output.num_elements();
   if (n == 0) return absl::OkStatus();
   ASSIGN_OR_RETURN(Tensor squared, Tensor::Empty(*context_.workspace, Shape{n}, DType::kF64,

@@ -20,8 +20,6 @@
 namespace gpipe {
 namespace {
 
-constexpr char kOp[] = "CudaMatmulOps::Gemm";
-
 // c[b, i, j] = beta c[b, i, j] (0 when beta == 0, so NaNs in c do not propagate) + bias[j]
 // (when given), as the CPU backend does for k == 0.
 __global__ void ScaleAndAddBiasKernel(float* c, int64_t rows, int64_t cols, int64_t ld,
@@ -92,9 +90,8 @@ absl::StatusOr<Tensor> CudaMatmulOps::Pack(const MatrixView& view, int64_t batch
   return packed;
 }
 
-absl::Status CudaMatmulOps::Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
-                                 const GemmOptions& options) const {
-  RETURN_IF_ERROR(ValidateGemm(kOp, a, b, c, options));
+absl::Status CudaMatmulOps::DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                                   const GemmOptions& options) const {
   const int64_t m = c.rows;
   const int64_t n = c.cols;
   const int64_t k = options.transpose_a ? a.rows : a.cols;

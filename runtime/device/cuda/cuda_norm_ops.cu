@@ -14,12 +14,9 @@
 #include "runtime/device/cuda/cuda_norm_ops.h"
 #include "runtime/device/cuda/device_pointer.h"
 #include "runtime/device/cuda/kernel_launch.h"
-#include "runtime/device/ops/norm_checks.h"
 
 namespace gpipe {
 namespace {
-
-using op_checks::NormF32Elements;
 
 constexpr int kThreads = 256;
 constexpr int64_t kMaxBlocks = 2147483647;
@@ -248,11 +245,8 @@ absl::Status ForEachBlockChunk(int64_t count, const char* kernel, Launch launch)
 
 }  // namespace
 
-absl::Status CudaNormOps::LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
-                                           Tensor& stats) const {
-  constexpr const char* kOp = "LayerNormForward";
-  RETURN_IF_ERROR(op_checks::LayerNorm(kOp, args, x, stats, y, "y"));
-  RETURN_IF_ERROR(NormF32Elements(kOp, "y", y, args.rows * args.features));
+absl::Status CudaNormOps::DoLayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                             Tensor& stats) const {
   const float* weight = DevicePointer<float>(args.weight);
   const float* bias = DevicePointer<float>(args.bias);
   return ForEachBlockChunk(args.rows, "layer norm forward", [&](int64_t first, unsigned count) {
@@ -262,14 +256,10 @@ absl::Status CudaNormOps::LayerNormForward(const LayerNormArgs& args, const Tens
   });
 }
 
-absl::Status CudaNormOps::LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
-                                                 const Tensor& stats, const Tensor& dy,
-                                                 Tensor& dx) const {
-  constexpr const char* kOp = "LayerNormBackwardInput";
-  RETURN_IF_ERROR(op_checks::LayerNorm(kOp, args, x, stats, dy, "dy"));
-  RETURN_IF_ERROR(NormF32Elements(kOp, "dy", dy, args.rows * args.features));
+absl::Status CudaNormOps::DoLayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                                   const Tensor& stats, const Tensor& dy,
+                                                   Tensor& dx) const {
   if (!dx.defined()) return absl::OkStatus();
-  RETURN_IF_ERROR(NormF32Elements(kOp, "dx", dx, args.rows * args.features));
   const float* weight = DevicePointer<float>(args.weight);
   return ForEachBlockChunk(
       args.rows, "layer norm backward input", [&](int64_t first, unsigned count) {
@@ -279,14 +269,9 @@ absl::Status CudaNormOps::LayerNormBackwardInput(const LayerNormArgs& args, cons
       });
 }
 
-absl::Status CudaNormOps::LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
-                                                  const Tensor& stats, const Tensor& dy,
-                                                  Tensor& dweight, Tensor& dbias) const {
-  constexpr const char* kOp = "LayerNormBackwardParams";
-  RETURN_IF_ERROR(op_checks::LayerNorm(kOp, args, x, stats, dy, "dy"));
-  RETURN_IF_ERROR(NormF32Elements(kOp, "dy", dy, args.rows * args.features));
-  if (dweight.defined()) RETURN_IF_ERROR(NormF32Elements(kOp, "dweight", dweight, args.features));
-  if (dbias.defined()) RETURN_IF_ERROR(NormF32Elements(kOp, "dbias", dbias, args.features));
+absl::Status CudaNormOps::DoLayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                                    const Tensor& stats, const Tensor& dy,
+                                                    Tensor& dweight, Tensor& dbias) const {
   if (!dweight.defined() && !dbias.defined()) return absl::OkStatus();
   const dim3 threads(cuda::kColumnTile, cuda::kColumnLanes);
   LayerNormBackwardParamsKernel<<<cuda::BlocksFor(args.features, cuda::kColumnTile), threads, 0,
@@ -296,21 +281,11 @@ absl::Status CudaNormOps::LayerNormBackwardParams(const LayerNormArgs& args, con
   return cuda::LaunchStatus("layer norm backward params");
 }
 
-absl::Status CudaNormOps::BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
-                                                Tensor& running_mean, Tensor& running_var,
-                                                bool update_running, Tensor& y,
-                                                Tensor& stats) const {
-  constexpr const char* kOp = "BatchNormTrainForward";
-  RETURN_IF_ERROR(op_checks::BatchNorm(kOp, args, x, y, "y"));
-  RETURN_IF_ERROR(NormF32Elements(kOp, "running_mean", running_mean, args.channels));
-  RETURN_IF_ERROR(NormF32Elements(kOp, "running_var", running_var, args.channels));
-  RETURN_IF_ERROR(NormF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
-  if (args.batch * args.positions < 2) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(kOp, ": one value per channel (batch ", args.batch, ", positions ",
-                     args.positions, ") has no variance; training statistics need at least two"));
-  }
-  RETURN_IF_ERROR(CheckChannelBlocks(kOp, args.channels));
+absl::Status CudaNormOps::DoBatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
+                                                  Tensor& running_mean, Tensor& running_var,
+                                                  bool update_running, Tensor& y,
+                                                  Tensor& stats) const {
+  RETURN_IF_ERROR(CheckChannelBlocks("BatchNormTrainForward", args.channels));
   BatchNormTrainForwardKernel<<<static_cast<unsigned>(args.channels), kThreads, 0,
                                 context_.stream>>>(
       ShapeOf(args), DevicePointer<float>(args.weight), DevicePointer<float>(args.bias),
@@ -319,13 +294,9 @@ absl::Status CudaNormOps::BatchNormTrainForward(const BatchNormArgs& args, const
   return cuda::LaunchStatus("batch norm forward");
 }
 
-absl::Status CudaNormOps::BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
-                                               const Tensor& running_mean,
-                                               const Tensor& running_var, Tensor& y) const {
-  constexpr const char* kOp = "BatchNormEvalForward";
-  RETURN_IF_ERROR(op_checks::BatchNorm(kOp, args, x, y, "y"));
-  RETURN_IF_ERROR(NormF32Elements(kOp, "running_mean", running_mean, args.channels));
-  RETURN_IF_ERROR(NormF32Elements(kOp, "running_var", running_var, args.channels));
+absl::Status CudaNormOps::DoBatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
+                                                 const Tensor& running_mean,
+                                                 const Tensor& running_var, Tensor& y) const {
   const int64_t total = args.batch * args.channels * args.positions;
   if (total == 0) return absl::OkStatus();
   BatchNormEvalForwardKernel<<<cuda::BlocksFor(total), cuda::kThreadsPerBlock, 0,
@@ -336,17 +307,10 @@ absl::Status CudaNormOps::BatchNormEvalForward(const BatchNormArgs& args, const 
   return cuda::LaunchStatus("batch norm eval forward");
 }
 
-absl::Status CudaNormOps::BatchNormBackward(const BatchNormArgs& args, const Tensor& x,
-                                            const Tensor& stats, const Tensor& dy, Tensor& dx,
-                                            Tensor& dweight, Tensor& dbias) const {
-  constexpr const char* kOp = "BatchNormBackward";
-  RETURN_IF_ERROR(op_checks::BatchNorm(kOp, args, x, dy, "dy"));
-  RETURN_IF_ERROR(NormF32Elements(kOp, "stats", stats, args.channels * kBatchNormStatsPerChannel));
-  const int64_t elements = args.batch * args.channels * args.positions;
-  if (dx.defined()) RETURN_IF_ERROR(NormF32Elements(kOp, "dx", dx, elements));
-  if (dweight.defined()) RETURN_IF_ERROR(NormF32Elements(kOp, "dweight", dweight, args.channels));
-  if (dbias.defined()) RETURN_IF_ERROR(NormF32Elements(kOp, "dbias", dbias, args.channels));
-  RETURN_IF_ERROR(CheckChannelBlocks(kOp, args.channels));
+absl::Status CudaNormOps::DoBatchNormBackward(const BatchNormArgs& args, const Tensor& x,
+                                              const Tensor& stats, const Tensor& dy, Tensor& dx,
+                                              Tensor& dweight, Tensor& dbias) const {
+  RETURN_IF_ERROR(CheckChannelBlocks("BatchNormBackward", args.channels));
   BatchNormBackwardKernel<<<static_cast<unsigned>(args.channels), kThreads, 0, context_.stream>>>(
       ShapeOf(args), DevicePointer<float>(args.weight), DevicePointer<float>(x),
       DevicePointer<float>(stats), DevicePointer<float>(dy), DevicePointer<float>(dx),

@@ -16,6 +16,18 @@ const char* ActivationName(Activation activation) {
   return "unknown activation";
 }
 
+absl::Status KnownActivation(const char* op, Activation activation) {
+  switch (activation) {
+    case Activation::kRelu:
+    case Activation::kTanh:
+    case Activation::kGelu:
+      return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("ActivationOps::", op, ": unknown activation ",
+                                                 static_cast<int>(activation),
+                                                 " (relu, tanh or gelu)"));
+}
+
 absl::Status ActivationPair(const char* op, Activation activation, const char* a_name,
                             const Tensor& a, const char* b_name, const Tensor& b) {
   if (!a.defined() || !b.defined() || a.dtype() != DType::kF32 || b.dtype() != DType::kF32 ||

@@ -11,6 +11,9 @@ namespace gpipe::op_checks {
 // "relu", "tanh", "gelu".
 const char* ActivationName(Activation activation);
 
+// INVALID_ARGUMENT naming the op unless `activation` is one of the enum's values.
+absl::Status KnownActivation(const char* op, Activation activation);
+
 // INVALID_ARGUMENT naming the op, the activation and both tensors unless `a` and `b` are defined
 // f32 tensors with the same element count.
 absl::Status ActivationPair(const char* op, Activation activation, const char* a_name,

@@ -1,5 +1,7 @@
 // ActivationOps: parameter-free element-wise activations and their gradients. See
 // runtime/device/ops.h for the common contract.
+// Each public entry checks its arguments (the same INVALID_ARGUMENT on every backend) and then
+// runs the backend's protected Do kernel.
 #ifndef GPIPE_RUNTIME_DEVICE_OPS_ACTIVATION_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_OPS_ACTIVATION_OPS_H_
 
@@ -23,10 +25,17 @@ class ActivationOps {
  public:
   virtual ~ActivationOps() = default;
   // y = f(x), f32, same element count.
-  virtual absl::Status Forward(Activation activation, const Tensor& x, Tensor& y) const = 0;
+  absl::Status Forward(Activation activation, const Tensor& x, Tensor& y) const;
   // dx = dy * f'(.), where `saved` is x or y as ActivationBackwardReadsInput says.
-  virtual absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy,
-                                Tensor& dx) const = 0;
+  absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy,
+                        Tensor& dx) const;
+
+ protected:
+  // The backend's kernels, one per entry above, called only with arguments the entry has
+  // checked (the same INVALID_ARGUMENT messages on every backend).
+  virtual absl::Status DoForward(Activation activation, const Tensor& x, Tensor& y) const = 0;
+  virtual absl::Status DoBackward(Activation activation, const Tensor& saved, const Tensor& dy,
+                                  Tensor& dx) const = 0;
 };
 
 }  // namespace gpipe

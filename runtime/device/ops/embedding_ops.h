@@ -1,6 +1,9 @@
 // EmbeddingOps: row gather by id and its scatter-add gradient, and broadcast adds of a table
 // slice (learned positions; their gradient is TensorOps::SumAccumulate). See
 // runtime/device/ops.h for the common contract.
+// Each public entry checks its arguments' shapes and dtypes (the same INVALID_ARGUMENT on every
+// backend) and then runs the backend's protected Do kernel, which checks the ids' values (they
+// live on the device).
 #ifndef GPIPE_RUNTIME_DEVICE_OPS_EMBEDDING_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_OPS_EMBEDDING_OPS_H_
 
@@ -19,14 +22,23 @@ class EmbeddingOps {
   // [n, dim]. An id outside [0, rows) is INVALID_ARGUMENT whose message starts with
   // "index <r> has id <id>" and which carries BadId{r, id} (bad_id.h) for the first such r,
   // so the caller can say which sample and position that is; `out` is then left unwritten.
-  virtual absl::Status Gather(const Tensor& table, const Tensor& ids, Tensor& out) const = 0;
+  absl::Status Gather(const Tensor& table, const Tensor& ids, Tensor& out) const;
   // dtable[ids[r], :] += dout[r, :], in order of r; ids out of range are rejected as by
   // Gather, before anything is added.
-  virtual absl::Status ScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const = 0;
+  absl::Status ScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const;
   // out[b, :] = in[b, :] + row[:] for in/out f32 viewed as [batch, n] (the same element
   // count, a multiple of n) and the first n elements of `row` (f32). out may be in.
-  virtual absl::Status AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
-                                       Tensor& out) const = 0;
+  absl::Status AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n, Tensor& out) const;
+
+ protected:
+  // The backend's kernels, one per entry above, called only with operands the entry has
+  // checked. DoGather and DoScatterAdd reject ids outside [0, rows) themselves, with
+  // op_checks::EmbeddingBadId, before writing anything.
+  virtual absl::Status DoGather(const Tensor& table, const Tensor& ids, Tensor& out) const = 0;
+  virtual absl::Status DoScatterAdd(const Tensor& ids, const Tensor& dout,
+                                    Tensor& dtable) const = 0;
+  virtual absl::Status DoAddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
+                                         Tensor& out) const = 0;
 };
 
 }  // namespace gpipe

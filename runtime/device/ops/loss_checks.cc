@@ -27,6 +27,12 @@ absl::Status CrossEntropyArgs(const Tensor& logits, const Tensor& ids, const Ten
   return absl::OkStatus();
 }
 
+absl::Status CrossEntropyBadId(BadId bad, int64_t classes) {
+  return BadIdError(
+      absl::StrCat("row ", bad.index, " has class id ", bad.id, ", outside [0, ", classes, ")"),
+      bad);
+}
+
 absl::Status MeanSquaredErrorArgs(const Tensor& output, const Tensor& targets, const Tensor& grad) {
   if (!output.defined() || output.dtype() != DType::kF32 || !targets.defined() ||
       targets.dtype() != DType::kF32 || targets.num_elements() != output.num_elements() ||

@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "runtime/core/tensor.h"
+#include "runtime/device/ops/bad_id.h"
 
 namespace gpipe::op_checks {
 
@@ -11,6 +12,9 @@ namespace gpipe::op_checks {
 absl::Status LossTotals(const char* op, const Tensor& totals);
 // logits f32 [..., classes >= 1], ids i64 with one id per row, grad f32 like the logits.
 absl::Status CrossEntropyArgs(const Tensor& logits, const Tensor& ids, const Tensor& grad);
+// The status for a class id outside [0, classes): "row <r> has class id <id>, outside
+// [0, classes)" + BadId.
+absl::Status CrossEntropyBadId(BadId bad, int64_t classes);
 // output, targets and grad f32 with the same element count.
 absl::Status MeanSquaredErrorArgs(const Tensor& output, const Tensor& targets, const Tensor& grad);
 

@@ -1,6 +1,9 @@
 // LossOps: losses and their gradients in one pass, with the loss added into a device scalar
 // the host reads once per step (never a host sync per micro-batch). See runtime/device/ops.h
 // for the common contract.
+// Each public entry checks its arguments' shapes and dtypes (the same INVALID_ARGUMENT on every
+// backend) and then runs the backend's protected Do kernel, which checks the class ids' values
+// (they live on the device).
 #ifndef GPIPE_RUNTIME_DEVICE_OPS_LOSS_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_OPS_LOSS_OPS_H_
 
@@ -23,13 +26,22 @@ class LossOps {
   // order); totals[kLossCorrect] += rows whose argmax (lowest index on ties) is the id.
   // An id outside [0, classes) is INVALID_ARGUMENT starting "row <r> has class id <id>" and
   // carrying BadId{r, id} (bad_id.h) for the first such r; nothing is written then.
-  virtual absl::Status SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
-                                           Tensor& grad, Tensor& totals) const = 0;
+  absl::Status SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
+                                   Tensor& grad, Tensor& totals) const;
   // output, targets f32 (same element count): diff = output - target in double;
   // grad = 2 diff scale (f32); totals[kLossSum] += scale * sum of diff^2 (summed in double in
   // element order, scaled once).
-  virtual absl::Status MeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
-                                        Tensor& grad, Tensor& totals) const = 0;
+  absl::Status MeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
+                                Tensor& grad, Tensor& totals) const;
+
+ protected:
+  // The backend's kernels, one per entry above, called only with operands the entry has
+  // checked. DoSoftmaxCrossEntropy rejects class ids outside [0, classes) itself, with
+  // op_checks::CrossEntropyBadId, before writing anything.
+  virtual absl::Status DoSoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
+                                             Tensor& grad, Tensor& totals) const = 0;
+  virtual absl::Status DoMeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
+                                          Tensor& grad, Tensor& totals) const = 0;
 };
 
 }  // namespace gpipe

@@ -1,6 +1,8 @@
 // MatmulOps: dense products, strided and batched, with alpha/beta and a bias epilogue (cuBLASLt
 // and oneDNN shapes). Transposes and sub-matrices (a head's columns inside a wider row) are
 // expressed by views, never by copies. See runtime/device/ops.h for the common contract.
+// The public entry checks its arguments (ValidateGemm: the same INVALID_ARGUMENT on every
+// backend) and then runs the backend's protected DoGemm.
 #ifndef GPIPE_RUNTIME_DEVICE_OPS_MATMUL_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_OPS_MATMUL_OPS_H_
 
@@ -45,7 +47,7 @@ struct GemmOptions {
   ProductPrecision precision = ProductPrecision::kF32;
 };
 
-// The checks every backend's Gemm makes before touching memory: f32 views of defined tensors,
+// The checks MatmulOps::Gemm makes before any backend touches memory: f32 views of defined tensors,
 // non-negative sizes, ld >= cols, matching m/n/k, every element of every batch inside its
 // tensor, bias f32 [n]. INVALID_ARGUMENT naming `op` and the views otherwise.
 absl::Status ValidateGemm(const char* op, const MatrixView& a, const MatrixView& b,
@@ -58,8 +60,13 @@ class MatmulOps {
   // C_b is [m, n] with op(A_b) [m, k] and op(B_b) [k, n]; every view must stay inside its
   // tensor (ValidateGemm). With beta == 0, C is not read (NaNs in it do not propagate). k == 0
   // gives beta C (+ bias). C must not overlap A or B.
-  virtual absl::Status Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
-                            const GemmOptions& options) const = 0;
+  absl::Status Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                    const GemmOptions& options) const;
+
+ protected:
+  // The backend's product, called only with arguments Gemm has checked (ValidateGemm).
+  virtual absl::Status DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                              const GemmOptions& options) const = 0;
 };
 
 }  // namespace gpipe

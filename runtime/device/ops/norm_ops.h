@@ -2,6 +2,8 @@
 // positions, GPipe's micro-batch statistics, running buffers). See runtime/device/ops.h for the
 // common contract. Statistics are computed in double; what backward needs is kept in a small
 // f32 `stats` tensor whose layout belongs to the backend (only its size is fixed here).
+// Each public entry checks its arguments (the same INVALID_ARGUMENT on every backend) and then
+// runs the backend's protected Do kernel.
 #ifndef GPIPE_RUNTIME_DEVICE_OPS_NORM_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_OPS_NORM_OPS_H_
 
@@ -41,36 +43,56 @@ class NormOps {
 
   // y = (x - mean) / sqrt(var + eps) (* weight + bias) per row of x [rows, features];
   // stats: f32 [rows, kLayerNormStatsPerRow].
-  virtual absl::Status LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
-                                        Tensor& stats) const = 0;
+  absl::Status LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                Tensor& stats) const;
   // dx from dy, x and stats (dx undefined: skipped).
-  virtual absl::Status LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
-                                              const Tensor& stats, const Tensor& dy,
-                                              Tensor& dx) const = 0;
+  absl::Status LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                      const Tensor& stats, const Tensor& dy, Tensor& dx) const;
   // dweight += sum over rows of dy * xhat, dbias += sum of dy (double sums, added once); each
   // skipped when undefined. args.weight and args.bias are not read.
-  virtual absl::Status LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
-                                               const Tensor& stats, const Tensor& dy,
-                                               Tensor& dweight, Tensor& dbias) const = 0;
+  absl::Status LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                       const Tensor& stats, const Tensor& dy, Tensor& dweight,
+                                       Tensor& dbias) const;
 
   // Training: normalizes x [batch, channels, positions] with this call's statistics (biased
   // variance), saves what backward needs in stats (f32 [channels, kBatchNormStatsPerChannel]),
   // and, when update_running, updates running_mean/running_var (f32 [channels]) as PyTorch
   // does (unbiased variance, `momentum`).
-  virtual absl::Status BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
-                                             Tensor& running_mean, Tensor& running_var,
-                                             bool update_running, Tensor& y,
-                                             Tensor& stats) const = 0;
+  absl::Status BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
+                                     Tensor& running_mean, Tensor& running_var, bool update_running,
+                                     Tensor& y, Tensor& stats) const;
   // Evaluation: normalizes with the running statistics.
-  virtual absl::Status BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
-                                            const Tensor& running_mean, const Tensor& running_var,
-                                            Tensor& y) const = 0;
+  absl::Status BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
+                                    const Tensor& running_mean, const Tensor& running_var,
+                                    Tensor& y) const;
   // Backward of the training forward: dx (undefined: skipped; reads args.weight when defined)
   // and dweight/dbias accumulated (undefined: skipped; the two halves, or both at once, give
   // the same bits).
-  virtual absl::Status BatchNormBackward(const BatchNormArgs& args, const Tensor& x,
-                                         const Tensor& stats, const Tensor& dy, Tensor& dx,
-                                         Tensor& dweight, Tensor& dbias) const = 0;
+  absl::Status BatchNormBackward(const BatchNormArgs& args, const Tensor& x, const Tensor& stats,
+                                 const Tensor& dy, Tensor& dx, Tensor& dweight,
+                                 Tensor& dbias) const;
+
+ protected:
+  // The backend's kernels, one per entry above, called only with arguments the entry has
+  // checked (the same INVALID_ARGUMENT messages on every backend).
+  virtual absl::Status DoLayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                          Tensor& stats) const = 0;
+  virtual absl::Status DoLayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                                const Tensor& stats, const Tensor& dy,
+                                                Tensor& dx) const = 0;
+  virtual absl::Status DoLayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                                 const Tensor& stats, const Tensor& dy,
+                                                 Tensor& dweight, Tensor& dbias) const = 0;
+  virtual absl::Status DoBatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
+                                               Tensor& running_mean, Tensor& running_var,
+                                               bool update_running, Tensor& y,
+                                               Tensor& stats) const = 0;
+  virtual absl::Status DoBatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
+                                              const Tensor& running_mean, const Tensor& running_var,
+                                              Tensor& y) const = 0;
+  virtual absl::Status DoBatchNormBackward(const BatchNormArgs& args, const Tensor& x,
+                                           const Tensor& stats, const Tensor& dy, Tensor& dx,
+                                           Tensor& dweight, Tensor& dbias) const = 0;
 };
 
 }  // namespace gpipe

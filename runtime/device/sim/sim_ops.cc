@@ -37,53 +37,53 @@ absl::Status SimTensorOps::DoFlagNonFinite(std::span<const Tensor> tensors, Tens
   return absl::OkStatus();
 }
 
-absl::Status SimMatmulOps::Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
-                                const GemmOptions& options) const {
+absl::Status SimMatmulOps::DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                                  const GemmOptions& options) const {
   return absl::OkStatus();
 }
 
-absl::Status SimActivationOps::Forward(Activation activation, const Tensor& x, Tensor& y) const {
+absl::Status SimActivationOps::DoForward(Activation activation, const Tensor& x, Tensor& y) const {
   return absl::OkStatus();
 }
 
-absl::Status SimActivationOps::Backward(Activation activation, const Tensor& saved,
-                                        const Tensor& dy, Tensor& dx) const {
+absl::Status SimActivationOps::DoBackward(Activation activation, const Tensor& saved,
+                                          const Tensor& dy, Tensor& dx) const {
   return absl::OkStatus();
 }
 
-absl::Status SimNormOps::LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
-                                          Tensor& stats) const {
+absl::Status SimNormOps::DoLayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                            Tensor& stats) const {
   return absl::OkStatus();
 }
 
-absl::Status SimNormOps::LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
-                                                const Tensor& stats, const Tensor& dy,
-                                                Tensor& dx) const {
+absl::Status SimNormOps::DoLayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                                  const Tensor& stats, const Tensor& dy,
+                                                  Tensor& dx) const {
   return absl::OkStatus();
 }
 
-absl::Status SimNormOps::LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
-                                                 const Tensor& stats, const Tensor& dy,
-                                                 Tensor& dweight, Tensor& dbias) const {
+absl::Status SimNormOps::DoLayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                                   const Tensor& stats, const Tensor& dy,
+                                                   Tensor& dweight, Tensor& dbias) const {
   return absl::OkStatus();
 }
 
-absl::Status SimNormOps::BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
-                                               Tensor& running_mean, Tensor& running_var,
-                                               bool update_running, Tensor& y,
-                                               Tensor& stats) const {
+absl::Status SimNormOps::DoBatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
+                                                 Tensor& running_mean, Tensor& running_var,
+                                                 bool update_running, Tensor& y,
+                                                 Tensor& stats) const {
   return absl::OkStatus();
 }
 
-absl::Status SimNormOps::BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
-                                              const Tensor& running_mean, const Tensor& running_var,
-                                              Tensor& y) const {
+absl::Status SimNormOps::DoBatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
+                                                const Tensor& running_mean,
+                                                const Tensor& running_var, Tensor& y) const {
   return absl::OkStatus();
 }
 
-absl::Status SimNormOps::BatchNormBackward(const BatchNormArgs& args, const Tensor& x,
-                                           const Tensor& stats, const Tensor& dy, Tensor& dx,
-                                           Tensor& dweight, Tensor& dbias) const {
+absl::Status SimNormOps::DoBatchNormBackward(const BatchNormArgs& args, const Tensor& x,
+                                             const Tensor& stats, const Tensor& dy, Tensor& dx,
+                                             Tensor& dweight, Tensor& dbias) const {
   return absl::OkStatus();
 }
 
@@ -123,37 +123,37 @@ absl::Status SimConvOps::DoGlobalAvgPool2dBackward(const Tensor& dy, Tensor& dx)
   return absl::OkStatus();
 }
 
-absl::Status SimAttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t,
-                                                   Tensor& scores) const {
+absl::Status SimAttentionOps::DoCausalSoftmaxForward(int64_t blocks, int64_t t,
+                                                     Tensor& scores) const {
   return absl::OkStatus();
 }
 
-absl::Status SimAttentionOps::CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale,
-                                                    const Tensor& probs, Tensor& grad) const {
+absl::Status SimAttentionOps::DoCausalSoftmaxBackward(int64_t blocks, int64_t t, float scale,
+                                                      const Tensor& probs, Tensor& grad) const {
   return absl::OkStatus();
 }
 
-absl::Status SimEmbeddingOps::Gather(const Tensor& table, const Tensor& ids, Tensor& out) const {
+absl::Status SimEmbeddingOps::DoGather(const Tensor& table, const Tensor& ids, Tensor& out) const {
   return absl::OkStatus();
 }
 
-absl::Status SimEmbeddingOps::ScatterAdd(const Tensor& ids, const Tensor& dout,
-                                         Tensor& dtable) const {
+absl::Status SimEmbeddingOps::DoScatterAdd(const Tensor& ids, const Tensor& dout,
+                                           Tensor& dtable) const {
   return absl::OkStatus();
 }
 
-absl::Status SimEmbeddingOps::AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
-                                              Tensor& out) const {
+absl::Status SimEmbeddingOps::DoAddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
+                                                Tensor& out) const {
   return absl::OkStatus();
 }
 
-absl::Status SimLossOps::SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
-                                             Tensor& grad, Tensor& totals) const {
+absl::Status SimLossOps::DoSoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids,
+                                               double scale, Tensor& grad, Tensor& totals) const {
   return absl::OkStatus();
 }
 
-absl::Status SimLossOps::MeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
-                                          Tensor& grad, Tensor& totals) const {
+absl::Status SimLossOps::DoMeanSquaredError(const Tensor& output, const Tensor& targets,
+                                            double scale, Tensor& grad, Tensor& totals) const {
   return absl::OkStatus();
 }
 

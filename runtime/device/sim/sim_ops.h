@@ -33,37 +33,38 @@ class SimTensorOps final : public TensorOps {
 };
 
 class SimMatmulOps final : public MatmulOps {
- public:
-  absl::Status Gemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
-                    const GemmOptions& options) const override;
+ private:
+  absl::Status DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                      const GemmOptions& options) const override;
 };
 
 class SimActivationOps final : public ActivationOps {
- public:
-  absl::Status Forward(Activation activation, const Tensor& x, Tensor& y) const override;
-  absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy,
-                        Tensor& dx) const override;
+ private:
+  absl::Status DoForward(Activation activation, const Tensor& x, Tensor& y) const override;
+  absl::Status DoBackward(Activation activation, const Tensor& saved, const Tensor& dy,
+                          Tensor& dx) const override;
 };
 
 class SimNormOps final : public NormOps {
- public:
-  absl::Status LayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
-                                Tensor& stats) const override;
-  absl::Status LayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
-                                      const Tensor& stats, const Tensor& dy,
-                                      Tensor& dx) const override;
-  absl::Status LayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
-                                       const Tensor& stats, const Tensor& dy, Tensor& dweight,
-                                       Tensor& dbias) const override;
-  absl::Status BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
-                                     Tensor& running_mean, Tensor& running_var, bool update_running,
-                                     Tensor& y, Tensor& stats) const override;
-  absl::Status BatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
-                                    const Tensor& running_mean, const Tensor& running_var,
-                                    Tensor& y) const override;
-  absl::Status BatchNormBackward(const BatchNormArgs& args, const Tensor& x, const Tensor& stats,
-                                 const Tensor& dy, Tensor& dx, Tensor& dweight,
-                                 Tensor& dbias) const override;
+ private:
+  absl::Status DoLayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
+                                  Tensor& stats) const override;
+  absl::Status DoLayerNormBackwardInput(const LayerNormArgs& args, const Tensor& x,
+                                        const Tensor& stats, const Tensor& dy,
+                                        Tensor& dx) const override;
+  absl::Status DoLayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
+                                         const Tensor& stats, const Tensor& dy, Tensor& dweight,
+                                         Tensor& dbias) const override;
+  absl::Status DoBatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
+                                       Tensor& running_mean, Tensor& running_var,
+                                       bool update_running, Tensor& y,
+                                       Tensor& stats) const override;
+  absl::Status DoBatchNormEvalForward(const BatchNormArgs& args, const Tensor& x,
+                                      const Tensor& running_mean, const Tensor& running_var,
+                                      Tensor& y) const override;
+  absl::Status DoBatchNormBackward(const BatchNormArgs& args, const Tensor& x, const Tensor& stats,
+                                   const Tensor& dy, Tensor& dx, Tensor& dweight,
+                                   Tensor& dbias) const override;
 };
 
 class SimConvOps final : public ConvOps {
@@ -85,26 +86,28 @@ class SimConvOps final : public ConvOps {
 };
 
 class SimAttentionOps final : public AttentionOps {
- public:
-  absl::Status CausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const override;
-  absl::Status CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs,
-                                     Tensor& grad) const override;
+ private:
+  absl::Status DoCausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const override;
+  absl::Status DoCausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs,
+                                       Tensor& grad) const override;
 };
 
+// Ids hold no values here, so only their shape is checked (by EmbeddingOps' entries).
 class SimEmbeddingOps final : public EmbeddingOps {
- public:
-  absl::Status Gather(const Tensor& table, const Tensor& ids, Tensor& out) const override;
-  absl::Status ScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const override;
-  absl::Status AddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
-                               Tensor& out) const override;
+ private:
+  absl::Status DoGather(const Tensor& table, const Tensor& ids, Tensor& out) const override;
+  absl::Status DoScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const override;
+  absl::Status DoAddRowBroadcast(const Tensor& in, const Tensor& row, int64_t n,
+                                 Tensor& out) const override;
 };
 
+// Class ids hold no values here, so only their shape is checked (by LossOps' entries).
 class SimLossOps final : public LossOps {
- public:
-  absl::Status SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
-                                   Tensor& grad, Tensor& totals) const override;
-  absl::Status MeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
-                                Tensor& grad, Tensor& totals) const override;
+ private:
+  absl::Status DoSoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
+                                     Tensor& grad, Tensor& totals) const override;
+  absl::Status DoMeanSquaredError(const Tensor& output, const Tensor& targets, double scale,
+                                  Tensor& grad, Tensor& totals) const override;
 };
 
 class SimOptimizerOps final : public OptimizerOps {

@@ -1,0 +1,205 @@
+// The op families' argument checks run in front of every backend's kernels (the non-virtual
+// entries of runtime/device/ops/*_ops.h), so the CPU reference and the simulated device refuse
+// the same bad call with the same INVALID_ARGUMENT message. SIM computes nothing and used to
+// accept anything; a plan that runs on SIM must fail there as it would on a real device.
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "runtime/core/check.h"
+#include "runtime/core/tensor.h"
+#include "runtime/device/cpu/cpu_device.h"
+#include "runtime/device/ops.h"
+#include "runtime/device/sim/sim_device.h"
+
+namespace gpipe {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A tensor of `shape` on `device` (its values are never read: every call below is refused).
+Tensor On(Device& device, const Shape& shape, DType dtype = DType::kF32) {
+  absl::StatusOr<Tensor> tensor = Tensor::Empty(device, shape, dtype, MemoryKind::kActivation);
+  GPIPE_CHECK(tensor.ok()) << tensor.status();
+  return *std::move(tensor);
+}
+
+// Runs `call` on a CPU and a SIM device: both must refuse it as INVALID_ARGUMENT with the same
+// message, which contains `expected`.
+void ExpectSameRefusal(const std::function<absl::Status(Device&)>& call,
+                       const std::string& expected) {
+  CpuDevice cpu;
+  SimDevice sim;
+  const absl::Status on_cpu = call(cpu);
+  const absl::Status on_sim = call(sim);
+  EXPECT_EQ(on_cpu.code(), absl::StatusCode::kInvalidArgument) << on_cpu;
+  EXPECT_EQ(on_sim.code(), absl::StatusCode::kInvalidArgument) << on_sim;
+  EXPECT_EQ(on_sim.message(), on_cpu.message());
+  EXPECT_THAT(std::string(on_cpu.message()), HasSubstr(expected));
+}
+
+TEST(OpsArgumentChecksTest, ActivationsRefuseMismatchedTensorsOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor y = On(d, Shape{5});
+        return d.ops().activation.Forward(Activation::kRelu, On(d, Shape{4}), y);
+      },
+      "ActivationOps::Forward (relu): x f32[4] and y f32[5] must be f32 with the same element "
+      "count");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor dx = On(d, Shape{4}, DType::kI64);
+        return d.ops().activation.Backward(Activation::kGelu, On(d, Shape{4}), On(d, Shape{4}), dx);
+      },
+      "ActivationOps::Backward (gelu): dy f32[4] and dx i64[4]");
+}
+
+// CUDA used to run an out-of-range Activation as the identity; CPU refused it.
+TEST(OpsArgumentChecksTest, AnUnknownActivationIsRefusedOnEveryBackend) {
+  const auto unknown = static_cast<Activation>(7);
+  ExpectSameRefusal(
+      [&](Device& d) {
+        Tensor y = On(d, Shape{4});
+        return d.ops().activation.Forward(unknown, On(d, Shape{4}), y);
+      },
+      "ActivationOps::Forward: unknown activation 7 (relu, tanh or gelu)");
+}
+
+TEST(OpsArgumentChecksTest, CausalSoftmaxRefusesScoresOfTheWrongShapeOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor scores = On(d, Shape{2, 3, 4});
+        return d.ops().attention.CausalSoftmaxForward(2, 3, scores);
+      },
+      "AttentionOps::CausalSoftmaxForward: scores must be f32 [2, 3, 3], got f32[2, 3, 4]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor grad = On(d, Shape{2, 3, 3});
+        return d.ops().attention.CausalSoftmaxBackward(2, -3, 1.0f, On(d, Shape{2, 3, 3}), grad);
+      },
+      "AttentionOps::CausalSoftmaxBackward: negative blocks (2) or t (-3)");
+}
+
+// The ids' shape is checked in front of the backend; their values only by backends that hold them.
+TEST(OpsArgumentChecksTest, EmbeddingRefusesOperandsThatDoNotFitOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor out = On(d, Shape{3, 4});
+        return d.ops().embedding.Gather(On(d, Shape{10, 4}), On(d, Shape{3}, DType::kF32), out);
+      },
+      "EmbeddingOps::Gather: table f32[10, 4], ids f32[3] and rows f32[3, 4] do not fit");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor dtable = On(d, Shape{10, 4});
+        return d.ops().embedding.ScatterAdd(On(d, Shape{3}, DType::kI64), On(d, Shape{3, 5}),
+                                            dtable);
+      },
+      "EmbeddingOps::ScatterAdd: table f32[10, 4], ids i64[3] and rows f32[3, 5] do not fit");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor out = On(d, Shape{2, 6});
+        return d.ops().embedding.AddRowBroadcast(On(d, Shape{2, 6}), On(d, Shape{8}), 5, out);
+      },
+      "EmbeddingOps::AddRowBroadcast: in f32[2, 6], row f32[8], n 5, out f32[2, 6]");
+}
+
+// The class ids' shape is checked in front of the backend; their values only by backends that hold
+// them.
+TEST(OpsArgumentChecksTest, LossesRefuseOperandsThatDoNotFitOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor grad = On(d, Shape{3, 5});
+        Tensor totals = On(d, Shape{2}, DType::kF32);
+        return d.ops().loss.SoftmaxCrossEntropy(On(d, Shape{3, 5}), On(d, Shape{3}, DType::kI64),
+                                                1.0, grad, totals);
+      },
+      "LossOps::SoftmaxCrossEntropy: totals must be f64 [2], got f32[2]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor grad = On(d, Shape{3, 5});
+        Tensor totals = On(d, Shape{2}, DType::kF64);
+        return d.ops().loss.SoftmaxCrossEntropy(On(d, Shape{3, 5}), On(d, Shape{4}, DType::kI64),
+                                                1.0, grad, totals);
+      },
+      "LossOps::SoftmaxCrossEntropy: logits f32[3, 5], ids i64[4], grad f32[3, 5]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor grad = On(d, Shape{6});
+        Tensor totals = On(d, Shape{2}, DType::kF64);
+        return d.ops().loss.MeanSquaredError(On(d, Shape{6}), On(d, Shape{5}), 1.0, grad, totals);
+      },
+      "LossOps::MeanSquaredError: output f32[6], targets f32[5], grad f32[6] must be f32 with the "
+      "same element count");
+}
+
+TEST(OpsArgumentChecksTest, GemmRefusesMismatchedViewsOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        return d.ops().matmul.Gemm(WholeMatrix(On(d, Shape{2, 3}), 2, 3),
+                                   WholeMatrix(On(d, Shape{4, 5}), 4, 5),
+                                   WholeMatrix(On(d, Shape{2, 5}), 2, 5), GemmOptions{});
+      },
+      "MatmulOps::Gemm: op(A) [2, 3] op(B) [4, 5] does not give C [2, 5]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        const Tensor bias = On(d, Shape{4});
+        return d.ops().matmul.Gemm(WholeMatrix(On(d, Shape{2, 3}), 2, 3),
+                                   WholeMatrix(On(d, Shape{3, 5}), 3, 5),
+                                   WholeMatrix(On(d, Shape{2, 5}), 2, 5), {.bias = &bias});
+      },
+      "MatmulOps::Gemm: bias must be f32 with n = 5 elements, got f32[4]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        MatrixView c = WholeMatrix(On(d, Shape{2, 5}), 2, 5);
+        c.offset = 1;
+        return d.ops().matmul.Gemm(WholeMatrix(On(d, Shape{2, 3}), 2, 3),
+                                   WholeMatrix(On(d, Shape{3, 5}), 3, 5), c, GemmOptions{});
+      },
+      "MatmulOps::Gemm: C f32[2, 5] @ 1 [2 x 5, ld 5, batch stride 0] x 1 leaves its tensor");
+}
+
+TEST(OpsArgumentChecksTest, NormsRefuseBadSizesAndTensorsOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor y = On(d, Shape{2, 4});
+        Tensor stats = On(d, Shape{2, kLayerNormStatsPerRow});
+        return d.ops().norm.LayerNormForward({.rows = 2, .features = 4, .eps = 0.0},
+                                             On(d, Shape{2, 4}), y, stats);
+      },
+      "LayerNormForward: needs rows >= 0, features >= 1 and eps > 0, got rows 2, features 4, "
+      "eps 0");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor dx = On(d, Shape{2, 5});
+        return d.ops().norm.LayerNormBackwardInput({.rows = 2, .features = 4}, On(d, Shape{2, 4}),
+                                                   On(d, Shape{2, kLayerNormStatsPerRow}),
+                                                   On(d, Shape{2, 4}), dx);
+      },
+      "LayerNormBackwardInput: dx must be f32 with 8 elements, got f32[2, 5]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor running_mean = On(d, Shape{3});
+        Tensor running_var = On(d, Shape{3});
+        Tensor y = On(d, Shape{1, 3, 1});
+        Tensor stats = On(d, Shape{3, kBatchNormStatsPerChannel});
+        return d.ops().norm.BatchNormTrainForward({.batch = 1, .channels = 3},
+                                                  On(d, Shape{1, 3, 1}), running_mean, running_var,
+                                                  true, y, stats);
+      },
+      "BatchNormTrainForward: one value per channel (batch 1, positions 1) has no variance");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor dx;
+        Tensor dweight = On(d, Shape{3});
+        Tensor dbias = On(d, Shape{4});
+        return d.ops().norm.BatchNormBackward({.batch = 2, .channels = 3}, On(d, Shape{2, 3}),
+                                              On(d, Shape{3, kBatchNormStatsPerChannel}),
+                                              On(d, Shape{2, 3}), dx, dweight, dbias);
+      },
+      "BatchNormBackward: dbias must be f32 with 3 elements, got f32[4]");
+}
+
+}  // namespace
+}  // namespace gpipe

@@ -13,9 +13,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "runtime/ckpt/checkpoint_inventory.h"
-#include "runtime/ckpt/checkpoint_layout.h"
-#include "runtime/ckpt/checkpoint_probe.h"
+#include "runtime/coord/checkpoint_claim.h"
 #include "runtime/coord/resume_source.h"
 #include "runtime/core/file_ownership.h"
 #include "runtime/core/output_path.h"
@@ -113,26 +111,6 @@ absl::StatusOr<RunFiles> CheckOutputs(const WorkerOptions& options, const pb::Pl
   return files;
 }
 
-// checkpoint.dir is this job's for its life: its lock taken, the directory checked by doing what
-// a save does, and a run that neither resumes nor starts over refused when an earlier run's
-// complete checkpoint is there (its `latest` would be rewritten, its checkpoints pruned).
-absl::StatusOr<CheckpointDirLock> ClaimCheckpointDirectory(const WorkerOptions& options,
-                                                           const std::string& dir) {
-  ASSIGN_OR_RETURN(CheckpointDirLock lock, CheckpointDirLock::Acquire(dir));
-  RETURN_IF_ERROR(CheckLatestPointer(dir));
-  RETURN_IF_ERROR(ProbeCheckpointDirectory(dir));
-  if (!options.resume.empty() || options.start_over) return lock;
-  ASSIGN_OR_RETURN(const std::optional<CheckpointEntry> newest, NewestCompleteCheckpoint(dir));
-  if (newest.has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "checkpoint.dir ", dir, " holds a complete checkpoint of an earlier run (", newest->path,
-        ", step ", newest->step, "): continue it with --resume latest, or train from the "
-        "first step with --start-over (its checkpoints are removed once this run's first "
-        "checkpoint is complete)"));
-  }
-  return lock;
-}
-
 }  // namespace
 
 absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_size,
@@ -181,8 +159,7 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
   }
   ASSIGN_OR_RETURN(job.files, CheckOutputs(options, plan));
   if (!plan.checkpoint().dir().empty()) {
-    ASSIGN_OR_RETURN(job.checkpoint_lock,
-                     ClaimCheckpointDirectory(options, plan.checkpoint().dir()));
+    ASSIGN_OR_RETURN(job.checkpoint_lock, LockCheckpointDirectory(plan.checkpoint().dir()));
   }
   std::string data_fingerprint;
   if (!plan.checkpoint().dir().empty() || !options.resume.empty()) {
@@ -191,6 +168,9 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
   std::optional<pb::ResumeFrom> resume;
   if (!options.resume.empty()) {
     ASSIGN_OR_RETURN(resume, ResolveResume(options.resume, plan, data_fingerprint));
+  }
+  if (!plan.checkpoint().dir().empty()) {
+    RETURN_IF_ERROR(CheckNoTakeover(plan.checkpoint().dir(), resume, options.start_over));
   }
   const pb::Pipeline& pipeline = job.analyzed.plan.pipeline();
   ASSIGN_OR_RETURN(schedule::Program program,

@@ -1,8 +1,9 @@
 // ResolveJob: rank 0's start-up work: resolve the plan (ResolvePlan: load file or text with the
 // overrides, balance, validate, infer shapes), build and verify the schedule, check --init-from,
 // every output path (export, metrics, trace, checkpoint.dir: output_path.h) against the run's
-// inputs (file_ownership.h), take checkpoint.dir's lock and check the directory as a save would
-// use it (checkpoint_directory_claim below), check the --resume checkpoint (resume_source.h), and
+// inputs (file_ownership.h), claim checkpoint.dir (its lock, its use as a save would use it, no
+// takeover of an earlier run's checkpoints: checkpoint_claim.h), check the --resume checkpoint
+// (resume_source.h), and
 // produce every rank's Setup message. No MPI; it reads only the plan, its data files (their
 // fingerprint), those paths and the checkpoints' manifests. Any problem is one error whose
 // message every rank prints.

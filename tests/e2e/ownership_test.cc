@@ -146,6 +146,61 @@ TEST_F(OwnershipTest, ARunWithoutResumeDoesNotTakeOverAnEarlierRunsCheckpoints) 
   EXPECT_FALSE(fs::exists(Path("ckpt/step-000000002")));
 }
 
+TEST_F(OwnershipTest, StartingOverKeepsTheEarlierCheckpointsUntilItsOwnFirstOne) {
+  TrainWithCheckpoints();
+  // Starts over, then fails before its first step: parameters it cannot load.
+  testing::WriteFile(Path("bad.safetensors"), "not safetensors");
+  const ProcessResult failed = Worker(
+      {"--override", Checkpoint(), "--start-over", "--init-from", Path("bad.safetensors")});
+  EXPECT_EQ(failed.exit_code, 1) << failed.output;
+  EXPECT_EQ(testing::ReadFile(Path("ckpt/latest")), "step-000000002\n");
+  EXPECT_TRUE(fs::exists(Path("ckpt/step-000000001/manifest.pbtxt")));
+  EXPECT_TRUE(fs::exists(Path("ckpt/step-000000002/manifest.pbtxt")));
+}
+
+TEST_F(OwnershipTest, ResumingFromElsewhereIntoAnotherRunsDirectoryIsRefused) {
+  TrainWithCheckpoints();
+  fs::rename(Path("ckpt"), Path("other"));
+  TrainWithCheckpoints();  // a second run's checkpoints in ckpt/
+  const ProcessResult run = Worker({"--override", Checkpoint(), "--override",
+                                    "training { steps: 3 }", "--resume", Path("other")});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "outside it")) << run.output;
+  EXPECT_EQ(testing::ReadFile(Path("ckpt/latest")), "step-000000002\n");
+}
+
+TEST_F(OwnershipTest, ACheckpointWhoseManifestDoesNotReadStillCounts) {
+  TrainWithCheckpoints();
+  for (const char* step : {"step-000000001", "step-000000002"}) {
+    testing::WriteFile(Path(absl::StrCat("ckpt/", step, "/manifest.pbtxt")), "format_version: 99\n");
+  }
+  const ProcessResult run = Worker({"--override", Checkpoint()});
+  EXPECT_EQ(run.exit_code, 1) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "whose manifest gpipe cannot read")) << run.output;
+  EXPECT_TRUE(fs::exists(Path("ckpt/step-000000002/manifest.pbtxt")));
+}
+
+TEST_F(OwnershipTest, TheRunningJobHoldsItsCheckpointDirectoryLock) {
+  bool tried = false;
+  absl::Status while_running;
+  std::vector<std::string> argv = testing::MpirunPrefix(1);
+  argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan", plan_, "--override",
+                           Checkpoint(1000), "--override",
+                           "training { steps: 2000 } runtime { log_every: 1 }"});
+  const ProcessResult run = testing::RunProcess(
+      argv, 120, [&](pid_t, const std::string& output) {
+        if (!tried && absl::StrContains(output, "step 3/2000")) {
+          tried = true;
+          while_running = CheckpointDirLock::Acquire(Path("ckpt")).status();
+        }
+      });
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  ASSERT_TRUE(tried) << run.output;
+  EXPECT_TRUE(absl::StrContains(while_running.message(), "is in use by another job"))
+      << while_running;
+  EXPECT_TRUE(CheckpointDirLock::Acquire(Path("ckpt")).ok());  // released with the job
+}
+
 TEST_F(OwnershipTest, AResumedRunNamesEveryChangeOfItsPlan) {
   TrainWithCheckpoints();
   const ProcessResult run =
@@ -196,7 +251,7 @@ TEST_F(OwnershipTest, ALatestThatIsASymlinkIsRefusedUpFrontAndNotWrittenThrough)
   fs::create_symlink(Path("elsewhere"), Path("ckpt/latest"));
   const ProcessResult run = Worker({"--override", Checkpoint(), "--start-over"});
   EXPECT_EQ(run.exit_code, 1) << run.output;
-  EXPECT_TRUE(absl::StrContains(run.output, "latest")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "latest is a symbolic link")) << run.output;
   EXPECT_EQ(testing::ReadFile(Path("elsewhere")), "keep me\n");
   EXPECT_FALSE(fs::exists(Path("ckpt/step-000000001")));
 }

@@ -162,4 +162,20 @@ std::vector<CheckpointEntry> ListCheckpoints(const std::string& dir) {
   return entries.ok() ? *std::move(entries) : std::vector<CheckpointEntry>();
 }
 
+absl::Status RemoveCheckpoint(const std::string& checkpoint) {
+  std::error_code error;
+  const std::filesystem::path manifest =
+      std::filesystem::path(checkpoint) / kCheckpointManifestFile;
+  if (std::filesystem::remove(manifest, error); error) {
+    return absl::DataLossError(
+        absl::StrCat("removing ", manifest.string(), " failed: ", error.message()));
+  }
+  RETURN_IF_ERROR(FsyncDirectory(checkpoint));
+  std::filesystem::remove_all(checkpoint, error);
+  if (error) {
+    return absl::DataLossError(absl::StrCat("removing ", checkpoint, " failed: ", error.message()));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace gpipe

@@ -50,6 +50,12 @@ absl::Status WriteLatestCheckpoint(const std::string& dir, const std::string& st
 absl::StatusOr<std::string> ResolveCheckpoint(const std::string& resume,
                                               const std::string& checkpoint_dir);
 
+// Removes one step directory so that no moment leaves it looking complete: its manifest first
+// (durably: the directory is fsynced), then the rest. A removal stopped half-way (a crash, an
+// error) leaves an incomplete checkpoint, which no resume takes and the next save removes.
+// DATA_LOSS naming the path when a removal fails.
+absl::Status RemoveCheckpoint(const std::string& checkpoint);
+
 // The step directories under `dir`, ascending by step (complete or not).
 struct CheckpointEntry {
   int64_t step = 0;

@@ -90,7 +90,7 @@ absl::StatusOr<CheckpointDirLock> CheckpointDirLock::Acquire(const std::string& 
         dir, absl::StrCat("locking ", path, " failed (", std::strerror(errno),
                           "): the file system does not support locking, so whether another job "
                           "uses this directory could not be checked; put checkpoint.dir on a "
-                          "file system with locks (NFS: not mounted nolock)"));
+                          "file system that supports them"));
   }
   if (!WriteHolder(fd, lock.holder_)) {
     return LockError(

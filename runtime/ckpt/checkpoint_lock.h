@@ -4,13 +4,15 @@
 // (kill -9 included), so it is never left stale; the file itself stays and is harmless. While
 // held, the file holds one line describing the holder, which a refused job quotes:
 //   host=node7 pid=1234 started=2026-11-27T06:55:01Z
-// flock locks belong to an open file description: a second Acquire in the same process conflicts
-// with the first like another process's would.
+// On a local file system flock locks belong to an open file description: a second Acquire in the
+// same process conflicts with the first like another process's would.
 // Network file systems: on Linux (since 2.6.12) flock on NFS is emulated with POSIX byte-range
-// locks, so it excludes jobs on other NFS clients too, given NFSv4 or lockd (NFSv3). Where the
-// file system has no lock support (some FUSE or Lustre mount options, NFS mounted with nolock
-// locks only locally) flock fails with ENOLCK or EOPNOTSUPP: Acquire then fails saying the check
-// could not be made, rather than going on unprotected.
+// locks, so it excludes jobs on other NFS clients too, given NFSv4 or lockd (NFSv3); the POSIX
+// emulation belongs to the process, so there two Acquires in one process do not exclude each
+// other. A mount with `nolock` or `local_lock=flock|all` keeps locks on the client: flock
+// succeeds and excludes only jobs on the same node, which gpipe cannot detect (say so to users:
+// README). Where the file system refuses locks (ENOLCK, EOPNOTSUPP: some FUSE or Lustre mount
+// options) Acquire fails saying the check could not be made, rather than going on unprotected.
 // Not thread-safe; movable, not copyable.
 #ifndef GPIPE_RUNTIME_CKPT_CHECKPOINT_LOCK_H_
 #define GPIPE_RUNTIME_CKPT_CHECKPOINT_LOCK_H_

@@ -93,8 +93,7 @@ absl::StatusOr<std::vector<std::string>> PruneCheckpoints(const std::string& dir
       if (it->complete) kept.push_back(it->path);
       continue;
     }
-    RETURN_IF_ERROR(
-        Remove(it->path, it->complete ? "the old checkpoint" : "the incomplete checkpoint"));
+    RETURN_IF_ERROR(RemoveCheckpoint(it->path));
     removed.push_back(it->path);
   }
   if (!removed.empty()) RETURN_IF_ERROR(FsyncDirectory(dir));

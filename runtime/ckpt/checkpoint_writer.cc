@@ -53,8 +53,7 @@ absl::StatusOr<std::string> PrepareCheckpoint(const std::string& dir, int64_t st
   ASSIGN_OR_RETURN(const PathStatus earlier, StatPath(checkpoint, FollowLinks::kNo));
   if (earlier.exists) {
     RETURN_IF_ERROR(MoveLatestAwayFrom(dir, checkpoint, step));
-    fs::remove_all(checkpoint, error);
-    if (error) return FileSystemError("removing the earlier", checkpoint, error);
+    RETURN_IF_ERROR(RemoveCheckpoint(checkpoint));
   }
   fs::create_directory(checkpoint, error);
   if (error) return FileSystemError("creating", checkpoint, error);

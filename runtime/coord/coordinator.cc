@@ -60,7 +60,12 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
       CheckpointProgress{.applied_steps = resumed != nullptr ? resumed->applied_steps() : 0,
                          .skipped_in_a_row = resumed != nullptr ? resumed->skipped_in_a_row() : 0,
                          .dataset_size = stage.dataset->size()};
-  if (resumed != nullptr) coordinator->saved_step_ = stage.steps_done;
+  // The checkpoint resumed from is this run's latest only when it lies in checkpoint.dir (a
+  // checkpoint elsewhere is not there to be named by an immediate save).
+  if (resumed != nullptr && stage.checkpoints != nullptr &&
+      setup.resume().dir() == stage.checkpoints->CheckpointPath(stage.steps_done)) {
+    coordinator->saved_step_ = stage.steps_done;
+  }
   const std::string metrics_path =
       !options.metrics_out.empty() ? options.metrics_out : plan.runtime().metrics_out();
   if (!metrics_path.empty()) {

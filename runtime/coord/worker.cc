@@ -398,11 +398,16 @@ absl::Status RunWorker(const WorkerOptions& options, MpiEnvironment& mpi, const 
       // Every stop keeps the work: in the checkpoint when the plan has one, else in the export.
       const std::string stopped_at = absl::StrCat("step ", progress.steps_done, " of ",
                                                   session.plan().training().steps());
-      const bool keep_in_export =
-          session.plan().checkpoint().dir().empty() && session.export_requested();
+      // A run stopped during its final evaluation has trained every step: its export is the
+      // finished run's, as asked.
+      const bool keep_in_export = session.export_requested() &&
+                                  (session.plan().checkpoint().dir().empty() || progress.finished);
       if (keep_in_export) {
         RETURN_IF_ERROR(session.Export(
-            options.export_path, absl::StrCat("weights after ", stopped_at, ": the run was stopped")));
+            options.export_path,
+            absl::StrCat("weights after ", stopped_at,
+                         progress.finished ? ": the final evaluation was abandoned"
+                                           : ": the run was stopped")));
       }
       RETURN_IF_ERROR(session.Finish());
       return absl::CancelledError(

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/strip.h"
@@ -55,7 +56,14 @@ absl::StatusOr<std::string> FileFingerprint(const FileRole& file) {
     const int64_t offset = span * i / (kPieces - 1);
     const int64_t want = std::min(kPieceBytes, size - offset);
     if (want <= 0) break;
-    const ssize_t got = ::pread(fd.get(), piece.data(), static_cast<size_t>(want), offset);
+    ssize_t got = 0;
+    while (got < want) {  // pread may return less than asked, or be interrupted
+      const ssize_t n = ::pread(fd.get(), piece.data() + got, static_cast<size_t>(want - got),
+                                offset + got);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      got += n;
+    }
     if (got != want) {
       return absl::DataLossError(absl::StrCat(file.role, ": ", file.path, ": cannot read ", want,
                                               " bytes at offset ", offset,
@@ -66,6 +74,12 @@ absl::StatusOr<std::string> FileFingerprint(const FileRole& file) {
     if (span == 0) break;  // a small file: read whole once
   }
   return absl::StrFormat("%s: %d bytes, crc32 0x%08x", file.role, size, crc);
+}
+
+// The held-out split's files (data.npy.eval_*, data.idx.test_*): they do not move the training
+// data's position, so a resume may change them.
+bool IsHeldOutFile(const FileRole& file) {
+  return absl::StrContains(file.role, ".eval_") || absl::StrContains(file.role, ".test_");
 }
 
 }  // namespace
@@ -110,14 +124,19 @@ absl::StatusOr<std::string> DataFingerprint(const pb::Plan& plan) {
     printer.SetSingleLineMode(true);
     std::string settings;
     if (data.has_synthetic()) {
-      printer.PrintToString(data.synthetic(), &settings);
+      pb::Synthetic training = data.synthetic();
+      training.clear_eval_samples();  // the held-out split may change on a resume
+      printer.PrintToString(training, &settings);
       return absl::StrCat("data.synthetic: ", absl::StripTrailingAsciiWhitespace(settings));
     }
-    printer.PrintToString(data.custom(), &settings);
+    pb::CustomData training = data.custom();
+    training.clear_eval_split();
+    printer.PrintToString(training, &settings);
     return absl::StrCat("data.custom: ", absl::StripTrailingAsciiWhitespace(settings));
   }
   std::string text;
   for (const FileRole& file : DataFiles(plan)) {
+    if (IsHeldOutFile(file)) continue;
     absl::StatusOr<std::string> line = FileFingerprint(file);
     if (!line.ok()) return line.status();
     absl::StrAppend(&text, text.empty() ? "" : "\n", *line);

@@ -17,10 +17,11 @@ namespace gpipe {
 // and custom sources.
 std::vector<FileRole> DataFiles(const pb::Plan& plan);
 
-// One line per file: "data.npy.inputs: 4000128 bytes, crc32 0x1a2b3c4d" where the CRC covers at
-// most 16 pieces of 64 KiB spread evenly over the file (its first and last included), so a
-// terabyte corpus costs a millisecond; for synthetic data its settings' text, for a custom source
-// its name and settings. NOT_FOUND / DATA_LOSS naming the field and file when one cannot be read.
+// One line per training file: "data.npy.inputs: 4000128 bytes, crc32 0x1a2b3c4d" where the CRC
+// covers at most 16 pieces of 64 KiB spread evenly over the file (its first and last included),
+// so a terabyte corpus costs a millisecond; for synthetic data its settings' text, for a custom
+// source its name and settings. The held-out split (eval/test files, eval_samples, eval_split)
+// is left out: a resume may change it. NOT_FOUND / DATA_LOSS naming the field and file when one cannot be read.
 absl::StatusOr<std::string> DataFingerprint(const pb::Plan& plan);
 
 }  // namespace gpipe

@@ -311,6 +311,12 @@ TEST_F(SlurmLaunchTest, TheBatchScriptResumesOnlyWhenACheckpointExists) {
   run = dry_run({stages, absl::StrCat("--override=", with_checkpoint)});
   EXPECT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "--resume latest")) << run.output;
+  // A submission that started over continues its own checkpoints on a requeue: --start-over
+  // and --resume exclude each other, so the first is left out.
+  run = dry_run({stages, absl::StrCat("--override=", with_checkpoint), "--start-over"});
+  EXPECT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "--resume latest")) << run.output;
+  EXPECT_FALSE(absl::StrContains(run.output, "--start-over")) << run.output;
 }
 
 TEST_F(SlurmLaunchTest, TheHostfileExampleDrivesMpirun) {

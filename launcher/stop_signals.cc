@@ -20,6 +20,10 @@ static_assert(std::atomic<int>::is_always_lock_free);
 
 // Async-signal-safe: atomics, write(2) and _exit(2) only.
 void OnSignal(int signo) {
+  // SIGUSR1 is only ever the forwarded copy of a request (gpipe-run's, or mpirun's and srun's of
+  // it): after a request it is not a second signal. Under Slurm's pre-emption every task and
+  // gpipe-run get SIGTERM, and gpipe-run's SIGUSR1 then arrives at the ranks too.
+  if (signo == SIGUSR1 && signals_seen.load() != 0) return;
   if (signals_seen.fetch_add(1) == 0) {
     first_signal.store(signo);
     return;

@@ -50,16 +50,16 @@ bool ReadParent(const std::string& pid, pid_t& ppid, std::string& comm) {
   return absl::SimpleAtoi(text.substr(close + 4, end - close - 4), &ppid);
 }
 
-// Whether SIGUSR1 sent to the launcher now reaches a rank and kills none: the launcher catches
-// it, and the ranks it started on this machine exist and catch it too (a rank that is still
-// loading would die of it; one rank that gets it is enough, the gate tells the others). Ranks
-// started elsewhere (srun, a hostfile) are not seen: the caller's deadline covers them.
-bool ReadyToForward(pid_t launcher) {
-  if (!CatchesSignal(launcher, SIGUSR1)) return false;
+// Whether SIGUSR1 sent to the launcher now reaches every rank and kills none: the launcher
+// catches it, and exactly `expected` gpipe-worker processes under it exist and catch it too. A
+// rank forked but not yet exec'd is not a gpipe-worker yet (and would die of the signal), hence
+// the count; ranks elsewhere are never seen, so without `expected` this is never true.
+bool ReadyToForward(pid_t launcher, std::optional<int64_t> expected) {
+  if (!expected.has_value() || !CatchesSignal(launcher, SIGUSR1)) return false;
   std::vector<std::pair<pid_t, pid_t>> parent_of;  // (pid, ppid) of every gpipe-worker
   std::vector<std::pair<pid_t, pid_t>> all;
   DIR* dir = ::opendir("/proc");
-  if (dir == nullptr) return true;
+  if (dir == nullptr) return false;
   while (const dirent* entry = ::readdir(dir)) {
     pid_t pid = 0, ppid = 0;
     std::string comm;
@@ -78,19 +78,19 @@ bool ReadyToForward(pid_t launcher) {
     }
     return false;
   };
-  int ranks = 0;
+  int64_t ranks = 0;
   for (const auto& [pid, ppid] : parent_of) {
     if (!descends(ppid)) continue;
     if (!CatchesSignal(pid, SIGUSR1)) return false;
     ++ranks;
   }
-  return ranks > 0;
+  return ranks == *expected;
 }
 
 }  // namespace
 
 int RunLauncher(const std::vector<std::string>& command, const StopSignals& signals,
-                LauncherOutput* output) {
+                LocalRanks ranks, LauncherOutput* output) {
   std::vector<char*> exec_args;
   for (const std::string& part : command) exec_args.push_back(const_cast<char*>(part.c_str()));
   exec_args.push_back(nullptr);
@@ -139,7 +139,7 @@ int RunLauncher(const std::vector<std::string>& command, const StopSignals& sign
     if (signals.requested() && !forwarded) {
       const auto now = std::chrono::steady_clock::now();
       if (!asked.has_value()) asked = now;
-      if (ReadyToForward(child) || now - *asked >= kForwardWait) {
+      if (ReadyToForward(child, ranks.all_local) || now - *asked >= kForwardWait) {
         forwarded = true;
         std::fprintf(stderr,
                      "gpipe-run: %s: asking every rank to stop after its current step (signal "

@@ -178,7 +178,15 @@ int main(int argc, char** argv) {
   const bool filtered = launch->launcher == "mpirun" && !flags->Has("verbose");
   auto output = gpipe::LauncherOutput::Open(filtered);
   const auto launched = std::filesystem::file_time_type::clock::now();
-  const int exit_code = gpipe::RunLauncher(command, **signals, output.ok() ? &*output : nullptr);
+  // Every rank is this machine's, under the launcher, only with a plain mpirun outside Slurm
+  // (--launcher-arg may name hosts); then a stop is forwarded as soon as all of them can take it.
+  gpipe::LocalRanks local;
+  if (launch->launcher == "mpirun" && request.launcher_args.empty() &&
+      !gpipe::Lookup(environment, "SLURM_JOB_ID").has_value()) {
+    local.all_local = processes;
+  }
+  const int exit_code =
+      gpipe::RunLauncher(command, **signals, local, output.ok() ? &*output : nullptr);
   // A job that ended without rank 0 writing its trace: what the ranks saved of it.
   const std::string trace = flags->Get("trace").value_or(analyzed.plan.runtime().trace());
   const std::string salvaged = gpipe::SalvageTrace(

@@ -122,32 +122,41 @@ int RunLauncher(const std::vector<std::string>& command, const StopSignals& sign
   ::setpgid(child, child);  // also here: whichever runs first
   if (output != nullptr) output->DetachParent();
   bool forwarded = false;
-  bool reading = output != nullptr;
   std::optional<std::chrono::steady_clock::time_point> asked;
+  // The stop request passed on to the launcher once the ranks can take it (launcher_process.h).
+  const auto forward_stop = [&] {
+    if (!signals.requested() || forwarded) return;
+    const auto now = std::chrono::steady_clock::now();
+    if (!asked.has_value()) asked = now;
+    if (ReadyToForward(child, ranks.all_local) || now - *asked >= kForwardWait) {
+      forwarded = true;
+      ::kill(child, SIGUSR1);  // first: the line below may wait for a paused stderr
+      std::fprintf(stderr,
+                   "gpipe-run: %s: asking every rank to stop after its current step (signal "
+                   "again to stop at once)\n",
+                   StopSignals::Name(signals.signal()));
+    }
+  };
+  bool reading = output != nullptr;
+  // Also while relaying waits for a paused reader of gpipe-run's output.
+  if (output != nullptr) output->set_while_blocked(forward_stop);
   while (true) {
     int status = 0;
     const pid_t done = ::waitpid(child, &status, WNOHANG);
     if (done == child) {
-      if (output != nullptr) output->Drain();
+      if (output != nullptr) {
+        output->Drain();
+        output->set_while_blocked(nullptr);  // it refers to this frame
+      }
       if (WIFEXITED(status)) return WEXITSTATUS(status);
       return 128 + WTERMSIG(status);
     }
     if (done < 0 && errno != EINTR) {
+      if (output != nullptr) output->set_while_blocked(nullptr);
       std::fprintf(stderr, "gpipe-run: waitpid: %s\n", std::strerror(errno));
       return 2;
     }
-    if (signals.requested() && !forwarded) {
-      const auto now = std::chrono::steady_clock::now();
-      if (!asked.has_value()) asked = now;
-      if (ReadyToForward(child, ranks.all_local) || now - *asked >= kForwardWait) {
-        forwarded = true;
-        std::fprintf(stderr,
-                     "gpipe-run: %s: asking every rank to stop after its current step (signal "
-                     "again to stop at once)\n",
-                     StopSignals::Name(signals.signal()));
-        ::kill(child, SIGUSR1);
-      }
-    }
+    forward_stop();
     if (reading) {
       reading = output->Pump(20);
     } else {

@@ -97,20 +97,32 @@ int RunLauncher(const std::vector<std::string>& command, const StopSignals& sign
   std::fflush(stdout);
   std::fflush(stderr);
   const pid_t parent = ::getpid();
+  // Every signal blocked across the fork: between fork and exec the child has gpipe-run's
+  // handlers, which would record a signal meant for it (PR_SET_PDEATHSIG's SIGTERM) and lose it.
+  sigset_t all, previous;
+  sigfillset(&all);
+  ::sigprocmask(SIG_SETMASK, &all, &previous);
   const pid_t child = ::fork();
   if (child < 0) {
-    std::fprintf(stderr, "gpipe-run: fork: %s\n", std::strerror(errno));
+    const int error = errno;
+    ::sigprocmask(SIG_SETMASK, &previous, nullptr);
+    std::fprintf(stderr, "gpipe-run: fork: %s\n", std::strerror(error));
     return 2;
   }
   if (child == 0) {
+    // A stop signal sent to gpipe-run's process group (Ctrl-C) before the child left it is
+    // gpipe-run's to record, not the launcher's to die of: ignoring discards a pending one.
+    for (int signo : StopSignals::kSignals) ::signal(signo, SIG_IGN);
     ::setpgid(0, 0);
-    // The launcher ends the job when gpipe-run dies, however it dies.
+    // Then the defaults (gpipe-run ignores SIGPIPE; the stop signals' handlers are its own):
+    // ignored signals and the mask survive exec, handlers do not.
+    for (int signo : StopSignals::kSignals) ::signal(signo, SIG_DFL);
+    ::signal(SIGPIPE, SIG_DFL);
+    // The launcher ends the job when gpipe-run dies, however it dies: a SIGTERM that comes from
+    // here on stays pending and, unmasked below, ends the child with the default action.
     ::prctl(PR_SET_PDEATHSIG, SIGTERM);
     if (::getppid() != parent) ::_exit(128 + SIGTERM);
     if (output != nullptr) output->AttachChild();
-    // Handlers do not survive exec, ignored signals and the signal mask do: the launcher gets
-    // the defaults (gpipe-run ignores SIGPIPE).
-    ::signal(SIGPIPE, SIG_DFL);
     sigset_t none;
     sigemptyset(&none);
     ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -119,6 +131,7 @@ int RunLauncher(const std::vector<std::string>& command, const StopSignals& sign
     std::fprintf(stderr, "gpipe-run: could not start %s: %s\n", exec_args[0], std::strerror(errno));
     ::_exit(127);
   }
+  ::sigprocmask(SIG_SETMASK, &previous, nullptr);
   ::setpgid(child, child);  // also here: whichever runs first
   if (output != nullptr) output->DetachParent();
   bool forwarded = false;

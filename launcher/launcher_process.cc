@@ -140,8 +140,19 @@ int RunLauncher(const std::vector<std::string>& command, const StopSignals& sign
   const auto forward_stop = [&] {
     if (!signals.requested() || forwarded) return;
     const auto now = std::chrono::steady_clock::now();
-    if (!asked.has_value()) asked = now;
-    if (ReadyToForward(child, ranks.all_local) || now - *asked >= kForwardWait) {
+    const bool ready = ReadyToForward(child, ranks.all_local);
+    if (!asked.has_value()) {
+      asked = now;
+      // Said at once: the forward may wait up to kForwardWait.
+      if (!ready) {
+        std::fprintf(stderr,
+                     "gpipe-run: %s: stop requested; passed on to the ranks once they can take "
+                     "it, within %lld s (signal again to stop at once)\n",
+                     StopSignals::Name(signals.signal()),
+                     static_cast<long long>(kForwardWait.count()));
+      }
+    }
+    if (ready || now - *asked >= kForwardWait) {
       forwarded = true;
       ::kill(child, SIGUSR1);  // first: the line below may wait for a paused stderr
       std::fprintf(stderr,

@@ -38,6 +38,17 @@ void OnSignal(int signo) {
   ::_exit(128 + signo);
 }
 
+// OnSignal with every stop signal blocked while it runs: a second one cannot come between the
+// count and the record of the first.
+struct sigaction HandlerAction() {
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  for (int signo : StopSignals::kSignals) sigaddset(&action.sa_mask, signo);
+  action.sa_flags = SA_RESTART;
+  return action;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StopSignals>> StopSignals::Install(const char* program) {
@@ -48,10 +59,7 @@ absl::StatusOr<std::unique_ptr<StopSignals>> StopSignals::Install(const char* pr
   signals_seen.store(0);
   program_name.store(program);
   std::unique_ptr<StopSignals> signals(new StopSignals());
-  struct sigaction action {};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
+  const struct sigaction action = HandlerAction();
   for (size_t i = 0; i < kSignals.size(); ++i) {
     if (::sigaction(kSignals[i], &action, &signals->previous_[i]) != 0) {
       const int error = errno;
@@ -81,10 +89,7 @@ int StopSignals::Reassert() {
   for (int signo : kSignals) {
     struct sigaction current {};
     if (::sigaction(signo, nullptr, &current) != 0 || current.sa_handler == OnSignal) continue;
-    struct sigaction action {};
-    action.sa_handler = OnSignal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
+    const struct sigaction action = HandlerAction();
     if (::sigaction(signo, &action, nullptr) == 0) ++replaced;
   }
   return replaced;

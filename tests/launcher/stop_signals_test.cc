@@ -65,6 +65,23 @@ TEST(StopSignalsTest, ASecondTerminationSignalEndsTheProcess) {
       ::testing::ExitedWithCode(128 + SIGTERM), "second signal \\(SIGTERM\\)");
 }
 
+// While the handler runs every stop signal is blocked, so a second one cannot interrupt it
+// between counting and recording the first.
+TEST(StopSignalsTest, TheHandlerBlocksEveryStopSignal) {
+  auto signals = StopSignals::Install("stop_signals_test");
+  ASSERT_TRUE(signals.ok()) << signals.status();
+  ::signal(SIGHUP, SIG_DFL);
+  EXPECT_EQ((*signals)->Reassert(), 1);
+  for (int signo : StopSignals::kSignals) {
+    struct sigaction current {};
+    ASSERT_EQ(::sigaction(signo, nullptr, &current), 0);
+    for (int blocked : StopSignals::kSignals) {
+      EXPECT_EQ(sigismember(&current.sa_mask, blocked), 1)
+          << StopSignals::Name(signo) << " does not block " << StopSignals::Name(blocked);
+    }
+  }
+}
+
 TEST(StopSignalsTest, NamesTheSignals) {
   EXPECT_STREQ(StopSignals::Name(SIGHUP), "SIGHUP");
   EXPECT_STREQ(StopSignals::Name(SIGQUIT), "SIGQUIT");

@@ -112,11 +112,10 @@ int main(int argc, char** argv) {
   int64_t processes =
       int64_t{analyzed.plan.pipeline().stages()} * analyzed.plan.pipeline().data_parallel();
   if (auto n = flags->Get("n")) {
-    auto parsed = gpipe::ParseIntFlag("-n", *n);
+    auto parsed = gpipe::ParseProcessCountFlag("-n", *n);
     if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
     processes = *parsed;
-    const absl::Status fits =
-        gpipe::CheckWorldSize(analyzed, resolved->loaded, static_cast<int>(processes));
+    const absl::Status fits = gpipe::CheckWorldSize(analyzed, resolved->loaded, *parsed);
     if (!fits.ok()) return Fail(std::string(fits.message()));
   }
 

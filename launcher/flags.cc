@@ -105,4 +105,14 @@ absl::StatusOr<int64_t> ParseByteCountFlag(const std::string& flag, const std::s
   return bytes;
 }
 
+absl::StatusOr<int> ParseProcessCountFlag(const std::string& flag, const std::string& value) {
+  int64_t count = 0;
+  if (!absl::SimpleAtoi(value, &count) || count < 1 || count > kMaxProcessCount) {
+    return absl::InvalidArgumentError(absl::StrCat("flag ", flag,
+                                                   " needs a whole number of processes from 1 to ",
+                                                   kMaxProcessCount, ", got '", value, "'"));
+  }
+  return static_cast<int>(count);
+}
+
 }  // namespace gpipe

@@ -51,6 +51,10 @@ absl::StatusOr<double> ParseSecondsFlag(const std::string& flag, const std::stri
 // A whole number of bytes from 1 to kMaxByteCount (runtime/core/setting_limits.h); the error
 // names the flag and the range.
 absl::StatusOr<int64_t> ParseByteCountFlag(const std::string& flag, const std::string& value);
+// A number of processes from 1 to kMaxProcessCount (so that it fits an int everywhere it goes:
+// the plan's world-size check, the launcher's -np); the error names the flag and the range.
+inline constexpr int kMaxProcessCount = 1 << 20;
+absl::StatusOr<int> ParseProcessCountFlag(const std::string& flag, const std::string& value);
 
 }  // namespace gpipe
 

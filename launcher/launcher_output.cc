@@ -4,9 +4,13 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <limits.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <string>
 #include <utility>
 
@@ -15,11 +19,26 @@
 namespace gpipe {
 namespace {
 
-// False when the reader is gone (EPIPE) or another error stops the writing.
-bool WriteAll(int fd, std::string_view text) {
+// At most this many reads of kReadSize bytes per pipe per Pump: a launcher that writes as fast
+// as gpipe-run reads must not keep the wait loop (signal forwarding, waitpid) from its turn.
+constexpr int kReadsPerPump = 16;
+constexpr size_t kReadSize = 4096;
+
+// Writes `text` in pieces of at most PIPE_BUF bytes, each once poll says `fd` takes more (a pipe
+// then takes the piece without blocking); while it does not (a reader paused, a terminal
+// stopped by Ctrl-S), `waiting` runs every 20 ms. False when the reader is gone (EPIPE) or
+// another error stops the writing.
+bool WriteAll(int fd, std::string_view text, const std::function<void()>& waiting) {
   while (!text.empty()) {
-    const ssize_t n = ::write(fd, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
+    pollfd writable{.fd = fd, .events = POLLOUT, .revents = 0};
+    const int polled = ::poll(&writable, 1, 20);
+    if (polled < 0 && errno != EINTR) return false;
+    if (polled <= 0) {
+      if (waiting) waiting();
+      continue;
+    }
+    const ssize_t n = ::write(fd, text.data(), std::min<size_t>(text.size(), PIPE_BUF));
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
     if (n <= 0) return false;
     text.remove_prefix(static_cast<size_t>(n));
   }
@@ -61,7 +80,8 @@ LauncherOutput::LauncherOutput(LauncherOutput&& other) noexcept
       filter_stderr_(other.filter_stderr_),
       filter_(std::move(other.filter_)),
       stdout_gone_(other.stdout_gone_),
-      stderr_gone_(other.stderr_gone_) {}
+      stderr_gone_(other.stderr_gone_),
+      while_blocked_(std::move(other.while_blocked_)) {}
 
 LauncherOutput::~LauncherOutput() {
   for (Pipe* pipe : {&out_, &err_}) {
@@ -82,20 +102,21 @@ void LauncherOutput::DetachParent() {
 
 void LauncherOutput::PassOnStdout(std::string_view text) {
   if (stdout_gone_) return;
-  if (WriteAll(STDOUT_FILENO, text)) return;
+  if (WriteAll(STDOUT_FILENO, text, while_blocked_)) return;
   stdout_gone_ = true;
   WriteAll(STDERR_FILENO,
            "gpipe-run: standard output was closed: the job goes on, its output is dropped and "
-           "gpipe-run's own lines go to stderr\n");
+           "gpipe-run's own lines go to stderr\n",
+           while_blocked_);
 }
 
 void LauncherOutput::PassOnStderr(std::string_view text) {
-  if (!stderr_gone_ && !WriteAll(STDERR_FILENO, text)) stderr_gone_ = true;
+  if (!stderr_gone_ && !WriteAll(STDERR_FILENO, text, while_blocked_)) stderr_gone_ = true;
 }
 
 bool LauncherOutput::ReadAvailable(Pipe& pipe, bool is_stdout) {
-  char buffer[4096];
-  while (true) {
+  char buffer[kReadSize];
+  for (int reads = 0; reads < kReadsPerPump;) {
     const ssize_t n = ::read(pipe.read, buffer, sizeof(buffer));
     if (n > 0) {
       const std::string_view text(buffer, static_cast<size_t>(n));
@@ -104,6 +125,7 @@ bool LauncherOutput::ReadAvailable(Pipe& pipe, bool is_stdout) {
       } else {
         PassOnStderr(filter_stderr_ ? filter_.Feed(text) : std::string(text));
       }
+      ++reads;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -111,6 +133,7 @@ bool LauncherOutput::ReadAvailable(Pipe& pipe, bool is_stdout) {
     Close(pipe.read);  // end of file (or an error: nothing more will come)
     return false;
   }
+  return true;  // more may be there: the next Pump's poll sees it at once
 }
 
 bool LauncherOutput::Pump(int wait_ms) {

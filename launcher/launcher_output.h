@@ -4,12 +4,18 @@
 // gpipe-run's is gone (`gpipe-run ... 2>&1 | head -1`; gpipe-run ignores SIGPIPE), gpipe-run
 // goes on reading and dropping what would go there (after a note on stderr when stdout went),
 // so the job runs on and no launcher ever writes to a closed pipe (Open MPI's mpirun crashes
-// with SIGSEGV there).
+// with SIGSEGV there). Each Pump reads a bounded amount, so a fast launcher cannot keep the
+// wait loop from its other work. While gpipe-run's stdout or stderr takes nothing (a paused
+// reader, a terminal stopped by Ctrl-S) the writing waits, running the while_blocked callback
+// (the wait loop's stop forwarding) every 20 ms; the launcher is not reaped meanwhile, and its
+// own writes block once its pipe is full, which stalls the job until the reader goes on.
 // Single-threaded: gpipe-run's wait loop pumps it.
 #ifndef GPIPE_LAUNCHER_LAUNCHER_OUTPUT_H_
 #define GPIPE_LAUNCHER_LAUNCHER_OUTPUT_H_
 
+#include <functional>
 #include <string_view>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "launcher/launcher_report_filter.h"
@@ -36,6 +42,8 @@ class LauncherOutput {
   // After the launcher ended: what it still wrote (for at most a second, in case a process it
   // started keeps a pipe open), then the filter's remainder.
   void Drain();
+  // Run every 20 ms while writing waits for a reader that takes nothing.
+  void set_while_blocked(std::function<void()> callback) { while_blocked_ = std::move(callback); }
   // gpipe-run's stdout was found closed.
   bool stdout_gone() const { return stdout_gone_; }
 
@@ -57,6 +65,7 @@ class LauncherOutput {
   LauncherReportFilter filter_;
   bool stdout_gone_ = false;
   bool stderr_gone_ = false;
+  std::function<void()> while_blocked_;
 };
 
 }  // namespace gpipe

@@ -112,11 +112,10 @@ int main(int argc, char** argv) {
   int64_t processes =
       int64_t{analyzed.plan.pipeline().stages()} * analyzed.plan.pipeline().data_parallel();
   if (auto n = flags->Get("n")) {
-    auto parsed = gpipe::ParseIntFlag("-n", *n);
+    auto parsed = gpipe::ParseProcessCountFlag("-n", *n);
     if (!parsed.ok()) return Fail(std::string(parsed.status().message()));
     processes = *parsed;
-    const absl::Status fits =
-        gpipe::CheckWorldSize(analyzed, resolved->loaded, static_cast<int>(processes));
+    const absl::Status fits = gpipe::CheckWorldSize(analyzed, resolved->loaded, *parsed);
     if (!fits.ok()) return Fail(std::string(fits.message()));
   }
 
@@ -178,7 +177,15 @@ int main(int argc, char** argv) {
   const bool filtered = launch->launcher == "mpirun" && !flags->Has("verbose");
   auto output = gpipe::LauncherOutput::Open(filtered);
   const auto launched = std::filesystem::file_time_type::clock::now();
-  const int exit_code = gpipe::RunLauncher(command, **signals, output.ok() ? &*output : nullptr);
+  // Every rank is this machine's, under the launcher, only with a plain mpirun outside Slurm
+  // (--launcher-arg may name hosts); then a stop is forwarded as soon as all of them can take it.
+  gpipe::LocalRanks local;
+  if (launch->launcher == "mpirun" && request.launcher_args.empty() &&
+      !gpipe::Lookup(environment, "SLURM_JOB_ID").has_value()) {
+    local.all_local = processes;
+  }
+  const int exit_code =
+      gpipe::RunLauncher(command, **signals, local, output.ok() ? &*output : nullptr);
   // A job that ended without rank 0 writing its trace: what the ranks saved of it.
   const std::string trace = flags->Get("trace").value_or(analyzed.plan.runtime().trace());
   const std::string salvaged = gpipe::SalvageTrace(

@@ -20,6 +20,10 @@ static_assert(std::atomic<int>::is_always_lock_free);
 
 // Async-signal-safe: atomics, write(2) and _exit(2) only.
 void OnSignal(int signo) {
+  // SIGUSR1 is only ever the forwarded copy of a request (gpipe-run's, or mpirun's and srun's of
+  // it): after a request it is not a second signal. Under Slurm's pre-emption every task and
+  // gpipe-run get SIGTERM, and gpipe-run's SIGUSR1 then arrives at the ranks too.
+  if (signo == SIGUSR1 && signals_seen.load() != 0) return;
   if (signals_seen.fetch_add(1) == 0) {
     first_signal.store(signo);
     return;
@@ -34,6 +38,17 @@ void OnSignal(int signo) {
   ::_exit(128 + signo);
 }
 
+// OnSignal with every stop signal blocked while it runs: a second one cannot come between the
+// count and the record of the first.
+struct sigaction HandlerAction() {
+  struct sigaction action {};
+  action.sa_handler = OnSignal;
+  sigemptyset(&action.sa_mask);
+  for (int signo : StopSignals::kSignals) sigaddset(&action.sa_mask, signo);
+  action.sa_flags = SA_RESTART;
+  return action;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<StopSignals>> StopSignals::Install(const char* program) {
@@ -44,10 +59,7 @@ absl::StatusOr<std::unique_ptr<StopSignals>> StopSignals::Install(const char* pr
   signals_seen.store(0);
   program_name.store(program);
   std::unique_ptr<StopSignals> signals(new StopSignals());
-  struct sigaction action {};
-  action.sa_handler = OnSignal;
-  sigemptyset(&action.sa_mask);
-  action.sa_flags = SA_RESTART;
+  const struct sigaction action = HandlerAction();
   for (size_t i = 0; i < kSignals.size(); ++i) {
     if (::sigaction(kSignals[i], &action, &signals->previous_[i]) != 0) {
       const int error = errno;
@@ -77,10 +89,7 @@ int StopSignals::Reassert() {
   for (int signo : kSignals) {
     struct sigaction current {};
     if (::sigaction(signo, nullptr, &current) != 0 || current.sa_handler == OnSignal) continue;
-    struct sigaction action {};
-    action.sa_handler = OnSignal;
-    sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESTART;
+    const struct sigaction action = HandlerAction();
     if (::sigaction(signo, &action, nullptr) == 0) ++replaced;
   }
   return replaced;

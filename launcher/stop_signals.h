@@ -2,8 +2,10 @@
 // Slurm's pre-emption, a closed terminal, Ctrl-\, a batch script's warning signal, gpipe-run's
 // forwarding). The first such signal
 // only records a stop request that the program polls (requested()) and acts on at a safe point;
-// a second one ends the process at once with exit code 128 + its number, after one line on
-// stderr naming the program and the signal.
+// a second SIGINT, SIGTERM, SIGHUP or SIGQUIT ends the process at once with exit code 128 + its
+// number, after one line on stderr naming the program and the signal. A SIGUSR1 after a request
+// is not a second signal: it is only ever the forwarded copy of a request (Slurm's pre-emption
+// sends SIGTERM to every task and to gpipe-run, whose forwarded SIGUSR1 follows).
 //
 // Signal dispositions belong to the process, so the handlers' state is the one process-wide
 // variable in gpipe, kept in stop_signals.cc; at most one StopSignals may exist at a time, and

@@ -45,5 +45,22 @@ TEST(ParseByteCountFlagTest, RefusesCountsBeyondOneExbibyteNamingTheRange) {
   }
 }
 
+TEST(ParseProcessCountFlagTest, AcceptsOneToAMebiProcesses) {
+  EXPECT_EQ(*ParseProcessCountFlag("-n", "1"), 1);
+  EXPECT_EQ(*ParseProcessCountFlag("-n", "1048576"), 1 << 20);
+}
+
+// 4294967298 once passed the world-size check as 2 (cast to int) while mpirun got all of it.
+TEST(ParseProcessCountFlagTest, RefusesCountsOutsideTheRangeNamingIt) {
+  for (const char* value : {"4294967298", "1048577", "0", "-2", "two"}) {
+    SCOPED_TRACE(value);
+    const absl::StatusOr<int> parsed = ParseProcessCountFlag("-n", value);
+    ASSERT_FALSE(parsed.ok());
+    EXPECT_EQ(parsed.status().message(),
+              absl::StrCat("flag -n needs a whole number of processes from 1 to 1048576, got '",
+                           value, "'"));
+  }
+}
+
 }  // namespace
 }  // namespace gpipe

@@ -91,7 +91,9 @@ ProcessResult RunProcess(const std::vector<std::string>& argv, double timeout_se
     result.output.append(buffer, n);
   }
   close(pipe_fds[0]);
-  // Stray children of the group (e.g. orted) must not outlive the test.
+  // Stray members of the child's process group must not outlive the test. This does not reach
+  // processes that made groups of their own (gpipe-run's launcher and its ranks): a test that
+  // may leave those ends them itself (e2e_stop_test's bound test).
   kill(-pid, SIGKILL);
   result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);

@@ -3,10 +3,12 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <fstream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 
 namespace gpipe::testing {
 namespace {
@@ -61,6 +63,19 @@ std::vector<pid_t> WorkersOf(pid_t run) {
   }
   std::sort(workers.begin(), workers.end());
   return workers;
+}
+
+bool CatchesSignal(pid_t pid, int signo) {
+  std::ifstream status(absl::StrCat("/proc/", pid, "/status"));
+  std::string line;
+  while (std::getline(status, line)) {
+    absl::string_view rest = line;
+    if (!absl::ConsumePrefix(&rest, "SigCgt:")) continue;
+    uint64_t mask = 0;
+    if (!absl::SimpleHexAtoi(absl::StripAsciiWhitespace(rest), &mask)) return false;
+    return (mask >> (signo - 1)) & 1;
+  }
+  return false;
 }
 
 bool Alive(pid_t pid) {

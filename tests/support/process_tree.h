@@ -15,6 +15,9 @@ std::vector<pid_t> ChildrenOf(pid_t parent, const std::string& comm = "");
 std::vector<pid_t> WorkersOf(pid_t run);
 // Neither gone nor a zombie.
 bool Alive(pid_t pid);
+// Whether `pid` has a handler installed for `signo` (/proc/PID/status SigCgt); false when that
+// cannot be read.
+bool CatchesSignal(pid_t pid, int signo);
 
 }  // namespace gpipe::testing
 

@@ -6,6 +6,7 @@
 #define GPIPE_TESTS_SUPPORT_SCRATCH_DIR_H_
 
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,8 +19,10 @@
 
 namespace gpipe::testing {
 
-// One directory, TempDir()/gpipe-NAME-XXXXXX, removed when the object is destroyed. NAME is the
-// running test's Suite.Name by default (a fixture member gets one per test).
+// One directory, TempDir()/gpipe-NAME-XXXXXX, removed when the object is destroyed in the process
+// that made it: a forked child that destroys its copy (exit() runs the static ProcessScratchDir's
+// destructor) leaves the parent's directory alone. NAME is the running test's Suite.Name by
+// default (a fixture member gets one per test).
 class ScratchDir {
  public:
   ScratchDir() : ScratchDir(RunningTestName()) {}
@@ -39,6 +42,7 @@ class ScratchDir {
     path_ = buffer.data();
   }
   ~ScratchDir() {
+    if (::getpid() != creator_) return;
     std::error_code ignored;
     std::filesystem::remove_all(path_, ignored);
   }
@@ -55,10 +59,11 @@ class ScratchDir {
   }
 
   std::string path_;
+  pid_t creator_ = ::getpid();
 };
 
-// The test process's own directory, made on first use and removed when the process exits: for
-// helpers that write files outside any one test's fixture.
+// The test process's own directory, made on first use and removed when the process exits (not
+// when a forked child exits): for helpers that write files outside any one test's fixture.
 inline const std::string& ProcessScratchDir() {
   static const ScratchDir dir("process");
   return dir.path();

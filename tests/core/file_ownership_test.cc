@@ -47,7 +47,7 @@ TEST_F(FileOwnershipTest, LinksToAnInputAreTheSameFile) {
   std::filesystem::create_symlink(plan_, dir_ + "/soft");
   std::filesystem::create_hard_link(plan_, dir_ + "/hard");
   std::filesystem::create_directory(dir_ + "/sub");
-  for (const std::string out : {dir_ + "/soft", dir_ + "/hard", dir_ + "/sub/../plan.pbtxt"}) {
+  for (const std::string& out : {dir_ + "/soft", dir_ + "/hard", dir_ + "/sub/../plan.pbtxt"}) {
     EXPECT_THAT(CheckRunFiles({.inputs = {{"the plan", plan_}}, .outputs = {{"--trace", out}}})
                     .message(),
                 HasSubstr("--trace")) << out;

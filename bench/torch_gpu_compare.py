@@ -300,8 +300,8 @@ def print_report(report, facts, out):
     for row in report.rows:
         peak = peaks[row.precision]
         base = row.ratio_to.eager if row.ratio_to else row.eager
-        ratio = (f"{row.gpipe / base:.2f}" if isinstance(row.gpipe, float)
-                 and isinstance(base, float) and base > 0 else "—")
+        ratio = (f"{row.gpipe / base:.2f}" if isinstance(row.gpipe, (int, float))
+                 and isinstance(base, (int, float)) and base > 0 else "—")
         say(f"| {row.workload} | {row.shape} | {row.precision} | {fmt_ms(row.gpipe)} | "
             f"{fmt_ms(row.eager)} | {fmt_ms(row.compiled)} | {ratio} | "
             f"{fmt_mfu(row, row.gpipe, peak)} | {fmt_mfu(row, row.eager, peak)} | "

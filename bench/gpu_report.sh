@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # The GPU report: on a machine with an NVIDIA GPU, runs the CUDA half of the test suite, the GPU
-# kernel benchmarks, the examples on the GPU and on the CPU, and the Transformer-48 scaling on
-# simulated accelerators costed by this GPU's measured layer times; writes one markdown report.
+# kernel benchmarks, the examples on the GPU and on the CPU, the Transformer-48 scaling on
+# simulated accelerators costed by this GPU's measured layer times, and gpipe beside PyTorch
+# (bench/torch_gpu_compare.py, where python3 imports a CUDA-enabled torch); writes one markdown
+# report.
 #   bench/gpu_report.sh [--out FILE] [--no-build] [--quick] [--data DIR] [--skip-examples]
+#                       [--skip-torch]
 #   --out FILE       the report (default bench/report-gpu-<date>.md)
 #   --no-build       use prebuilt programs (GPIPE_BIN, default build/bin) and test binaries
 #                    (GPIPE_TESTS, default build/tests), e.g. a device bundle; otherwise
@@ -13,12 +16,13 @@
 #                    (the four IDX .gz files) and DIR/fortunes/ (cookie computers people science
 #                    wisdom)
 #   --skip-examples  leave out the example runs (their full-length CPU runs take the longest)
+#   --skip-torch     leave out the PyTorch comparison
 # Exit 0 with the report written (a failed test is reported, not fatal); 1 when the machine has
 # no GPU or a program is missing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out="bench/report-gpu-$(date +%Y-%m-%d).md"
-build=1 quick=0 data="" examples=1
+build=1 quick=0 data="" examples=1 torch=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift ;;
@@ -26,7 +30,8 @@ while [ $# -gt 0 ]; do
     --quick) quick=1 ;;
     --data) data=$2; shift ;;
     --skip-examples) examples=0 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    --skip-torch) torch=0 ;;
+    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
     *) echo "gpu_report: unknown argument $1" >&2; exit 1 ;;
   esac
   shift
@@ -173,5 +178,23 @@ say "\`gpipe-plan profile --device cuda\` measured every layer of examples/sim_t
     "each op sleeping for its measured time: what a K-GPU pipeline would do, from one GPU." ""
 GPIPE_SIM_PROFILE="$(cd "$work" && pwd)/gpu_profile.json" \
   bash bench/sim_scaling.sh "$([ "$quick" = 1 ] && echo 2 || echo 3)" >&3
+say ""
+
+# --- 5. gpipe beside PyTorch on this GPU --------------------------------------------------------
+# The block, char_transformer and GPT-2 small, both sides timed in one run (the script's
+# docstring says how). Skipped, saying why, where python3 has no CUDA-enabled torch.
+if [ "$torch" = 1 ]; then
+  progress "PyTorch comparison"
+  if torch_version=$(python3 -c 'import torch; assert torch.cuda.is_available(), "no CUDA"; print(torch.__version__)' 2>&1); then
+    python3 bench/torch_gpu_compare.py --gpipe-bin "$bin" $([ "$quick" = 1 ] && echo --quick) \
+        > "$work/torch_gpu.md" 2> "$work/torch_gpu.log" ||
+      { say "The PyTorch comparison failed (log: \`${out%.md}-torch_gpu.log\`)." "";
+        cp "$work/torch_gpu.log" "${out%.md}-torch_gpu.log"; }
+    cat "$work/torch_gpu.md" >&3
+  else
+    say "## gpipe beside PyTorch on one GPU" "" \
+        "Skipped: python3 has no CUDA-enabled PyTorch ($(tail -1 <<< "$torch_version"))." ""
+  fi
+fi
 say "" "Report time $(( ($(date +%s) - started) / 60 )) min."
 progress "wrote $out"

@@ -8,16 +8,22 @@
 // per layer the median times and the achieved GFLOP/s (forward FLOPs x 3 over forward plus
 // backward time) as a share of the GEMM peak. Layers are timed by the layer profiler
 // (runtime/estimate/layer_profiler.h), the same code that writes the simulated device's profile.
+// --json prints the same rows as JSON lines instead (what bench/torch_gpu_compare.py reads), and
+// --block B,T,D,H times only a transformer_block of D width and H heads on B samples of T
+// positions, on any device.
 //
 //   gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]
 //                       [--precision fp32|bf16] [--peak-tflops X] [--only TEXT]
+//                       [--block B,T,D,H] [--repeats N] [--json]
 //   gpipe-bench-kernels --profile PLAN [-o profile.json] [--override TEXT]... [--repeats N]
 //                       [--threads N] [--clock cpu|wall]
 //
 // With --profile it instead writes the plan's layer profile JSON (ProfileAnalyzedPlanLayers) to
 // -o, or to stdout without it. Timings are benchmarks, not tests: compare within one run.
 #include <algorithm>
+#include <array>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -27,6 +33,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "google/protobuf/text_format.h"
 #include "launcher/flags.h"
 #include "layers/registry.h"
@@ -44,6 +51,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]\n"
     "                           [--precision fp32|bf16] [--peak-tflops X] [--only TEXT]\n"
+    "                           [--block B,T,D,H] [--repeats N] [--json]\n"
     "       gpipe-bench-kernels --profile PLAN [-o FILE] [--override TEXT]... [--repeats N]"
     " [--threads N] [--clock cpu|wall]\n"
     "  --quick        fewer repetitions and GEMM shapes (a smoke run)\n"
@@ -51,12 +59,16 @@ constexpr char kUsage[] =
     "  --peak-tflops X  the device's nominal peak at that precision (e.g. 989 for an H100 SXM in\n"
     "                 bf16): rates are also printed as MFU against it\n"
     "  --only TEXT    only the layer rows whose layer or shape contains TEXT, after one GEMM\n"
+    "  --block B,T,D,H  only a transformer_block (D wide, H heads, MLP 4 D) on B samples of T\n"
+    "                 positions, after one GEMM; on any device\n"
+    "  --json         one JSON object per GEMM and layer row instead of markdown\n"
     "  --threads N    the CPU device's compute threads (default 1)\n"
     "  --device D     cpu (default) or cuda (the first GPU; timed on the wall clock after the\n"
     "                 device has finished each call)\n"
     "  --profile PLAN write PLAN's per-layer profile JSON (forward, backward input and weight\n"
     "                 halves, microseconds) to -o FILE, or to stdout\n"
-    "  --repeats N    timed calls per phase for --profile (default 5; the median is kept)\n"
+    "  --repeats N    timed calls per phase, the median kept (default 7, 2 with --quick; for\n"
+    "                 --profile 5)\n"
     "  --clock C      cpu (default: the process's CPU time, steady where other processes share\n"
     "                 the cores) or wall; for the benchmark and --profile alike\n";
 
@@ -72,6 +84,12 @@ struct BenchOptions {
   // Only the layer rows whose layer type or shape contains this text, after a single GEMM (for
   // profiling one layer under a profiler); empty: everything.
   std::string only;
+  // Timed calls per GEMM and layer phase (0: 7, or 2 when quick).
+  int repeats = 0;
+  // Rows as JSON lines instead of the markdown section.
+  bool json = false;
+  // When set, the only layer row: a transformer_block of this shape (after a single GEMM).
+  std::optional<std::array<int64_t, 4>> block;  // B, T, D, heads
 };
 
 struct GemmShape {
@@ -116,8 +134,8 @@ absl::StatusOr<Tensor> FilledTensor(Device& device, int64_t rows, int64_t cols, 
 // The best GFLOP/s of C = A B over `shapes`, printed as a table as it goes.
 absl::StatusOr<GemmPeak> MeasureGemmPeak(Device& device, const std::vector<GemmShape>& shapes,
                                          ProfileClock clock, int repeats, RateUnit unit,
-                                         ProductPrecision precision) {
-  std::printf("| GEMM m x n x k | ms | %s |\n|---|---|---|\n", unit.name);
+                                         ProductPrecision precision, bool json) {
+  if (!json) std::printf("| GEMM m x n x k | ms | %s |\n|---|---|---|\n", unit.name);
   GemmPeak best;
   for (const GemmShape& s : shapes) {
     ASSIGN_OR_RETURN(Tensor a, FilledTensor(device, s.m, s.k, 0.5f));
@@ -129,9 +147,17 @@ absl::StatusOr<GemmPeak> MeasureGemmPeak(Device& device, const std::vector<GemmS
                            WholeMatrix(c, s.m, s.n), {.precision = precision});
                      }));
     const double gflops = 2.0 * s.m * s.n * s.k / seconds * 1e-9;
-    std::printf("| %lld x %lld x %lld | %.2f | %.1f |\n", static_cast<long long>(s.m),
-                static_cast<long long>(s.n), static_cast<long long>(s.k), seconds * 1e3,
-                gflops * unit.per_gflops);
+    if (json) {
+      std::printf(
+          "{\"kind\": \"gemm\", \"m\": %lld, \"n\": %lld, \"k\": %lld, \"ms\": %.6g, "
+          "\"gflops\": %.6g}\n",
+          static_cast<long long>(s.m), static_cast<long long>(s.n), static_cast<long long>(s.k),
+          seconds * 1e3, gflops);
+    } else {
+      std::printf("| %lld x %lld x %lld | %.2f | %.1f |\n", static_cast<long long>(s.m),
+                  static_cast<long long>(s.n), static_cast<long long>(s.k), seconds * 1e3,
+                  gflops * unit.per_gflops);
+    }
     if (gflops > best.gflops) best = {s, gflops};
   }
   return best;
@@ -146,7 +172,13 @@ struct LayerCase {
   bool memory_bound = false;
 };
 
-std::vector<LayerCase> LayerCases(bool gpu) {
+std::vector<LayerCase> LayerCases(bool gpu, const BenchOptions& options) {
+  if (options.block) {
+    const auto [batch, positions, width, heads] = *options.block;
+    return {{absl::StrFormat("name: 'block' transformer_block { num_heads: %d }", heads),
+             Shape{positions, width}, batch,
+             absl::StrFormat("%d x T %d x d %d, %d heads", batch, positions, width, heads)}};
+  }
   // Pipelines run small micro-batches: the linear and relu rows come at 8, 32 and 256 rows.
   std::vector<LayerCase> cases = {
       {"name: 'linear' linear { out_features: 1024 }", Shape{1024}, 8, "8 x 1024 -> 1024"},
@@ -196,11 +228,13 @@ absl::Status BenchLayers(Device& device, const GemmPeak& peak, ProfileClock cloc
                          RateUnit unit, const BenchOptions& options, bool gpu) {
   const LayerRegistry registry = LayerRegistry::WithBuiltins();
   const bool mfu = options.peak_tflops > 0;
-  std::printf(
-      "\n| layer | shape | fwd ms | bwd ms | bwd-input ms | bwd-weight ms | %s | "
-      "%% of GEMM peak |%s\n|---|---|---|---|---|---|---|---|%s\n",
-      unit.name, mfu ? " MFU |" : "", mfu ? "---|" : "");
-  for (const LayerCase& c : LayerCases(gpu)) {
+  if (!options.json) {
+    std::printf(
+        "\n| layer | shape | fwd ms | bwd ms | bwd-input ms | bwd-weight ms | %s | "
+        "%% of GEMM peak |%s\n|---|---|---|---|---|---|---|---|%s\n",
+        unit.name, mfu ? " MFU |" : "", mfu ? "---|" : "");
+  }
+  for (const LayerCase& c : LayerCases(gpu, options)) {
     if (!options.only.empty() && !absl::StrContains(c.entry, options.only) &&
         !absl::StrContains(c.shape, options.only)) {
       continue;
@@ -217,6 +251,18 @@ absl::Status BenchLayers(Device& device, const GemmPeak& peak, ProfileClock cloc
                                   ProfileOptions{.repeats = repeats, .warmup = 1, .clock = clock}));
     const double flops = 3.0 * layer->ForwardFlopsPerSample() * static_cast<double>(c.batch);
     const double gflops = flops / ((t.forward_us + t.backward_us) * 1e-6) * 1e-9;
+    if (options.json) {
+      // The shape strings are ASCII without quotes or backslashes: no escaping needed.
+      std::printf(
+          "{\"kind\": \"layer\", \"layer\": \"%s\", \"shape\": \"%s\", \"batch\": %lld, "
+          "\"precision\": \"%s\", \"repeats\": %d, \"fwd_ms\": %.6g, \"bwd_ms\": %.6g, "
+          "\"fwd_bwd_flops\": %.6g, \"gflops\": %.6g, \"gemm_peak_gflops\": %.6g}\n",
+          std::string(layer->type()).c_str(), c.shape.c_str(), static_cast<long long>(c.batch),
+          options.bf16 ? "bf16" : "fp32", repeats, t.forward_us * 1e-3, t.backward_us * 1e-3, flops,
+          gflops, peak.gflops);
+      std::fflush(stdout);
+      continue;
+    }
     std::printf("| %s%s | %s | %s | %s | %s | %s | %.2f | %.0f%% |",
                 std::string(layer->type()).c_str(), c.memory_bound ? " (memory-bound)" : "",
                 c.shape.c_str(), Millis(t.forward_us).c_str(), Millis(t.backward_us).c_str(),
@@ -230,25 +276,10 @@ absl::Status BenchLayers(Device& device, const GemmPeak& peak, ProfileClock cloc
   return absl::OkStatus();
 }
 
-absl::Status RunKernelBench(const BenchOptions& options, pb::Device kind, int threads,
-                            ProfileClock clock) {
+// The section's heading and its paragraph of conditions.
+void PrintIntro(Device& device, const BenchOptions& options, bool cpu, int threads,
+                ProfileClock clock, int repeats) {
   const bool quick = options.quick;
-  pb::Runtime runtime;
-  runtime.set_device(kind);
-  runtime.set_threads(threads);
-  ASSIGN_OR_RETURN(std::unique_ptr<Device> owned, CreateStandaloneDevice(runtime));
-  Device& device = *owned;
-  const bool cpu = kind == pb::CPU;
-  const RateUnit unit = cpu ? RateUnit{} : RateUnit{.name = "TFLOP/s", .per_gflops = 1e-3};
-  const int repeats = quick ? 2 : 7;
-  std::vector<GemmShape> shapes = {{1024, 1024, 1024}, {256, 1024, 1024}};
-  if (!quick) {
-    shapes = {{512, 512, 512},    {1024, 1024, 1024}, {1536, 1536, 1536}, {2048, 2048, 2048},
-              {256, 1024, 1024},  {256, 1024, 4096},  {2048, 512, 2048},  {512, 2048, 2048},
-              {2048, 2048, 512}};
-    // A GPU reaches its peak only on large products.
-    if (!cpu) shapes.insert(shapes.end(), {{4096, 4096, 4096}, {8192, 8192, 8192}});
-  }
   std::printf("## %s kernels against the GEMM peak (%s)\n\n", cpu ? "CPU" : device.name().c_str(),
               options.bf16 ? "bf16 mixed precision" : "fp32");
   std::printf(
@@ -277,11 +308,36 @@ absl::Status RunKernelBench(const BenchOptions& options, pb::Device kind, int th
                             options.peak_tflops)
                 .c_str()
           : "");
-  // With --only, the peak is the single 1024^3 product: the rows' percentages are then rough.
-  if (!options.only.empty()) shapes = {{1024, 1024, 1024}};
-  ASSIGN_OR_RETURN(GemmPeak peak, MeasureGemmPeak(device, shapes, clock, repeats, unit,
-                                                  options.bf16 ? ProductPrecision::kBF16
-                                                               : ProductPrecision::kF32));
+}
+
+absl::Status RunKernelBench(const BenchOptions& options, pb::Device kind, int threads,
+                            ProfileClock clock) {
+  const bool quick = options.quick;
+  pb::Runtime runtime;
+  runtime.set_device(kind);
+  runtime.set_threads(threads);
+  ASSIGN_OR_RETURN(std::unique_ptr<Device> owned, CreateStandaloneDevice(runtime));
+  Device& device = *owned;
+  const bool cpu = kind == pb::CPU;
+  const RateUnit unit = cpu ? RateUnit{} : RateUnit{.name = "TFLOP/s", .per_gflops = 1e-3};
+  const int repeats = options.repeats > 0 ? options.repeats : quick ? 2 : 7;
+  std::vector<GemmShape> shapes = {{1024, 1024, 1024}, {256, 1024, 1024}};
+  if (!quick) {
+    shapes = {{512, 512, 512},    {1024, 1024, 1024}, {1536, 1536, 1536},
+              {2048, 2048, 2048}, {256, 1024, 1024},  {256, 1024, 4096},
+              {2048, 512, 2048},  {512, 2048, 2048},  {2048, 2048, 512}};
+    // A GPU reaches its peak only on large products.
+    if (!cpu) shapes.insert(shapes.end(), {{4096, 4096, 4096}, {8192, 8192, 8192}});
+  }
+  if (!options.json) PrintIntro(device, options, cpu, threads, clock, repeats);
+  // With --only or --block, the peak is the single 1024^3 product: the rows' percentages are
+  // then rough.
+  if (!options.only.empty() || options.block) shapes = {{1024, 1024, 1024}};
+  ASSIGN_OR_RETURN(GemmPeak peak,
+                   MeasureGemmPeak(device, shapes, clock, repeats, unit,
+                                   options.bf16 ? ProductPrecision::kBF16 : ProductPrecision::kF32,
+                                   options.json));
+  if (options.json) return BenchLayers(device, peak, clock, repeats, unit, options, !cpu);
   std::printf("\nGEMM peak: %.1f %s at %lld x %lld x %lld.\n", peak.gflops * unit.per_gflops,
               unit.name,
               static_cast<long long>(peak.shape.m), static_cast<long long>(peak.shape.n),
@@ -327,7 +383,9 @@ int Main(int argc, char** argv) {
                                                   {"override", true, true},
                                                   {"precision"},
                                                   {"peak-tflops"},
-                                                  {"only"}},
+                                                  {"only"},
+                                                  {"block"},
+                                                  {"json", false}},
                                                  std::vector<std::string>(argv + 1, argv + argc));
   if (!flags.ok() || !flags->positional().empty()) {
     std::fprintf(stderr, "gpipe-bench-kernels: %s\n%s",
@@ -374,7 +432,26 @@ int Main(int argc, char** argv) {
     // A GPU's kernels run on its own clock: only wall time, after each call has finished on the
     // device, measures them.
     if (*kind != pb::CPU) clock = ProfileClock::kWall;
-    BenchOptions options{.quick = flags->Has("quick"), .only = flags->Get("only").value_or("")};
+    BenchOptions options{.quick = flags->Has("quick"),
+                         .only = flags->Get("only").value_or(""),
+                         .repeats = flags->Has("repeats") ? repeats : 0,
+                         .json = flags->Has("json")};
+    if (auto block = flags->Get("block")) {
+      const std::vector<std::string> parts = absl::StrSplit(*block, ',');
+      std::array<int64_t, 4> dims{};
+      bool ok = parts.size() == dims.size();
+      for (size_t i = 0; ok && i < parts.size(); ++i) {
+        ok = absl::SimpleAtoi(parts[i], &dims[i]) && dims[i] >= 1;
+      }
+      if (!ok || dims[2] % dims[3] != 0) {
+        std::fprintf(stderr,
+                     "gpipe-bench-kernels: --block takes B,T,D,H (whole numbers >= 1, H dividing "
+                     "D), got '%s'\n",
+                     block->c_str());
+        return 2;
+      }
+      options.block = dims;
+    }
     if (const std::string precision = flags->Get("precision").value_or("fp32");
         precision == "bf16") {
       options.bf16 = true;

@@ -29,7 +29,8 @@ absl::StatusOr<std::string> FindExecutable(const std::string& name,
   }
   for (absl::string_view directory : absl::StrSplit(path_variable, ':')) {
     const std::string candidate =
-        directory.empty() ? name : absl::StrCat(directory, directory.back() == '/' ? "" : "/", name);
+        directory.empty() ? name
+                          : absl::StrCat(directory, directory.back() == '/' ? "" : "/", name);
     if (IsExecutableFile(candidate)) return candidate;
   }
   return absl::NotFoundError(absl::StrCat(name, ": not found on PATH (",

@@ -1,10 +1,9 @@
 #include "launcher/launcher_output.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <unistd.h>
-
-#include <limits.h>
 
 #include <algorithm>
 #include <cerrno>

@@ -71,8 +71,8 @@ bool ReadyToForward(pid_t launcher, std::optional<int64_t> expected) {
   const auto descends = [&all, launcher](pid_t pid) {
     for (int depth = 0; depth < 8 && pid > 1; ++depth) {
       if (pid == launcher) return true;
-      const auto it = std::find_if(all.begin(), all.end(),
-                                   [pid](const auto& p) { return p.first == pid; });
+      const auto it =
+          std::find_if(all.begin(), all.end(), [pid](const auto& p) { return p.first == pid; });
       if (it == all.end()) return false;
       pid = it->second;
     }

@@ -97,9 +97,8 @@ int Usage(const char* message) {
 // -o is checked before any work: it may not be the file read (balance would replace the plan with
 // a comment-less copy). Returns the exit code for a refused output, 0 when it may be written.
 int CheckOutput(const std::string& out, const std::string& source, const char* source_role) {
-  const absl::Status owned = gpipe::CheckRunFiles(
-      gpipe::RunFiles{.inputs = {{.role = source_role, .path = source}},
-                      .outputs = {{.role = "-o", .path = out}}});
+  const absl::Status owned = gpipe::CheckRunFiles(gpipe::RunFiles{
+      .inputs = {{.role = source_role, .path = source}}, .outputs = {{.role = "-o", .path = out}}});
   if (owned.ok()) return 0;
   std::fprintf(stderr, "gpipe-plan: %s\n", std::string(owned.message()).c_str());
   return 2;

@@ -188,9 +188,9 @@ int main(int argc, char** argv) {
       gpipe::RunLauncher(command, **signals, local, output.ok() ? &*output : nullptr);
   // A job that ended without rank 0 writing its trace: what the ranks saved of it.
   const std::string trace = flags->Get("trace").value_or(analyzed.plan.runtime().trace());
-  const std::string salvaged = gpipe::SalvageTrace(
-      trace, gpipe::TraceRunInfoOf(analyzed.plan, static_cast<int>(processes)), exit_code,
-      launched);
+  const std::string salvaged =
+      gpipe::SalvageTrace(trace, gpipe::TraceRunInfoOf(analyzed.plan, static_cast<int>(processes)),
+                          exit_code, launched);
   if (!salvaged.empty()) std::fprintf(stderr, "gpipe-run: %s\n", salvaged.c_str());
   return exit_code;
 }

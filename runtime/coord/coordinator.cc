@@ -285,9 +285,9 @@ absl::StatusOr<std::optional<EvalSummary>> Coordinator::EvaluateAfter(int64_t af
     const int64_t batches = (samples + batch - 1) / batch;
     const int64_t finished = first / batch + 1;
     if (stage_.gate->stop() && finished < batches) {
-      logger_.Warning(absl::StrCat("evaluation abandoned: stop requested (after ", finished,
-                                   " of ", batches, " batches of the evaluation after step ",
-                                   after_step, ")"));
+      logger_.Warning(absl::StrCat("evaluation abandoned: stop requested (after ", finished, " of ",
+                                   batches, " batches of the evaluation after step ", after_step,
+                                   ")"));
       return std::nullopt;
     }
   }

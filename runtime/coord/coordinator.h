@@ -22,10 +22,10 @@
 #include "runtime/coord/worker.h"
 #include "runtime/coord/worker_options.h"
 #include "runtime/core/logger.h"
-#include "runtime/schedule/verifier.h"
-#include "runtime/data/dataset.h"
-#include "runtime/train/metrics_writer.h"
 #include "runtime/data/batch_sampler.h"
+#include "runtime/data/dataset.h"
+#include "runtime/schedule/verifier.h"
+#include "runtime/train/metrics_writer.h"
 
 namespace gpipe {
 

@@ -30,8 +30,8 @@ struct ExportMetadata {
 // against the run's files (file_ownership.h); `timeout` bounds each exchange.
 absl::Status ExportParameters(ControlChannel& control, const StageChunks& chunks,
                               const FileRole& path, const RunFiles& files,
-                              const ExportMetadata& metadata,
-                              absl::Duration timeout, const Logger& logger);
+                              const ExportMetadata& metadata, absl::Duration timeout,
+                              const Logger& logger);
 
 }  // namespace gpipe
 

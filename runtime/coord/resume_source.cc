@@ -37,12 +37,12 @@ std::vector<std::string> DescribeChanges(const pb::Plan& checkpoint, const pb::P
   std::vector<std::string> lines;
   for (const PlanDifference& d : differences) {
     if (lines.size() == kChangesShown) {
-      lines.push_back(absl::StrCat("and ", differences.size() - kChangesShown,
-                                   " more changed field(s)"));
+      lines.push_back(
+          absl::StrCat("and ", differences.size() - kChangesShown, " more changed field(s)"));
       break;
     }
-    std::string line = absl::StrCat("resuming with ", d.field, " ", d.now, " (checkpoint: ",
-                                     d.before, ")");
+    std::string line =
+        absl::StrCat("resuming with ", d.field, " ", d.now, " (checkpoint: ", d.before, ")");
     if (d.field == "pipeline.data_parallel" && HasBatchNorm(plan)) {
       absl::StrAppend(&line, "; batch-norm running statistics are averaged over the replicas, ",
                       "so from here on they average over ", d.now, " replicas instead of ",
@@ -93,8 +93,8 @@ absl::StatusOr<pb::ResumeFrom> ResolveResume(const std::string& resume, const pb
   if (manifest.has_data_fingerprint() && manifest.data_fingerprint() != data_fingerprint) {
     return absl::FailedPreconditionError(absl::StrCat(
         context, ": the checkpoint was taken on other data; resume with the data it was trained ",
-        "on.\n  checkpoint's data: ", absl::StrReplaceAll(manifest.data_fingerprint(),
-                                                          {{"\n", "\n                     "}}),
+        "on.\n  checkpoint's data: ",
+        absl::StrReplaceAll(manifest.data_fingerprint(), {{"\n", "\n                     "}}),
         "\n  this plan's data:  ",
         absl::StrReplaceAll(data_fingerprint, {{"\n", "\n                     "}})));
   }

@@ -1,8 +1,8 @@
 // ResolveResume: rank 0's start-up check of --resume: finds the checkpoint (checkpoint_layout.h),
 // reads its manifest and checks that the plan can continue from it. Stages, replicas, schedule,
 // micro-batches, optimizer hyperparameters and the step count may change; what fixes the data
-// position (global batch, seed, shuffling) may not, nor the data itself (its fingerprint). Whether the model matches is checked when
-// the ranks load the tensors (CheckpointSession::Restore).
+// position (global batch, seed, shuffling) may not, nor the data itself (its fingerprint). Whether
+// the model matches is checked when the ranks load the tensors (CheckpointSession::Restore).
 #ifndef GPIPE_RUNTIME_COORD_RESUME_SOURCE_H_
 #define GPIPE_RUNTIME_COORD_RESUME_SOURCE_H_
 

@@ -81,8 +81,8 @@ absl::Status CheckDataSource(const LoadedPlan& loaded, const DataSourceRegistry*
 // files, against which a later export is checked too.
 absl::StatusOr<RunFiles> CheckOutputs(const WorkerOptions& options, const pb::Plan& plan) {
   RunFiles files;
-  const auto output = [&files](const char* flag, const std::string& flag_value,
-                               const char* field, const std::string& field_value) {
+  const auto output = [&files](const char* flag, const std::string& flag_value, const char* field,
+                               const std::string& field_value) {
     if (!flag_value.empty()) {
       files.outputs.push_back(FileRole{.role = flag, .path = flag_value});
     } else if (!field_value.empty()) {
@@ -131,12 +131,13 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
   ResolvedJob job;
   job.analyzed = std::move(resolved.analyzed);
   RETURN_IF_ERROR(CheckWorldSize(job.analyzed, loaded, world_size));
-  if (struct stat info; !options.init_from.empty() && ::stat(options.init_from.c_str(), &info) != 0) {
-    return absl::NotFoundError(absl::StrCat(
-        "--init-from: ", options.init_from, ": ",
-        errno == ENOENT  ? "no such file"
-        : errno == ELOOP ? "too many levels of symbolic links (a symlink loop)"
-                         : std::strerror(errno)));
+  if (struct stat info;
+      !options.init_from.empty() && ::stat(options.init_from.c_str(), &info) != 0) {
+    return absl::NotFoundError(
+        absl::StrCat("--init-from: ", options.init_from, ": ",
+                     errno == ENOENT  ? "no such file"
+                     : errno == ELOOP ? "too many levels of symbolic links (a symlink loop)"
+                                      : std::strerror(errno)));
   }
   if (!options.init_from.empty() && !options.resume.empty()) {
     return absl::InvalidArgumentError(

@@ -28,11 +28,11 @@
 #include "runtime/coord/worker_options.h"
 #include "runtime/core/file_ownership.h"
 #include "runtime/core/logger.h"
+#include "runtime/data/data_source_registry.h"
+#include "runtime/data/dataset.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/stage_executor.h"
 #include "runtime/schedule/verifier.h"
-#include "runtime/data/data_source_registry.h"
-#include "runtime/data/dataset.h"
 
 namespace gpipe {
 

@@ -71,7 +71,7 @@ class TraceSession {
   int64_t uncertainty_ns_ = 0;
   bool finished_ = false;
   std::string transfer_overlap_;
-  size_t saved_events_ = 0;     // events already in the progress file
+  size_t saved_events_ = 0;      // events already in the progress file
   bool saving_progress_ = true;  // false after a write failed
 };
 

@@ -26,10 +26,10 @@
 //              at the same barrier (the decision is ignored) and rank 0 adds the last stage's
 //              sums (loss, samples, correct predictions) into the evaluation line and record.
 //   checkpoint with a plan's checkpoint section, after every checkpoint.every_steps steps,
-//              after the run's last step and when the job is asked to stop, rank 0 empties DIR/step-N and broadcasts
-//              StepCommand {checkpoint, step N}; every rank meets in CheckpointSession::Save
-//              (kCheckpoint: replica 0's ranks write their shards, rank 0 the manifest and
-//              `latest`, every rank learns the outcome).
+//              after the run's last step and when the job is asked to stop, rank 0 empties
+//              DIR/step-N and broadcasts StepCommand {checkpoint, step N}; every rank meets in
+//              CheckpointSession::Save (kCheckpoint: replica 0's ranks write their shards, rank 0
+//              the manifest and `latest`, every rank learns the outcome).
 //   resume     with Setup.resume, before the first step every rank restores its stage's
 //              tensors from the checkpoint (CheckpointSession::Restore, kResume); the steps
 //              continue from the checkpoint's step, so the sample indices and random streams
@@ -193,7 +193,8 @@ class WorkerSession::Impl {
     }
     absl::StatusOr<EvalSummary> eval = coordinator_->Evaluate(callbacks);
     const bool abandoned = absl::IsCancelled(eval.status());
-    if (absl::Status paused = eval.ok() || abandoned ? coordinator_->Pause(abandoned) : eval.status();
+    if (absl::Status paused =
+            eval.ok() || abandoned ? coordinator_->Pause(abandoned) : eval.status();
         !paused.ok()) {
       return Fail(paused);
     }
@@ -240,8 +241,8 @@ class WorkerSession::Impl {
     // The other ranks wait until rank 0 has written the file: a rank that exits first with a
     // non-zero code (3 after a stop) makes mpirun end the job, rank 0 included.
     pb::StepCommand written;
-    if (absl::Status told = control_->Broadcast(written, absl::Now() + stage_->timeout,
-                                                kControlTagStepCommand);
+    if (absl::Status told =
+            control_->Broadcast(written, absl::Now() + stage_->timeout, kControlTagStepCommand);
         !told.ok()) {
       return Fail(told);
     }
@@ -396,18 +397,18 @@ absl::Status RunWorker(const WorkerOptions& options, MpiEnvironment& mpi, const 
     ASSIGN_OR_RETURN(const TrainProgress progress, session.Train(-1));
     if (progress.stopped) {
       // Every stop keeps the work: in the checkpoint when the plan has one, else in the export.
-      const std::string stopped_at = absl::StrCat("step ", progress.steps_done, " of ",
-                                                  session.plan().training().steps());
+      const std::string stopped_at =
+          absl::StrCat("step ", progress.steps_done, " of ", session.plan().training().steps());
       // A run stopped during its final evaluation has trained every step: its export is the
       // finished run's, as asked.
       const bool keep_in_export = session.export_requested() &&
                                   (session.plan().checkpoint().dir().empty() || progress.finished);
       if (keep_in_export) {
-        RETURN_IF_ERROR(session.Export(
-            options.export_path,
-            absl::StrCat("weights after ", stopped_at,
-                         progress.finished ? ": the final evaluation was abandoned"
-                                           : ": the run was stopped")));
+        RETURN_IF_ERROR(
+            session.Export(options.export_path,
+                           absl::StrCat("weights after ", stopped_at,
+                                        progress.finished ? ": the final evaluation was abandoned"
+                                                          : ": the run was stopped")));
       }
       RETURN_IF_ERROR(session.Finish());
       return absl::CancelledError(

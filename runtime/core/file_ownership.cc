@@ -73,9 +73,9 @@ bool Below(const fs::path& child, const fs::path& dir) {
 
 absl::Status SameFile(const FileRole& output, const FileRole& other, bool other_is_output) {
   if (other_is_output) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(output.role, " and ", other.role, " name the same file (", output.path,
-                     "): each output needs a file of its own"));
+    return absl::FailedPreconditionError(absl::StrCat(output.role, " and ", other.role,
+                                                      " name the same file (", output.path,
+                                                      "): each output needs a file of its own"));
   }
   return absl::FailedPreconditionError(
       absl::StrCat(output.role, " ", output.path, " is the same file as ", other.role, " (",

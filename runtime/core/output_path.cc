@@ -108,7 +108,8 @@ absl::Status CheckOutputDirectory(absl::string_view what, const std::string& dir
   struct stat found;
   do {
     ancestor = ancestor.parent_path();
-  } while (::stat(ancestor.c_str(), &found) != 0 && errno == ENOENT && ancestor.has_relative_path());
+  } while (::stat(ancestor.c_str(), &found) != 0 && errno == ENOENT &&
+           ancestor.has_relative_path());
   return CheckWritableDirectory(what, dir, ancestor.string());
 }
 

@@ -44,8 +44,8 @@ absl::StatusOr<std::string> FileFingerprint(const FileRole& file) {
   const Fd fd(::open(file.path.c_str(), O_RDONLY | O_CLOEXEC));
   struct stat info;
   if (fd.get() < 0 || ::fstat(fd.get(), &info) != 0) {
-    return absl::NotFoundError(absl::StrCat(file.role, ": ", file.path, ": cannot read it (",
-                                            std::strerror(errno), ")"));
+    return absl::NotFoundError(
+        absl::StrCat(file.role, ": ", file.path, ": cannot read it (", std::strerror(errno), ")"));
   }
   const int64_t size = info.st_size;
   uLong crc = ::crc32(0L, Z_NULL, 0);
@@ -58,17 +58,17 @@ absl::StatusOr<std::string> FileFingerprint(const FileRole& file) {
     if (want <= 0) break;
     ssize_t got = 0;
     while (got < want) {  // pread may return less than asked, or be interrupted
-      const ssize_t n = ::pread(fd.get(), piece.data() + got, static_cast<size_t>(want - got),
-                                offset + got);
+      const ssize_t n =
+          ::pread(fd.get(), piece.data() + got, static_cast<size_t>(want - got), offset + got);
       if (n < 0 && errno == EINTR) continue;
       if (n <= 0) break;
       got += n;
     }
     if (got != want) {
-      return absl::DataLossError(absl::StrCat(file.role, ": ", file.path, ": cannot read ", want,
-                                              " bytes at offset ", offset,
-                                              got < 0 ? absl::StrCat(" (", std::strerror(errno), ")")
-                                                      : std::string(" (the file is shorter)")));
+      return absl::DataLossError(absl::StrCat(
+          file.role, ": ", file.path, ": cannot read ", want, " bytes at offset ", offset,
+          got < 0 ? absl::StrCat(" (", std::strerror(errno), ")")
+                  : std::string(" (the file is shorter)")));
     }
     crc = ::crc32(crc, piece.data(), static_cast<uInt>(want));
     if (span == 0) break;  // a small file: read whole once
@@ -92,14 +92,11 @@ std::vector<FileRole> DataFiles(const pb::Plan& plan) {
       Add(files, "data.npy.inputs", data.npy().has_inputs(), data.npy().inputs());
       Add(files, "data.npy.targets", data.npy().has_targets(), data.npy().targets());
       Add(files, "data.npy.eval_inputs", data.npy().has_eval_inputs(), data.npy().eval_inputs());
-      Add(files, "data.npy.eval_targets", data.npy().has_eval_targets(),
-          data.npy().eval_targets());
+      Add(files, "data.npy.eval_targets", data.npy().has_eval_targets(), data.npy().eval_targets());
       break;
     case pb::Data::kIdx:
-      Add(files, "data.idx.train_images", data.idx().has_train_images(),
-          data.idx().train_images());
-      Add(files, "data.idx.train_labels", data.idx().has_train_labels(),
-          data.idx().train_labels());
+      Add(files, "data.idx.train_images", data.idx().has_train_images(), data.idx().train_images());
+      Add(files, "data.idx.train_labels", data.idx().has_train_labels(), data.idx().train_labels());
       Add(files, "data.idx.test_images", data.idx().has_test_images(), data.idx().test_images());
       Add(files, "data.idx.test_labels", data.idx().has_test_labels(), data.idx().test_labels());
       break;

@@ -21,7 +21,8 @@ std::vector<FileRole> DataFiles(const pb::Plan& plan);
 // covers at most 16 pieces of 64 KiB spread evenly over the file (its first and last included),
 // so a terabyte corpus costs a millisecond; for synthetic data its settings' text, for a custom
 // source its name and settings. The held-out split (eval/test files, eval_samples, eval_split)
-// is left out: a resume may change it. NOT_FOUND / DATA_LOSS naming the field and file when one cannot be read.
+// is left out: a resume may change it. NOT_FOUND / DATA_LOSS naming the field and file when one
+// cannot be read.
 absl::StatusOr<std::string> DataFingerprint(const pb::Plan& plan);
 
 }  // namespace gpipe

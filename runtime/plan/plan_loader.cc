@@ -66,10 +66,10 @@ absl::StatusOr<LoadedPlan> LoadPlanFile(const std::string& path,
   struct stat info;
   if (::stat(path.c_str(), &info) != 0 || ::access(path.c_str(), R_OK) != 0) {
     // Say which: absent, unreadable, or a symlink loop (not "does not exist" for all three).
-    return absl::NotFoundError(absl::StrCat(
-        "cannot read plan file ", path, ": ",
-        errno == ELOOP ? "too many levels of symbolic links (a symlink loop)"
-                       : std::strerror(errno)));
+    return absl::NotFoundError(
+        absl::StrCat("cannot read plan file ", path, ": ",
+                     errno == ELOOP ? "too many levels of symbolic links (a symlink loop)"
+                                    : std::strerror(errno)));
   }
   // A device or FIFO could be read forever (/dev/zero) or block (a FIFO nobody writes).
   if (!S_ISREG(info.st_mode)) {

@@ -35,8 +35,8 @@ absl::Status AppendTraceProgress(const std::string& path, const pb::RankTrace& e
   const int error = errno;
   ::close(fd);
   if (written != static_cast<ssize_t>(record.size())) {
-    return absl::InternalError(absl::StrCat(path, ": ", written < 0 ? std::strerror(error)
-                                                                    : "short write"));
+    return absl::InternalError(
+        absl::StrCat(path, ": ", written < 0 ? std::strerror(error) : "short write"));
   }
   return absl::OkStatus();
 }
@@ -80,8 +80,7 @@ TraceRunInfo TraceRunInfoOf(const pb::Plan& plan, int world_size) {
   return info;
 }
 
-TraceParts ReadTraceParts(const std::string& trace, int world_size,
-                          const std::vector<bool>& skip) {
+TraceParts ReadTraceParts(const std::string& trace, int world_size, const std::vector<bool>& skip) {
   TraceParts parts;
   for (int r = 0; r < world_size; ++r) {
     if (r < static_cast<int>(skip.size()) && skip[r]) continue;
@@ -89,7 +88,8 @@ TraceParts ReadTraceParts(const std::string& trace, int world_size,
     if (absl::StatusOr<std::string> bytes = ReadWholeFile(TracePartPath(trace, r));
         bytes.ok() && part.ParseFromString(*bytes)) {
       parts.files.push_back(TracePartPath(trace, r));
-    } else if (absl::StatusOr<pb::RankTrace> progress = ReadTraceProgress(TraceProgressPath(trace, r));
+    } else if (absl::StatusOr<pb::RankTrace> progress =
+                   ReadTraceProgress(TraceProgressPath(trace, r));
                progress.ok()) {
       part = *std::move(progress);
       if (part.error().empty()) {

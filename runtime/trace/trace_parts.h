@@ -37,8 +37,8 @@ TraceRunInfo TraceRunInfoOf(const pb::Plan& plan, int world_size);
 // What the ranks left: per rank, its whole part, else its progress record.
 struct TraceParts {
   std::vector<pb::RankTrace> ranks;
-  std::vector<int> found;                // their ranks, ascending
-  std::vector<std::string> files;        // the files read (to remove once merged)
+  std::vector<int> found;          // their ranks, ascending
+  std::vector<std::string> files;  // the files read (to remove once merged)
 };
 // Ranks with `skip[r]` set (where skip is long enough) are not looked for.
 TraceParts ReadTraceParts(const std::string& trace, int world_size,

@@ -12,9 +12,9 @@
 namespace gpipe {
 namespace {
 
-using ::testing::HasSubstr;
 using ::gpipe::testing::FreshTempDir;
 using ::gpipe::testing::WriteFile;
+using ::testing::HasSubstr;
 
 class FileOwnershipTest : public ::testing::Test {
  protected:
@@ -48,9 +48,10 @@ TEST_F(FileOwnershipTest, LinksToAnInputAreTheSameFile) {
   std::filesystem::create_hard_link(plan_, dir_ + "/hard");
   std::filesystem::create_directory(dir_ + "/sub");
   for (const std::string& out : {dir_ + "/soft", dir_ + "/hard", dir_ + "/sub/../plan.pbtxt"}) {
-    EXPECT_THAT(CheckRunFiles({.inputs = {{"the plan", plan_}}, .outputs = {{"--trace", out}}})
-                    .message(),
-                HasSubstr("--trace")) << out;
+    EXPECT_THAT(
+        CheckRunFiles({.inputs = {{"the plan", plan_}}, .outputs = {{"--trace", out}}}).message(),
+        HasSubstr("--trace"))
+        << out;
   }
 }
 

@@ -20,17 +20,30 @@ namespace fs = std::filesystem;
 using testing::ProcessResult;
 
 constexpr char kPlan[] = R"pb(
-name: "ownership"
-model {
-  input { shape: [12] }
-  layers { name: "fc1" linear { out_features: 16 } }
-  layers { name: "fc2" linear { out_features: 5 } }
-  loss { softmax_cross_entropy {} }
-}
-pipeline { stages: 1 micro_batches: 2 }
-training { global_batch: 8 steps: 2 optimizer { sgd { lr: 0.1 } } }
-data { synthetic { num_samples: 64 } }
-runtime { log_every: 0 timeouts { wait_seconds: 30 startup_seconds: 30 } }
+  name: "ownership"
+  model {
+    input { shape: [ 12 ] }
+    layers {
+      name: "fc1"
+      linear { out_features: 16 }
+    }
+    layers {
+      name: "fc2"
+      linear { out_features: 5 }
+    }
+    loss { softmax_cross_entropy {} }
+  }
+  pipeline { stages: 1 micro_batches: 2 }
+  training {
+    global_batch: 8
+    steps: 2
+    optimizer { sgd { lr: 0.1 } }
+  }
+  data { synthetic { num_samples: 64 } }
+  runtime {
+    log_every: 0
+    timeouts { wait_seconds: 30 startup_seconds: 30 }
+  }
 )pb";
 
 class OwnershipTest : public ::testing::Test {
@@ -73,8 +86,8 @@ TEST_F(OwnershipTest, AnOutputOnTheRunsPlanIsRefusedAndThePlanKept) {
       SCOPED_TRACE(absl::StrCat(flag, " ", target));
       const ProcessResult run = Worker({flag, target});
       EXPECT_EQ(run.exit_code, 1) << run.output;
-      EXPECT_TRUE(absl::StrContains(run.output, absl::StrCat(flag, " ", target,
-                                                              " is the same file as the plan")))
+      EXPECT_TRUE(absl::StrContains(
+          run.output, absl::StrCat(flag, " ", target, " is the same file as the plan")))
           << run.output;
       EXPECT_EQ(testing::ReadFile(plan_), kPlan);
     }
@@ -82,8 +95,7 @@ TEST_F(OwnershipTest, AnOutputOnTheRunsPlanIsRefusedAndThePlanKept) {
 }
 
 TEST_F(OwnershipTest, TwoOutputsOnOneFileAreRefused) {
-  const ProcessResult run =
-      Worker({"--export", Path("out"), "--metrics-out", Path("./out")});
+  const ProcessResult run = Worker({"--export", Path("out"), "--metrics-out", Path("./out")});
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "--metrics-out and --export name the same file"))
       << run.output;
@@ -107,10 +119,8 @@ TEST_F(OwnershipTest, OutputsIntoTheCheckpointDirectoryAreRefusedAndItsCheckpoin
 }
 
 TEST_F(OwnershipTest, PlanBalanceMayNotWriteOverItsPlan) {
-  const ProcessResult run =
-      testing::RunProcess({testing::BinPath("gpipe-plan"), "balance", plan_, "--stages", "2",
-                           "-o", plan_},
-                          60);
+  const ProcessResult run = testing::RunProcess(
+      {testing::BinPath("gpipe-plan"), "balance", plan_, "--stages", "2", "-o", plan_}, 60);
   EXPECT_EQ(run.exit_code, 2) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "-o " + plan_ + " is the same file as the plan"))
       << run.output;
@@ -139,8 +149,8 @@ TEST_F(OwnershipTest, ARunWithoutResumeDoesNotTakeOverAnEarlierRunsCheckpoints) 
   EXPECT_EQ(testing::ReadFile(Path("ckpt/latest")), latest);
 
   // Starting over: the old checkpoints go once the new run's first one is complete.
-  const ProcessResult over = Worker(
-      {"--override", Checkpoint(), "--override", "training { steps: 1 }", "--start-over"});
+  const ProcessResult over =
+      Worker({"--override", Checkpoint(), "--override", "training { steps: 1 }", "--start-over"});
   ASSERT_EQ(over.exit_code, 0) << over.output;
   EXPECT_EQ(testing::ReadFile(Path("ckpt/latest")), "step-000000001\n");
   EXPECT_FALSE(fs::exists(Path("ckpt/step-000000002")));
@@ -150,8 +160,8 @@ TEST_F(OwnershipTest, StartingOverKeepsTheEarlierCheckpointsUntilItsOwnFirstOne)
   TrainWithCheckpoints();
   // Starts over, then fails before its first step: parameters it cannot load.
   testing::WriteFile(Path("bad.safetensors"), "not safetensors");
-  const ProcessResult failed = Worker(
-      {"--override", Checkpoint(), "--start-over", "--init-from", Path("bad.safetensors")});
+  const ProcessResult failed =
+      Worker({"--override", Checkpoint(), "--start-over", "--init-from", Path("bad.safetensors")});
   EXPECT_EQ(failed.exit_code, 1) << failed.output;
   EXPECT_EQ(testing::ReadFile(Path("ckpt/latest")), "step-000000002\n");
   EXPECT_TRUE(fs::exists(Path("ckpt/step-000000001/manifest.pbtxt")));
@@ -172,7 +182,8 @@ TEST_F(OwnershipTest, ResumingFromElsewhereIntoAnotherRunsDirectoryIsRefused) {
 TEST_F(OwnershipTest, ACheckpointWhoseManifestDoesNotReadStillCounts) {
   TrainWithCheckpoints();
   for (const char* step : {"step-000000001", "step-000000002"}) {
-    testing::WriteFile(Path(absl::StrCat("ckpt/", step, "/manifest.pbtxt")), "format_version: 99\n");
+    testing::WriteFile(Path(absl::StrCat("ckpt/", step, "/manifest.pbtxt")),
+                       "format_version: 99\n");
   }
   const ProcessResult run = Worker({"--override", Checkpoint()});
   EXPECT_EQ(run.exit_code, 1) << run.output;
@@ -184,16 +195,15 @@ TEST_F(OwnershipTest, TheRunningJobHoldsItsCheckpointDirectoryLock) {
   bool tried = false;
   absl::Status while_running;
   std::vector<std::string> argv = testing::MpirunPrefix(1);
-  argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan", plan_, "--override",
-                           Checkpoint(1000), "--override",
-                           "training { steps: 2000 } runtime { log_every: 1 }"});
-  const ProcessResult run = testing::RunProcess(
-      argv, 120, [&](pid_t, const std::string& output) {
-        if (!tried && absl::StrContains(output, "step 3/2000")) {
-          tried = true;
-          while_running = CheckpointDirLock::Acquire(Path("ckpt")).status();
-        }
-      });
+  argv.insert(argv.end(),
+              {testing::BinPath("gpipe-worker"), "--plan", plan_, "--override", Checkpoint(1000),
+               "--override", "training { steps: 2000 } runtime { log_every: 1 }"});
+  const ProcessResult run = testing::RunProcess(argv, 120, [&](pid_t, const std::string& output) {
+    if (!tried && absl::StrContains(output, "step 3/2000")) {
+      tried = true;
+      while_running = CheckpointDirLock::Acquire(Path("ckpt")).status();
+    }
+  });
   ASSERT_EQ(run.exit_code, 0) << run.output;
   ASSERT_TRUE(tried) << run.output;
   EXPECT_TRUE(absl::StrContains(while_running.message(), "is in use by another job"))
@@ -203,22 +213,20 @@ TEST_F(OwnershipTest, TheRunningJobHoldsItsCheckpointDirectoryLock) {
 
 TEST_F(OwnershipTest, AResumedRunNamesEveryChangeOfItsPlan) {
   TrainWithCheckpoints();
-  const ProcessResult run =
-      Worker({"--override", Checkpoint(), "--resume", "latest", "--override",
-              "training { steps: 3 optimizer { sgd { lr: 0.05 } } }"});
+  const ProcessResult run = Worker({"--override", Checkpoint(), "--resume", "latest", "--override",
+                                    "training { steps: 3 optimizer { sgd { lr: 0.05 } } }"});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "resuming with training.steps 3 (checkpoint: 2)"))
       << run.output;
-  EXPECT_TRUE(
-      absl::StrContains(run.output, "resuming with training.optimizer.sgd.lr 0.05 (checkpoint: 0.1)"))
+  EXPECT_TRUE(absl::StrContains(run.output,
+                                "resuming with training.optimizer.sgd.lr 0.05 (checkpoint: 0.1)"))
       << run.output;
 }
 
 TEST_F(OwnershipTest, ResumingOnOtherDataIsRefused) {
   TrainWithCheckpoints();
-  const ProcessResult run =
-      Worker({"--override", Checkpoint(), "--resume", "latest", "--override",
-              "training { steps: 3 } data { synthetic { noise: 0.25 } }"});
+  const ProcessResult run = Worker({"--override", Checkpoint(), "--resume", "latest", "--override",
+                                    "training { steps: 3 } data { synthetic { noise: 0.25 } }"});
   EXPECT_EQ(run.exit_code, 1) << run.output;
   EXPECT_TRUE(absl::StrContains(run.output, "the checkpoint was taken on other data"))
       << run.output;
@@ -239,8 +247,9 @@ TEST_F(OwnershipTest, AHandEditedManifestIsRefused) {
 }
 
 TEST_F(OwnershipTest, AMissingCheckpointDirectoryIsCreatedWithItsParents) {
-  const ProcessResult run = Worker(
-      {"--override", absl::StrCat("checkpoint { dir: \"", Path("a/b/ckpt"), "\" every_steps: 2 }")});
+  const ProcessResult run =
+      Worker({"--override",
+              absl::StrCat("checkpoint { dir: \"", Path("a/b/ckpt"), "\" every_steps: 2 }")});
   ASSERT_EQ(run.exit_code, 0) << run.output;
   EXPECT_EQ(testing::ReadFile(Path("a/b/ckpt/latest")), "step-000000002\n");
 }

@@ -24,8 +24,8 @@
 #include "runtime/core/file_io.h"
 #include "runtime/core/json.h"
 #include "tests/support/process_runner.h"
-#include "tests/support/scratch_dir.h"
 #include "tests/support/process_tree.h"
+#include "tests/support/scratch_dir.h"
 
 namespace gpipe {
 namespace {
@@ -55,10 +55,9 @@ class StopTest : public ::testing::Test {
 
   // gpipe-run on the test plan with `stages` stages and `args` after it.
   std::vector<std::string> Run(int stages, const std::vector<std::string>& args) const {
-    std::vector<std::string> argv = {testing::BinPath("gpipe-run"), testing::SourcePath(kPlan),
-                                     "--override",
-                                     absl::StrCat("pipeline { stages: ", stages,
-                                                  " } runtime { log_every: 1 }")};
+    std::vector<std::string> argv = {
+        testing::BinPath("gpipe-run"), testing::SourcePath(kPlan), "--override",
+        absl::StrCat("pipeline { stages: ", stages, " } runtime { log_every: 1 }")};
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
   }
@@ -142,23 +141,23 @@ TEST_F(StopTest, ASignalDuringStartUpStopsEveryRankWithExitThree) {
     bool sent = false;
     Clock::time_point seen{};
     bool have_seen = false;
-    const ProcessResult result = testing::RunProcess(
-        Run(2, {"--override", "training { steps: 100000 }"}), kJobLimitSeconds,
-        [&](pid_t run, const std::string&) {
-          if (sent) return;
-          if (moment >= 0) {
-            if (!have_seen) {
-              if (testing::WorkersOf(run).empty()) return;
-              have_seen = true;
-              seen = Clock::now();
-            }
-            if (SecondsSince(seen) < moment) return;
-          } else if (!testing::CatchesSignal(run, SIGTERM)) {
-            return;  // not yet in main (RunProcess's limit is the deadline)
-          }
-          sent = true;
-          ::kill(run, SIGTERM);
-        });
+    const ProcessResult result =
+        testing::RunProcess(Run(2, {"--override", "training { steps: 100000 }"}), kJobLimitSeconds,
+                            [&](pid_t run, const std::string&) {
+                              if (sent) return;
+                              if (moment >= 0) {
+                                if (!have_seen) {
+                                  if (testing::WorkersOf(run).empty()) return;
+                                  have_seen = true;
+                                  seen = Clock::now();
+                                }
+                                if (SecondsSince(seen) < moment) return;
+                              } else if (!testing::CatchesSignal(run, SIGTERM)) {
+                                return;  // not yet in main (RunProcess's limit is the deadline)
+                              }
+                              sent = true;
+                              ::kill(run, SIGTERM);
+                            });
     ASSERT_TRUE(sent) << result.output;
     EXPECT_FALSE(result.timed_out) << result.output;
     EXPECT_EQ(result.exit_code, 3) << result.output;
@@ -181,15 +180,15 @@ TEST_F(StopTest, SighupAndSigquitStopTheRunLikeSigterm) {
   EXPECT_TRUE(absl::StrContains(hup.output, "stopping after step")) << hup.output;
 
   bool quit_sent = false;
-  const ProcessResult quit = testing::RunProcess(
-      Run(2, {"--override", "training { steps: 100000 }"}), kJobLimitSeconds,
-      [&](pid_t run, const std::string& output) {
-        if (quit_sent || !absl::StrContains(output, "step 3/")) return;
-        const std::vector<pid_t> workers = testing::WorkersOf(run);
-        if (workers.size() < 2) return;
-        quit_sent = true;
-        ::kill(workers[1], SIGQUIT);
-      });
+  const ProcessResult quit =
+      testing::RunProcess(Run(2, {"--override", "training { steps: 100000 }"}), kJobLimitSeconds,
+                          [&](pid_t run, const std::string& output) {
+                            if (quit_sent || !absl::StrContains(output, "step 3/")) return;
+                            const std::vector<pid_t> workers = testing::WorkersOf(run);
+                            if (workers.size() < 2) return;
+                            quit_sent = true;
+                            ::kill(workers[1], SIGQUIT);
+                          });
   ASSERT_TRUE(quit_sent) << quit.output;
   EXPECT_EQ(quit.exit_code, 3) << quit.output;
   EXPECT_TRUE(absl::StrContains(quit.output, "stopping after step")) << quit.output;
@@ -280,10 +279,11 @@ TEST_F(StopTest, KillingGpipeRunEndsTheJob) {
   if (fs::exists(Path("ckpt/latest"))) {
     EXPECT_GE(LatestCheckpointStep(), 5);
   }
-  std::printf("[ stop ] gpipe-run killed: every rank gone %.2f s later (README's bound %.0f s), "
-              "%s\n",
-              gone, kOrphanBoundSeconds,
-              fs::exists(Path("ckpt/latest")) ? "a checkpoint was saved" : "no checkpoint");
+  std::printf(
+      "[ stop ] gpipe-run killed: every rank gone %.2f s later (README's bound %.0f s), "
+      "%s\n",
+      gone, kOrphanBoundSeconds,
+      fs::exists(Path("ckpt/latest")) ? "a checkpoint was saved" : "no checkpoint");
 }
 
 // `gpipe-run ... 2>&1 | head -1`: the job runs to its end (exit 0), mpirun never writes to the

@@ -19,7 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "proto/plan.pb.h"
-#include "runtime/estimate/sim_profile.h"
+#include "runtime/plan/sim_profile.h"
 
 namespace gpipe {
 

@@ -6,7 +6,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/setting_limits.h"
-#include "runtime/estimate/sim_profile.h"
+#include "runtime/plan/sim_profile.h"
 #include "runtime/plan/settings_check_helpers.h"
 #include "runtime/plan/settings_checks.h"
 

@@ -1,4 +1,4 @@
-#include "runtime/estimate/sim_profile.h"
+#include "runtime/plan/sim_profile.h"
 
 #include <cmath>
 #include <fstream>

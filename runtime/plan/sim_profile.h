@@ -5,8 +5,8 @@
 //                "backward_weight_us": 9.8}, ...]}
 // Times are per micro-batch of `micro_batch` samples. Unknown keys are ignored (the profiler may
 // add fields); a layer listed twice keeps its first entry. Value type.
-#ifndef GPIPE_RUNTIME_ESTIMATE_SIM_PROFILE_H_
-#define GPIPE_RUNTIME_ESTIMATE_SIM_PROFILE_H_
+#ifndef GPIPE_RUNTIME_PLAN_SIM_PROFILE_H_
+#define GPIPE_RUNTIME_PLAN_SIM_PROFILE_H_
 
 #include <cstdint>
 #include <string>
@@ -38,4 +38,4 @@ absl::StatusOr<SimProfile> LoadSimProfile(const std::string& path);
 
 }  // namespace gpipe
 
-#endif  // GPIPE_RUNTIME_ESTIMATE_SIM_PROFILE_H_
+#endif  // GPIPE_RUNTIME_PLAN_SIM_PROFILE_H_

@@ -26,6 +26,41 @@ using ::testing::Optional;
 constexpr absl::Duration kLongWait = absl::Seconds(30);
 constexpr absl::Duration kPrompt = absl::Seconds(10);
 
+// The waiting ranks tell the aborting rank they are about to block, on a communicator of the
+// test's own; it aborts once every one has said so (ordered by messages, not by a sleep). A wait
+// entered just after the abort still ends with it (the abort is sticky), so the test holds
+// either way.
+class ReadySignal {
+ public:
+  ReadySignal() { MPI_Comm_dup(MPI_COMM_WORLD, &comm_); }
+  ~ReadySignal() { MPI_Comm_free(&comm_); }
+  ReadySignal(const ReadySignal&) = delete;
+  ReadySignal& operator=(const ReadySignal&) = delete;
+
+  void Tell(int rank) { MPI_Send(nullptr, 0, MPI_BYTE, rank, kTag, comm_); }
+  // Whether `count` ranks said so before `deadline`.
+  bool AwaitFrom(int count, absl::Time deadline) {
+    for (int heard = 0; heard < count; ++heard) {
+      MPI_Request request;
+      MPI_Irecv(nullptr, 0, MPI_BYTE, MPI_ANY_SOURCE, kTag, comm_, &request);
+      int done = 0;
+      while (MPI_Test(&request, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done) {
+        if (absl::Now() > deadline) {
+          MPI_Cancel(&request);
+          MPI_Wait(&request, MPI_STATUS_IGNORE);
+          return false;
+        }
+        absl::SleepFor(absl::Microseconds(100));
+      }
+    }
+    return true;
+  }
+
+ private:
+  static constexpr int kTag = 7;
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
 class AbortTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -55,8 +90,9 @@ class AbortTest : public ::testing::Test {
 
 TEST_F(AbortTest, AnAbortInterruptsBlockedDataAndControlWaitsOnOtherRanks) {
   const std::string expected = "rank 1 aborted the job: stage 1 failed: out of memory";
+  ReadySignal ready;
   if (rank_ == 1) {
-    absl::SleepFor(absl::Milliseconds(200));
+    EXPECT_TRUE(ready.AwaitFrom(size_ - 1, DeadlineIn(kPrompt)));
     control_->NotifyAbort("stage 1 failed: out of memory");
     EXPECT_THAT(control_->PollAbort(), Optional(expected));
     return;
@@ -70,10 +106,12 @@ TEST_F(AbortTest, AnAbortInterruptsBlockedDataAndControlWaitsOnOtherRanks) {
     ASSERT_TRUE(inbox.ok());
     auto receive = data_->Recv(*inbox, 1, TransferKey{.step = 2, .micro_batch = 0});
     ASSERT_TRUE(receive.ok()) << receive.status();
+    ready.Tell(1);
     status = (*receive)->Wait(start + kLongWait);
   } else {
     // Blocked on a step command rank 0 will never send.
     pb::StepCommand command;
+    ready.Tell(1);
     status = control_->Recv(0, kControlTagStepCommand, command, start + kLongWait);
   }
   EXPECT_LT(absl::Now() - start, kPrompt);

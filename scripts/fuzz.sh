@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 if [ ! -x build-sanitize/fuzz/plan_fuzz ]; then
   bash scripts/setup.sh
-  cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \
+  cmake -S . -B build-sanitize -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPIPE_PCH=OFF -DCMAKE_C_COMPILER=clang \
     -DCMAKE_CXX_COMPILER=clang++ -DGPIPE_SANITIZE=address,undefined -DGPIPE_FUZZ=ON \
     -DGPIPE_CUDA=OFF -DGPIPE_BUILD_BENCH=OFF -DGPIPE_BUILD_TESTS=ON -DGPIPE_BUILD_E2E_TESTS=OFF \
     -DGPIPE_BUILD_EXAMPLES=OFF

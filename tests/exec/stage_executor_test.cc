@@ -120,6 +120,24 @@ TEST(StageExecutorTest, TransferFailureNamesRankStageMicroBatchAndInstruction) {
   EXPECT_EQ(run.statuses[0].code(), absl::StatusCode::kDeadlineExceeded) << run.statuses[0];
 }
 
+// A class id out of range is found while the targets are host data, before their upload: the
+// LoadMicroBatch instruction fails, naming rank, stage, step and micro-batch, and the loss's
+// message names the sample, the id and the valid range.
+TEST(StageExecutorTest, BadClassIdFailsItsLoadNamingRankStageMicroBatchAndRange) {
+  for (const int64_t bad : {int64_t{4}, int64_t{-1}}) {
+    const PipelineRun run = RunPipeline({.stages = 2, .bad_class_id = bad, .wait_seconds = 1});
+    ASSERT_FALSE(run.statuses[1].ok());
+    const std::string message(run.statuses[1].message());
+    EXPECT_EQ(run.statuses[1].code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_TRUE(absl::StrContains(message, "rank 1, stage 1, step 0: instruction LoadMicroBatch("))
+        << message;
+    EXPECT_TRUE(absl::StrContains(
+        message, absl::StrCat("softmax_cross_entropy: sample 1 of the batch has class id ", bad,
+                              ", outside [0, 4)")))
+        << message;
+  }
+}
+
 TEST(StageExecutorTest, NonFiniteInputsSkipTheUpdateOnEveryStage) {
   const PipelineRun clean = RunPipeline({.stages = 2, .overrides = {"training { steps: 1 }"}});
   ExpectSucceeded(clean);

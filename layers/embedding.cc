@@ -75,9 +75,8 @@ absl::Status Embedding::CheckHostInput(const LayerContext& ctx, const Tensor& x)
     return absl::InvalidArgumentError(absl::StrCat(
         "embedding layer '", name(), "': the host cannot read the token ids ", x.DebugString()));
   }
-  const std::optional<BadId> bad =
-      FirstIdOutside(std::span<const int64_t>(x.data<int64_t>(), x.num_elements()),
-                     num_embeddings_);
+  const std::optional<BadId> bad = FirstIdOutside(
+      std::span<const int64_t>(x.data<int64_t>(), x.num_elements()), num_embeddings_);
   return bad.has_value() ? BadTokenId(ctx, *bad) : absl::OkStatus();
 }
 

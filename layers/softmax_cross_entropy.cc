@@ -15,11 +15,11 @@ namespace {
 // The error for class id `bad` of a micro-batch whose samples hold `positions` targets each.
 absl::Status BadClassId(BadId bad, int64_t positions, int64_t classes) {
   const int64_t i = bad.index;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "softmax_cross_entropy: sample ", i / positions, " of the batch",
-      positions > 1 ? absl::StrCat(", position ", i % positions, ",") : std::string(),
-      " has class id ", bad.id, ", outside [0, ", classes,
-      "); check the targets' labels against the model's ", classes, " outputs"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("softmax_cross_entropy: sample ", i / positions, " of the batch",
+                   positions > 1 ? absl::StrCat(", position ", i % positions, ",") : std::string(),
+                   " has class id ", bad.id, ", outside [0, ", classes,
+                   "); check the targets' labels against the model's ", classes, " outputs"));
 }
 
 }  // namespace

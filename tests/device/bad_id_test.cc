@@ -23,10 +23,10 @@ TEST(FirstIdOutsideTest, FindsTheFirstBadIdAtAnyPosition) {
     int64_t id;
   };
   const std::vector<Case> cases = {
-      {{5, 0, 1, 2}, 0, 5},          // first position, id == limit
-      {{0, 1, 9, 2, 7}, 2, 9},       // middle; a later bad id is not the first
-      {{0, 1, 2, 3, 6}, 4, 6},       // last position
-      {{3, -1, 2}, 1, -1},           // negative
+      {{5, 0, 1, 2}, 0, 5},            // first position, id == limit
+      {{0, 1, 9, 2, 7}, 2, 9},         // middle; a later bad id is not the first
+      {{0, 1, 2, 3, 6}, 4, 6},         // last position
+      {{3, -1, 2}, 1, -1},             // negative
       {{INT64_MIN, 0}, 0, INT64_MIN},  // the most negative
       {{0, INT64_MAX}, 1, INT64_MAX},
   };

@@ -128,8 +128,7 @@ TEST_P(EmbeddingOpsTest, ScatterAddOfRepeatedIdsAddsInPositionOrderBitForBit) {
                   .ScatterAdd(UploadIds(ids, Shape{8, kPositions / 8}),
                               Upload(dout, Shape{8, kPositions / 8, kDim}), dtable)
                   .ok());
-  ExpectNear(Download(dtable), SerialScatterAdd(start, ids, dout, kDim), kExact, kExact,
-             "dtable");
+  ExpectNear(Download(dtable), SerialScatterAdd(start, ids, dout, kDim), kExact, kExact, "dtable");
 }
 
 TEST_P(EmbeddingOpsTest, ScatterAddOfOneIdEverywhereAddsInPositionOrderBitForBit) {
@@ -145,8 +144,7 @@ TEST_P(EmbeddingOpsTest, ScatterAddOfOneIdEverywhereAddsInPositionOrderBitForBit
                   .ScatterAdd(UploadIds(ids, Shape{kPositions}),
                               Upload(dout, Shape{kPositions, kDim}), dtable)
                   .ok());
-  ExpectNear(Download(dtable), SerialScatterAdd(start, ids, dout, kDim), kExact, kExact,
-             "dtable");
+  ExpectNear(Download(dtable), SerialScatterAdd(start, ids, dout, kDim), kExact, kExact, "dtable");
 }
 
 // More positions than one grid dimension's blocks (65535), in a narrow table: two runs give the

@@ -147,8 +147,8 @@ TEST_P(LossOpsTest, SoftmaxCrossEntropyOfVocabularyWideRowsMatchesTheOracle) {
 // Two runs of the same call give the same bits: gradients and totals (the row sums and the sum
 // over rows use fixed orders, no atomics). More rows than one grid dimension's blocks (65535).
 TEST_P(LossOpsTest, SoftmaxCrossEntropyGivesTheSameBitsEveryRun) {
-  for (const auto& [rows, classes] : std::vector<std::pair<int64_t, int64_t>>{
-           {70000, 3}, {16, 50304}}) {
+  for (const auto& [rows, classes] :
+       std::vector<std::pair<int64_t, int64_t>>{{70000, 3}, {16, 50304}}) {
     const std::vector<float> logits = TestValues(13, rows * classes, -5.0f, 5.0f);
     std::vector<int64_t> ids(rows);
     for (int64_t r = 0; r < rows; ++r) ids[r] = (r * 7919) % classes;
@@ -168,8 +168,7 @@ TEST_P(LossOpsTest, SoftmaxCrossEntropyGivesTheSameBitsEveryRun) {
     EXPECT_EQ(grads[0], grads[1]) << rows << " rows of " << classes;
     EXPECT_EQ(totals[0], totals[1]) << rows << " rows of " << classes;
     const SoftmaxOracle oracle = SoftmaxCrossEntropyOracle(logits, ids, classes, 1.0 / rows);
-    ExpectTotalsNear(totals[0],
-                     {oracle.loss_sum / rows, static_cast<double>(oracle.correct)});
+    ExpectTotalsNear(totals[0], {oracle.loss_sum / rows, static_cast<double>(oracle.correct)});
   }
 }
 

@@ -50,9 +50,9 @@ __device__ T BlockReduce(T value, Op op, T* scratch) {
 
 // The block's arg-max in the CPU backend's rule (cpu_loss_ops.cc): the largest value, ties to the
 // lowest index, NaN never chosen. Each thread passes the best (value, index) of its own elements
-// (start from -infinity and kArgMaxNoIndex); every thread gets the block's. The choice is a total order, so the
-// result does not depend on the combining tree. `values` and `indices` are shared memory of 32
-// entries each.
+// (start from -infinity and kArgMaxNoIndex); every thread gets the block's. The choice is a total
+// order, so the result does not depend on the combining tree. `values` and `indices` are shared
+// memory of 32 entries each.
 inline constexpr long long kArgMaxNoIndex = 0x7fffffffffffffffLL;
 
 __device__ inline bool ArgMaxPrefers(float value, long long index, float best,

@@ -1,8 +1,7 @@
 #include <algorithm>
 #include <cstdint>
-#include <limits>
-
 #include <cub/device/device_radix_sort.cuh>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"

@@ -149,7 +149,10 @@ TEST(StageExecutorTest, BadTokenIdFailsItsLoadNamingRankStageMicroBatchPositionA
   // Byte-level text of the README (its letters are bytes >= 65) into a table of 64 rows.
   const std::string model = R"pb(
     model {
-      input { shape: [ 8 ] type: INT64 }
+      input {
+        shape: [ 8 ]
+        type: INT64
+      }
       layers {
         name: "embed"
         embedding { num_embeddings: 64 embedding_dim: 4 }
@@ -160,9 +163,9 @@ TEST(StageExecutorTest, BadTokenIdFailsItsLoadNamingRankStageMicroBatchPositionA
       }
     }
   )pb";
-  const std::string data = absl::StrCat("data { text { paths: [\"", source_dir, "/README.md\"] } }");
-  const PipelineRun run =
-      RunPipeline({.stages = 2, .overrides = {model, data}, .wait_seconds = 1});
+  const std::string data =
+      absl::StrCat("data { text { paths: [\"", source_dir, "/README.md\"] } }");
+  const PipelineRun run = RunPipeline({.stages = 2, .overrides = {model, data}, .wait_seconds = 1});
   ASSERT_FALSE(run.statuses[0].ok());
   const std::string message(run.statuses[0].message());
   EXPECT_EQ(run.statuses[0].code(), absl::StatusCode::kInvalidArgument) << message;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <optional>
+#include <span>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
@@ -47,8 +48,7 @@ double Embedding::ForwardFlopsPerSample() const {
   return static_cast<double>(output_shape().num_elements());
 }
 
-absl::StatusOr<Tensor> Embedding::Forward(const LayerContext& ctx, std::span<const Tensor> params,
-                                          const Tensor& x, SavedTensors& saved) const {
+absl::Status Embedding::CheckIdsShape(const Tensor& x) const {
   const int64_t positions = input_shape().dim(0);
   if (!x.defined() || x.dtype() != DType::kI64 || x.shape().rank() != 2 ||
       x.shape().dim(1) != positions) {
@@ -56,6 +56,33 @@ absl::StatusOr<Tensor> Embedding::Forward(const LayerContext& ctx, std::span<con
                                                    "' expects i64 token ids [batch, ", positions,
                                                    "], got ", x.DebugString()));
   }
+  return absl::OkStatus();
+}
+
+absl::Status Embedding::BadTokenId(const LayerContext& ctx, BadId bad) const {
+  const int64_t positions = input_shape().dim(0);
+  const int64_t b = bad.index / positions;
+  const int64_t t = bad.index % positions;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "embedding layer '", name(), "': sample ", ctx.sample_offset + b, " (row ", b,
+      " of micro-batch ", ctx.micro_batch, "), position ", t, " has token id ", bad.id,
+      ", outside [0, ", num_embeddings_, "); check the data or raise embedding.num_embeddings"));
+}
+
+absl::Status Embedding::CheckHostInput(const LayerContext& ctx, const Tensor& x) const {
+  RETURN_IF_ERROR(CheckIdsShape(x));
+  if (!x.host_accessible()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "embedding layer '", name(), "': the host cannot read the token ids ", x.DebugString()));
+  }
+  const std::optional<BadId> bad = FirstIdOutside(
+      std::span<const int64_t>(x.data<int64_t>(), x.num_elements()), num_embeddings_);
+  return bad.has_value() ? BadTokenId(ctx, *bad) : absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> Embedding::Forward(const LayerContext& ctx, std::span<const Tensor> params,
+                                          const Tensor& x, SavedTensors& saved) const {
+  RETURN_IF_ERROR(CheckIdsShape(x));
   const int64_t batch = x.shape().dim(0);
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, output_shape().WithBatch(batch), DType::kF32,
                                            MemoryKind::kActivation));
@@ -65,12 +92,7 @@ absl::StatusOr<Tensor> Embedding::Forward(const LayerContext& ctx, std::span<con
     if (!bad.has_value()) {
       return WithContext(gathered, absl::StrCat("embedding layer '", name(), "'"));
     }
-    const int64_t b = bad->index / positions;
-    const int64_t t = bad->index % positions;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "embedding layer '", name(), "': sample ", ctx.sample_offset + b, " (row ", b,
-        " of micro-batch ", ctx.micro_batch, "), position ", t, " has token id ", bad->id,
-        ", outside [0, ", num_embeddings_, "); check the data or raise embedding.num_embeddings"));
+    return BadTokenId(ctx, *bad);
   }
   saved.tensors.push_back(x);
   return y;

@@ -10,6 +10,7 @@
 
 #include "layers/layer.h"
 #include "proto/plan.pb.h"
+#include "runtime/device/ops/bad_id.h"
 
 namespace gpipe {
 
@@ -27,6 +28,8 @@ class Embedding final : public Layer {
   double ForwardFlopsPerSample() const override;
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                  const Tensor& x, SavedTensors& saved) const override;
+  // The ids' range, with Forward's message (the data path runs it before the upload).
+  absl::Status CheckHostInput(const LayerContext& ctx, const Tensor& x) const override;
   // Returns an undefined Tensor whatever ctx.need_input_grad says.
   absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                   std::span<Tensor> grads, const SavedTensors& saved,
@@ -37,6 +40,10 @@ class Embedding final : public Layer {
  private:
   Embedding(std::string name, const Shape& input_shape, int64_t num_embeddings,
             int64_t embedding_dim, double init_std);
+  // INVALID_ARGUMENT unless x is i64 [batch, T].
+  absl::Status CheckIdsShape(const Tensor& x) const;
+  // The error for token id `bad` of a micro-batch: its sample, position and the valid range.
+  absl::Status BadTokenId(const LayerContext& ctx, BadId bad) const;
 
   int64_t num_embeddings_;
   int64_t embedding_dim_;

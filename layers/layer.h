@@ -136,6 +136,15 @@ class Layer {
                                           std::span<Tensor> grads, const SavedTensors& saved,
                                           const Tensor& dy) const = 0;
 
+  // Checks a micro-batch of the model's input on the host, before it is uploaded (the data path,
+  // runtime/exec/stage_compute.cc, calls it on the model's first layer), so nothing that runs on
+  // the device waits for the host to learn of a bad input. Layers that read ids reject one
+  // outside their range with the error Forward would give; every other layer accepts anything.
+  // `x` is host-accessible [batch, input_shape...]; `ctx` is the context Forward will get.
+  virtual absl::Status CheckHostInput(const LayerContext& ctx, const Tensor& x) const {
+    return absl::OkStatus();
+  }
+
   // Whether a training Forward returns a view of its input (the same storage: flatten, a dropout
   // of p = 0) rather than new storage. Memory planning counts such an output once, as its input.
   virtual bool OutputAliasesInput() const { return false; }

@@ -1,6 +1,6 @@
 // LayerDecorator: a layer that stands for another (the inner one) and changes how it computes:
-// its name, shapes, parameters, buffers, FLOPs, saved tensors and backward split are the inner
-// layer's; subclasses implement the compute calls (Forward, Backward, and the halves
+// its name, shapes, parameters, buffers, FLOPs, host input check, saved tensors and backward split
+// are the inner layer's; subclasses implement the compute calls (Forward, Backward, and the halves
 // BackwardInput and BackwardWeight, which the runtime calls only when the inner layer splits).
 // The simulated device's stand-ins (SimLayer) and mixed precision (Bf16Layer) are decorators.
 #ifndef GPIPE_LAYERS_LAYER_DECORATOR_H_
@@ -27,6 +27,9 @@ class LayerDecorator : public Layer, public SplitBackward {
   std::vector<ParamSpec> parameter_specs() const override { return inner_->parameter_specs(); }
   std::vector<ParamSpec> buffer_specs() const override { return inner_->buffer_specs(); }
   double ForwardFlopsPerSample() const override { return inner_->ForwardFlopsPerSample(); }
+  absl::Status CheckHostInput(const LayerContext& ctx, const Tensor& x) const override {
+    return inner_->CheckHostInput(ctx, x);
+  }
   bool OutputAliasesInput() const override { return inner_->OutputAliasesInput(); }
   std::vector<SavedSpec> SavedPerSample() const override { return inner_->SavedPerSample(); }
   const SplitBackward* split_backward() const override {

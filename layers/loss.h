@@ -35,6 +35,14 @@ class Loss {
   virtual absl::StatusOr<Tensor> Compute(Device& device, const Tensor& output,
                                          const Tensor& targets, int64_t global_batch,
                                          Tensor& totals) const = 0;
+  // Checks a micro-batch of targets on the host, before they are uploaded (the data path,
+  // runtime/exec/stage_compute.cc), so nothing on the device waits for the host to learn of a bad
+  // target: class ids outside [0, classes) get the error Compute would give. `output_shape` is
+  // the model's per-sample output shape; `targets` host-accessible [batch, target_shape...].
+  // Losses without ids accept anything.
+  virtual absl::Status CheckHostTargets(const Shape& output_shape, const Tensor& targets) const {
+    return absl::OkStatus();
+  }
   // Whether totals[kLossCorrect] counts predictions (classification losses).
   virtual bool counts_correct() const = 0;
 };

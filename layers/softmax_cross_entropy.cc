@@ -1,6 +1,7 @@
 #include "layers/softmax_cross_entropy.h"
 
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -9,6 +10,19 @@
 #include "runtime/device/ops.h"
 
 namespace gpipe {
+namespace {
+
+// The error for class id `bad` of a micro-batch whose samples hold `positions` targets each.
+absl::Status BadClassId(BadId bad, int64_t positions, int64_t classes) {
+  const int64_t i = bad.index;
+  return absl::InvalidArgumentError(
+      absl::StrCat("softmax_cross_entropy: sample ", i / positions, " of the batch",
+                   positions > 1 ? absl::StrCat(", position ", i % positions, ",") : std::string(),
+                   " has class id ", bad.id, ", outside [0, ", classes,
+                   "); check the targets' labels against the model's ", classes, " outputs"));
+}
+
+}  // namespace
 
 Shape SoftmaxCrossEntropy::target_shape(const Shape& output_shape) const {
   std::vector<int64_t> dims = output_shape.dims();
@@ -57,14 +71,25 @@ absl::StatusOr<Tensor> SoftmaxCrossEntropy::Compute(Device& device, const Tensor
   if (!computed.ok()) {
     const std::optional<BadId> bad = BadIdOf(computed);
     if (!bad.has_value()) return WithContext(computed, "softmax_cross_entropy");
-    const int64_t i = bad->index;
-    return absl::InvalidArgumentError(absl::StrCat(
-        "softmax_cross_entropy: sample ", i / positions, " of the batch",
-        positions > 1 ? absl::StrCat(", position ", i % positions, ",") : std::string(),
-        " has class id ", bad->id, ", outside [0, ", classes,
-        "); check the targets' labels against the model's ", classes, " outputs"));
+    return BadClassId(*bad, positions, classes);
   }
   return grad;
+}
+
+absl::Status SoftmaxCrossEntropy::CheckHostTargets(const Shape& output_shape,
+                                                   const Tensor& targets) const {
+  RETURN_IF_ERROR(ValidateOutputShape(output_shape));
+  const int64_t classes = output_shape.last();
+  const int64_t positions = output_shape.num_elements() / classes;
+  if (!targets.defined() || targets.dtype() != DType::kI64 || !targets.host_accessible() ||
+      targets.num_elements() % positions != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("softmax_cross_entropy expects host i64 class ids with ", positions,
+                     " per sample, got ", targets.DebugString()));
+  }
+  const std::optional<BadId> bad = FirstIdOutside(
+      std::span<const int64_t>(targets.data<int64_t>(), targets.num_elements()), classes);
+  return bad.has_value() ? BadClassId(*bad, positions, classes) : absl::OkStatus();
 }
 
 }  // namespace gpipe

@@ -25,6 +25,8 @@ class SoftmaxCrossEntropy final : public Loss {
   // out of range (naming the sample and position within this call's batch).
   absl::StatusOr<Tensor> Compute(Device& device, const Tensor& output, const Tensor& targets,
                                  int64_t global_batch, Tensor& totals) const override;
+  // The class ids' range, with Compute's message.
+  absl::Status CheckHostTargets(const Shape& output_shape, const Tensor& targets) const override;
   bool counts_correct() const override { return true; }
 };
 

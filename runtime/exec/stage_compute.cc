@@ -48,35 +48,48 @@ LayerContext StageCompute::ContextFor(int chunk, int m, int local_layer, bool re
   return ctx;
 }
 
-absl::Status StageCompute::Load(int m, bool inputs, bool targets, MicroBatch& mb) {
+absl::Status StageCompute::Load(int chunk, int m, bool inputs, bool targets, MicroBatch& mb) {
   const auto indices = IndicesOf(m);
+  const StageModel& model = *res_.chunks[chunk].model;
   if (inputs) {
     ASSIGN_OR_RETURN(
         mb.input,
         Tensor::Empty(res_.device, res_.dataset->input_shape().WithBatch(micro_batch_size_),
                       res_.dataset->input_dtype(), MemoryKind::kBoundary));
-    RETURN_IF_ERROR(Gather(indices, /*inputs=*/true, mb.input));
+    const auto check = [&](const Tensor& host) {
+      return model.layer(0).CheckHostInput(ContextFor(chunk, m, 0), host);
+    };
+    RETURN_IF_ERROR(Gather(indices, /*inputs=*/true, check, mb.input));
   }
   if (targets) {
     ASSIGN_OR_RETURN(
         mb.targets,
         Tensor::Empty(res_.device, res_.dataset->target_shape().WithBatch(micro_batch_size_),
                       res_.dataset->target_dtype(), MemoryKind::kData));
-    RETURN_IF_ERROR(Gather(indices, /*inputs=*/false, mb.targets));
+    const auto check = [&](const Tensor& host) {
+      return model.loss() == nullptr ? absl::OkStatus()
+                                     : model.loss()->CheckHostTargets(model.output_shape(), host);
+    };
+    RETURN_IF_ERROR(Gather(indices, /*inputs=*/false, check, mb.targets));
   }
   return absl::OkStatus();
 }
 
 absl::Status StageCompute::Gather(std::span<const int64_t> indices, bool inputs,
+                                  const std::function<absl::Status(const Tensor&)>& check,
                                   Tensor& into) const {
   const auto gather = [&](Tensor& out) {
     return inputs ? res_.dataset->GatherInputs(indices, out)
                   : res_.dataset->GatherTargets(indices, out);
   };
-  if (into.host_accessible()) return gather(into);
+  if (into.host_accessible()) {
+    RETURN_IF_ERROR(gather(into));
+    return check(into);
+  }
   ASSIGN_OR_RETURN(Tensor staged, Tensor::Empty(res_.device.host_staging(), into.shape(),
                                                 into.dtype(), into.memory_kind()));
   RETURN_IF_ERROR(gather(staged));
+  RETURN_IF_ERROR(check(staged));
   return res_.device.CopyFromHost(staged.raw_data(), staged.bytes(), into);
 }
 

@@ -8,6 +8,7 @@
 #define GPIPE_RUNTIME_EXEC_STAGE_COMPUTE_H_
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -38,9 +39,12 @@ class StageCompute {
   // The sample indices of this replica's micro-batch `m` in the step command.
   std::span<const int64_t> IndicesOf(int m) const;
 
-  // Fills micro-batch `m`'s stage input (`inputs`: the pipeline's first chunk) and targets
-  // (`targets`: its last) from the dataset.
-  absl::Status Load(int m, bool inputs, bool targets, MicroBatch& mb);
+  // Fills micro-batch `m`'s stage input (`inputs`: `chunk` is the pipeline's first) and targets
+  // (`targets`: its last) from the dataset. Each is checked while it is host data, before the
+  // upload (the model's first layer's CheckHostInput, the loss's CheckHostTargets): a bad token
+  // or class id fails here, naming the sample, position and range, and no kernel waits for the
+  // host to learn of it.
+  absl::Status Load(int chunk, int m, bool inputs, bool targets, MicroBatch& mb);
   // What the layers compute on: `input` (a stage input or a received gradient) itself, or an f32
   // copy of a bf16 one (exact).
   absl::StatusOr<Tensor> Widened(const Tensor& input) const;
@@ -68,8 +72,10 @@ class StageCompute {
  private:
   LayerContext ContextFor(int chunk, int m, int local_layer, bool replay = false) const;
   // Fills `into` (device memory) with the samples' inputs or targets: directly where the host
-  // can write it, else through the device's host staging memory and one copy.
-  absl::Status Gather(std::span<const int64_t> indices, bool inputs, Tensor& into) const;
+  // can write it, else through the device's host staging memory and one copy. `check` sees the
+  // host tensor before any copy.
+  absl::Status Gather(std::span<const int64_t> indices, bool inputs,
+                      const std::function<absl::Status(const Tensor&)>& check, Tensor& into) const;
   // A layer's parameter gradients took one more micro-batch.
   absl::Status GradientsAccumulated(int chunk, int local_layer);
 

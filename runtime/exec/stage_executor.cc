@@ -147,7 +147,7 @@ class StageExecutor::Step {
           "only the pipeline's first and last chunk load micro-batches");
     }
     ASSIGN_OR_RETURN(MicroBatch * mb, states_.Get(op.chunk, op.micro_batch));
-    RETURN_IF_ERROR(compute_.Load(op.micro_batch, loads_inputs, loads_targets, *mb));
+    RETURN_IF_ERROR(compute_.Load(op.chunk, op.micro_batch, loads_inputs, loads_targets, *mb));
     return busy_.End();
   }
 

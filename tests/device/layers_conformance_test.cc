@@ -47,8 +47,14 @@ std::vector<LayerCase> LayerCases() {
       {"flatten", "name: 'f' flatten {}", Shape{2, 3, 4}},
       {"batch_norm2d", "name: 'bn' batch_norm2d {}", Shape{3, 4, 4}},
       {"batch_norm1d", "name: 'bn' batch_norm1d {}", Shape{6}},
-      {"embedding", "name: 'e' embedding { num_embeddings: 11 embedding_dim: 5 }", Shape{6}, 4,
-       1e-5, /*num_ids=*/11},
+      // Every backend adds the rows of a repeated id in position order: the same bits as the CPU.
+      {"embedding", "name: 'e' embedding { num_embeddings: 11 embedding_dim: 5 }", Shape{6}, 4, 0.0,
+       /*num_ids=*/11},
+      {"embedding_one_id_everywhere", "name: 'e' embedding { num_embeddings: 11 embedding_dim: 5 }",
+       Shape{6}, 4, 0.0, /*num_ids=*/1},
+      {"embedding_vocabulary",
+       "name: 'e' embedding { num_embeddings: 50304 embedding_dim: 24 init_std: 0.02 }", Shape{128},
+       8, 0.0, /*num_ids=*/50304},
       {"positional_embedding", "name: 'p' positional_embedding { max_positions: 8 }", Shape{6, 4}},
       {"attention", "name: 'att' causal_self_attention { num_heads: 2 }", Shape{5, 8}},
       {"transformer_block", "name: 'blk' transformer_block { num_heads: 2 }", Shape{5, 8}},
@@ -176,6 +182,7 @@ TEST_P(LayersConformanceTest, EveryLossAgreesWithTheCpuReference) {
   const double tol = GetParam().name == "cpu" ? 0.0 : 1e-5;
   const LossCase cases[] = {{"softmax_cross_entropy {}", Shape{7}, 7},
                             {"softmax_cross_entropy {}", Shape{3, 5}, 5},
+                            {"softmax_cross_entropy {}", Shape{2, 50304}, 50304},
                             {"mse {}", Shape{4}, 0}};
   for (const LossCase& c : cases) {
     SCOPED_TRACE(c.text);

@@ -95,6 +95,82 @@ TEST_P(EmbeddingOpsTest, ScatterAddAccumulatesRowsSharingAnId) {
   ExpectNear(Download(dtable), expected, kFewRoundingsRel, kFewRoundingsAbs, "dtable");
 }
 
+// The table after ScatterAdd done as the contract words it: dtable[ids[r], :] += dout[r, :] in
+// float, in order of r. Every backend adds rows sharing an id in this order, so the result is
+// exact (the CUDA backend groups the positions by id with a stable sort and adds each group in
+// position order).
+std::vector<double> SerialScatterAdd(std::vector<float> table, const std::vector<int64_t>& ids,
+                                     const std::vector<float>& dout, int64_t dim) {
+  for (size_t r = 0; r < ids.size(); ++r) {
+    for (int64_t d = 0; d < dim; ++d) table[ids[r] * dim + d] += dout[r * dim + d];
+  }
+  return std::vector<double>(table.begin(), table.end());
+}
+
+// A language model's vocabulary (GPT-2's, padded: 50304 rows), a micro-batch of 4096 positions
+// whose ids repeat (a few hot ids, the first and last rows, a long tail), and a width that is
+// not a multiple of a column tile.
+TEST_P(EmbeddingOpsTest, ScatterAddOfRepeatedIdsAddsInPositionOrderBitForBit) {
+  constexpr int64_t kRows = 50304;
+  constexpr int64_t kDim = 72;
+  constexpr int64_t kPositions = 4096;
+  std::vector<int64_t> ids(kPositions);
+  for (int64_t r = 0; r < kPositions; ++r) {
+    ids[r] = r % 3 == 0   ? 7
+             : r % 5 == 0 ? (r % 2 == 0 ? 0 : kRows - 1)
+                          : (r * 7919) % 613 * 79 % kRows;
+  }
+  const std::vector<float> start = TestValues(6, kRows * kDim);
+  const std::vector<float> dout = TestValues(7, kPositions * kDim);
+  Tensor dtable = Upload(start, Shape{kRows, kDim});
+  ASSERT_TRUE(ops()
+                  .embedding
+                  .ScatterAdd(UploadIds(ids, Shape{8, kPositions / 8}),
+                              Upload(dout, Shape{8, kPositions / 8, kDim}), dtable)
+                  .ok());
+  ExpectNear(Download(dtable), SerialScatterAdd(start, ids, dout, kDim), kExact, kExact, "dtable");
+}
+
+TEST_P(EmbeddingOpsTest, ScatterAddOfOneIdEverywhereAddsInPositionOrderBitForBit) {
+  constexpr int64_t kRows = 300;
+  constexpr int64_t kDim = 130;
+  constexpr int64_t kPositions = 1000;
+  const std::vector<int64_t> ids(kPositions, kRows - 1);
+  const std::vector<float> start = TestValues(8, kRows * kDim);
+  const std::vector<float> dout = TestValues(9, kPositions * kDim);
+  Tensor dtable = Upload(start, Shape{kRows, kDim});
+  ASSERT_TRUE(ops()
+                  .embedding
+                  .ScatterAdd(UploadIds(ids, Shape{kPositions}),
+                              Upload(dout, Shape{kPositions, kDim}), dtable)
+                  .ok());
+  ExpectNear(Download(dtable), SerialScatterAdd(start, ids, dout, kDim), kExact, kExact, "dtable");
+}
+
+// More positions than one grid dimension's blocks (65535), in a narrow table: two runs give the
+// same bits, and the serial order's.
+TEST_P(EmbeddingOpsTest, ScatterAddGivesTheSameBitsEveryRun) {
+  constexpr int64_t kRows = 1000;
+  constexpr int64_t kDim = 3;
+  constexpr int64_t kPositions = 70000;
+  std::vector<int64_t> ids(kPositions);
+  for (int64_t r = 0; r < kPositions; ++r) ids[r] = (r * r + 3 * r) % kRows;
+  const std::vector<float> start = TestValues(10, kRows * kDim);
+  const std::vector<float> dout = TestValues(11, kPositions * kDim);
+  std::vector<std::vector<float>> runs;
+  for (int run = 0; run < 2; ++run) {
+    Tensor dtable = Upload(start, Shape{kRows, kDim});
+    ASSERT_TRUE(ops()
+                    .embedding
+                    .ScatterAdd(UploadIds(ids, Shape{kPositions}),
+                                Upload(dout, Shape{kPositions, kDim}), dtable)
+                    .ok());
+    runs.push_back(Download(dtable));
+  }
+  EXPECT_EQ(runs[0], runs[1]);
+  ExpectNear(runs[0], SerialScatterAdd(start, ids, dout, kDim), kExact, kExact, "dtable");
+}
+
 TEST_P(EmbeddingOpsTest, ScatterAddOfNoRowsLeavesTheTable) {
   const std::vector<float> start = TestValues(2, 6);
   Tensor dtable = Upload(start, Shape{3, 2});

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -114,6 +115,61 @@ TEST_P(LossOpsTest, ArgmaxTiesGoToTheLowestClass) {
                                        1.0, grad, totals)
                   .ok());
   EXPECT_EQ(DownloadF64(totals)[kLossCorrect], 1.0);
+}
+
+// Rows as wide as a language model's vocabulary (GPT-2's, padded: 50304 classes): the row max,
+// the argmax (a tie far apart goes to the lower class), the log-sum-exp and every gradient entry
+// against the oracle; the class ids include the first and last class.
+TEST_P(LossOpsTest, SoftmaxCrossEntropyOfVocabularyWideRowsMatchesTheOracle) {
+  constexpr int64_t kRows = 6;
+  constexpr int64_t kClasses = 50304;
+  std::vector<float> logits = TestValues(12, kRows * kClasses, -4.0f, 4.0f);
+  // Row 1 ties classes 300 and 40000 at its maximum; row 2's maximum is its last class.
+  logits[1 * kClasses + 300] = 9.0f;
+  logits[1 * kClasses + 40000] = 9.0f;
+  logits[2 * kClasses + kClasses - 1] = 9.0f;
+  const std::vector<int64_t> ids = {0, 300, kClasses - 1, 40000, 12345, kClasses - 1};
+  const double scale = 1.0 / 24.0;
+  Tensor grad = Uninitialized(Shape{2, 3, kClasses});
+  Tensor totals = UploadF64({0.25, 1.0}, Shape{kLossTotalsSize});
+  ASSERT_TRUE(ops()
+                  .loss
+                  .SoftmaxCrossEntropy(Upload(logits, Shape{2, 3, kClasses}),
+                                       UploadIds(ids, Shape{2, 3}), scale, grad, totals)
+                  .ok());
+  const SoftmaxOracle oracle = SoftmaxCrossEntropyOracle(logits, ids, kClasses, scale);
+  EXPECT_EQ(oracle.correct, 2) << "rows 1 and 2 predict their ids";
+  ExpectNear(Download(grad), oracle.grad, kGradRel, kGradAbs, "grad");
+  ExpectTotalsNear(DownloadF64(totals),
+                   {0.25 + scale * oracle.loss_sum, 1.0 + static_cast<double>(oracle.correct)});
+}
+
+// Two runs of the same call give the same bits: gradients and totals (the row sums and the sum
+// over rows use fixed orders, no atomics). More rows than one grid dimension's blocks (65535).
+TEST_P(LossOpsTest, SoftmaxCrossEntropyGivesTheSameBitsEveryRun) {
+  for (const auto& [rows, classes] :
+       std::vector<std::pair<int64_t, int64_t>>{{70000, 3}, {16, 50304}}) {
+    const std::vector<float> logits = TestValues(13, rows * classes, -5.0f, 5.0f);
+    std::vector<int64_t> ids(rows);
+    for (int64_t r = 0; r < rows; ++r) ids[r] = (r * 7919) % classes;
+    std::vector<std::vector<float>> grads;
+    std::vector<std::vector<double>> totals;
+    for (int run = 0; run < 2; ++run) {
+      Tensor grad = Uninitialized(Shape{rows, classes});
+      Tensor sums = Zeros(Shape{kLossTotalsSize}, DType::kF64);
+      ASSERT_TRUE(ops()
+                      .loss
+                      .SoftmaxCrossEntropy(Upload(logits, Shape{rows, classes}),
+                                           UploadIds(ids, Shape{rows}), 1.0 / rows, grad, sums)
+                      .ok());
+      grads.push_back(Download(grad));
+      totals.push_back(DownloadF64(sums));
+    }
+    EXPECT_EQ(grads[0], grads[1]) << rows << " rows of " << classes;
+    EXPECT_EQ(totals[0], totals[1]) << rows << " rows of " << classes;
+    const SoftmaxOracle oracle = SoftmaxCrossEntropyOracle(logits, ids, classes, 1.0 / rows);
+    ExpectTotalsNear(totals[0], {oracle.loss_sum / rows, static_cast<double>(oracle.correct)});
+  }
 }
 
 TEST_P(LossOpsTest, SoftmaxCrossEntropyOfNoRowsAddsNothing) {

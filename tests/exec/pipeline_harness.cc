@@ -137,6 +137,30 @@ class PoisonedDataset final : public Dataset {
   std::unique_ptr<Dataset> inner_;
 };
 
+// Wraps a dataset so the second target of every gather is `bad_class_id`.
+class BadTargetDataset final : public Dataset {
+ public:
+  BadTargetDataset(std::unique_ptr<Dataset> inner, int64_t bad_class_id)
+      : inner_(std::move(inner)), bad_class_id_(bad_class_id) {}
+  int64_t size() const override { return inner_->size(); }
+  const Shape& input_shape() const override { return inner_->input_shape(); }
+  DType input_dtype() const override { return inner_->input_dtype(); }
+  const Shape& target_shape() const override { return inner_->target_shape(); }
+  DType target_dtype() const override { return inner_->target_dtype(); }
+  absl::Status GatherInputs(std::span<const int64_t> indices, Tensor& out) const override {
+    return inner_->GatherInputs(indices, out);
+  }
+  absl::Status GatherTargets(std::span<const int64_t> indices, Tensor& out) const override {
+    RETURN_IF_ERROR(inner_->GatherTargets(indices, out));
+    if (out.num_elements() > 1) out.data<int64_t>()[1] = bad_class_id_;
+    return absl::OkStatus();
+  }
+
+ private:
+  std::unique_ptr<Dataset> inner_;
+  int64_t bad_class_id_;
+};
+
 }  // namespace
 
 PipelineRun RunPipeline(const RunOptions& options) {
@@ -186,6 +210,9 @@ PipelineRun RunPipeline(const RunOptions& options) {
         .seed = plan.training().seed()};
     ASSIGN_OR_RETURN(std::unique_ptr<Dataset> dataset, OpenDataset(plan.data(), req));
     if (options.poison_input) dataset = std::make_unique<PoisonedDataset>(std::move(dataset));
+    if (options.bad_class_id.has_value()) {
+      dataset = std::make_unique<BadTargetDataset>(std::move(dataset), *options.bad_class_id);
+    }
     LoopbackChannel loopback(hub, s, options.fault);
     IssueOrderChannel ordered(ordered_hub, s);
     DataChannel& channel = options.match_in_issue_order ? static_cast<DataChannel&>(ordered)

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,8 @@ struct RunOptions {
   // is then unused.
   bool match_in_issue_order = false;
   bool poison_input = false;  // make sample inputs non-finite on the first stage
+  // When set: the class id the second target of every micro-batch is replaced by.
+  std::optional<int64_t> bad_class_id;
   double wait_seconds = 20;
   bool eval_after = false;   // run one EVAL step (forward only) after training
   bool eval_before = false;  // run one EVAL step before training (initial weights)

@@ -4,7 +4,9 @@
 // without MPI.
 #include "runtime/exec/stage_executor.h"
 
+#include <cstdlib>
 #include <map>
+#include <string>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -118,6 +120,61 @@ TEST(StageExecutorTest, TransferFailureNamesRankStageMicroBatchAndInstruction) {
   EXPECT_TRUE(absl::StrContains(run.statuses[1].message(), "injected")) << run.statuses[1];
   // Stage 0 then waits for gradients that never come and gives up at its deadline.
   EXPECT_EQ(run.statuses[0].code(), absl::StatusCode::kDeadlineExceeded) << run.statuses[0];
+}
+
+// A class id out of range is found while the targets are host data, before their upload: the
+// LoadMicroBatch instruction fails, naming rank, stage, step and micro-batch, and the loss's
+// message names the sample, the id and the valid range.
+TEST(StageExecutorTest, BadClassIdFailsItsLoadNamingRankStageMicroBatchAndRange) {
+  for (const int64_t bad : {int64_t{4}, int64_t{-1}}) {
+    const PipelineRun run = RunPipeline({.stages = 2, .bad_class_id = bad, .wait_seconds = 1});
+    ASSERT_FALSE(run.statuses[1].ok());
+    const std::string message(run.statuses[1].message());
+    EXPECT_EQ(run.statuses[1].code(), absl::StatusCode::kInvalidArgument) << message;
+    EXPECT_TRUE(absl::StrContains(message, "rank 1, stage 1, step 0: instruction LoadMicroBatch("))
+        << message;
+    EXPECT_TRUE(absl::StrContains(
+        message, absl::StrCat("softmax_cross_entropy: sample 1 of the batch has class id ", bad,
+                              ", outside [0, 4)")))
+        << message;
+  }
+}
+
+// A token id outside the embedding's table is found while the ids are host data, before their
+// upload: the first stage's LoadMicroBatch fails, naming rank, stage, step and micro-batch, and
+// the embedding's message names the sample, position, id and valid range.
+TEST(StageExecutorTest, BadTokenIdFailsItsLoadNamingRankStageMicroBatchPositionAndRange) {
+  const char* source_dir = std::getenv("GPIPE_SOURCE_DIR");
+  if (source_dir == nullptr) GTEST_SKIP() << "GPIPE_SOURCE_DIR is not set (ctest sets it)";
+  // Byte-level text of the README (its letters are bytes >= 65) into a table of 64 rows.
+  const std::string model = R"pb(
+    model {
+      input {
+        shape: [ 8 ]
+        type: INT64
+      }
+      layers {
+        name: "embed"
+        embedding { num_embeddings: 64 embedding_dim: 4 }
+      }
+      layers {
+        name: "head"
+        linear { out_features: 256 }
+      }
+    }
+  )pb";
+  const std::string data =
+      absl::StrCat("data { text { paths: [\"", source_dir, "/README.md\"] } }");
+  const PipelineRun run = RunPipeline({.stages = 2, .overrides = {model, data}, .wait_seconds = 1});
+  ASSERT_FALSE(run.statuses[0].ok());
+  const std::string message(run.statuses[0].message());
+  EXPECT_EQ(run.statuses[0].code(), absl::StatusCode::kInvalidArgument) << message;
+  for (const char* part :
+       {"rank 0, stage 0, step 0: instruction LoadMicroBatch(", "embedding layer 'embed': sample ",
+        " of micro-batch 0), position ", " has token id ",
+        ", outside [0, 64); check the data or raise embedding.num_embeddings"}) {
+    EXPECT_TRUE(absl::StrContains(message, part)) << part << " not in: " << message;
+  }
 }
 
 TEST(StageExecutorTest, NonFiniteInputsSkipTheUpdateOnEveryStage) {

@@ -98,6 +98,41 @@ TEST(EmbeddingTest, RejectsAnIdOutsideTheTableNamingSamplePositionAndRange) {
   EXPECT_TRUE(saved.tensors.empty()) << "a rejected Forward saves nothing";
 }
 
+// The data path's check (before the upload) gives, for the ids Forward would reject, exactly
+// Forward's error: the first bad id, wherever it sits, including -1 and num_embeddings itself.
+TEST(EmbeddingTest, HostInputCheckGivesForwardsErrorForTheFirstBadId) {
+  CpuDevice device;
+  std::unique_ptr<Layer> layer =
+      MakeLayer("name: 'wte' embedding { num_embeddings: 5 embedding_dim: 3 }", Shape{3});
+  const std::vector<Tensor> params = UniformParams(*layer, device, 1);
+  LayerContext ctx{.device = device, .micro_batch = 2, .sample_offset = 8};
+  struct Case {
+    std::vector<int64_t> ids;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{7, 1, 2, 3, 4, 0}, "sample 8 (row 0 of micro-batch 2), position 0 has token id 7"},
+      {{0, 1, 2, 5, 4, 9}, "sample 9 (row 1 of micro-batch 2), position 0 has token id 5"},
+      {{0, 1, 2, 3, 4, -1}, "sample 9 (row 1 of micro-batch 2), position 2 has token id -1"},
+      {{0, -3, 2, 3, 4, 0}, "sample 8 (row 0 of micro-batch 2), position 1 has token id -3"},
+  };
+  for (const Case& c : cases) {
+    const Tensor ids = I64Tensor(device, Shape{2, 3}, c.ids);
+    const absl::Status checked = layer->CheckHostInput(ctx, ids);
+    EXPECT_EQ(checked.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(checked.message()),
+                AllOf(HasSubstr(c.says), HasSubstr("outside [0, 5)"), HasSubstr("'wte'"),
+                      HasSubstr("embedding.num_embeddings")));
+    SavedTensors saved;
+    const absl::StatusOr<Tensor> y = layer->Forward(ctx, params, ids, saved);
+    ASSERT_FALSE(y.ok());
+    EXPECT_EQ(checked, y.status()) << "the host check and Forward word it the same";
+  }
+  EXPECT_TRUE(layer->CheckHostInput(ctx, I64Tensor(device, Shape{2, 3}, {0, 4, 4, 4, 3, 0})).ok());
+  EXPECT_EQ(layer->CheckHostInput(ctx, I64Tensor(device, Shape{2, 2}, {0, 1, 2, 3})).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
 TEST(EmbeddingTest, RejectsFloatInputAndAGradientOfTheWrongShape) {
   CpuDevice device;
   std::unique_ptr<Layer> layer =

@@ -98,6 +98,48 @@ TEST(SoftmaxCrossEntropyTest, RejectsAClassIdOutOfRangeNamingTheSample) {
   }
 }
 
+// The data path's check (before the upload) gives Compute's error for the first bad class id:
+// first, middle or last position, negative, or the class count itself.
+TEST(SoftmaxCrossEntropyTest, HostTargetCheckGivesComputesErrorForTheFirstBadId) {
+  CpuDevice device;
+  std::unique_ptr<Loss> loss = MakeLoss("softmax_cross_entropy {}");
+  // Per sample: 2 positions of 4 classes.
+  const Shape per_sample_output{2, 4};
+  const Tensor output = UniformTensor(device, Shape{3, 2, 4}, 1, -1.0f, 1.0f);
+  struct Case {
+    std::vector<int64_t> ids;
+    std::string says;
+  };
+  const std::vector<Case> cases = {
+      {{4, 0, 1, 2, 3, 0}, "sample 0 of the batch, position 0, has class id 4"},
+      {{0, 1, 2, -1, 3, 9}, "sample 1 of the batch, position 1, has class id -1"},
+      {{0, 1, 2, 3, 3, 4}, "sample 2 of the batch, position 1, has class id 4"},
+  };
+  for (const Case& c : cases) {
+    const Tensor targets = I64Tensor(device, Shape{3, 2}, c.ids);
+    const absl::Status checked = loss->CheckHostTargets(per_sample_output, targets);
+    EXPECT_EQ(checked.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(checked.message()), HasSubstr(c.says));
+    EXPECT_THAT(std::string(checked.message()), HasSubstr("outside [0, 4)"));
+    const absl::StatusOr<LossResult> result = ComputeLoss(*loss, device, output, targets, 3);
+    ASSERT_FALSE(result.ok());
+    EXPECT_EQ(checked, result.status()) << "the host check and Compute word it the same";
+  }
+  EXPECT_TRUE(
+      loss->CheckHostTargets(per_sample_output, I64Tensor(device, Shape{3, 2}, {0, 3, 3, 3, 2, 1}))
+          .ok());
+  EXPECT_EQ(loss->CheckHostTargets(per_sample_output, I64Tensor(device, Shape{5}, {0, 1, 2, 3, 0}))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(MeanSquaredErrorTest, HostTargetCheckAcceptsAnyValues) {
+  CpuDevice device;
+  std::unique_ptr<Loss> loss = MakeLoss("mse {}");
+  EXPECT_TRUE(
+      loss->CheckHostTargets(Shape{2}, UniformTensor(device, Shape{3, 2}, 1, -1e9f, 1e9f)).ok());
+}
+
 TEST(SoftmaxCrossEntropyTest, RejectsMismatchedTargets) {
   CpuDevice device;
   std::unique_ptr<Loss> loss = MakeLoss("softmax_cross_entropy {}");

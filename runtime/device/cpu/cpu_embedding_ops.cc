@@ -1,6 +1,8 @@
 #include "runtime/device/cpu/cpu_embedding_ops.h"
 
 #include <cstdint>
+#include <optional>
+#include <span>
 
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops/embedding_checks.h"
@@ -11,14 +13,9 @@ namespace {
 // Every id is in [0, rows) of `table` (the operands' shapes are checked by the entries).
 absl::Status CheckIds(const Tensor& table, const Tensor& ids) {
   const int64_t rows = table.shape().dim(0);
-  const int64_t* id = ids.data<int64_t>();
-  const int64_t n = ids.num_elements();
-  for (int64_t r = 0; r < n; ++r) {
-    if (id[r] < 0 || id[r] >= rows) {
-      return op_checks::EmbeddingBadId(BadId{.index = r, .id = id[r]}, rows);
-    }
-  }
-  return absl::OkStatus();
+  const std::optional<BadId> bad =
+      FirstIdOutside(std::span<const int64_t>(ids.data<int64_t>(), ids.num_elements()), rows);
+  return bad.has_value() ? op_checks::EmbeddingBadId(*bad, rows) : absl::OkStatus();
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <optional>
+#include <span>
 
 #include "runtime/device/ops/loss_checks.h"
 
@@ -12,11 +14,9 @@ absl::Status CpuLossOps::DoSoftmaxCrossEntropy(const Tensor& logits, const Tenso
   const int64_t classes = logits.shape().last();
   const int64_t rows = ids.num_elements();
   const int64_t* id = ids.data<int64_t>();
-  for (int64_t i = 0; i < rows; ++i) {
-    if (id[i] < 0 || id[i] >= classes) {
-      return op_checks::CrossEntropyBadId(BadId{.index = i, .id = id[i]}, classes);
-    }
-  }
+  const std::optional<BadId> bad =
+      FirstIdOutside(std::span<const int64_t>(id, static_cast<size_t>(rows)), classes);
+  if (bad.has_value()) return op_checks::CrossEntropyBadId(*bad, classes);
   const float* x = logits.f32();
   float* g = grad.f32();
   double loss_sum = 0.0;

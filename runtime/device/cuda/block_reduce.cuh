@@ -48,6 +48,60 @@ __device__ T BlockReduce(T value, Op op, T* scratch) {
   return scratch[0];
 }
 
+// The block's arg-max in the CPU backend's rule (cpu_loss_ops.cc): the largest value, ties to the
+// lowest index, NaN never chosen. Each thread passes the best (value, index) of its own elements
+// (start from -infinity and kArgMaxNoIndex); every thread gets the block's. The choice is a total
+// order, so the result does not depend on the combining tree. `values` and `indices` are shared
+// memory of 32 entries each.
+inline constexpr long long kArgMaxNoIndex = 0x7fffffffffffffffLL;
+
+__device__ inline bool ArgMaxPrefers(float value, long long index, float best,
+                                     long long best_index) {
+  return value > best || (value == best && index < best_index);
+}
+
+__device__ inline void BlockArgMax(float& value, long long& index, float* values,
+                                   long long* indices) {
+  const unsigned lane = threadIdx.x % 32;
+  const unsigned warp = threadIdx.x / 32;
+  for (int offset = 16; offset > 0; offset /= 2) {
+    const float other = __shfl_down_sync(0xffffffffu, value, offset);
+    const long long other_index = __shfl_down_sync(0xffffffffu, index, offset);
+    if (ArgMaxPrefers(other, other_index, value, index)) {
+      value = other;
+      index = other_index;
+    }
+  }
+  __syncthreads();  // the scratch may still be read by a previous call
+  if (lane == 0) {
+    values[warp] = value;
+    indices[warp] = index;
+  }
+  __syncthreads();
+  const unsigned warps = blockDim.x / 32;
+  if (warp == 0) {
+    // Lanes past `warps` hold a copy of warp 0's best, which changes nothing (the rule is
+    // idempotent).
+    value = lane < warps ? values[lane] : values[0];
+    index = lane < warps ? indices[lane] : indices[0];
+    for (int offset = 16; offset > 0; offset /= 2) {
+      const float other = __shfl_down_sync(0xffffffffu, value, offset);
+      const long long other_index = __shfl_down_sync(0xffffffffu, index, offset);
+      if (ArgMaxPrefers(other, other_index, value, index)) {
+        value = other;
+        index = other_index;
+      }
+    }
+    if (lane == 0) {
+      values[0] = value;
+      indices[0] = index;
+    }
+  }
+  __syncthreads();
+  value = values[0];
+  index = indices[0];
+}
+
 // Column sums over a 2-D block of kColumnTile x kColumnLanes threads: thread (x, y) passes its
 // partial sum of column x (over rows y, y + kColumnLanes, ...); thread (x, 0) gets the column's
 // total, the lanes added in order 0, 1, ... (a fixed order: the same bits every run). Every

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -14,32 +15,54 @@ namespace {
 
 constexpr int kTotalThreads = 1024;
 
-// One thread per row, in the CPU backend's arithmetic (cpu_loss_ops.cc): argmax with ties to the
-// lowest class, log-sum-exp shifted by the max in double, gradient (softmax - onehot) * scale.
-// Each row's loss and hit go to `row_loss` / `row_hit` for the fixed-order total below.
+// One block per row (grid-stride over rows), in the CPU backend's arithmetic (cpu_loss_ops.cc):
+// argmax with ties to the lowest class (row[0] when it is NaN, as the CPU's scan leaves it),
+// log-sum-exp shifted by the max in double, gradient (softmax - onehot) * scale. The argmax and
+// max are exactly the CPU's; the sum of exponentials is each thread's strided partial sum
+// combined by the block's fixed tree (block_reduce.cuh): the same bits every run, not the CPU's
+// left-to-right order (they agree to rounding). Each row's loss and hit go to `row_loss` /
+// `row_hit` for the fixed-order total below.
 __global__ void CrossEntropyRowsKernel(const float* logits, const int64_t* ids, int64_t rows,
                                        int64_t classes, double scale, float* grad, double* row_loss,
                                        double* row_hit) {
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < rows;
-       i += int64_t{gridDim.x} * blockDim.x) {
+  __shared__ float max_scratch[32];
+  __shared__ long long index_scratch[32];
+  __shared__ double sum_scratch[32];
+  for (int64_t i = blockIdx.x; i < rows; i += gridDim.x) {
     const float* row = logits + i * classes;
     float* grad_row = grad + i * classes;
-    int64_t argmax = 0;
-    for (int64_t c = 1; c < classes; ++c) {
-      if (row[c] > row[argmax]) argmax = c;
+    float best = -INFINITY;
+    long long best_index = cuda::kArgMaxNoIndex;
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
+      if (cuda::ArgMaxPrefers(row[c], c, best, best_index)) {
+        best = row[c];
+        best_index = c;
+      }
     }
+    cuda::BlockArgMax(best, best_index, max_scratch, index_scratch);
+    const int64_t argmax = row[0] != row[0] ? 0 : best_index;
     const double max_logit = row[argmax];
     double sum_exp = 0.0;
-    for (int64_t c = 0; c < classes; ++c) sum_exp += exp(row[c] - max_logit);
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) sum_exp += exp(row[c] - max_logit);
+    sum_exp = cuda::BlockReduce(sum_exp, cuda::SumOp(), sum_scratch);
     const double log_sum_exp = max_logit + log(sum_exp);
     const int64_t target = ids[i];
-    row_loss[i] = log_sum_exp - row[target];
-    row_hit[i] = argmax == target ? 1.0 : 0.0;
-    for (int64_t c = 0; c < classes; ++c) {
+    if (threadIdx.x == 0) {
+      row_loss[i] = log_sum_exp - row[target];
+      row_hit[i] = argmax == target ? 1.0 : 0.0;
+    }
+    for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
       const double softmax = exp(row[c] - log_sum_exp);
       grad_row[c] = static_cast<float>((softmax - (c == target ? 1.0 : 0.0)) * scale);
     }
   }
+}
+
+// Threads per row block: a warp for small class counts, up to 256 for vocabularies. A function
+// of `classes` only, so a given shape always sums in the same tree.
+int RowThreads(int64_t classes) {
+  const int64_t warps = (classes + 31) / 32;
+  return static_cast<int>(std::min<int64_t>(warps, 8) * 32);
 }
 
 __global__ void SquaredErrorKernel(const float* output, const float* targets, int64_t n,
@@ -84,7 +107,7 @@ absl::Status CudaLossOps::DoSoftmaxCrossEntropy(const Tensor& logits, const Tens
                                                  MemoryKind::kWorkspace));
   double* row_loss = DevicePointer<double>(per_row);
   double* row_hit = row_loss + rows;
-  CrossEntropyRowsKernel<<<cuda::BlocksFor(rows, 128), 128, 0, context_.stream>>>(
+  CrossEntropyRowsKernel<<<cuda::BlocksFor(rows, 1), RowThreads(classes), 0, context_.stream>>>(
       DevicePointer<float>(logits), DevicePointer<int64_t>(ids), rows, classes, scale,
       DevicePointer<float>(grad), row_loss, row_hit);
   RETURN_IF_ERROR(cuda::LaunchStatus("cross-entropy rows"));

@@ -1,7 +1,10 @@
 // Finding ids outside [0, limit) in an i64 device tensor before an op uses them as indices
 // (embedding gather and scatter, cross-entropy targets). The op's contract returns the first bad
 // one as a BadId status, so this is the one place these ops wait for the GPU: a check kernel, then
-// one small copy of its result to the host.
+// one small copy of its result to the host. In training the data path has already checked the
+// same ids on the host before their upload (Layer::CheckHostInput, Loss::CheckHostTargets), so
+// this is a backstop for ids that reach an op another way; it still waits, which a step captured
+// in a CUDA graph cannot do (issue 28 item 4: a device flag read with the step report instead).
 #ifndef GPIPE_RUNTIME_DEVICE_CUDA_ID_CHECK_H_
 #define GPIPE_RUNTIME_DEVICE_CUDA_ID_CHECK_H_
 

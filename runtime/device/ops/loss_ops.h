@@ -3,7 +3,8 @@
 // for the common contract.
 // Each public entry checks its arguments' shapes and dtypes (the same INVALID_ARGUMENT on every
 // backend) and then runs the backend's protected Do kernel, which checks the class ids' values
-// (they live on the device).
+// (they live on the device). In training the data path has already checked them on the host,
+// before their upload (Loss::CheckHostTargets), so the kernels' check is a backstop.
 #ifndef GPIPE_RUNTIME_DEVICE_OPS_LOSS_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_OPS_LOSS_OPS_H_
 

@@ -41,9 +41,6 @@ class StageCompute {
   // Fills micro-batch `m`'s stage input (`inputs`: the pipeline's first chunk) and targets
   // (`targets`: its last) from the dataset.
   absl::Status Load(int m, bool inputs, bool targets, MicroBatch& mb);
-  // What the layers compute on: `input` (a stage input or a received gradient) itself, or an f32
-  // copy of a bf16 one (exact).
-  absl::StatusOr<Tensor> Widened(const Tensor& input) const;
   // Runs the chunk's layers on `input`; fills `saved` (one entry per layer) and returns the
   // chunk's output. `replay` re-materializes a micro-batch already forwarded: layer buffers are
   // not updated a second time.

@@ -5,7 +5,8 @@
 //                   layer's output aliases it); saves, entry by entry, what SavedPerSample declares
 //                   (the input, the output, or new storage of the declared size), so activation
 //                   memory matches the planner's prediction; occupies forward.
-//   Backward        dx of the input's shape (in the output's dtype); occupies backward_input + backward_weight.
+//   Backward        dx of the input's shape, in the output's dtype; occupies backward_input +
+//                   backward_weight.
 //   BackwardInput   dx; occupies backward_input (only when the real layer splits).
 //   BackwardWeight  occupies backward_weight; gradients are shape-only and stay untouched.
 // Thread-compatible, like every Layer.

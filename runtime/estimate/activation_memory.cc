@@ -346,8 +346,7 @@ absl::StatusOr<std::vector<PartBytes>> MeasurePartBytes(const AnalyzedPlan& plan
 
 std::vector<StageActivationMemory> PredictActivationMemory(const schedule::Program& program,
                                                            const std::vector<PartBytes>& parts,
-                                                           pb::Remat remat,
-                                                           int recv_lookahead) {
+                                                           pb::Remat remat, int recv_lookahead) {
   std::vector<StageActivationMemory> out;
   for (int s = 0; s < program.stages; ++s) {
     out.push_back(StageReplay(program, s, parts, remat, recv_lookahead).Run());

@@ -167,8 +167,8 @@ class StageExecutor::Step {
       return absl::FailedPreconditionError("the micro-batch's input has not arrived");
     }
     // A bf16 stage input (mixed precision) goes to the layers as it came: they take bf16.
-    ASSIGN_OR_RETURN(Tensor output, compute_.RunLayers(op.chunk, op.micro_batch, mb.input,
-                                                       mb.saved, /*replay=*/false));
+    ASSIGN_OR_RETURN(Tensor output, compute_.RunLayers(op.chunk, op.micro_batch, mb.input, mb.saved,
+                                                       /*replay=*/false));
     mb.forwarded = true;
     if (topology_.IsLast(At(op.chunk))) {
       if (!mb.targets.defined()) {

@@ -105,9 +105,9 @@ TEST(SimTest, RunsManyRanksAndMatchesThePredictedMemory) {
     const char* schedule;
     const char* precision = "FP32";  // BF16: activations and boundary tensors stored as bf16
   };
-  for (const Case& c : {Case{16, "GPIPE"}, Case{16, "ONE_F_ONE_B"}, Case{8, "GPIPE"},
-                        Case{8, "ONE_F_ONE_B"}, Case{8, "GPIPE", "BF16"},
-                        Case{8, "ONE_F_ONE_B", "BF16"}}) {
+  for (const Case& c :
+       {Case{16, "GPIPE"}, Case{16, "ONE_F_ONE_B"}, Case{8, "GPIPE"}, Case{8, "ONE_F_ONE_B"},
+        Case{8, "GPIPE", "BF16"}, Case{8, "ONE_F_ONE_B", "BF16"}}) {
     SCOPED_TRACE(absl::StrCat(c.ranks, " ranks, ", c.schedule, ", ", c.precision));
     const std::vector<std::string> overrides = {
         absl::StrCat("pipeline { stages: ", c.ranks, " schedule: ", c.schedule, " }"),

@@ -2,6 +2,8 @@
 // saved input and output as the bf16 tensors, while computing exactly what the inner layer
 // computes at bf16 product precision with its output and input gradient rounded to bf16 values in
 // f32 tensors (the BF16 mode before bf16 storage, written out here as the reference).
+#include "runtime/exec/bf16_layer.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,7 +12,6 @@
 #include "runtime/core/bf16.h"
 #include "runtime/device/cpu/cpu_device.h"
 #include "runtime/device/ops.h"
-#include "runtime/exec/bf16_layer.h"
 #include "runtime/exec/bf16_loss.h"
 #include "tests/layers/make_layer.h"
 #include "tests/layers/test_tensors.h"
@@ -68,8 +69,8 @@ TEST_P(Bf16LayerTest, StoresBf16AndComputesTheRoundedF32Values) {
       reference->Forward(bf16_products, params, x, reference_saved);
   ASSERT_TRUE(reference_y.ok()) << reference_y.status();
   if (!reference_y->SharesStorageWith(x)) {
-    ASSERT_TRUE(device.ops().tensor.Cast(Cast(device, *reference_y, DType::kBF16), *reference_y)
-                    .ok());
+    ASSERT_TRUE(
+        device.ops().tensor.Cast(Cast(device, *reference_y, DType::kBF16), *reference_y).ok());
   }
   std::vector<Tensor> reference_grads = ZeroGrads(layer, device);
   absl::StatusOr<Tensor> reference_dx =
@@ -91,7 +92,8 @@ TEST_P(Bf16LayerTest, StoresBf16AndComputesTheRoundedF32Values) {
     if (entry.SharesStorageWith(x) || entry.SharesStorageWith(*reference_y)) {
       SCOPED_TRACE(i);
       EXPECT_EQ(saved.tensors[i].dtype(), DType::kBF16);
-      EXPECT_TRUE(saved.tensors[i].SharesStorageWith(x16) || saved.tensors[i].SharesStorageWith(*y));
+      EXPECT_TRUE(saved.tensors[i].SharesStorageWith(x16) ||
+                  saved.tensors[i].SharesStorageWith(*y));
     }
   }
   std::vector<Tensor> grads = ZeroGrads(layer, device);

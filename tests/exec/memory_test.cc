@@ -169,8 +169,8 @@ TEST(MemoryTest, ViewsAndCompositesMatchThePrediction) {
       // counted) and nothing for flatten.
       EXPECT_TRUE(parts->front().output_saved);
       EXPECT_EQ(parts->front().saved, 0);
-      const std::vector<StageActivationMemory> predicted = PredictActivationMemory(
-          *program, *parts, pipeline.remat(), /*recv_lookahead=*/2);
+      const std::vector<StageActivationMemory> predicted =
+          PredictActivationMemory(*program, *parts, pipeline.remat(), /*recv_lookahead=*/2);
       const testing::PipelineRun run = testing::RunPipeline({.stages = 2, .overrides = overrides});
       testing::ExpectSucceeded(run);
       for (size_t s = 0; s < predicted.size(); ++s) {

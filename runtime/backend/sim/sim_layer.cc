@@ -23,8 +23,8 @@ absl::StatusOr<Tensor> SimLayer::Forward(const LayerContext& ctx, std::span<cons
                                          const Tensor& x, SavedTensors& saved) const {
   RETURN_IF_ERROR(CheckBatched(x, "the input"));
   // Under mixed precision a layer of f32 inputs also takes the previous layer's bf16 output.
-  const bool takes_dtype = x.dtype() == input_dtype() ||
-                           (input_dtype() == DType::kF32 && x.dtype() == output_dtype());
+  const bool takes_dtype =
+      x.dtype() == input_dtype() || (input_dtype() == DType::kF32 && x.dtype() == output_dtype());
   if (x.shape().WithoutBatch() != input_shape() || !takes_dtype) {
     return absl::InvalidArgumentError(
         absl::StrCat("sim: layer '", name(), "' takes ", DTypeName(input_dtype()), "[batch, ",

@@ -114,9 +114,12 @@ class Layer {
   virtual std::string_view type() const = 0;
   // Per-sample shapes.
   const Shape& input_shape() const { return input_shape_; }
-  // Element type Forward takes: f32, except for layers that read ids (embedding: i64). Every
-  // layer's output is f32.
+  // Element type Forward takes: f32, except for layers that read ids (embedding: i64).
   virtual DType input_dtype() const { return DType::kF32; }
+  // Element type of Forward's output and of Backward's input gradient: f32, or bf16 for a layer
+  // run in mixed precision (runtime/exec/bf16_layer.h), which also takes bf16 inputs and output
+  // gradients where input_dtype() is f32.
+  virtual DType output_dtype() const { return DType::kF32; }
   const Shape& output_shape() const { return output_shape_; }
   // Parameters in a fixed order; Forward/Backward receive tensors in this order.
   virtual std::vector<ParamSpec> parameter_specs() const { return {}; }

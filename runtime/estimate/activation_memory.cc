@@ -12,6 +12,7 @@
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/micro_batch_plan.h"
 #include "runtime/exec/stage_model.h"
+#include "runtime/plan/boundary_dtype.h"
 #include "runtime/schedule/topology.h"
 
 namespace gpipe {
@@ -23,7 +24,9 @@ constexpr int64_t kF32 = 4;
 // saving its input saves the previous layer's output, which that layer may save as its own output
 // too; a layer whose output is a view of its input, such as flatten, adds no storage). The stage
 // input and output are reported as flags, not bytes.
-PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size) {
+// Layer outputs and their gradients take `activation_size` bytes an element (2 under bf16
+// storage); what layers declare as new storage is counted as they declare it.
+PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size, int64_t activation_size) {
   GPIPE_CHECK(model.num_layers() > 0) << "a part has at least one layer";
   PartBytes part;
   int64_t& bytes = part.saved;
@@ -37,8 +40,8 @@ PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size) {
     storage[l] = !model.layer(l).OutputAliasesInput() ? l : (l == 0 ? -1 : storage[l - 1]);
   }
   const auto input_storage = [&storage](int l) { return l == 0 ? -1 : storage[l - 1]; };
-  const auto bytes_of = [&model, b](int s) {
-    return model.layer(s).output_shape().num_elements() * kF32 * b;
+  const auto bytes_of = [&model, b, activation_size](int s) {
+    return model.layer(s).output_shape().num_elements() * activation_size * b;
   };
   std::vector<bool> counted(n, false);  // by storage
   for (int l = 0; l < n; ++l) {
@@ -80,7 +83,7 @@ PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size) {
     if (l == last) {
       part.output_grad_deferred = true;
     } else {
-      part.deferred += layer.output_shape().num_elements() * kF32 * b;  // its dy
+      part.deferred += layer.output_shape().num_elements() * activation_size * b;  // its dy
     }
   }
   for (int s = 0; s < n; ++s) {
@@ -92,8 +95,6 @@ PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size) {
 // What one (chunk, micro-batch) holds right now.
 struct Held {
   int64_t input = 0;
-  bool input_bf16 = false;  // `input` is a received bf16 stage input
-  int64_t input_copy = 0;   // the f32 copy of a bf16 stage input that a re-materialization made
   int64_t saved = 0;
   int64_t output = 0;
   int64_t output_grad = 0;
@@ -104,14 +105,13 @@ struct Held {
 class StageReplay {
  public:
   StageReplay(const schedule::Program& program, int stage, const std::vector<PartBytes>& parts,
-              pb::Remat remat, int lookahead, bool narrow_boundaries)
+              pb::Remat remat, int lookahead)
       : program_(program),
         stage_(stage),
         parts_(parts),
         topology_(program.topology()),
         plan_(program.stage_programs[stage], program.chunks, program.micro_batches, remat),
-        lookahead_(lookahead),
-        narrow_(narrow_boundaries) {}
+        lookahead_(lookahead) {}
 
   StageActivationMemory Run() {
     const auto& instructions = program_.stage_programs[stage_].instructions;
@@ -146,8 +146,6 @@ class StageReplay {
   }
 
   const PartBytes& Part(int chunk) const { return parts_[topology_.VirtualStage({stage_, chunk})]; }
-  // Bytes of a boundary tensor of `f32_bytes` as it travels.
-  int64_t Wire(int64_t f32_bytes) const { return narrow_ ? f32_bytes / 2 : f32_bytes; }
   int64_t Key(int chunk, int m) const {
     return static_cast<int64_t>(chunk) * program_.micro_batches + m;
   }
@@ -164,9 +162,9 @@ class StageReplay {
     while (next_post_ < receives_.size() && posted_ahead_ < lookahead_) {
       const Receive& r = receives_[next_post_];
       if (r.activation) {
-        now_.boundary += Wire(Part(r.chunk).input);
+        now_.boundary += Part(r.chunk).input;
       } else {
-        now_.boundary_grad += Wire(Part(r.chunk).output);
+        now_.boundary_grad += Part(r.chunk).output;
       }
       ++next_post_;
       ++posted_ahead_;
@@ -204,8 +202,7 @@ class StageReplay {
 
   void Apply(const schedule::RecvActivation& op) {
     const Slot s = SlotOf(op);
-    s.held.input = Wire(s.part.input);  // the buffer posted earlier
-    s.held.input_bf16 = narrow_;
+    s.held.input = s.part.input;  // the buffer posted earlier
     --posted_ahead_;
     PostUpTo();
     Note();
@@ -216,11 +213,6 @@ class StageReplay {
     s.held.output_grad = s.part.output;
     --posted_ahead_;
     PostUpTo();
-    if (narrow_) {  // then widened to f32 beside the received buffer, which is then freed
-      now_.boundary_grad += s.part.output;
-      Note();
-      now_.boundary_grad -= Wire(s.part.output);
-    }
     Note();
   }
 
@@ -230,13 +222,10 @@ class StageReplay {
     Held& held = s.held;
     const bool keep = plan_.KeepsActivations(op.chunk, op.micro_batch);
     const int64_t built = plan_.forward_only() ? 0 : part.saved;
-    // A bf16 stage input: the layers run on an f32 copy.
-    const int64_t copy = held.input_bf16 ? part.input : 0;
-    now_.boundary += copy;
     now_.activation += built + part.output;  // built during the forward
     if (topology_.IsLast(s.at) && !plan_.forward_only()) {
-      held.output_grad = part.output;  // the loss gradient
-      now_.boundary_grad += part.output;
+      held.output_grad = part.loss_grad;
+      now_.boundary_grad += part.loss_grad;
     }
     Note();
     // The output outlives the send when the last layer keeps it for backward.
@@ -252,25 +241,14 @@ class StageReplay {
       held.output = part.output - output_kept;  // freed by the send
     }
     if (plan_.forward_only()) {
-      now_.boundary -= held.input + copy;
-      held.input = 0;
-    } else if (keep && held.input_bf16) {  // the f32 copy replaces the bf16 input
       now_.boundary -= held.input;
-      held.input = copy;
-      held.input_bf16 = false;
-    } else {
-      now_.boundary -= copy;
+      held.input = 0;
     }
     Note();
   }
 
   void Apply(const schedule::SendActivation& op) {
     Held& held = SlotOf(op).held;
-    if (narrow_) {  // the bf16 copy sent
-      now_.activation += Wire(held.output);
-      Note();
-      now_.activation -= Wire(held.output);
-    }
     now_.activation -= held.output;
     held.output = 0;
     Note();
@@ -286,10 +264,6 @@ class StageReplay {
     if (held.saved == 0) {  // re-materialization rebuilds them
       held.saved = part.saved + (part.output_saved ? part.output : 0);
       now_.activation += held.saved;
-      if (held.input_bf16) {  // from an f32 copy of the bf16 input
-        held.input_copy = part.input;
-        now_.boundary += part.input;
-      }
     }
     if (split) {  // what the weight half will read, built up during the backward
       held.deferred = part.deferred;
@@ -310,11 +284,6 @@ class StageReplay {
     }
     Note();
     if (!split || !part.input_deferred) {
-      now_.boundary -= held.input + held.input_copy;
-      held.input = 0;
-      held.input_copy = 0;
-    } else if (held.input_copy > 0) {
-      // The weight half reads the f32 copy its layer saved; the bf16 input goes now.
       now_.boundary -= held.input;
       held.input = 0;
     }
@@ -327,19 +296,13 @@ class StageReplay {
     held.deferred = 0;
     now_.boundary_grad -= held.output_grad;
     held.output_grad = 0;
-    now_.boundary -= held.input + held.input_copy;
+    now_.boundary -= held.input;
     held.input = 0;
-    held.input_copy = 0;
     Note();
   }
 
   void Apply(const schedule::SendGrad& op) {
     Held& held = SlotOf(op).held;
-    if (narrow_) {  // the bf16 copy sent
-      now_.boundary_grad += Wire(held.input_grad);
-      Note();
-      now_.boundary_grad -= Wire(held.input_grad);
-    }
     now_.boundary_grad -= held.input_grad;
     held.input_grad = 0;
     Note();
@@ -351,7 +314,6 @@ class StageReplay {
   const schedule::Topology topology_;
   const MicroBatchPlan plan_;
   const int lookahead_;
-  const bool narrow_;              // boundary tensors travel as bf16
   std::vector<Receive> receives_;  // in program order
   size_t next_post_ = 0;
   int posted_ahead_ = 0;
@@ -365,14 +327,18 @@ class StageReplay {
 absl::StatusOr<std::vector<PartBytes>> MeasurePartBytes(const AnalyzedPlan& plan,
                                                         const LayerRegistry& registry,
                                                         int64_t micro_batch_size) {
+  const int64_t activation_size = SizeOf(BoundaryDType(plan.plan.training()));
   std::vector<PartBytes> parts;
   for (const StageInfo& info : plan.stages) {
     ASSIGN_OR_RETURN(StageModel model,
                      StageModel::Create(plan.plan.model(), info.first_layer, info.end_layer,
                                         info.input_shape, registry));
-    PartBytes part = SavedBytes(model, micro_batch_size);
-    part.input = info.input_shape.num_elements() * kF32 * micro_batch_size;
-    part.output = info.output_shape.num_elements() * kF32 * micro_batch_size;
+    PartBytes part = SavedBytes(model, micro_batch_size, activation_size);
+    // The model's input is the data set's (counted as f32); a later part's is a layer output.
+    const int64_t input_size = info.first_layer == 0 ? kF32 : activation_size;
+    part.input = info.input_shape.num_elements() * input_size * micro_batch_size;
+    part.output = info.output_shape.num_elements() * activation_size * micro_batch_size;
+    part.loss_grad = info.output_shape.num_elements() * kF32 * micro_batch_size;
     parts.push_back(part);
   }
   return parts;
@@ -380,13 +346,10 @@ absl::StatusOr<std::vector<PartBytes>> MeasurePartBytes(const AnalyzedPlan& plan
 
 std::vector<StageActivationMemory> PredictActivationMemory(const schedule::Program& program,
                                                            const std::vector<PartBytes>& parts,
-                                                           pb::Remat remat, int recv_lookahead,
-                                                           DType boundary_dtype) {
+                                                           pb::Remat remat, int recv_lookahead) {
   std::vector<StageActivationMemory> out;
   for (int s = 0; s < program.stages; ++s) {
-    out.push_back(
-        StageReplay(program, s, parts, remat, recv_lookahead, boundary_dtype == DType::kBF16)
-            .Run());
+    out.push_back(StageReplay(program, s, parts, remat, recv_lookahead).Run());
   }
   return out;
 }

@@ -13,11 +13,10 @@
 //   boundary_grad  dL/d(stage output) from its receive buffer (or the loss) until the backward
 //                  (until BackwardWeight when the last layer splits), and dL/d(stage input)
 //                  from the backward until its SendGrad.
-// Under bf16 boundaries (training.precision BF16) receive buffers and sent copies are bf16 (half
-// the bytes); a received gradient is widened to f32 at its RecvGrad; a received stage input stays
-// bf16 while the micro-batch's activations are dropped for re-materialization, an f32 copy living
-// through each Forward and re-materializing backward (until BackwardWeight when the first layer
-// keeps it for its weight half), and is replaced by its f32 copy at its Forward otherwise.
+// Under bf16 storage (training.precision BF16, see runtime/exec/bf16_layer.h) every layer output,
+// input gradient and boundary tensor is bf16 (half the bytes), and so is what layers save of their
+// inputs and outputs; the data set's input, what layers save as new storage and the loss gradient
+// stay f32. The f32 copies a layer computes on live only inside its call (workspace, not counted).
 // Sends are taken to complete at their instruction. The peaks are of held memory at instruction
 // boundaries plus the activations a Forward or a re-materializing backward builds; temporaries
 // inside one layer (an output about to be replaced, a gradient being formed) are not modelled,
@@ -31,16 +30,16 @@
 #include "absl/status/statusor.h"
 #include "layers/registry.h"
 #include "proto/plan.pb.h"
-#include "runtime/core/dtype.h"
 #include "runtime/plan/analyzed_plan.h"
 #include "runtime/schedule/program.h"
 
 namespace gpipe {
 
-// One micro-batch's tensors of one model part, in bytes.
+// One micro-batch's tensors of one model part, in bytes as stored.
 struct PartBytes {
-  int64_t input = 0;            // the part's input
-  int64_t output = 0;           // the part's output (and the gradient of it)
+  int64_t input = 0;            // the part's input (and the gradient of it)
+  int64_t output = 0;           // the part's output (and a received gradient of it)
+  int64_t loss_grad = 0;        // the loss's gradient of the output (f32), on the last part
   int64_t saved = 0;            // what its layers save for backward, beyond its input and output
   bool output_saved = false;    // the last layer saves its output (it then outlives the send)
   bool input_deferred = false;  // the first layer saves its input and splits its backward, so
@@ -63,17 +62,17 @@ struct StageActivationMemory {
 };
 
 // Sizes of every part of the plan (index = part) for micro-batches of `micro_batch_size`
-// samples, from the layers' own SavedPerSample declarations.
+// samples, from the layers' own SavedPerSample declarations, activations stored as
+// training.precision makes them (BoundaryDType).
 absl::StatusOr<std::vector<PartBytes>> MeasurePartBytes(const AnalyzedPlan& plan,
                                                         const LayerRegistry& registry,
                                                         int64_t micro_batch_size);
 
-// Per stage. `parts` has program.stages * program.chunks entries (index = virtual stage), in
-// f32 bytes; `boundary_dtype` is what boundary tensors travel as (kF32 or kBF16).
+// Per stage. `parts` has program.stages * program.chunks entries (index = virtual stage), as
+// MeasurePartBytes gives them.
 std::vector<StageActivationMemory> PredictActivationMemory(const schedule::Program& program,
                                                            const std::vector<PartBytes>& parts,
-                                                           pb::Remat remat, int recv_lookahead,
-                                                           DType boundary_dtype);
+                                                           pb::Remat remat, int recv_lookahead);
 
 }  // namespace gpipe
 

@@ -38,6 +38,13 @@ absl::StatusOr<Tensor> UniformTensor(Device& device, const Shape& shape, uint64_
   return tensor;
 }
 
+// `tensor` converted to `dtype` (the device's cast op), as test data.
+absl::StatusOr<Tensor> Converted(Device& device, const Tensor& tensor, DType dtype) {
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(device, tensor.shape(), dtype, MemoryKind::kData));
+  RETURN_IF_ERROR(device.ops().tensor.Cast(tensor, out));
+  return out;
+}
+
 absl::StatusOr<Tensor> RandomIds(Device& device, const Shape& shape, int64_t limit, uint64_t seed) {
   ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(device, shape, DType::kI64, MemoryKind::kData));
   RandomStream stream(seed, {kProfileStreamTag, kInputStream});
@@ -139,6 +146,14 @@ absl::StatusOr<LayerTiming> ProfileLayer(const Layer& layer, Device& device, int
   }
   ASSIGN_OR_RETURN(Tensor dy, UniformTensor(device, layer.output_shape().WithBatch(batch),
                                             options.seed, kOutputGradStream, MemoryKind::kData));
+  // A layer that produces another float dtype (bf16 under mixed precision) is timed on inputs
+  // and output gradients of that dtype, as the previous and next such layer hand them over.
+  if (layer.output_dtype() != DType::kF32) {
+    if (x.dtype() == DType::kF32) {
+      ASSIGN_OR_RETURN(x, Converted(device, x, layer.output_dtype()));
+    }
+    ASSIGN_OR_RETURN(dy, Converted(device, dy, layer.output_dtype()));
+  }
 
   const LayerContext ctx{.device = device,
                          .training = true,

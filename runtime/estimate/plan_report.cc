@@ -107,7 +107,7 @@ absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
       Percent(prediction.simulation.bubble_fraction),
       Percent(static_cast<double>(stages - 1) / (pipeline.micro_batches() + stages - 1)));
   absl::StrAppend(&out, "\npredicted peak memory per stage (",
-                  plan.plan.training().precision() == pb::BF16 ? "bf16 boundary tensors" : "fp32",
+                  plan.plan.training().precision() == pb::BF16 ? "bf16 activations" : "fp32",
                   ", remat ", pb::Remat_Name(pipeline.remat()),
                   "; live = most micro-batches forwarded and not yet backwarded)\n");
   absl::StrAppendFormat(&out, "%-6s %6s %6s %13s %13s %13s %13s %13s\n", "stage", "live", "bubble",

@@ -6,7 +6,6 @@
 #include "runtime/estimate/flop_costs.h"
 #include "runtime/estimate/sim_schedule_costs.h"
 #include "runtime/exec/stage_executor.h"
-#include "runtime/plan/boundary_dtype.h"
 #include "runtime/schedule/build_program.h"
 
 namespace gpipe {
@@ -34,8 +33,7 @@ absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
   ASSIGN_OR_RETURN(const std::vector<PartBytes> parts,
                    MeasurePartBytes(plan, registry, micro_batch_size));
   out.activations =
-      PredictActivationMemory(out.program, parts, pipeline.remat(), kDefaultRecvLookahead,
-                              BoundaryDType(plan.plan.training()));
+      PredictActivationMemory(out.program, parts, pipeline.remat(), kDefaultRecvLookahead);
   out.parameter_bytes.assign(pipeline.stages(), 0);
   const int state = OptimizerStateFactor(plan.plan.training().optimizer());
   for (const StageInfo& part : plan.stages) {

@@ -4,6 +4,7 @@
 
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops.h"
+#include "runtime/exec/bf16_tensors.h"
 
 namespace gpipe {
 namespace {
@@ -14,48 +15,80 @@ LayerContext InBf16(const LayerContext& ctx) {
   return inner;
 }
 
-}  // namespace
-
-absl::StatusOr<Tensor> Bf16Layer::Rounded(Device& device, Tensor tensor) const {
-  if (!tensor.defined() || tensor.dtype() != DType::kF32) return tensor;
-  const TensorOps& ops = device.ops().tensor;
-  ASSIGN_OR_RETURN(Tensor narrow,
-                   Tensor::Empty(device, tensor.shape(), DType::kBF16, MemoryKind::kWorkspace));
-  RETURN_IF_ERROR(ops.Cast(tensor, narrow));
-  if (inner().OutputAliasesInput()) {
-    // The storage may be the previous layer's (or the data set's): leave it alone.
-    ASSIGN_OR_RETURN(Tensor wide,
-                     Tensor::Empty(device, tensor.shape(), DType::kF32, tensor.memory_kind()));
-    RETURN_IF_ERROR(ops.Cast(narrow, wide));
-    return wide;
-  }
-  RETURN_IF_ERROR(ops.Cast(narrow, tensor));
-  return tensor;
+// Whether `entry` is the whole of `tensor` (the same storage and elements, any shape).
+bool IsWholeOf(const Tensor& entry, const Tensor& tensor) {
+  return entry.defined() && tensor.defined() && entry.SharesStorageWith(tensor) &&
+         entry.dtype() == tensor.dtype() && entry.num_elements() == tensor.num_elements();
 }
 
+}  // namespace
+
+absl::StatusOr<SavedTensors> Bf16Layer::Widened(Device& device, const SavedTensors& saved) {
+  SavedTensors wide;
+  wide.tensors.reserve(saved.tensors.size());
+  for (const Tensor& entry : saved.tensors) {
+    ASSIGN_OR_RETURN(wide.tensors.emplace_back(),
+                     WidenedFromBf16(device, entry, MemoryKind::kWorkspace));
+  }
+  return wide;
+}
+
+// The inner layer runs on an f32 copy of a bf16 input. Its f32 output is rounded into a bf16
+// tensor, or, when it is a view of the input (flatten), becomes the same view of the bf16 input.
+// Saved entries that are the whole f32 input or output become the bf16 tensors: the same values
+// (the output's rounded, as the next layer sees them). An entry the inner layer made some other
+// way stays as it is; should one be part of the output, the output is rounded in place first.
 absl::StatusOr<Tensor> Bf16Layer::Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                           const Tensor& x, SavedTensors& saved) const {
-  ASSIGN_OR_RETURN(Tensor y, inner().Forward(InBf16(ctx), params, x, saved));
-  return Rounded(ctx.device, std::move(y));
+  ASSIGN_OR_RETURN(const Tensor wide_x, WidenedFromBf16(ctx.device, x, MemoryKind::kWorkspace));
+  ASSIGN_OR_RETURN(Tensor wide_y, inner().Forward(InBf16(ctx), params, wide_x, saved));
+  if (wide_y.dtype() != DType::kF32) return wide_y;
+  const bool y_views_x = wide_y.SharesStorageWith(wide_x);
+  Tensor y;
+  if (y_views_x && x.dtype() == DType::kBF16) {
+    ASSIGN_OR_RETURN(y, x.Reshaped(wide_y.shape()));
+  } else {
+    ASSIGN_OR_RETURN(y, NarrowedToBf16(ctx.device, wide_y, MemoryKind::kActivation));
+  }
+  bool saves_part_of_y = false;
+  for (Tensor& entry : saved.tensors) {
+    if (x.dtype() == DType::kBF16 && IsWholeOf(entry, wide_x)) {
+      ASSIGN_OR_RETURN(entry, x.Reshaped(entry.shape()));
+    } else if (!y_views_x && IsWholeOf(entry, wide_y)) {
+      ASSIGN_OR_RETURN(entry, y.Reshaped(entry.shape()));
+    } else if (!y_views_x && entry.defined() && entry.SharesStorageWith(wide_y)) {
+      saves_part_of_y = true;
+    }
+  }
+  if (saves_part_of_y) RETURN_IF_ERROR(ctx.device.ops().tensor.Cast(y, wide_y));
+  return y;
 }
 
 absl::StatusOr<Tensor> Bf16Layer::Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                            std::span<Tensor> grads, const SavedTensors& saved,
                                            const Tensor& dy) const {
-  ASSIGN_OR_RETURN(Tensor dx, inner().Backward(InBf16(ctx), params, grads, saved, dy));
-  return Rounded(ctx.device, std::move(dx));
+  ASSIGN_OR_RETURN(const Tensor wide_dy, WidenedFromBf16(ctx.device, dy, MemoryKind::kWorkspace));
+  ASSIGN_OR_RETURN(const SavedTensors wide_saved, Widened(ctx.device, saved));
+  ASSIGN_OR_RETURN(const Tensor dx,
+                   inner().Backward(InBf16(ctx), params, grads, wide_saved, wide_dy));
+  return NarrowedToBf16(ctx.device, dx, MemoryKind::kActivation);
 }
 
 absl::StatusOr<Tensor> Bf16Layer::BackwardInput(const LayerContext& ctx,
                                                 std::span<const Tensor> params,
                                                 const SavedTensors& saved, const Tensor& dy) const {
-  ASSIGN_OR_RETURN(Tensor dx, inner_halves().BackwardInput(InBf16(ctx), params, saved, dy));
-  return Rounded(ctx.device, std::move(dx));
+  ASSIGN_OR_RETURN(const Tensor wide_dy, WidenedFromBf16(ctx.device, dy, MemoryKind::kWorkspace));
+  ASSIGN_OR_RETURN(const SavedTensors wide_saved, Widened(ctx.device, saved));
+  ASSIGN_OR_RETURN(const Tensor dx,
+                   inner_halves().BackwardInput(InBf16(ctx), params, wide_saved, wide_dy));
+  return NarrowedToBf16(ctx.device, dx, MemoryKind::kActivation);
 }
 
 absl::Status Bf16Layer::BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
                                        const SavedTensors& saved, const Tensor& dy) const {
-  return inner_halves().BackwardWeight(InBf16(ctx), grads, saved, dy);
+  ASSIGN_OR_RETURN(const Tensor wide_dy, WidenedFromBf16(ctx.device, dy, MemoryKind::kWorkspace));
+  ASSIGN_OR_RETURN(const SavedTensors wide_saved, Widened(ctx.device, saved));
+  return inner_halves().BackwardWeight(InBf16(ctx), grads, wide_saved, wide_dy);
 }
 
 }  // namespace gpipe

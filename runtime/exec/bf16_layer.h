@@ -1,18 +1,20 @@
-// Bf16Layer: a layer run in bf16 mixed precision (training.precision: BF16). Its matrix
-// products and convolutions round their inputs to bf16 and accumulate in f32
-// (LayerContext::product_precision); its output and its input gradient are rounded to bf16
-// values (kept in f32 tensors), as a bf16 activation would be. Parameters, their gradients and
-// the optimizer stay f32 (the master weights). Because every layer's output and input gradient
-// is already a bf16 value, a boundary tensor sent as bf16 loses nothing: pipelines of any stage
-// count compute the same bits. Norms, softmax, pooling and losses compute in f32 on those
-// values. Everything else is the inner layer's (LayerDecorator). Thread-compatible.
+// Bf16Layer: a layer run in bf16 mixed precision (training.precision: BF16). It takes and
+// produces bf16 tensors: its output and its input gradient are bf16 tensors (rounded to nearest
+// even), and what the inner layer saves of its input or its output for backward is kept as the
+// bf16 tensor (half the bytes). It also takes f32 inputs (the data set's) and f32 output gradients
+// (the loss's). The inner layer computes in f32 on exact f32 copies that live for one call, its
+// matrix products and convolutions rounding their operands to bf16 and accumulating in f32
+// (LayerContext::product_precision); norms, pooling and softmax compute in f32. What the inner
+// layer saves beyond its input and output (statistics, masks, a composite's inner tensors) stays
+// as it made it. Parameters, their gradients and the optimizer stay f32 (the master weights).
+// Because every activation and input gradient is a bf16 value, a boundary tensor travels as bf16
+// losslessly and pipelines of any stage count compute the same bits. Everything else is the inner
+// layer's (LayerDecorator). Thread-compatible.
 #ifndef GPIPE_RUNTIME_EXEC_BF16_LAYER_H_
 #define GPIPE_RUNTIME_EXEC_BF16_LAYER_H_
 
 #include <memory>
 #include <span>
-#include <string_view>
-#include <vector>
 
 #include "absl/status/statusor.h"
 #include "layers/layer.h"
@@ -26,6 +28,7 @@ class Bf16Layer final : public LayerDecorator {
  public:
   explicit Bf16Layer(std::unique_ptr<Layer> inner) : LayerDecorator(std::move(inner)) {}
 
+  DType output_dtype() const override { return DType::kBF16; }
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                  const Tensor& x, SavedTensors& saved) const override;
   absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
@@ -37,10 +40,8 @@ class Bf16Layer final : public LayerDecorator {
                               const SavedTensors& saved, const Tensor& dy) const override;
 
  private:
-  // `tensor` (f32) with its elements rounded to bf16 (nearest even): in place, or into a new
-  // tensor when the inner layer's output may share the input's storage. Other dtypes and
-  // undefined tensors pass through.
-  absl::StatusOr<Tensor> Rounded(Device& device, Tensor tensor) const;
+  // `saved` with every bf16 entry replaced by an f32 copy that lives for one call.
+  static absl::StatusOr<SavedTensors> Widened(Device& device, const SavedTensors& saved);
 };
 
 }  // namespace gpipe

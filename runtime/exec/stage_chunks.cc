@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/bf16_layer.h"
+#include "runtime/exec/bf16_loss.h"
 #include "runtime/train/optimizer_factory.h"
 #include "runtime/train/optimizer_state_io.h"
 
@@ -30,7 +31,9 @@ absl::StatusOr<StageChunks> StageChunks::Create(Device& device, const pb::Plan& 
           [](std::unique_ptr<Layer> layer, int) {
             return std::unique_ptr<Layer>(std::make_unique<Bf16Layer>(std::move(layer)));
           },
-          [](std::unique_ptr<Loss> loss) { return loss; });
+          [](std::unique_ptr<Loss> loss) {
+            return std::unique_ptr<Loss>(std::make_unique<Bf16Loss>(std::move(loss)));
+          });
     }
     ASSIGN_OR_RETURN(std::unique_ptr<Optimizer> optimizer,
                      CreateOptimizer(plan.training().optimizer()));

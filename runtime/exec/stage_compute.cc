@@ -93,14 +93,6 @@ absl::Status StageCompute::Gather(std::span<const int64_t> indices, bool inputs,
   return res_.device.CopyFromHost(staged.raw_data(), staged.bytes(), into);
 }
 
-absl::StatusOr<Tensor> StageCompute::Widened(const Tensor& input) const {
-  if (input.dtype() != DType::kBF16) return input;
-  ASSIGN_OR_RETURN(Tensor wide,
-                   Tensor::Empty(res_.device, input.shape(), DType::kF32, input.memory_kind()));
-  RETURN_IF_ERROR(res_.device.ops().tensor.Cast(input, wide));
-  return wide;
-}
-
 absl::StatusOr<Tensor> StageCompute::RunLayers(int chunk, int m, const Tensor& input,
                                                std::vector<SavedTensors>& saved,
                                                bool replay) const {
@@ -162,8 +154,7 @@ absl::Status StageCompute::Backward(int chunk, int m, MicroBatch& mb, bool split
     return absl::FailedPreconditionError("the gradient of the stage output has not arrived");
   }
   if (mb.saved.empty()) {
-    ASSIGN_OR_RETURN(const Tensor input, Widened(mb.input));
-    RETURN_IF_ERROR(RunLayers(chunk, m, input, mb.saved, /*replay=*/true).status());
+    RETURN_IF_ERROR(RunLayers(chunk, m, mb.input, mb.saved, /*replay=*/true).status());
   }
   const StageModel& model = *res_.chunks[chunk].model;
   ParameterStore& parameters = *res_.chunks[chunk].parameters;

@@ -45,9 +45,6 @@ class StageCompute {
   // or class id fails here, naming the sample, position and range, and no kernel waits for the
   // host to learn of it.
   absl::Status Load(int chunk, int m, bool inputs, bool targets, MicroBatch& mb);
-  // What the layers compute on: `input` (a stage input or a received gradient) itself, or an f32
-  // copy of a bf16 one (exact).
-  absl::StatusOr<Tensor> Widened(const Tensor& input) const;
   // Runs the chunk's layers on `input`; fills `saved` (one entry per layer) and returns the
   // chunk's output. `replay` re-materializes a micro-batch already forwarded: layer buffers are
   // not updated a second time.

@@ -166,8 +166,8 @@ class StageExecutor::Step {
     if (!mb.input.defined()) {
       return absl::FailedPreconditionError("the micro-batch's input has not arrived");
     }
-    ASSIGN_OR_RETURN(Tensor input, compute_.Widened(mb.input));
-    ASSIGN_OR_RETURN(Tensor output, compute_.RunLayers(op.chunk, op.micro_batch, input, mb.saved,
+    // A bf16 stage input (mixed precision) goes to the layers as it came: they take bf16.
+    ASSIGN_OR_RETURN(Tensor output, compute_.RunLayers(op.chunk, op.micro_batch, mb.input, mb.saved,
                                                        /*replay=*/false));
     mb.forwarded = true;
     if (topology_.IsLast(At(op.chunk))) {
@@ -191,9 +191,6 @@ class StageExecutor::Step {
     } else if (!plan_.KeepsActivations(op.chunk, op.micro_batch)) {
       // Re-materialized later from the input as received (a bf16 one is half the bytes).
       mb.saved.clear();
-    } else {
-      // The layers keep theirs: the f32 copy the first layer may hold serves as the input too.
-      mb.input = std::move(input);
     }
     RETURN_IF_ERROR(busy_.End());
     ReleaseIfDone(op);
@@ -218,8 +215,8 @@ class StageExecutor::Step {
 
   absl::Status Execute(const schedule::RecvGrad& op) {
     ASSIGN_OR_RETURN(MicroBatch * mb, State(op));
-    ASSIGN_OR_RETURN(const Tensor received, transfers_.CompleteReceive(scope_.position()));
-    ASSIGN_OR_RETURN(mb->output_grad, compute_.Widened(received));
+    // A bf16 gradient (mixed precision) stays bf16: the last layer takes it as it is.
+    ASSIGN_OR_RETURN(mb->output_grad, transfers_.CompleteReceive(scope_.position()));
     return absl::OkStatus();
   }
 

@@ -1,7 +1,7 @@
-// BoundaryDType: what training.precision makes of the tensors that cross stage boundaries.
-// BF16 sends activations and their gradients as bf16 (half the bytes, lossless: the values are
-// already rounded to bf16); FP32 sends f32. The executor, the memory prediction and the tests
-// all ask here, so a new precision is added in one place.
+// BoundaryDType: what training.precision makes of the tensors that cross stage boundaries, and of
+// the activations layers store (see runtime/exec/bf16_layer.h). BF16 keeps and sends layer
+// outputs and their gradients as bf16 (half the bytes); FP32 as f32. The executor, the memory
+// prediction and the tests all ask here, so a new precision is added in one place.
 #ifndef GPIPE_RUNTIME_PLAN_BOUNDARY_DTYPE_H_
 #define GPIPE_RUNTIME_PLAN_BOUNDARY_DTYPE_H_
 

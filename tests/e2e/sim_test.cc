@@ -103,16 +103,20 @@ TEST(SimTest, RunsManyRanksAndMatchesThePredictedMemory) {
   struct Case {
     int ranks;
     const char* schedule;
+    const char* precision = "FP32";  // BF16: activations and boundary tensors stored as bf16
   };
-  for (const Case& c : {Case{16, "GPIPE"}, Case{16, "ONE_F_ONE_B"}, Case{8, "GPIPE"},
-                        Case{8, "ONE_F_ONE_B"}}) {
-    SCOPED_TRACE(absl::StrCat(c.ranks, " ranks, ", c.schedule));
+  for (const Case& c :
+       {Case{16, "GPIPE"}, Case{16, "ONE_F_ONE_B"}, Case{8, "GPIPE"}, Case{8, "ONE_F_ONE_B"},
+        Case{8, "GPIPE", "BF16"}, Case{8, "ONE_F_ONE_B", "BF16"}}) {
+    SCOPED_TRACE(absl::StrCat(c.ranks, " ranks, ", c.schedule, ", ", c.precision));
     const std::vector<std::string> overrides = {
-        absl::StrCat("pipeline { stages: ", c.ranks, " schedule: ", c.schedule, " }")};
+        absl::StrCat("pipeline { stages: ", c.ranks, " schedule: ", c.schedule, " }"),
+        absl::StrCat("training { precision: ", c.precision, " }")};
     const std::string metrics = absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/sim_",
-                                             c.ranks, "_", c.schedule, ".jsonl");
+                                             c.ranks, "_", c.schedule, "_", c.precision, ".jsonl");
     const testing::ProcessResult run =
-        RunJob(c.ranks, plan, {"--override", overrides[0], "--metrics-out", metrics});
+        RunJob(c.ranks, plan,
+               {"--override", overrides[0], "--override", overrides[1], "--metrics-out", metrics});
     ASSERT_EQ(run.exit_code, 0) << run.output;
     EXPECT_TRUE(absl::StrContains(run.output, "step 2/2")) << run.output;
     const std::vector<std::string> lines = Lines(metrics);

@@ -10,7 +10,6 @@
 #include "gtest/gtest.h"
 #include "layers/registry.h"
 #include "runtime/estimate/activation_memory.h"
-#include "runtime/plan/boundary_dtype.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
 #include "runtime/schedule/build_program.h"
@@ -58,8 +57,7 @@ Prediction Predict(const std::string& schedule, const std::string& remat,
   EXPECT_TRUE(program.ok()) << program.status();
   auto parts = MeasurePartBytes(*analyzed, registry, kMicroBatchSize);
   EXPECT_TRUE(parts.ok()) << parts.status();
-  return {PredictActivationMemory(*program, *parts, pipeline.remat(), /*recv_lookahead=*/2,
-                                  BoundaryDType(analyzed->plan.training())),
+  return {PredictActivationMemory(*program, *parts, pipeline.remat(), /*recv_lookahead=*/2),
           parts->front()};
 }
 
@@ -91,7 +89,7 @@ TEST(MemoryTest, PeaksFollowTheScheduleAndMatchThePrediction) {
     std::string schedule, remat, precision;
   };
   std::vector<Case> cases;
-  // BF16: boundary tensors travel as bf16, stashed inputs stay bf16 under re-materialization.
+  // BF16: activations, boundary tensors and input gradients are stored as bf16 (half the bytes).
   for (const char* precision : {"FP32", "BF16"}) {
     for (const char* schedule :
          {"GPIPE", "ONE_F_ONE_B", "INTERLEAVED_1F1B", "ZERO_BUBBLE_H1", "ZERO_BUBBLE_H2"}) {
@@ -171,8 +169,8 @@ TEST(MemoryTest, ViewsAndCompositesMatchThePrediction) {
       // counted) and nothing for flatten.
       EXPECT_TRUE(parts->front().output_saved);
       EXPECT_EQ(parts->front().saved, 0);
-      const std::vector<StageActivationMemory> predicted = PredictActivationMemory(
-          *program, *parts, pipeline.remat(), /*recv_lookahead=*/2, DType::kF32);
+      const std::vector<StageActivationMemory> predicted =
+          PredictActivationMemory(*program, *parts, pipeline.remat(), /*recv_lookahead=*/2);
       const testing::PipelineRun run = testing::RunPipeline({.stages = 2, .overrides = overrides});
       testing::ExpectSucceeded(run);
       for (size_t s = 0; s < predicted.size(); ++s) {

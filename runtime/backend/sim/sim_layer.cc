@@ -22,7 +22,10 @@ SimLayer::SimLayer(std::unique_ptr<Layer> real, SimDevice& device, SimOpTimes ti
 absl::StatusOr<Tensor> SimLayer::Forward(const LayerContext& ctx, std::span<const Tensor>,
                                          const Tensor& x, SavedTensors& saved) const {
   RETURN_IF_ERROR(CheckBatched(x, "the input"));
-  if (x.shape().WithoutBatch() != input_shape() || x.dtype() != input_dtype()) {
+  // Under mixed precision a layer of f32 inputs also takes the previous layer's bf16 output.
+  const bool takes_dtype =
+      x.dtype() == input_dtype() || (input_dtype() == DType::kF32 && x.dtype() == output_dtype());
+  if (x.shape().WithoutBatch() != input_shape() || !takes_dtype) {
     return absl::InvalidArgumentError(
         absl::StrCat("sim: layer '", name(), "' takes ", DTypeName(input_dtype()), "[batch, ",
                      input_shape().ToString(), "], got ", x.DebugString()));
@@ -33,7 +36,8 @@ absl::StatusOr<Tensor> SimLayer::Forward(const LayerContext& ctx, std::span<cons
   if (OutputAliasesInput()) {
     ASSIGN_OR_RETURN(y, x.Reshaped(out_shape));
   } else {
-    ASSIGN_OR_RETURN(y, Tensor::Empty(ctx.device, out_shape, DType::kF32, MemoryKind::kActivation));
+    ASSIGN_OR_RETURN(y,
+                     Tensor::Empty(ctx.device, out_shape, output_dtype(), MemoryKind::kActivation));
   }
   if (ctx.training) {
     saved.clear();
@@ -64,7 +68,7 @@ absl::StatusOr<Tensor> SimLayer::Forward(const LayerContext& ctx, std::span<cons
 absl::StatusOr<Tensor> SimLayer::InputGradient(const LayerContext& ctx, const Tensor& dy) const {
   RETURN_IF_ERROR(CheckBatched(dy, "the output gradient"));
   if (!ctx.need_input_grad || input_dtype() != DType::kF32) return Tensor();
-  return Tensor::Empty(ctx.device, input_shape().WithBatch(dy.shape().dim(0)), DType::kF32,
+  return Tensor::Empty(ctx.device, input_shape().WithBatch(dy.shape().dim(0)), output_dtype(),
                        MemoryKind::kActivation);
 }
 

@@ -1,11 +1,12 @@
 // SimLayer: a layer as a simulated device runs it. It wraps the real layer (whose shapes,
 // parameters, saved-tensor spec and split-backward choice it reports unchanged) and, instead of
 // computing, returns shape-only tensors and occupies the device for the layer's modelled time:
-//   Forward         output of the real output shape (a view of the input when the real layer's
-//                   output aliases it); saves, entry by entry, what SavedPerSample declares
+//   Forward         output of the real output shape and dtype (a view of the input when the real
+//                   layer's output aliases it); saves, entry by entry, what SavedPerSample declares
 //                   (the input, the output, or new storage of the declared size), so activation
 //                   memory matches the planner's prediction; occupies forward.
-//   Backward        dx of the input's shape; occupies backward_input + backward_weight.
+//   Backward        dx of the input's shape, in the output's dtype; occupies backward_input +
+//                   backward_weight.
 //   BackwardInput   dx; occupies backward_input (only when the real layer splits).
 //   BackwardWeight  occupies backward_weight; gradients are shape-only and stay untouched.
 // Thread-compatible, like every Layer.

@@ -1,0 +1,28 @@
+#include "runtime/exec/bf16_tensors.h"
+
+#include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
+
+namespace gpipe {
+namespace {
+
+absl::StatusOr<Tensor> CastInto(Device& device, const Tensor& tensor, DType dtype,
+                                MemoryKind kind) {
+  ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(device, tensor.shape(), dtype, kind));
+  RETURN_IF_ERROR(device.ops().tensor.Cast(tensor, out));
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<Tensor> WidenedFromBf16(Device& device, const Tensor& tensor, MemoryKind kind) {
+  if (!tensor.defined() || tensor.dtype() != DType::kBF16) return tensor;
+  return CastInto(device, tensor, DType::kF32, kind);
+}
+
+absl::StatusOr<Tensor> NarrowedToBf16(Device& device, const Tensor& tensor, MemoryKind kind) {
+  if (!tensor.defined() || tensor.dtype() != DType::kF32) return tensor;
+  return CastInto(device, tensor, DType::kBF16, kind);
+}
+
+}  // namespace gpipe

@@ -1,0 +1,24 @@
+// Casts between mixed precision's bf16 storage (training.precision BF16) and the f32 its layers
+// compute in: a bf16 tensor widens exactly, an f32 one narrows by rounding to nearest even. Used by
+// the mixed-precision decorators (Bf16Layer, Bf16Loss); every device implements the cast op.
+#ifndef GPIPE_RUNTIME_EXEC_BF16_TENSORS_H_
+#define GPIPE_RUNTIME_EXEC_BF16_TENSORS_H_
+
+#include "absl/status/statusor.h"
+#include "runtime/core/memory_tracker.h"
+#include "runtime/core/tensor.h"
+#include "runtime/device/device.h"
+
+namespace gpipe {
+
+// A bf16 `tensor` as a new f32 tensor of `kind` (the same values); any other tensor (f32, ids,
+// undefined) is returned as it is.
+absl::StatusOr<Tensor> WidenedFromBf16(Device& device, const Tensor& tensor, MemoryKind kind);
+
+// An f32 `tensor` rounded to bf16 into a new tensor of `kind`; any other tensor is returned as it
+// is.
+absl::StatusOr<Tensor> NarrowedToBf16(Device& device, const Tensor& tensor, MemoryKind kind);
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_EXEC_BF16_TENSORS_H_

@@ -38,8 +38,12 @@ void ExpectBoundariesHalve(const std::vector<StageActivationMemory>& fp32,
   const size_t last = fp32.size() - 1;
   for (size_t s = 0; s < fp32.size(); ++s) {
     SCOPED_TRACE(s);
-    if (s > 0) EXPECT_EQ(2 * bf16[s].boundary, fp32[s].boundary);
-    if (s < last) EXPECT_EQ(2 * bf16[s].boundary_grad, fp32[s].boundary_grad);
+    if (s > 0) {
+      EXPECT_EQ(2 * bf16[s].boundary, fp32[s].boundary);
+    }
+    if (s < last) {
+      EXPECT_EQ(2 * bf16[s].boundary_grad, fp32[s].boundary_grad);
+    }
     EXPECT_LT(bf16[s].activation, fp32[s].activation);
     std::printf("stage %zu activation bf16/fp32 = %lld/%lld = %.3f\n", s,
                 static_cast<long long>(bf16[s].activation),

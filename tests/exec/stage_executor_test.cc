@@ -124,10 +124,13 @@ TEST(StageExecutorTest, TransferFailureNamesRankStageMicroBatchAndInstruction) {
 
 // A class id out of range is found while the targets are host data, before their upload: the
 // LoadMicroBatch instruction fails, naming rank, stage, step and micro-batch, and the loss's
-// message names the sample, the id and the valid range.
+// message names the sample, the id and the valid range. In BF16 too, where the loss is wrapped.
 TEST(StageExecutorTest, BadClassIdFailsItsLoadNamingRankStageMicroBatchAndRange) {
+  for (const char* precision : {"training { precision: FP32 }", "training { precision: BF16 }"})
   for (const int64_t bad : {int64_t{4}, int64_t{-1}}) {
-    const PipelineRun run = RunPipeline({.stages = 2, .bad_class_id = bad, .wait_seconds = 1});
+    SCOPED_TRACE(precision);
+    const PipelineRun run = RunPipeline(
+        {.stages = 2, .overrides = {precision}, .bad_class_id = bad, .wait_seconds = 1});
     ASSERT_FALSE(run.statuses[1].ok());
     const std::string message(run.statuses[1].message());
     EXPECT_EQ(run.statuses[1].code(), absl::StatusCode::kInvalidArgument) << message;

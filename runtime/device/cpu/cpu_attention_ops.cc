@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/device/cpu/cpu_fused_attention.h"
+
 namespace gpipe {
 
 absl::Status CpuAttentionOps::DoCausalSoftmaxForward(int64_t blocks, int64_t t,
@@ -38,6 +40,23 @@ absl::Status CpuAttentionOps::DoCausalSoftmaxBackward(int64_t blocks, int64_t t,
     for (int64_t s = 0; s < len; ++s) row[s] = scale * p_row[s] * (row[s] - dot_f);
     std::fill(row + len, row + t, 0.0f);
   }
+  return absl::OkStatus();
+}
+
+absl::Status CpuAttentionOps::DoFusedCausalForward(const FusedAttentionArgs& args,
+                                                   const Tensor& qkv, Tensor& out,
+                                                   Tensor& logsumexp) const {
+  cpu::FusedCausalForward(args, threads_, qkv.data<float>(), out.data<float>(),
+                          logsumexp.data<float>());
+  return absl::OkStatus();
+}
+
+absl::Status CpuAttentionOps::DoFusedCausalBackward(const FusedAttentionArgs& args,
+                                                    const Tensor& qkv, const Tensor& out,
+                                                    const Tensor& logsumexp, const Tensor& dout,
+                                                    Tensor& dqkv) const {
+  cpu::FusedCausalBackward(args, threads_, qkv.data<float>(), out.data<float>(),
+                           logsumexp.data<float>(), dout.data<float>(), dqkv.data<float>());
   return absl::OkStatus();
 }
 

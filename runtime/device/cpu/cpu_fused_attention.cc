@@ -1,0 +1,247 @@
+#include "runtime/device/cpu/cpu_fused_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "runtime/core/bf16.h"
+
+namespace gpipe::cpu {
+namespace {
+
+// One (sample, head) pair: its columns of qkv (rows qkv_ld apart), of out and dout (rows
+// out_ld apart) and its logsumexp row.
+struct Head {
+  int64_t t = 0;
+  int64_t dim = 0;
+  int64_t qkv_ld = 0;
+  int64_t out_ld = 0;
+  float scale = 1.0f;
+  bool bf16 = false;
+  const float* q = nullptr;
+  const float* k = nullptr;
+  const float* v = nullptr;
+};
+
+// Per-thread scratch: a few tiles, independent of t.
+struct Workspace {
+  explicit Workspace(int64_t dim)
+      : q(kQueryTile * dim),
+        dout(kQueryTile * dim),
+        acc(kQueryTile * dim),
+        keys_t(dim * kKeyTile),
+        keys(kKeyTile * dim),
+        values(kKeyTile * dim),
+        dkeys(kKeyTile * dim),
+        dvalues(kKeyTile * dim),
+        scores(kQueryTile * kKeyTile),
+        dprobs(kQueryTile * kKeyTile),
+        max(kQueryTile),
+        delta(kQueryTile),
+        sum(kQueryTile) {}
+  std::vector<float> q, dout, acc, keys_t, keys, values, dkeys, dvalues, scores, dprobs, max,
+      delta;
+  std::vector<double> sum;
+};
+
+// A product operand: rounded to bf16 under ProductPrecision::kBF16 (product_precision.h).
+inline float Operand(float value, bool bf16) { return bf16 ? RoundToBf16(value) : value; }
+
+// dst[r * dim + d] = operand src[r * ld + d] for r < rows.
+void PackRows(const float* src, int64_t ld, int64_t rows, int64_t dim, bool bf16, float* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t d = 0; d < dim; ++d) dst[r * dim + d] = Operand(src[r * ld + d], bf16);
+  }
+}
+
+// dst[d * rows + r] = operand src[r * ld + d]: the rows transposed.
+void PackColumns(const float* src, int64_t ld, int64_t rows, int64_t dim, bool bf16, float* dst) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t d = 0; d < dim; ++d) dst[d * rows + r] = Operand(src[r * ld + d], bf16);
+  }
+}
+
+// out[r, c] = alpha * sum_d a[r, d] b_t[d, c] for a [rows, dim], b_t [dim, cols]: f32 sums over
+// d in order (the inner loop runs over c, so it vectorizes without reassociating).
+void TileProduct(const float* a, int64_t rows, const float* b_t, int64_t cols, int64_t dim,
+                 float alpha, float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* __restrict row = out + r * cols;
+    std::fill(row, row + cols, 0.0f);
+    for (int64_t d = 0; d < dim; ++d) {
+      const float a_rd = a[r * dim + d];
+      const float* __restrict b_row = b_t + d * cols;
+      for (int64_t c = 0; c < cols; ++c) row[c] += a_rd * b_row[c];
+    }
+    for (int64_t c = 0; c < cols; ++c) row[c] *= alpha;
+  }
+}
+
+// y[0, dim) += a * x[0, dim).
+inline void Axpy(float a, const float* __restrict x, int64_t dim, float* __restrict y) {
+  for (int64_t d = 0; d < dim; ++d) y[d] += a * x[d];
+}
+
+// Keys visible to query `query` inside the key tile [first_key, first_key + cols): 0..cols.
+inline int64_t Visible(int64_t query, int64_t first_key, int64_t cols) {
+  return std::clamp<int64_t>(query - first_key + 1, 0, cols);
+}
+
+void ForwardHead(const Head& h, float* out, float* logsumexp, Workspace& w) {
+  const int64_t dim = h.dim;
+  for (int64_t i0 = 0; i0 < h.t; i0 += kQueryTile) {
+    const int64_t rows = std::min(kQueryTile, h.t - i0);
+    PackRows(h.q + i0 * h.qkv_ld, h.qkv_ld, rows, dim, h.bf16, w.q.data());
+    std::fill(w.acc.begin(), w.acc.end(), 0.0f);
+    std::fill(w.max.begin(), w.max.end(), -std::numeric_limits<float>::infinity());
+    std::fill(w.sum.begin(), w.sum.end(), 0.0);
+    // Causal: this tile's last query sees keys up to i0 + rows - 1; later key tiles are skipped.
+    for (int64_t j0 = 0; j0 < i0 + rows; j0 += kKeyTile) {
+      const int64_t cols = std::min(kKeyTile, i0 + rows - j0);
+      PackColumns(h.k + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.keys_t.data());
+      PackRows(h.v + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.values.data());
+      TileProduct(w.q.data(), rows, w.keys_t.data(), cols, dim, h.scale, w.scores.data());
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t visible = Visible(i0 + r, j0, cols);
+        if (visible == 0) continue;
+        float* __restrict s = w.scores.data() + r * cols;
+        const float max = std::max(w.max[r], *std::max_element(s, s + visible));
+        // exp(-inf) = 0 on the row's first tile; exactly 1 while the maximum holds.
+        const float rescale = std::exp(w.max[r] - max);
+        double sum = 0.0;
+        for (int64_t c = 0; c < visible; ++c) {
+          const float p = std::exp(s[c] - max);
+          sum += p;
+          s[c] = Operand(p, h.bf16);
+        }
+        w.sum[r] = w.sum[r] * rescale + sum;
+        w.max[r] = max;
+        float* acc = w.acc.data() + r * dim;
+        for (int64_t d = 0; d < dim; ++d) acc[d] *= rescale;
+        for (int64_t c = 0; c < visible; ++c) Axpy(s[c], w.values.data() + c * dim, dim, acc);
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      float* __restrict row = out + (i0 + r) * h.out_ld;
+      const float* acc = w.acc.data() + r * dim;
+      for (int64_t d = 0; d < dim; ++d) row[d] = static_cast<float>(acc[d] / w.sum[r]);
+      logsumexp[i0 + r] = static_cast<float>(w.max[r] + std::log(w.sum[r]));
+    }
+  }
+}
+
+// One key tile [j0, j0 + cols) against one query tile [i0, i0 + rows): adds its terms to the
+// tile's dk and dv accumulators and to dq's rows.
+void BackwardTile(const Head& h, const float* out, const float* logsumexp, const float* dout,
+                  int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* dq, Workspace& w) {
+  const int64_t dim = h.dim;
+  PackRows(h.q + i0 * h.qkv_ld, h.qkv_ld, rows, dim, h.bf16, w.q.data());
+  PackRows(dout + i0 * h.out_ld, h.out_ld, rows, dim, h.bf16, w.dout.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    // D = rowsum(dO * O) = rowsum(dP * P), from the unrounded values, summed in double.
+    const float* o_row = out + (i0 + r) * h.out_ld;
+    const float* do_row = dout + (i0 + r) * h.out_ld;
+    double dot = 0.0;
+    for (int64_t d = 0; d < dim; ++d) dot += static_cast<double>(do_row[d]) * o_row[d];
+    w.delta[r] = static_cast<float>(dot);
+  }
+  TileProduct(w.q.data(), rows, w.keys_t.data(), cols, dim, h.scale, w.scores.data());
+  // dP = dO v^T (w.values holds v transposed here).
+  TileProduct(w.dout.data(), rows, w.values.data(), cols, dim, 1.0f, w.dprobs.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t visible = Visible(i0 + r, j0, cols);
+    float* __restrict p = w.scores.data() + r * cols;
+    float* __restrict ds = w.dprobs.data() + r * cols;
+    const float lse = logsumexp[i0 + r];
+    for (int64_t c = 0; c < visible; ++c) {
+      const float prob = std::exp(p[c] - lse);
+      ds[c] = Operand(h.scale * prob * (ds[c] - w.delta[r]), h.bf16);
+      p[c] = Operand(prob, h.bf16);
+    }
+    const float* q_row = w.q.data() + r * dim;
+    const float* do_row = w.dout.data() + r * dim;
+    for (int64_t c = 0; c < visible; ++c) {
+      Axpy(p[c], do_row, dim, w.dvalues.data() + c * dim);  // dv += P^T dO
+      Axpy(ds[c], q_row, dim, w.dkeys.data() + c * dim);    // dk += dS^T q
+    }
+    float* dq_row = dq + (i0 + r) * h.qkv_ld;
+    for (int64_t c = 0; c < visible; ++c) Axpy(ds[c], w.keys.data() + c * dim, dim, dq_row);
+  }
+}
+
+void BackwardHead(const Head& h, const float* out, const float* logsumexp, const float* dout,
+                  float* dq, float* dk, float* dv, Workspace& w) {
+  const int64_t dim = h.dim;
+  for (int64_t i = 0; i < h.t; ++i) std::fill(dq + i * h.qkv_ld, dq + i * h.qkv_ld + dim, 0.0f);
+  for (int64_t j0 = 0; j0 < h.t; j0 += kKeyTile) {
+    const int64_t cols = std::min(kKeyTile, h.t - j0);
+    PackColumns(h.k + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.keys_t.data());
+    PackRows(h.k + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.keys.data());
+    PackColumns(h.v + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.values.data());
+    std::fill(w.dkeys.begin(), w.dkeys.end(), 0.0f);
+    std::fill(w.dvalues.begin(), w.dvalues.end(), 0.0f);
+    // Causal: query tiles wholly before the key tile see none of it.
+    for (int64_t i0 = j0 / kQueryTile * kQueryTile; i0 < h.t; i0 += kQueryTile) {
+      BackwardTile(h, out, logsumexp, dout, i0, std::min(kQueryTile, h.t - i0), j0, cols, dq, w);
+    }
+    for (int64_t c = 0; c < cols; ++c) {
+      std::copy_n(w.dkeys.data() + c * dim, dim, dk + (j0 + c) * h.qkv_ld);
+      std::copy_n(w.dvalues.data() + c * dim, dim, dv + (j0 + c) * h.qkv_ld);
+    }
+  }
+}
+
+// Runs per_head(sample, head, head view, workspace) for every pair, `threads` at a time, each
+// pair whole on one thread.
+template <typename PerHead>
+void ForEachHead(const FusedAttentionArgs& args, int threads, const float* qkv, PerHead per_head) {
+  const int64_t width = args.heads * args.head_dim;
+  const int64_t pairs = args.batch * args.heads;
+#pragma omp parallel num_threads(threads) if (threads > 1 && pairs > 1)
+  {
+    Workspace workspace(args.head_dim);
+#pragma omp for schedule(static)
+    for (int64_t pair = 0; pair < pairs; ++pair) {
+      const int64_t b = pair / args.heads, hd = pair % args.heads;
+      const float* q = qkv + b * args.t * 3 * width + hd * args.head_dim;
+      const Head head{.t = args.t,
+                      .dim = args.head_dim,
+                      .qkv_ld = 3 * width,
+                      .out_ld = width,
+                      .scale = args.scale,
+                      .bf16 = args.precision == ProductPrecision::kBF16,
+                      .q = q,
+                      .k = q + width,
+                      .v = q + 2 * width};
+      per_head(b, hd, head, workspace);
+    }
+  }
+}
+
+}  // namespace
+
+void FusedCausalForward(const FusedAttentionArgs& args, int threads, const float* qkv, float* out,
+                        float* logsumexp) {
+  const int64_t width = args.heads * args.head_dim;
+  ForEachHead(args, threads, qkv,
+              [&](int64_t b, int64_t hd, const Head& head, Workspace& workspace) {
+                ForwardHead(head, out + b * args.t * width + hd * args.head_dim,
+                            logsumexp + (b * args.heads + hd) * args.t, workspace);
+              });
+}
+
+void FusedCausalBackward(const FusedAttentionArgs& args, int threads, const float* qkv,
+                         const float* out, const float* logsumexp, const float* dout,
+                         float* dqkv) {
+  const int64_t width = args.heads * args.head_dim;
+  ForEachHead(args, threads, qkv,
+              [&](int64_t b, int64_t hd, const Head& head, Workspace& workspace) {
+                const int64_t out_offset = b * args.t * width + hd * args.head_dim;
+                float* dq = dqkv + b * args.t * 3 * width + hd * args.head_dim;
+                BackwardHead(head, out + out_offset, logsumexp + (b * args.heads + hd) * args.t,
+                             dout + out_offset, dq, dq + width, dq + 2 * width, workspace);
+              });
+}
+
+}  // namespace gpipe::cpu

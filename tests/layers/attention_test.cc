@@ -2,8 +2,10 @@
 // (tests/layers/oracles/attention_oracles.py), its causality, finite differences, its numerical
 // stability, and its parameters, FLOPs, saved bytes and configuration rules.
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -182,7 +184,11 @@ INSTANTIATE_TEST_SUITE_P(
                                    "name: 'a' causal_self_attention { num_heads: 3 }", Shape{4, 6}},
                       GradientCase{"OneHeadWithoutBias",
                                    "name: 'a' causal_self_attention { num_heads: 1 bias: false }",
-                                   Shape{3, 4}}),
+                                   Shape{3, 4}},
+                      // T past the fused kernels' query (32) and key (64) tiles.
+                      GradientCase{"LongerThanATile",
+                                   "name: 'a' causal_self_attention { num_heads: 2 bias: false }",
+                                   Shape{70, 4}}),
     [](const ::testing::TestParamInfo<GradientCase>& info) { return info.param.name; });
 
 TEST(CausalSelfAttentionTest, WithoutInputGradientReturnsAnUndefinedTensorAndTheSameGrads) {
@@ -236,17 +242,36 @@ TEST(CausalSelfAttentionTest, FlopsCountTheFourProductsOverTheFullScoreMatrix) {
                    2.0 * 5 * 8 * 24 + 2.0 * 5 * 5 * 8 + 2.0 * 5 * 5 * 8 + 2.0 * 5 * 8 * 8);
 }
 
-TEST(CausalSelfAttentionTest, SavesInputQkvProbabilitiesAndHeadOutputs) {
+TEST(CausalSelfAttentionTest, SavesInputQkvLogSumExpAndHeadOutputs) {
   const std::vector<SavedSpec> specs = MakeLayer(kTwoHeads, Shape{5, 8})->SavedPerSample();
   ASSERT_EQ(specs.size(), 4u);
   EXPECT_EQ(specs[0].ref, SavedRef::kInput);
   EXPECT_EQ(specs[1].ref, SavedRef::kNew);
   EXPECT_EQ(specs[1].bytes_per_sample, 3 * 5 * 8 * 4);
+  // One f32 log-sum-exp per head and position, not the heads' [T, T] probabilities.
   EXPECT_EQ(specs[2].ref, SavedRef::kNew);
-  EXPECT_EQ(specs[2].bytes_per_sample, 2 * 5 * 5 * 4);
+  EXPECT_EQ(specs[2].bytes_per_sample, 2 * 5 * 4);
   EXPECT_EQ(specs[3].ref, SavedRef::kNew);
   EXPECT_EQ(specs[3].bytes_per_sample, 5 * 8 * 4);
   for (const SavedSpec& spec : specs) EXPECT_EQ(spec.bytes_per_call, 0);
+}
+
+// Saved bytes per sample at T = 64, 128 and 256: no T * T term, so the steps are equal.
+TEST(CausalSelfAttentionTest, SavedBytesGrowLinearlyInPositions) {
+  std::vector<int64_t> totals;
+  for (int64_t t : {64, 128, 256}) {
+    int64_t total = 0;
+    for (const SavedSpec& spec :
+         MakeLayer("name: 'a' causal_self_attention { num_heads: 4 }", Shape{t, 32})
+             ->SavedPerSample()) {
+      total += spec.bytes_per_sample;
+    }
+    totals.push_back(total);
+  }
+  // qkv 3*T*D, log-sum-exp H*T and O T*D floats per sample: (4 D + H) * 4 bytes per position.
+  EXPECT_EQ(totals[0], 64 * (4 * 32 + 4) * 4);
+  EXPECT_EQ(totals[1] - totals[0], totals[0]);
+  EXPECT_EQ(totals[2] - totals[1], 2 * totals[0]);
 }
 
 TEST(CausalSelfAttentionTest, RejectsBadConfigurationNamingTheField) {

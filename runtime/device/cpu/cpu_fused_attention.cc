@@ -139,9 +139,9 @@ void BackwardTile(const Head& h, const float* out, const float* logsumexp, const
   PackRows(h.q + i0 * h.qkv_ld, h.qkv_ld, rows, dim, h.bf16, w.q.data());
   PackRows(dout + i0 * h.out_ld, h.out_ld, rows, dim, h.bf16, w.dout.data());
   for (int64_t r = 0; r < rows; ++r) {
-    // D = rowsum(dO * O) = rowsum(dP * P), from the unrounded values, summed in double.
+    // D = rowsum(dO * O) = rowsum(dP * P), with dO as it enters dP, summed in double.
     const float* o_row = out + (i0 + r) * h.out_ld;
-    const float* do_row = dout + (i0 + r) * h.out_ld;
+    const float* do_row = w.dout.data() + r * dim;
     double dot = 0.0;
     for (int64_t d = 0; d < dim; ++d) dot += static_cast<double>(do_row[d]) * o_row[d];
     w.delta[r] = static_cast<float>(dot);

@@ -57,10 +57,12 @@ __device__ void Stage(const float* a_src, const float* b_src, int64_t ld, int ro
   }
 }
 
-// rowsum(dO * O) of one row, from the unrounded values, in double.
-__device__ float Delta(const float* dout_row, const float* out_row, int64_t dim) {
+// D = rowsum(dO * O) of one row, with dO as it enters dP (rounded under bf16), in double.
+__device__ float Delta(const float* dout_row, const float* out_row, int64_t dim, bool bf16) {
   double dot = 0.0;
-  for (int64_t d = 0; d < dim; ++d) dot += static_cast<double>(dout_row[d]) * out_row[d];
+  for (int64_t d = 0; d < dim; ++d) {
+    dot += static_cast<double>(Operand(dout_row[d], bf16)) * out_row[d];
+  }
   return static_cast<float>(dot);
 }
 
@@ -152,7 +154,8 @@ __global__ void FusedBackwardKeysKernel(Geometry g, const float* qkv, const floa
     }
     for (int r = threadIdx.x; r < rows; r += blockDim.x) {
       lses[r] = logsumexp[pair * g.t + i0 + r];
-      deltas[r] = Delta(dout_head + (i0 + r) * g.width, out_head + (i0 + r) * g.width, g.dim);
+      deltas[r] =
+          Delta(dout_head + (i0 + r) * g.width, out_head + (i0 + r) * g.width, g.dim, g.bf16);
     }
     __syncthreads();
     if (!active) continue;
@@ -194,7 +197,7 @@ __global__ void FusedBackwardQueriesKernel(Geometry g, const float* qkv, const f
   if (active) {
     for (int64_t d = 0; d < g.dim; ++d) dq[d] = 0.0f;
     lse = logsumexp[pair * g.t + i];
-    delta = Delta(d_o, o, g.dim);
+    delta = Delta(d_o, o, g.dim, g.bf16);
   }
   const int64_t key_end = Min(g.t, i0 + kRows);
   for (int64_t j0 = 0; j0 < key_end; j0 += g.tile) {

@@ -185,7 +185,7 @@ INSTANTIATE_TEST_SUITE_P(
                       GradientCase{"OneHeadWithoutBias",
                                    "name: 'a' causal_self_attention { num_heads: 1 bias: false }",
                                    Shape{3, 4}},
-                      // T past the fused kernels' query (32) and key (64) tiles.
+                      // T past the CPU kernel's 64-position query and key tiles.
                       GradientCase{"LongerThanATile",
                                    "name: 'a' causal_self_attention { num_heads: 2 bias: false }",
                                    Shape{70, 4}}),

@@ -5,7 +5,9 @@
 #include <limits>
 #include <vector>
 
+#include "oneapi/dnnl/dnnl.h"
 #include "runtime/core/bf16.h"
+#include "runtime/core/check.h"
 
 namespace gpipe::cpu {
 namespace {
@@ -30,7 +32,6 @@ struct Workspace {
       : q(kQueryTile * dim),
         dout(kQueryTile * dim),
         acc(kQueryTile * dim),
-        keys_t(dim * kKeyTile),
         keys(kKeyTile * dim),
         values(kKeyTile * dim),
         dkeys(kKeyTile * dim),
@@ -40,8 +41,7 @@ struct Workspace {
         max(kQueryTile),
         delta(kQueryTile),
         sum(kQueryTile) {}
-  std::vector<float> q, dout, acc, keys_t, keys, values, dkeys, dvalues, scores, dprobs, max,
-      delta;
+  std::vector<float> q, dout, acc, keys, values, dkeys, dvalues, scores, dprobs, max, delta;
   std::vector<double> sum;
 };
 
@@ -55,32 +55,17 @@ void PackRows(const float* src, int64_t ld, int64_t rows, int64_t dim, bool bf16
   }
 }
 
-// dst[d * rows + r] = operand src[r * ld + d]: the rows transposed.
-void PackColumns(const float* src, int64_t ld, int64_t rows, int64_t dim, bool bf16, float* dst) {
-  for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t d = 0; d < dim; ++d) dst[d * rows + r] = Operand(src[r * ld + d], bf16);
-  }
-}
-
-// out[r, c] = alpha * sum_d a[r, d] b_t[d, c] for a [rows, dim], b_t [dim, cols]: f32 sums over
-// d in order (the inner loop runs over c, so it vectorizes without reassociating).
-void TileProduct(const float* a, int64_t rows, const float* b_t, int64_t cols, int64_t dim,
-                 float alpha, float* out) {
-  for (int64_t r = 0; r < rows; ++r) {
-    float* __restrict row = out + r * cols;
-    std::fill(row, row + cols, 0.0f);
-    for (int64_t d = 0; d < dim; ++d) {
-      const float a_rd = a[r * dim + d];
-      const float* __restrict b_row = b_t + d * cols;
-      for (int64_t c = 0; c < cols; ++c) row[c] += a_rd * b_row[c];
-    }
-    for (int64_t c = 0; c < cols; ++c) row[c] *= alpha;
-  }
-}
-
-// y[0, dim) += a * x[0, dim).
-inline void Axpy(float a, const float* __restrict x, int64_t dim, float* __restrict y) {
-  for (int64_t d = 0; d < dim; ++d) y[d] += a * x[d];
+// C[m, n] = alpha op(A) op(B) + beta C on dense row-major tiles (ld = their column counts),
+// with dnnl_sgemm: single-threaded here (always called on one thread of a parallel region, or
+// with one thread in all), so each tile's sums run in one fixed order. Operands already hold
+// bf16 values where the precision asks for them (a product of two is exact in f32).
+void TileGemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
+              const float* a, const float* b, float beta, float* c) {
+  const dnnl_status_t status =
+      dnnl_sgemm(transpose_a ? 'T' : 'N', transpose_b ? 'T' : 'N', m, n, k, alpha, a,
+                 transpose_a ? m : k, b, transpose_b ? k : n, beta, c, n);
+  // Sizes are positive and leading dimensions consistent by construction.
+  GPIPE_CHECK(status == dnnl_success) << "dnnl_sgemm in the fused attention: " << status;
 }
 
 // Keys visible to query `query` inside the key tile [first_key, first_key + cols): 0..cols.
@@ -99,13 +84,16 @@ void ForwardHead(const Head& h, float* out, float* logsumexp, Workspace& w) {
     // Causal: this tile's last query sees keys up to i0 + rows - 1; later key tiles are skipped.
     for (int64_t j0 = 0; j0 < i0 + rows; j0 += kKeyTile) {
       const int64_t cols = std::min(kKeyTile, i0 + rows - j0);
-      PackColumns(h.k + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.keys_t.data());
+      PackRows(h.k + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.keys.data());
       PackRows(h.v + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.values.data());
-      TileProduct(w.q.data(), rows, w.keys_t.data(), cols, dim, h.scale, w.scores.data());
+      // S = scale q k^T.
+      TileGemm(false, true, rows, cols, dim, h.scale, w.q.data(), w.keys.data(), 0.0f,
+               w.scores.data());
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t visible = Visible(i0 + r, j0, cols);
-        if (visible == 0) continue;
         float* __restrict s = w.scores.data() + r * cols;
+        std::fill(s + visible, s + cols, 0.0f);  // masked: no term in P v
+        if (visible == 0) continue;
         const float max = std::max(w.max[r], *std::max_element(s, s + visible));
         // exp(-inf) = 0 on the row's first tile; exactly 1 while the maximum holds.
         const float rescale = std::exp(w.max[r] - max);
@@ -117,10 +105,12 @@ void ForwardHead(const Head& h, float* out, float* logsumexp, Workspace& w) {
         }
         w.sum[r] = w.sum[r] * rescale + sum;
         w.max[r] = max;
-        float* acc = w.acc.data() + r * dim;
+        float* __restrict acc = w.acc.data() + r * dim;
         for (int64_t d = 0; d < dim; ++d) acc[d] *= rescale;
-        for (int64_t c = 0; c < visible; ++c) Axpy(s[c], w.values.data() + c * dim, dim, acc);
       }
+      // acc += P v.
+      TileGemm(false, false, rows, dim, cols, 1.0f, w.scores.data(), w.values.data(), 1.0f,
+               w.acc.data());
     }
     for (int64_t r = 0; r < rows; ++r) {
       float* __restrict row = out + (i0 + r) * h.out_ld;
@@ -132,7 +122,7 @@ void ForwardHead(const Head& h, float* out, float* logsumexp, Workspace& w) {
 }
 
 // One key tile [j0, j0 + cols) against one query tile [i0, i0 + rows): adds its terms to the
-// tile's dk and dv accumulators and to dq's rows.
+// key tile's dk and dv accumulators and to dq's rows.
 void BackwardTile(const Head& h, const float* out, const float* logsumexp, const float* dout,
                   int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* dq, Workspace& w) {
   const int64_t dim = h.dim;
@@ -146,9 +136,11 @@ void BackwardTile(const Head& h, const float* out, const float* logsumexp, const
     for (int64_t d = 0; d < dim; ++d) dot += static_cast<double>(do_row[d]) * o_row[d];
     w.delta[r] = static_cast<float>(dot);
   }
-  TileProduct(w.q.data(), rows, w.keys_t.data(), cols, dim, h.scale, w.scores.data());
-  // dP = dO v^T (w.values holds v transposed here).
-  TileProduct(w.dout.data(), rows, w.values.data(), cols, dim, 1.0f, w.dprobs.data());
+  // S = scale q k^T, dP = dO v^T.
+  TileGemm(false, true, rows, cols, dim, h.scale, w.q.data(), w.keys.data(), 0.0f,
+           w.scores.data());
+  TileGemm(false, true, rows, cols, dim, 1.0f, w.dout.data(), w.values.data(), 0.0f,
+           w.dprobs.data());
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t visible = Visible(i0 + r, j0, cols);
     float* __restrict p = w.scores.data() + r * cols;
@@ -159,14 +151,21 @@ void BackwardTile(const Head& h, const float* out, const float* logsumexp, const
       ds[c] = Operand(h.scale * prob * (ds[c] - w.delta[r]), h.bf16);
       p[c] = Operand(prob, h.bf16);
     }
-    const float* q_row = w.q.data() + r * dim;
-    const float* do_row = w.dout.data() + r * dim;
-    for (int64_t c = 0; c < visible; ++c) {
-      Axpy(p[c], do_row, dim, w.dvalues.data() + c * dim);  // dv += P^T dO
-      Axpy(ds[c], q_row, dim, w.dkeys.data() + c * dim);    // dk += dS^T q
-    }
-    float* dq_row = dq + (i0 + r) * h.qkv_ld;
-    for (int64_t c = 0; c < visible; ++c) Axpy(ds[c], w.keys.data() + c * dim, dim, dq_row);
+    std::fill(p + visible, p + cols, 0.0f);
+    std::fill(ds + visible, ds + cols, 0.0f);
+  }
+  // dv += P^T dO, dk += dS^T q.
+  TileGemm(true, false, cols, dim, rows, 1.0f, w.scores.data(), w.dout.data(), 1.0f,
+           w.dvalues.data());
+  TileGemm(true, false, cols, dim, rows, 1.0f, w.dprobs.data(), w.q.data(), 1.0f,
+           w.dkeys.data());
+  // dq's rows += dS k (the tile's sum first, then added: a fixed order per row).
+  TileGemm(false, false, rows, dim, cols, 1.0f, w.dprobs.data(), w.keys.data(), 0.0f,
+           w.acc.data());
+  for (int64_t r = 0; r < rows; ++r) {
+    float* __restrict dq_row = dq + (i0 + r) * h.qkv_ld;
+    const float* __restrict tile_row = w.acc.data() + r * dim;
+    for (int64_t d = 0; d < dim; ++d) dq_row[d] += tile_row[d];
   }
 }
 
@@ -176,9 +175,8 @@ void BackwardHead(const Head& h, const float* out, const float* logsumexp, const
   for (int64_t i = 0; i < h.t; ++i) std::fill(dq + i * h.qkv_ld, dq + i * h.qkv_ld + dim, 0.0f);
   for (int64_t j0 = 0; j0 < h.t; j0 += kKeyTile) {
     const int64_t cols = std::min(kKeyTile, h.t - j0);
-    PackColumns(h.k + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.keys_t.data());
     PackRows(h.k + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.keys.data());
-    PackColumns(h.v + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.values.data());
+    PackRows(h.v + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.values.data());
     std::fill(w.dkeys.begin(), w.dkeys.end(), 0.0f);
     std::fill(w.dvalues.begin(), w.dvalues.end(), 0.0f);
     // Causal: query tiles wholly before the key tile see none of it.
@@ -193,12 +191,13 @@ void BackwardHead(const Head& h, const float* out, const float* logsumexp, const
 }
 
 // Runs per_head(sample, head, head view, workspace) for every pair, `threads` at a time, each
-// pair whole on one thread.
+// pair whole on one thread. With threads > 1 the region opens even for one pair, so TileGemm
+// always runs single-threaded and the bits never depend on how many pairs a call has.
 template <typename PerHead>
 void ForEachHead(const FusedAttentionArgs& args, int threads, const float* qkv, PerHead per_head) {
   const int64_t width = args.heads * args.head_dim;
   const int64_t pairs = args.batch * args.heads;
-#pragma omp parallel num_threads(threads) if (threads > 1 && pairs > 1)
+#pragma omp parallel num_threads(threads) if (threads > 1)
   {
     Workspace workspace(args.head_dim);
 #pragma omp for schedule(static)

@@ -4,10 +4,10 @@
 // the diagonal are skipped. Forward keeps a running maximum (f32) and denominator (double) per
 // query row and rescales its f32 output accumulator when the maximum grows; backward rebuilds
 // P = exp(score - logsumexp) per tile and accumulates dk and dv per key tile and dq into its
-// output rows, key tile after key tile. Products accumulate in f32 in a fixed order (no
-// reassociation), so results are the same bits run to run, whatever the thread count or how a
-// batch is split: (sample, head) pairs are independent and run whole on one thread. Workspace is
-// a few tiles per thread, never [t, t].
+// output rows, key tile after key tile. The tile products are single-threaded dnnl_sgemm calls
+// on packed tiles (f32 accumulation, one fixed order for a tile shape), so results are the same
+// bits run to run, whatever the thread count or how a batch is split: (sample, head) pairs are
+// independent and run whole on one thread. Workspace is a few tiles per thread, never [t, t].
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_FUSED_ATTENTION_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_FUSED_ATTENTION_H_
 
@@ -17,7 +17,7 @@
 
 namespace gpipe::cpu {
 
-inline constexpr int64_t kQueryTile = 32;
+inline constexpr int64_t kQueryTile = 64;
 inline constexpr int64_t kKeyTile = 64;
 
 // Arguments checked by AttentionOps' entries; `threads` >= 1 share the (sample, head) pairs.

@@ -105,9 +105,8 @@ TEST(OpsArgumentChecksTest, FusedAttentionRefusesTensorsThatDoNotFitOnEveryBacke
   ExpectSameRefusal(
       [&](Device& d) {
         Tensor dqkv = On(d, Shape{2, 3, 24});
-        return d.ops().attention.FusedCausalBackward(args, dqkv, On(d, Shape{2, 3, 8}),
-                                                     On(d, Shape{2, 2, 3}), On(d, Shape{2, 3, 8}),
-                                                     dqkv);
+        return d.ops().attention.FusedCausalBackward(
+            args, dqkv, On(d, Shape{2, 3, 8}), On(d, Shape{2, 2, 3}), On(d, Shape{2, 3, 8}), dqkv);
       },
       "AttentionOps::FusedCausalBackward: dqkv f32[2, 3, 24] shares storage with an input");
 }

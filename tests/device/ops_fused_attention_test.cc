@@ -113,9 +113,9 @@ Oracle AttentionOracle(const Geometry& g, const std::vector<float>& qkv_in,
           for (int64_t d = 0; d < g.dim; ++d) {
             const int64_t at_i = (b * g.t + i) * ld + h * g.dim + d;
             const int64_t at_j = (b * g.t + j) * ld + h * g.dim + d;
-            o.dqkv[at_i] += ds[i * g.t + j] * qkv(j, 1, d);              // dq = dS k
-            o.dqkv[at_j + width] += ds[i * g.t + j] * qkv(i, 0, d);      // dk = dS^T q
-            o.dqkv[at_j + 2 * width] += p[i * g.t + j] * dout(i, d);     // dv = P^T dO
+            o.dqkv[at_i] += ds[i * g.t + j] * qkv(j, 1, d);           // dq = dS k
+            o.dqkv[at_j + width] += ds[i * g.t + j] * qkv(i, 0, d);   // dk = dS^T q
+            o.dqkv[at_j + 2 * width] += p[i * g.t + j] * dout(i, d);  // dv = P^T dO
           }
         }
       }
@@ -162,9 +162,10 @@ class FusedAttentionOpsTest : public OpsConformanceTest {
     const Tensor lse_exact = Upload(ToFloat(expected.logsumexp), Shape{g.batch, g.heads, g.t});
     const Tensor dout_t = Upload(dout, Shape{g.batch, g.t, width});
     Tensor dqkv = Upload(TestValues(35, g.batch * g.t * 3 * width), Shape{g.batch, g.t, 3 * width});
-    ASSERT_TRUE(ops().attention
-                    .FusedCausalBackward(g.Args(), qkv_t, out_exact, lse_exact, dout_t, dqkv)
-                    .ok());
+    ASSERT_TRUE(
+        ops()
+            .attention.FusedCausalBackward(g.Args(), qkv_t, out_exact, lse_exact, dout_t, dqkv)
+            .ok());
     const std::vector<float> dqkv_values = Download(dqkv);
     ExpectNear(dqkv_values, expected.dqkv, g.bf16 ? kBf16BackwardRelTol : kBackwardRelTol,
                g.bf16 ? kBf16BackwardAbsTol : kBackwardAbsTol, "dqkv");
@@ -190,8 +191,8 @@ TEST_P(FusedAttentionOpsTest, MatchesNaiveAttentionInF32) {
 
 // q and k up to 3 in magnitude, so that rounding them to bf16 moves the scores visibly.
 TEST_P(FusedAttentionOpsTest, MatchesNaiveAttentionOnBf16RoundedOperands) {
-  for (const Geometry& g : {Geometry{1, 1, 2, 4, true}, Geometry{2, 45, 2, 8, true},
-                            Geometry{1, 131, 1, 8, true}}) {
+  for (const Geometry& g :
+       {Geometry{1, 1, 2, 4, true}, Geometry{2, 45, 2, 8, true}, Geometry{1, 131, 1, 8, true}}) {
     CheckAgainstOracle(g, 3.0f);
   }
 }
@@ -212,10 +213,9 @@ TEST_P(FusedAttentionOpsTest, ResultsAreTheSameBitsWhateverTheBatchSplit) {
     const Tensor qkv_t = Upload(std::vector<float>(qkv.begin() + first * g.t * ld,
                                                    qkv.begin() + (first + count) * g.t * ld),
                                 Shape{count, g.t, ld});
-    const Tensor dout_t =
-        Upload(std::vector<float>(dout.begin() + first * g.t * width,
-                                  dout.begin() + (first + count) * g.t * width),
-               Shape{count, g.t, width});
+    const Tensor dout_t = Upload(std::vector<float>(dout.begin() + first * g.t * width,
+                                                    dout.begin() + (first + count) * g.t * width),
+                                 Shape{count, g.t, width});
     Tensor out = Zeros(Shape{count, g.t, width});
     Tensor lse = Zeros(Shape{count, g.heads, g.t});
     Tensor dqkv = Zeros(Shape{count, g.t, ld});
@@ -269,8 +269,7 @@ TEST_P(FusedAttentionOpsTest, MismatchedTensorsAreInvalidArguments) {
       {"forward, out as qkv", attention.FusedCausalForward(g.Args(), out, out, lse)},
       {"forward, short logsumexp", attention.FusedCausalForward(g.Args(), qkv, out, short_lse)},
       {"backward, i64 dout", attention.FusedCausalBackward(g.Args(), qkv, out, lse, ids, dqkv)},
-      {"backward, dqkv is qkv",
-       attention.FusedCausalBackward(g.Args(), dqkv, out, lse, out, dqkv)},
+      {"backward, dqkv is qkv", attention.FusedCausalBackward(g.Args(), dqkv, out, lse, out, dqkv)},
   };
   for (const auto& [what, status] : results) {
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << what << ": " << status;

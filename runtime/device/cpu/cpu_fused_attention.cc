@@ -137,8 +137,7 @@ void BackwardTile(const Head& h, const float* out, const float* logsumexp, const
     w.delta[r] = static_cast<float>(dot);
   }
   // S = scale q k^T, dP = dO v^T.
-  TileGemm(false, true, rows, cols, dim, h.scale, w.q.data(), w.keys.data(), 0.0f,
-           w.scores.data());
+  TileGemm(false, true, rows, cols, dim, h.scale, w.q.data(), w.keys.data(), 0.0f, w.scores.data());
   TileGemm(false, true, rows, cols, dim, 1.0f, w.dout.data(), w.values.data(), 0.0f,
            w.dprobs.data());
   for (int64_t r = 0; r < rows; ++r) {
@@ -157,11 +156,9 @@ void BackwardTile(const Head& h, const float* out, const float* logsumexp, const
   // dv += P^T dO, dk += dS^T q.
   TileGemm(true, false, cols, dim, rows, 1.0f, w.scores.data(), w.dout.data(), 1.0f,
            w.dvalues.data());
-  TileGemm(true, false, cols, dim, rows, 1.0f, w.dprobs.data(), w.q.data(), 1.0f,
-           w.dkeys.data());
+  TileGemm(true, false, cols, dim, rows, 1.0f, w.dprobs.data(), w.q.data(), 1.0f, w.dkeys.data());
   // dq's rows += dS k (the tile's sum first, then added: a fixed order per row).
-  TileGemm(false, false, rows, dim, cols, 1.0f, w.dprobs.data(), w.keys.data(), 0.0f,
-           w.acc.data());
+  TileGemm(false, false, rows, dim, cols, 1.0f, w.dprobs.data(), w.keys.data(), 0.0f, w.acc.data());
   for (int64_t r = 0; r < rows; ++r) {
     float* __restrict dq_row = dq + (i0 + r) * h.qkv_ld;
     const float* __restrict tile_row = w.acc.data() + r * dim;
@@ -231,8 +228,7 @@ void FusedCausalForward(const FusedAttentionArgs& args, int threads, const float
 }
 
 void FusedCausalBackward(const FusedAttentionArgs& args, int threads, const float* qkv,
-                         const float* out, const float* logsumexp, const float* dout,
-                         float* dqkv) {
+                         const float* out, const float* logsumexp, const float* dout, float* dqkv) {
   const int64_t width = args.heads * args.head_dim;
   ForEachHead(args, threads, qkv,
               [&](int64_t b, int64_t hd, const Head& head, Workspace& workspace) {

@@ -24,8 +24,7 @@ inline constexpr int64_t kKeyTile = 64;
 void FusedCausalForward(const FusedAttentionArgs& args, int threads, const float* qkv, float* out,
                         float* logsumexp);
 void FusedCausalBackward(const FusedAttentionArgs& args, int threads, const float* qkv,
-                         const float* out, const float* logsumexp, const float* dout,
-                         float* dqkv);
+                         const float* out, const float* logsumexp, const float* dout, float* dqkv);
 
 }  // namespace gpipe::cpu
 

@@ -22,7 +22,7 @@
 namespace gpipe {
 namespace {
 
-constexpr int kRows = 32;                // rows per block, one thread each
+constexpr int kRows = 32;                    // rows per block, one thread each
 constexpr int64_t kStagedBytes = 44 * 1024;  // two staged [tile, dim] f32 tiles at most
 
 struct Geometry {
@@ -179,8 +179,7 @@ __global__ void FusedBackwardKeysKernel(Geometry g, const float* qkv, const floa
 
 // dq. Grid (batch * heads, query tiles of kRows); thread r owns query i. Shared: k and v tiles.
 __global__ void FusedBackwardQueriesKernel(Geometry g, const float* qkv, const float* out,
-                                           const float* logsumexp, const float* dout,
-                                           float* dqkv) {
+                                           const float* logsumexp, const float* dout, float* dqkv) {
   extern __shared__ float shared[];
   float* keys = shared;
   float* values = keys + g.tile * g.dim;
@@ -229,14 +228,14 @@ absl::StatusOr<Geometry> GeometryOf(const char* op, const FusedAttentionArgs& ar
         op, " on CUDA: batch * heads (", args.batch * args.heads, ") must be < 2^31, t (", args.t,
         ") <= ", 65535 * kRows, " and head_dim (", args.head_dim, ") <= ", kStagedBytes / 8));
   }
-  return Geometry{.t = args.t,
-                  .heads = args.heads,
-                  .dim = args.head_dim,
-                  .width = args.heads * args.head_dim,
-                  .scale = args.scale,
-                  .bf16 = args.precision == ProductPrecision::kBF16,
-                  .tile = static_cast<int>(
-                      std::clamp<int64_t>(kStagedBytes / (8 * args.head_dim), 1, kRows))};
+  return Geometry{
+      .t = args.t,
+      .heads = args.heads,
+      .dim = args.head_dim,
+      .width = args.heads * args.head_dim,
+      .scale = args.scale,
+      .bf16 = args.precision == ProductPrecision::kBF16,
+      .tile = static_cast<int>(std::clamp<int64_t>(kStagedBytes / (8 * args.head_dim), 1, kRows))};
 }
 
 dim3 GridOf(const FusedAttentionArgs& args) {
@@ -270,11 +269,11 @@ absl::Status CudaAttentionOps::DoFusedCausalBackward(const FusedAttentionArgs& a
   float* dq = DevicePointer<float>(dqkv);
   const size_t keys_shared = sizeof(float) * (2 * g.tile * g.dim + 2 * g.tile);
   FusedBackwardKeysKernel<<<GridOf(args), kRows, keys_shared, context_.stream>>>(g, q, o, lse, d_o,
-                                                                                dq);
+                                                                                 dq);
   RETURN_IF_ERROR(cuda::LaunchStatus("fused causal attention backward (dk, dv)"));
   const size_t queries_shared = sizeof(float) * 2 * g.tile * g.dim;
-  FusedBackwardQueriesKernel<<<GridOf(args), kRows, queries_shared, context_.stream>>>(
-      g, q, o, lse, d_o, dq);
+  FusedBackwardQueriesKernel<<<GridOf(args), kRows, queries_shared, context_.stream>>>(g, q, o, lse,
+                                                                                       d_o, dq);
   return cuda::LaunchStatus("fused causal attention backward (dq)");
 }
 

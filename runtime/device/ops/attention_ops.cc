@@ -12,9 +12,9 @@ using op_checks::SquareBlocks;
 // batch, t >= 0, heads, head_dim >= 1.
 absl::Status FusedGeometry(const char* op, const FusedAttentionArgs& args) {
   if (args.batch < 0 || args.t < 0 || args.heads < 1 || args.head_dim < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": needs batch (", args.batch, ") and t (", args.t, ") >= 0, heads (", args.heads,
-        ") and head_dim (", args.head_dim, ") >= 1"));
+    return absl::InvalidArgumentError(absl::StrCat(op, ": needs batch (", args.batch, ") and t (",
+                                                   args.t, ") >= 0, heads (", args.heads,
+                                                   ") and head_dim (", args.head_dim, ") >= 1"));
   }
   return absl::OkStatus();
 }
@@ -22,8 +22,7 @@ absl::Status FusedGeometry(const char* op, const FusedAttentionArgs& args) {
 // `tensor` (`what`) is a defined f32 tensor of d0 * d1 * d2 elements.
 absl::Status F32Of(const char* op, const char* what, int64_t d0, int64_t d1, int64_t d2,
                    const Tensor& tensor) {
-  if (!tensor.defined() || tensor.dtype() != DType::kF32 ||
-      tensor.num_elements() != d0 * d1 * d2) {
+  if (!tensor.defined() || tensor.dtype() != DType::kF32 || tensor.num_elements() != d0 * d1 * d2) {
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": ", what, " must be f32 [", d0, ", ", d1, ", ", d2, "], got ",
                      tensor.defined() ? tensor.DebugString() : "undefined"));

@@ -212,6 +212,31 @@ TEST(CausalSelfAttentionTest, WithoutInputGradientReturnsAnUndefinedTensorAndThe
   }
 }
 
+// The CPU's fused attention shares (sample, head) pairs among threads and keeps each pair's
+// sums on one thread: one or three threads give the same bits.
+TEST(CausalSelfAttentionTest, FusedAttentionGivesTheSameBitsOnOneOrThreeThreads) {
+  const FusedAttentionArgs args{.batch = 2, .t = 70, .heads = 3, .head_dim = 4, .scale = 0.5f};
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 3, 1}) {
+    CpuDevice device({.threads = threads});
+    const Tensor qkv = UniformTensor(device, Shape{2, 70, 36}, 21, -2.0f, 2.0f);
+    const Tensor dout = UniformTensor(device, Shape{2, 70, 12}, 22, -1.0f, 1.0f);
+    Tensor out = UniformTensor(device, Shape{2, 70, 12}, 23, -1.0f, 1.0f);
+    Tensor lse = UniformTensor(device, Shape{2, 3, 70}, 24, -1.0f, 1.0f);
+    Tensor dqkv = UniformTensor(device, Shape{2, 70, 36}, 25, -1.0f, 1.0f);
+    ASSERT_TRUE(device.ops().attention.FusedCausalForward(args, qkv, out, lse).ok());
+    ASSERT_TRUE(device.ops().attention.FusedCausalBackward(args, qkv, out, lse, dout, dqkv).ok());
+    std::vector<float> all = Values(out);
+    for (const Tensor* t : {&lse, &dqkv}) {
+      const std::vector<float> values = Values(*t);
+      all.insert(all.end(), values.begin(), values.end());
+    }
+    results.push_back(std::move(all));
+  }
+  EXPECT_EQ(results[1], results[0]);
+  EXPECT_EQ(results[2], results[0]);
+}
+
 TEST(CausalSelfAttentionTest, ParametersFollowGpt2LayoutAndLinearInit) {
   std::unique_ptr<Layer> layer = MakeLayer(kTwoHeads, Shape{5, 16});
   EXPECT_EQ(layer->output_shape(), (Shape{5, 16}));

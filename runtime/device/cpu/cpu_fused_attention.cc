@@ -1,5 +1,7 @@
 #include "runtime/device/cpu/cpu_fused_attention.h"
 
+#include <omp.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -56,8 +58,8 @@ void PackRows(const float* src, int64_t ld, int64_t rows, int64_t dim, bool bf16
 }
 
 // C[m, n] = alpha op(A) op(B) + beta C on dense row-major tiles (ld = their column counts),
-// with dnnl_sgemm: single-threaded here (always called on one thread of a parallel region, or
-// with one thread in all), so each tile's sums run in one fixed order. Operands already hold
+// with dnnl_sgemm: single-threaded here (ForEachHead's region limits it to its thread), so each
+// tile's sums run in one fixed order. Operands already hold
 // bf16 values where the precision asks for them (a product of two is exact in f32).
 void TileGemm(bool transpose_a, bool transpose_b, int64_t m, int64_t n, int64_t k, float alpha,
               const float* a, const float* b, float beta, float* c) {
@@ -188,14 +190,17 @@ void BackwardHead(const Head& h, const float* out, const float* logsumexp, const
 }
 
 // Runs per_head(sample, head, head view, workspace) for every pair, `threads` at a time, each
-// pair whole on one thread. With threads > 1 the region opens even for one pair, so TileGemm
-// always runs single-threaded and the bits never depend on how many pairs a call has.
+// pair whole on one thread. The region opens even for one thread or one pair, so TileGemm
+// always runs single-threaded and the bits never depend on the thread count or the batch.
 template <typename PerHead>
 void ForEachHead(const FusedAttentionArgs& args, int threads, const float* qkv, PerHead per_head) {
   const int64_t width = args.heads * args.head_dim;
   const int64_t pairs = args.batch * args.heads;
-#pragma omp parallel num_threads(threads) if (threads > 1)
+#pragma omp parallel num_threads(threads)
   {
+    // This region's own setting (each implicit task has its own copy): TileGemm's sgemm calls
+    // stay on their thread, whatever the process-wide OpenMP thread count.
+    omp_set_num_threads(1);
     Workspace workspace(args.head_dim);
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {

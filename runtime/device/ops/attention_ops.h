@@ -26,8 +26,9 @@ struct FusedAttentionArgs {
   int64_t heads = 1;
   int64_t head_dim = 1;
   float scale = 1.0f;  // scores are scale * (q . k)
-  // kBF16: q, k, v, the unnormalized probabilities, dO and dS are rounded to bf16 where they
-  // enter a product, f32 accumulation, as the GEMMs of product_precision.h.
+  // kBF16: every operand of the five products (q, k, v, dO, the probabilities P, unnormalized
+  // in forward, and dS) is rounded to bf16 where it enters the product, with f32 accumulation,
+  // as product_precision.h's GEMMs; the softmax statistics and D stay f32/double.
   ProductPrecision precision = ProductPrecision::kF32;
 };
 

@@ -52,8 +52,8 @@ double CausalSelfAttention::ForwardFlopsPerSample() const {
   const double t = static_cast<double>(positions_);
   const double d = static_cast<double>(features_);
   // qkv projection, scores q k^T, P v, output projection. The two attention products count the
-  // full T x T (model FLOPs, as MFU counts them); the fused kernels skip the tiles above the
-  // diagonal, so they compute a little over half of that.
+  // full T x T (model FLOPs, as MFU counts them); the fused kernels skip the tiles (CPU) or
+  // row blocks (CUDA) above the diagonal, so they compute little more than half of that.
   return 2.0 * t * d * (3.0 * d) + 2.0 * t * t * d + 2.0 * t * t * d + 2.0 * t * d * d;
 }
 
@@ -100,7 +100,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
   RETURN_IF_ERROR(DenseForward(device, x, rows, features_, params[qkv_weight()],
                                bias_ ? &params[qkv_bias()] : nullptr, 3 * features_, qkv,
                                precision));
-  // O = softmax(scale q k^T, causal) v per head, fused: no [T, T] block is ever stored.
+  // O = softmax(scale q k^T, causal) v per head, fused: no [T, T] block is kept.
   RETURN_IF_ERROR(device.ops().attention.FusedCausalForward(AttentionArgs(batch, precision), qkv,
                                                             heads, logsumexp));
   RETURN_IF_ERROR(DenseForward(device, heads, rows, features_, params[proj_weight()],
@@ -141,7 +141,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
   RETURN_IF_ERROR(DenseInputGrad(device, dy, rows, features_, params[proj_weight()], features_,
                                  heads_grad, precision));
 
-  // Attention: P is rebuilt tile by tile from q, k and the saved log-sum-exp.
+  // Attention: P is rebuilt from q, k and the saved log-sum-exp.
   ASSIGN_OR_RETURN(Tensor qkv_grad,
                    Tensor::Empty(device, qkv.shape(), DType::kF32, MemoryKind::kWorkspace));
   RETURN_IF_ERROR(device.ops().attention.FusedCausalBackward(

@@ -6,7 +6,7 @@
 // Parameters qkv.weight [3D, D], qkv.bias [3D], proj.weight [D, D], proj.bias [D] (biases only
 // with `bias`), U(-1/sqrt(D), 1/sqrt(D)) as torch.nn.Linear. Every product is a strided
 // The projections are Dense GEMMs; the attention itself is AttentionOps' fused causal kernel
-// reading the heads in place from qkv [T, 3D] (FlashAttention-2: no [T, T] matrix is stored).
+// reading the heads in place from qkv [T, 3D] (no [T, T] matrix is kept from Forward to Backward).
 // Forward saves x (shared), qkv, one log-sum-exp per head and position, and O, in evaluation
 // too, so the saved bytes grow linearly in T; Backward recomputes P from them and runs whole
 // (no split).

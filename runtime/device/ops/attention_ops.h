@@ -1,7 +1,7 @@
 // AttentionOps: causal self-attention's non-GEMM kernels. The causal softmax over score rows
 // (forward and backward) works on materialized [t, t] blocks; the fused causal attention
-// (FlashAttention-2 style) computes softmax(scale q k^T) v and its gradients tile by tile from
-// qkv, keeping only one log-sum-exp per query row, never a [t, t] block. See
+// computes softmax(scale q k^T) v and its gradients from qkv, keeping from forward to backward
+// only one log-sum-exp per query row, never a [t, t] block. See
 // runtime/device/ops.h for the common contract.
 // Each public entry checks its arguments (the same INVALID_ARGUMENT on every backend) and then
 // runs the backend's protected Do kernel.
@@ -26,9 +26,10 @@ struct FusedAttentionArgs {
   int64_t heads = 1;
   int64_t head_dim = 1;
   float scale = 1.0f;  // scores are scale * (q . k)
-  // kBF16: every operand of the five products (q, k, v, dO, the probabilities P, unnormalized
-  // in forward, and dS) is rounded to bf16 where it enters the product, with f32 accumulation,
-  // as product_precision.h's GEMMs; the softmax statistics and D stay f32/double.
+  // kBF16: every operand of the five products (q, k, v, dO, the probabilities P, and dS) is
+  // rounded to bf16 where it enters the product, with f32 accumulation, as product_precision.h's
+  // GEMMs (forward's P is unnormalized on the CPU, normalized on CUDA); the softmax statistics
+  // and D stay f32/double.
   ProductPrecision precision = ProductPrecision::kF32;
 };
 
@@ -46,12 +47,14 @@ class AttentionOps {
   // Per (b, h): O = P v with P = softmax over s' <= s of scale q_s . k_s' (causal), written into
   // `out` f32 [batch, t, heads * head_dim]; `logsumexp` f32 [batch, heads, t] gets each row's
   // m + log(sum exp(score - m)) (m its maximum score), all Backward needs to rebuild P.
-  // Workspace is bounded by the backend's tile, independent of t.
+  // No [t, t] block outlives a call: the CPU works tile by tile (FlashAttention-2 style, a few
+  // tiles of workspace whatever t); CUDA holds a chunk of samples' [heads, t, t] scores in
+  // workspace for the call (cuda_fused_attention.cc, bounded unless one sample needs more).
   absl::Status FusedCausalForward(const FusedAttentionArgs& args, const Tensor& qkv, Tensor& out,
                                   Tensor& logsumexp) const;
   // Given Forward's qkv, out and logsumexp and dout = dL/dO [batch, t, heads * head_dim],
   // overwrites dqkv [batch, t, 3 * heads * head_dim] with dL/dqkv (dq, dk, dv in qkv's
-  // layout). P is recomputed tile by tile as exp(score - logsumexp); with
+  // layout). P is recomputed as exp(score - logsumexp); with
   // D_s = rowsum(dO_s * O_s), dS = scale * P * (dP - D), dq = dS k, dk = dS^T q, dv = P^T dO.
   // dqkv must not share storage with an input.
   absl::Status FusedCausalBackward(const FusedAttentionArgs& args, const Tensor& qkv,

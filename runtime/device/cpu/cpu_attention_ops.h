@@ -1,18 +1,21 @@
 // CpuAttentionOps: the CPU backend's AttentionOps (contracts in
 // runtime/device/ops/attention_ops.h). The causal softmax: plain row loops (float exp, double row
 // sums, one float reciprocal per row). The fused attention: cpu_fused_attention.h's tiles, its
-// (sample, head) pairs shared by the device's compute threads.
+// (sample, head) pairs shared by the device's compute threads, its tiles from the device's
+// workspace allocator.
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_ATTENTION_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_ATTENTION_OPS_H_
 
+#include "runtime/core/allocator.h"
 #include "runtime/device/ops/attention_ops.h"
 
 namespace gpipe {
 
 class CpuAttentionOps final : public AttentionOps {
  public:
-  // `threads` >= 1: the device's compute threads (CpuDeviceOptions::threads).
-  explicit CpuAttentionOps(int threads) : threads_(threads) {}
+  // `threads` >= 1: the device's compute threads (CpuDeviceOptions::threads). `workspace`
+  // (MemoryKind::kWorkspace scratch) must outlive the ops.
+  CpuAttentionOps(int threads, Allocator& workspace) : threads_(threads), workspace_(workspace) {}
 
  private:
   absl::Status DoCausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const override;
@@ -25,6 +28,7 @@ class CpuAttentionOps final : public AttentionOps {
                                      Tensor& dqkv) const override;
 
   int threads_;
+  Allocator& workspace_;
 };
 
 }  // namespace gpipe

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <vector>
 
 #include "oneapi/dnnl/dnnl.h"
 #include "runtime/core/bf16.h"
@@ -28,23 +27,25 @@ struct Head {
   const float* v = nullptr;
 };
 
-// Per-thread scratch: a few tiles, independent of t.
+// Floats each scratch array takes: a multiple of 16, so every array starts 64-byte aligned.
+constexpr int64_t Span(int64_t floats) { return (floats + 15) / 16 * 16; }
+
+// One thread's scratch, carved from its slice of the caller's: a few tiles, independent of t.
+// Nothing is read before this file's code writes it.
 struct Workspace {
-  explicit Workspace(int64_t dim)
-      : q(kQueryTile * dim),
-        dout(kQueryTile * dim),
-        acc(kQueryTile * dim),
-        keys(kKeyTile * dim),
-        values(kKeyTile * dim),
-        dkeys(kKeyTile * dim),
-        dvalues(kKeyTile * dim),
-        scores(kQueryTile * kKeyTile),
-        dprobs(kQueryTile * kKeyTile),
-        max(kQueryTile),
-        delta(kQueryTile),
-        sum(kQueryTile) {}
-  std::vector<float> q, dout, acc, keys, values, dkeys, dvalues, scores, dprobs, max, delta;
-  std::vector<double> sum;
+  Workspace(int64_t dim, float* floats, double* doubles) : sum(doubles) {
+    for (float** array : {&q, &dout, &acc}) *array = Take(floats, kQueryTile * dim);
+    for (float** array : {&keys, &values, &dkeys, &dvalues}) *array = Take(floats, kKeyTile * dim);
+    for (float** array : {&scores, &dprobs}) *array = Take(floats, kQueryTile * kKeyTile);
+    for (float** array : {&max, &delta}) *array = Take(floats, kQueryTile);
+  }
+  static float* Take(float*& next, int64_t floats) {
+    float* array = next;
+    next += Span(floats);
+    return array;
+  }
+  float *q, *dout, *acc, *keys, *values, *dkeys, *dvalues, *scores, *dprobs, *max, *delta;
+  double* sum;  // kScratchDoubles
 };
 
 // A product operand: rounded to bf16 under ProductPrecision::kBF16 (product_precision.h).
@@ -79,21 +80,20 @@ void ForwardHead(const Head& h, float* out, float* logsumexp, Workspace& w) {
   const int64_t dim = h.dim;
   for (int64_t i0 = 0; i0 < h.t; i0 += kQueryTile) {
     const int64_t rows = std::min(kQueryTile, h.t - i0);
-    PackRows(h.q + i0 * h.qkv_ld, h.qkv_ld, rows, dim, h.bf16, w.q.data());
-    std::fill(w.acc.begin(), w.acc.end(), 0.0f);
-    std::fill(w.max.begin(), w.max.end(), -std::numeric_limits<float>::infinity());
-    std::fill(w.sum.begin(), w.sum.end(), 0.0);
+    PackRows(h.q + i0 * h.qkv_ld, h.qkv_ld, rows, dim, h.bf16, w.q);
+    std::fill_n(w.acc, kQueryTile * dim, 0.0f);
+    std::fill_n(w.max, kQueryTile, -std::numeric_limits<float>::infinity());
+    std::fill_n(w.sum, kQueryTile, 0.0);
     // Causal: this tile's last query sees keys up to i0 + rows - 1; later key tiles are skipped.
     for (int64_t j0 = 0; j0 < i0 + rows; j0 += kKeyTile) {
       const int64_t cols = std::min(kKeyTile, i0 + rows - j0);
-      PackRows(h.k + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.keys.data());
-      PackRows(h.v + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.values.data());
+      PackRows(h.k + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.keys);
+      PackRows(h.v + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.values);
       // S = scale q k^T.
-      TileGemm(false, true, rows, cols, dim, h.scale, w.q.data(), w.keys.data(), 0.0f,
-               w.scores.data());
+      TileGemm(false, true, rows, cols, dim, h.scale, w.q, w.keys, 0.0f, w.scores);
       for (int64_t r = 0; r < rows; ++r) {
         const int64_t visible = Visible(i0 + r, j0, cols);
-        float* __restrict s = w.scores.data() + r * cols;
+        float* __restrict s = w.scores + r * cols;
         std::fill(s + visible, s + cols, 0.0f);  // masked: no term in P v
         if (visible == 0) continue;
         const float max = std::max(w.max[r], *std::max_element(s, s + visible));
@@ -107,16 +107,15 @@ void ForwardHead(const Head& h, float* out, float* logsumexp, Workspace& w) {
         }
         w.sum[r] = w.sum[r] * rescale + sum;
         w.max[r] = max;
-        float* __restrict acc = w.acc.data() + r * dim;
+        float* __restrict acc = w.acc + r * dim;
         for (int64_t d = 0; d < dim; ++d) acc[d] *= rescale;
       }
       // acc += P v.
-      TileGemm(false, false, rows, dim, cols, 1.0f, w.scores.data(), w.values.data(), 1.0f,
-               w.acc.data());
+      TileGemm(false, false, rows, dim, cols, 1.0f, w.scores, w.values, 1.0f, w.acc);
     }
     for (int64_t r = 0; r < rows; ++r) {
       float* __restrict row = out + (i0 + r) * h.out_ld;
-      const float* acc = w.acc.data() + r * dim;
+      const float* acc = w.acc + r * dim;
       for (int64_t d = 0; d < dim; ++d) row[d] = static_cast<float>(acc[d] / w.sum[r]);
       logsumexp[i0 + r] = static_cast<float>(w.max[r] + std::log(w.sum[r]));
     }
@@ -128,24 +127,23 @@ void ForwardHead(const Head& h, float* out, float* logsumexp, Workspace& w) {
 void BackwardTile(const Head& h, const float* out, const float* logsumexp, const float* dout,
                   int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* dq, Workspace& w) {
   const int64_t dim = h.dim;
-  PackRows(h.q + i0 * h.qkv_ld, h.qkv_ld, rows, dim, h.bf16, w.q.data());
-  PackRows(dout + i0 * h.out_ld, h.out_ld, rows, dim, h.bf16, w.dout.data());
+  PackRows(h.q + i0 * h.qkv_ld, h.qkv_ld, rows, dim, h.bf16, w.q);
+  PackRows(dout + i0 * h.out_ld, h.out_ld, rows, dim, h.bf16, w.dout);
   for (int64_t r = 0; r < rows; ++r) {
     // D = rowsum(dO * O) = rowsum(dP * P), with dO as it enters dP, summed in double.
     const float* o_row = out + (i0 + r) * h.out_ld;
-    const float* do_row = w.dout.data() + r * dim;
+    const float* do_row = w.dout + r * dim;
     double dot = 0.0;
     for (int64_t d = 0; d < dim; ++d) dot += static_cast<double>(do_row[d]) * o_row[d];
     w.delta[r] = static_cast<float>(dot);
   }
   // S = scale q k^T, dP = dO v^T.
-  TileGemm(false, true, rows, cols, dim, h.scale, w.q.data(), w.keys.data(), 0.0f, w.scores.data());
-  TileGemm(false, true, rows, cols, dim, 1.0f, w.dout.data(), w.values.data(), 0.0f,
-           w.dprobs.data());
+  TileGemm(false, true, rows, cols, dim, h.scale, w.q, w.keys, 0.0f, w.scores);
+  TileGemm(false, true, rows, cols, dim, 1.0f, w.dout, w.values, 0.0f, w.dprobs);
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t visible = Visible(i0 + r, j0, cols);
-    float* __restrict p = w.scores.data() + r * cols;
-    float* __restrict ds = w.dprobs.data() + r * cols;
+    float* __restrict p = w.scores + r * cols;
+    float* __restrict ds = w.dprobs + r * cols;
     const float lse = logsumexp[i0 + r];
     for (int64_t c = 0; c < visible; ++c) {
       const float prob = std::exp(p[c] - lse);
@@ -156,14 +154,13 @@ void BackwardTile(const Head& h, const float* out, const float* logsumexp, const
     std::fill(ds + visible, ds + cols, 0.0f);
   }
   // dv += P^T dO, dk += dS^T q.
-  TileGemm(true, false, cols, dim, rows, 1.0f, w.scores.data(), w.dout.data(), 1.0f,
-           w.dvalues.data());
-  TileGemm(true, false, cols, dim, rows, 1.0f, w.dprobs.data(), w.q.data(), 1.0f, w.dkeys.data());
+  TileGemm(true, false, cols, dim, rows, 1.0f, w.scores, w.dout, 1.0f, w.dvalues);
+  TileGemm(true, false, cols, dim, rows, 1.0f, w.dprobs, w.q, 1.0f, w.dkeys);
   // dq's rows += dS k (the tile's sum first, then added: a fixed order per row).
-  TileGemm(false, false, rows, dim, cols, 1.0f, w.dprobs.data(), w.keys.data(), 0.0f, w.acc.data());
+  TileGemm(false, false, rows, dim, cols, 1.0f, w.dprobs, w.keys, 0.0f, w.acc);
   for (int64_t r = 0; r < rows; ++r) {
     float* __restrict dq_row = dq + (i0 + r) * h.qkv_ld;
-    const float* __restrict tile_row = w.acc.data() + r * dim;
+    const float* __restrict tile_row = w.acc + r * dim;
     for (int64_t d = 0; d < dim; ++d) dq_row[d] += tile_row[d];
   }
 }
@@ -174,26 +171,28 @@ void BackwardHead(const Head& h, const float* out, const float* logsumexp, const
   for (int64_t i = 0; i < h.t; ++i) std::fill(dq + i * h.qkv_ld, dq + i * h.qkv_ld + dim, 0.0f);
   for (int64_t j0 = 0; j0 < h.t; j0 += kKeyTile) {
     const int64_t cols = std::min(kKeyTile, h.t - j0);
-    PackRows(h.k + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.keys.data());
-    PackRows(h.v + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.values.data());
-    std::fill(w.dkeys.begin(), w.dkeys.end(), 0.0f);
-    std::fill(w.dvalues.begin(), w.dvalues.end(), 0.0f);
+    PackRows(h.k + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.keys);
+    PackRows(h.v + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.values);
+    std::fill_n(w.dkeys, kKeyTile * dim, 0.0f);
+    std::fill_n(w.dvalues, kKeyTile * dim, 0.0f);
     // Causal: query tiles wholly before the key tile see none of it.
     for (int64_t i0 = j0 / kQueryTile * kQueryTile; i0 < h.t; i0 += kQueryTile) {
       BackwardTile(h, out, logsumexp, dout, i0, std::min(kQueryTile, h.t - i0), j0, cols, dq, w);
     }
     for (int64_t c = 0; c < cols; ++c) {
-      std::copy_n(w.dkeys.data() + c * dim, dim, dk + (j0 + c) * h.qkv_ld);
-      std::copy_n(w.dvalues.data() + c * dim, dim, dv + (j0 + c) * h.qkv_ld);
+      std::copy_n(w.dkeys + c * dim, dim, dk + (j0 + c) * h.qkv_ld);
+      std::copy_n(w.dvalues + c * dim, dim, dv + (j0 + c) * h.qkv_ld);
     }
   }
 }
 
 // Runs per_head(sample, head, head view, workspace) for every pair, `threads` at a time, each
-// pair whole on one thread. The region opens even for one thread or one pair, so TileGemm
-// always runs single-threaded and the bits never depend on the thread count or the batch.
+// pair whole on one thread with its own slice of `scratch`. The region opens even for one
+// thread or one pair, so TileGemm always runs single-threaded and the bits never depend on the
+// thread count or the batch.
 template <typename PerHead>
-void ForEachHead(const FusedAttentionArgs& args, int threads, const float* qkv, PerHead per_head) {
+void ForEachHead(const FusedAttentionArgs& args, int threads, const Scratch& scratch,
+                 const float* qkv, PerHead per_head) {
   const int64_t width = args.heads * args.head_dim;
   const int64_t pairs = args.batch * args.heads;
 #pragma omp parallel num_threads(threads)
@@ -201,7 +200,9 @@ void ForEachHead(const FusedAttentionArgs& args, int threads, const float* qkv, 
     // This region's own setting (each implicit task has its own copy): TileGemm's sgemm calls
     // stay on their thread, whatever the process-wide OpenMP thread count.
     omp_set_num_threads(1);
-    Workspace workspace(args.head_dim);
+    const int thread = omp_get_thread_num();
+    Workspace workspace(args.head_dim, scratch.floats + thread * ScratchFloats(args.head_dim),
+                        scratch.doubles + thread * kScratchDoubles);
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t b = pair / args.heads, hd = pair % args.heads;
@@ -222,20 +223,26 @@ void ForEachHead(const FusedAttentionArgs& args, int threads, const float* qkv, 
 
 }  // namespace
 
-void FusedCausalForward(const FusedAttentionArgs& args, int threads, const float* qkv, float* out,
-                        float* logsumexp) {
+int64_t ScratchFloats(int64_t head_dim) {
+  return 3 * Span(kQueryTile * head_dim) + 4 * Span(kKeyTile * head_dim) +
+         2 * Span(kQueryTile * kKeyTile) + 2 * Span(kQueryTile);
+}
+
+void FusedCausalForward(const FusedAttentionArgs& args, int threads, const Scratch& scratch,
+                        const float* qkv, float* out, float* logsumexp) {
   const int64_t width = args.heads * args.head_dim;
-  ForEachHead(args, threads, qkv,
+  ForEachHead(args, threads, scratch, qkv,
               [&](int64_t b, int64_t hd, const Head& head, Workspace& workspace) {
                 ForwardHead(head, out + b * args.t * width + hd * args.head_dim,
                             logsumexp + (b * args.heads + hd) * args.t, workspace);
               });
 }
 
-void FusedCausalBackward(const FusedAttentionArgs& args, int threads, const float* qkv,
-                         const float* out, const float* logsumexp, const float* dout, float* dqkv) {
+void FusedCausalBackward(const FusedAttentionArgs& args, int threads, const Scratch& scratch,
+                         const float* qkv, const float* out, const float* logsumexp,
+                         const float* dout, float* dqkv) {
   const int64_t width = args.heads * args.head_dim;
-  ForEachHead(args, threads, qkv,
+  ForEachHead(args, threads, scratch, qkv,
               [&](int64_t b, int64_t hd, const Head& head, Workspace& workspace) {
                 const int64_t out_offset = b * args.t * width + hd * args.head_dim;
                 float* dq = dqkv + b * args.t * 3 * width + hd * args.head_dim;

@@ -3,12 +3,13 @@
 // GEMMs over the heads, bf16 tensor cores with f32 accumulation under ProductPrecision::kBF16)
 // and two row kernels (cuda_attention_rows.h) between them. The scores of a chunk of samples,
 // [chunk, heads, t, t] f32, live in workspace for the call only: the caller keeps nothing
-// quadratic in t, and a call's scratch stays under kScoreBytesBound unless one sample alone
-// needs more.
+// quadratic in t, and the score buffers stay under kScoreBytesBound unless one sample alone
+// needs more (kBF16 adds the bf16 operand copies MatmulOps packs, one product's at a time: at
+// most [heads, kRowBlock, t] or [heads, t, kRowBlock]).
 //
 // Causal rows come in blocks of kRowBlock: row block i's products cover columns 0 up to its
-// own last row, so the tiles above the diagonal's blocks are neither computed nor stored (at
-// t = 2048 the products do 62.5% of the full t x t work; a single block below kRowBlock).
+// own last row, so the blocks above the diagonal are neither computed nor stored (at t = 2048
+// the products do 62.5% of the full t x t work; t <= kRowBlock is one block, the full t x t).
 // Every product's sums run in cuBLAS's fixed order, no atomics: the same bits every run, and
 // per sample whatever the batch or chunk (each sample's GEMMs are issued on their own, and the
 // samples' score blocks are equally aligned).

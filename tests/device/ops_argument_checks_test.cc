@@ -82,6 +82,35 @@ TEST(OpsArgumentChecksTest, CausalSoftmaxRefusesScoresOfTheWrongShapeOnEveryBack
       "AttentionOps::CausalSoftmaxBackward: negative blocks (2) or t (-3)");
 }
 
+TEST(OpsArgumentChecksTest, FusedAttentionRefusesTensorsThatDoNotFitOnEveryBackend) {
+  const FusedAttentionArgs args{.batch = 2, .t = 3, .heads = 2, .head_dim = 4};
+  ExpectSameRefusal(
+      [&](Device& d) {
+        Tensor out = On(d, Shape{2, 3, 8});
+        Tensor lse = On(d, Shape{2, 3, 2});
+        return d.ops().attention.FusedCausalForward(args, On(d, Shape{2, 3, 8}), out, lse);
+      },
+      "AttentionOps::FusedCausalForward: qkv must be f32 [2, 3, 24], got f32[2, 3, 8]");
+  ExpectSameRefusal(
+      [&](Device& d) {
+        FusedAttentionArgs no_heads = args;
+        no_heads.heads = 0;
+        Tensor dqkv = On(d, Shape{2, 3, 24});
+        return d.ops().attention.FusedCausalBackward(no_heads, On(d, Shape{2, 3, 24}),
+                                                     On(d, Shape{2, 3, 8}), On(d, Shape{2, 2, 3}),
+                                                     On(d, Shape{2, 3, 8}), dqkv);
+      },
+      "AttentionOps::FusedCausalBackward: needs batch (2) and t (3) >= 0, heads (0) and "
+      "head_dim (4) >= 1");
+  ExpectSameRefusal(
+      [&](Device& d) {
+        Tensor dqkv = On(d, Shape{2, 3, 24});
+        return d.ops().attention.FusedCausalBackward(
+            args, dqkv, On(d, Shape{2, 3, 8}), On(d, Shape{2, 2, 3}), On(d, Shape{2, 3, 8}), dqkv);
+      },
+      "AttentionOps::FusedCausalBackward: dqkv f32[2, 3, 24] shares storage with an input");
+}
+
 // The ids' shape is checked in front of the backend; their values only by backends that hold them.
 TEST(OpsArgumentChecksTest, EmbeddingRefusesOperandsThatDoNotFitOnEveryBackend) {
   ExpectSameRefusal(

@@ -2,8 +2,10 @@
 // (tests/layers/oracles/attention_oracles.py), its causality, finite differences, its numerical
 // stability, and its parameters, FLOPs, saved bytes and configuration rules.
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -182,7 +184,11 @@ INSTANTIATE_TEST_SUITE_P(
                                    "name: 'a' causal_self_attention { num_heads: 3 }", Shape{4, 6}},
                       GradientCase{"OneHeadWithoutBias",
                                    "name: 'a' causal_self_attention { num_heads: 1 bias: false }",
-                                   Shape{3, 4}}),
+                                   Shape{3, 4}},
+                      // T past the CPU kernel's 64-position query and key tiles.
+                      GradientCase{"LongerThanATile",
+                                   "name: 'a' causal_self_attention { num_heads: 2 bias: false }",
+                                   Shape{70, 4}}),
     [](const ::testing::TestParamInfo<GradientCase>& info) { return info.param.name; });
 
 TEST(CausalSelfAttentionTest, WithoutInputGradientReturnsAnUndefinedTensorAndTheSameGrads) {
@@ -204,6 +210,31 @@ TEST(CausalSelfAttentionTest, WithoutInputGradientReturnsAnUndefinedTensorAndThe
   for (size_t p = 0; p < grads[0].size(); ++p) {
     EXPECT_EQ(Values(grads[0][p]), Values(grads[1][p]));
   }
+}
+
+// The CPU's fused attention shares (sample, head) pairs among threads and keeps each pair's
+// sums on one thread: one or three threads give the same bits.
+TEST(CausalSelfAttentionTest, FusedAttentionGivesTheSameBitsOnOneOrThreeThreads) {
+  const FusedAttentionArgs args{.batch = 2, .t = 70, .heads = 3, .head_dim = 4, .scale = 0.5f};
+  std::vector<std::vector<float>> results;
+  for (int threads : {1, 3, 1}) {
+    CpuDevice device({.threads = threads});
+    const Tensor qkv = UniformTensor(device, Shape{2, 70, 36}, 21, -2.0f, 2.0f);
+    const Tensor dout = UniformTensor(device, Shape{2, 70, 12}, 22, -1.0f, 1.0f);
+    Tensor out = UniformTensor(device, Shape{2, 70, 12}, 23, -1.0f, 1.0f);
+    Tensor lse = UniformTensor(device, Shape{2, 3, 70}, 24, -1.0f, 1.0f);
+    Tensor dqkv = UniformTensor(device, Shape{2, 70, 36}, 25, -1.0f, 1.0f);
+    ASSERT_TRUE(device.ops().attention.FusedCausalForward(args, qkv, out, lse).ok());
+    ASSERT_TRUE(device.ops().attention.FusedCausalBackward(args, qkv, out, lse, dout, dqkv).ok());
+    std::vector<float> all = Values(out);
+    for (const Tensor* t : {&lse, &dqkv}) {
+      const std::vector<float> values = Values(*t);
+      all.insert(all.end(), values.begin(), values.end());
+    }
+    results.push_back(std::move(all));
+  }
+  EXPECT_EQ(results[1], results[0]);
+  EXPECT_EQ(results[2], results[0]);
 }
 
 TEST(CausalSelfAttentionTest, ParametersFollowGpt2LayoutAndLinearInit) {
@@ -236,17 +267,36 @@ TEST(CausalSelfAttentionTest, FlopsCountTheFourProductsOverTheFullScoreMatrix) {
                    2.0 * 5 * 8 * 24 + 2.0 * 5 * 5 * 8 + 2.0 * 5 * 5 * 8 + 2.0 * 5 * 8 * 8);
 }
 
-TEST(CausalSelfAttentionTest, SavesInputQkvProbabilitiesAndHeadOutputs) {
+TEST(CausalSelfAttentionTest, SavesInputQkvLogSumExpAndHeadOutputs) {
   const std::vector<SavedSpec> specs = MakeLayer(kTwoHeads, Shape{5, 8})->SavedPerSample();
   ASSERT_EQ(specs.size(), 4u);
   EXPECT_EQ(specs[0].ref, SavedRef::kInput);
   EXPECT_EQ(specs[1].ref, SavedRef::kNew);
   EXPECT_EQ(specs[1].bytes_per_sample, 3 * 5 * 8 * 4);
+  // One f32 log-sum-exp per head and position, not the heads' [T, T] probabilities.
   EXPECT_EQ(specs[2].ref, SavedRef::kNew);
-  EXPECT_EQ(specs[2].bytes_per_sample, 2 * 5 * 5 * 4);
+  EXPECT_EQ(specs[2].bytes_per_sample, 2 * 5 * 4);
   EXPECT_EQ(specs[3].ref, SavedRef::kNew);
   EXPECT_EQ(specs[3].bytes_per_sample, 5 * 8 * 4);
   for (const SavedSpec& spec : specs) EXPECT_EQ(spec.bytes_per_call, 0);
+}
+
+// Saved bytes per sample at T = 64, 128 and 256: no T * T term, so the steps are equal.
+TEST(CausalSelfAttentionTest, SavedBytesGrowLinearlyInPositions) {
+  std::vector<int64_t> totals;
+  for (int64_t t : {64, 128, 256}) {
+    int64_t total = 0;
+    for (const SavedSpec& spec :
+         MakeLayer("name: 'a' causal_self_attention { num_heads: 4 }", Shape{t, 32})
+             ->SavedPerSample()) {
+      total += spec.bytes_per_sample;
+    }
+    totals.push_back(total);
+  }
+  // qkv 3*T*D, log-sum-exp H*T and O T*D floats per sample: (4 D + H) * 4 bytes per position.
+  EXPECT_EQ(totals[0], 64 * (4 * 32 + 4) * 4);
+  EXPECT_EQ(totals[1] - totals[0], totals[0]);
+  EXPECT_EQ(totals[2] - totals[1], 2 * totals[0]);
 }
 
 TEST(CausalSelfAttentionTest, RejectsBadConfigurationNamingTheField) {

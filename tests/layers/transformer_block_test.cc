@@ -215,7 +215,7 @@ TEST(TransformerBlockTest, SavesEachInnerTensorOnce) {
                                            kT * 3 * f32,
                                            kT * kD * f32,
                                            3 * kT * kD * f32,
-                                           kH * kT * kT * f32,
+                                           kH * kT * f32,  // attention's log-sum-exp
                                            kT * kD * f32,
                                            kT * kD * f32,
                                            kT * 3 * f32,

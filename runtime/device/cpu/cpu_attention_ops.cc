@@ -3,7 +3,41 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/core/status_macros.h"
+#include "runtime/device/cpu/cpu_fused_attention.h"
+
 namespace gpipe {
+namespace {
+
+// The fused attention's per-thread tiles (cpu_fused_attention.h) for the threads that get a
+// (sample, head) pair, as workspace tensors: the device's tracker counts them, and they are
+// freed when the call returns.
+struct FusedScratch {
+  static absl::StatusOr<FusedScratch> Allocate(Allocator& workspace, int threads,
+                                               int64_t head_dim) {
+    FusedScratch scratch;
+    ASSIGN_OR_RETURN(scratch.floats,
+                     Tensor::Empty(workspace, Shape{threads * cpu::ScratchFloats(head_dim)},
+                                   DType::kF32, MemoryKind::kWorkspace));
+    ASSIGN_OR_RETURN(scratch.doubles,
+                     Tensor::Empty(workspace, Shape{threads * cpu::kScratchDoubles}, DType::kF64,
+                                   MemoryKind::kWorkspace));
+    return scratch;
+  }
+  cpu::Scratch view() {
+    return {.floats = floats.data<float>(), .doubles = doubles.data<double>()};
+  }
+
+  Tensor floats;
+  Tensor doubles;
+};
+
+// Threads with a pair to compute (none idle), >= 1 for a non-empty call.
+int BusyThreads(const FusedAttentionArgs& args, int threads) {
+  return static_cast<int>(std::min<int64_t>(threads, args.batch * args.heads));
+}
+
+}  // namespace
 
 absl::Status CpuAttentionOps::DoCausalSoftmaxForward(int64_t blocks, int64_t t,
                                                      Tensor& scores) const {
@@ -38,6 +72,31 @@ absl::Status CpuAttentionOps::DoCausalSoftmaxBackward(int64_t blocks, int64_t t,
     for (int64_t s = 0; s < len; ++s) row[s] = scale * p_row[s] * (row[s] - dot_f);
     std::fill(row + len, row + t, 0.0f);
   }
+  return absl::OkStatus();
+}
+
+absl::Status CpuAttentionOps::DoFusedCausalForward(const FusedAttentionArgs& args,
+                                                   const Tensor& qkv, Tensor& out,
+                                                   Tensor& logsumexp) const {
+  if (args.batch == 0 || args.t == 0) return absl::OkStatus();
+  const int threads = BusyThreads(args, threads_);
+  ASSIGN_OR_RETURN(FusedScratch scratch,
+                   FusedScratch::Allocate(workspace_, threads, args.head_dim));
+  cpu::FusedCausalForward(args, threads, scratch.view(), qkv.data<float>(), out.data<float>(),
+                          logsumexp.data<float>());
+  return absl::OkStatus();
+}
+
+absl::Status CpuAttentionOps::DoFusedCausalBackward(const FusedAttentionArgs& args,
+                                                    const Tensor& qkv, const Tensor& out,
+                                                    const Tensor& logsumexp, const Tensor& dout,
+                                                    Tensor& dqkv) const {
+  if (args.batch == 0 || args.t == 0) return absl::OkStatus();
+  const int threads = BusyThreads(args, threads_);
+  ASSIGN_OR_RETURN(FusedScratch scratch,
+                   FusedScratch::Allocate(workspace_, threads, args.head_dim));
+  cpu::FusedCausalBackward(args, threads, scratch.view(), qkv.data<float>(), out.data<float>(),
+                           logsumexp.data<float>(), dout.data<float>(), dqkv.data<float>());
   return absl::OkStatus();
 }
 

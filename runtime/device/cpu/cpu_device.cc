@@ -26,6 +26,7 @@ CpuDevice::CpuDevice(CpuDeviceOptions options)
       dnnl_(options.threads),
       matmul_ops_(dnnl_),
       conv_ops_(dnnl_, memory_),
+      attention_ops_(dnnl_.threads(), memory_),
       ops_{.tensor = tensor_ops_,
            .matmul = matmul_ops_,
            .activation = activation_ops_,

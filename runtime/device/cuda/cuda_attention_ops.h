@@ -1,24 +1,34 @@
 // CudaAttentionOps: AttentionOps (runtime/device/ops/attention_ops.h) on the GPU, issued on the
 // context's compute stream. Its kernels run after AttentionOps' entries have checked their
-// arguments.
+// arguments. The fused attention's products go through the device's MatmulOps (cuBLAS), which
+// must outlive it.
 #ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_ATTENTION_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_ATTENTION_OPS_H_
 
 #include "runtime/device/cuda/cuda_context.h"
 #include "runtime/device/ops/attention_ops.h"
+#include "runtime/device/ops/matmul_ops.h"
 
 namespace gpipe {
 
 class CudaAttentionOps final : public AttentionOps {
  public:
-  explicit CudaAttentionOps(const CudaContext& context) : context_(context) {}
+  CudaAttentionOps(const CudaContext& context, const MatmulOps& matmul)
+      : context_(context), matmul_(matmul) {}
 
  private:
   absl::Status DoCausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const override;
   absl::Status DoCausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs,
                                        Tensor& grad) const override;
+  // cuda_fused_attention.cc.
+  absl::Status DoFusedCausalForward(const FusedAttentionArgs& args, const Tensor& qkv, Tensor& out,
+                                    Tensor& logsumexp) const override;
+  absl::Status DoFusedCausalBackward(const FusedAttentionArgs& args, const Tensor& qkv,
+                                     const Tensor& out, const Tensor& logsumexp, const Tensor& dout,
+                                     Tensor& dqkv) const override;
 
   const CudaContext& context_;
+  const MatmulOps& matmul_;
 };
 
 }  // namespace gpipe

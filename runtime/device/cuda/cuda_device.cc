@@ -112,7 +112,7 @@ class CudaDevice final : public Device {
         activation_ops_(context_),
         norm_ops_(context_),
         conv_ops_(context_),
-        attention_ops_(context_),
+        attention_ops_(context_, matmul_ops_),
         embedding_ops_(context_),
         loss_ops_(context_),
         optimizer_ops_(context_),

@@ -1,5 +1,8 @@
-// AttentionOps: the causal softmax over score rows, forward and backward (the non-GEMM half of
-// causal self-attention). See runtime/device/ops.h for the common contract.
+// AttentionOps: causal self-attention's non-GEMM kernels. The causal softmax over score rows
+// (forward and backward) works on materialized [t, t] blocks; the fused causal attention
+// computes softmax(scale q k^T) v and its gradients from qkv, keeping from forward to backward
+// only one log-sum-exp per query row, never a [t, t] block. See
+// runtime/device/ops.h for the common contract.
 // Each public entry checks its arguments (the same INVALID_ARGUMENT on every backend) and then
 // runs the backend's protected Do kernel.
 #ifndef GPIPE_RUNTIME_DEVICE_OPS_ATTENTION_OPS_H_
@@ -9,8 +12,26 @@
 
 #include "absl/status/status.h"
 #include "runtime/core/tensor.h"
+#include "runtime/device/ops/product_precision.h"
 
 namespace gpipe {
+
+// The geometry of a fused causal attention call. qkv is f32 [batch, t, 3 * heads * head_dim]
+// (GPT-2's c_attn output): row (b, s) holds position s's queries, keys and values side by side,
+// head h in columns h * head_dim .. (h + 1) * head_dim of each third. Heads' outputs O are
+// [batch, t, heads * head_dim], head h in the same columns.
+struct FusedAttentionArgs {
+  int64_t batch = 0;
+  int64_t t = 0;
+  int64_t heads = 1;
+  int64_t head_dim = 1;
+  float scale = 1.0f;  // scores are scale * (q . k)
+  // kBF16: every operand of the five products (q, k, v, dO, the probabilities P, and dS) is
+  // rounded to bf16 where it enters the product, with f32 accumulation, as product_precision.h's
+  // GEMMs (forward's P is unnormalized on the CPU, normalized on CUDA); the softmax statistics
+  // and D stay f32/double.
+  ProductPrecision precision = ProductPrecision::kF32;
+};
 
 class AttentionOps {
  public:
@@ -23,12 +44,34 @@ class AttentionOps {
   absl::Status CausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs,
                                      Tensor& grad) const;
 
+  // Per (b, h): O = P v with P = softmax over s' <= s of scale q_s . k_s' (causal), written into
+  // `out` f32 [batch, t, heads * head_dim]; `logsumexp` f32 [batch, heads, t] gets each row's
+  // m + log(sum exp(score - m)) (m its maximum score), all Backward needs to rebuild P.
+  // No [t, t] block outlives a call: the CPU works tile by tile (FlashAttention-2 style, a few
+  // tiles of workspace whatever t); CUDA holds a chunk of samples' [heads, t, t] scores in
+  // workspace for the call (cuda_fused_attention.cc, bounded unless one sample needs more).
+  absl::Status FusedCausalForward(const FusedAttentionArgs& args, const Tensor& qkv, Tensor& out,
+                                  Tensor& logsumexp) const;
+  // Given Forward's qkv, out and logsumexp and dout = dL/dO [batch, t, heads * head_dim],
+  // overwrites dqkv [batch, t, 3 * heads * head_dim] with dL/dqkv (dq, dk, dv in qkv's
+  // layout). P is recomputed as exp(score - logsumexp); with
+  // D_s = rowsum(dO_s * O_s), dS = scale * P * (dP - D), dq = dS k, dk = dS^T q, dv = P^T dO.
+  // dqkv must not share storage with an input.
+  absl::Status FusedCausalBackward(const FusedAttentionArgs& args, const Tensor& qkv,
+                                   const Tensor& out, const Tensor& logsumexp, const Tensor& dout,
+                                   Tensor& dqkv) const;
+
  protected:
   // The backend's kernels, one per entry above, called only with arguments the entry has
   // checked (the same INVALID_ARGUMENT messages on every backend).
   virtual absl::Status DoCausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const = 0;
   virtual absl::Status DoCausalSoftmaxBackward(int64_t blocks, int64_t t, float scale,
                                                const Tensor& probs, Tensor& grad) const = 0;
+  virtual absl::Status DoFusedCausalForward(const FusedAttentionArgs& args, const Tensor& qkv,
+                                            Tensor& out, Tensor& logsumexp) const = 0;
+  virtual absl::Status DoFusedCausalBackward(const FusedAttentionArgs& args, const Tensor& qkv,
+                                             const Tensor& out, const Tensor& logsumexp,
+                                             const Tensor& dout, Tensor& dqkv) const = 0;
 };
 
 }  // namespace gpipe

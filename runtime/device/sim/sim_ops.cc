@@ -133,6 +133,19 @@ absl::Status SimAttentionOps::DoCausalSoftmaxBackward(int64_t blocks, int64_t t,
   return absl::OkStatus();
 }
 
+absl::Status SimAttentionOps::DoFusedCausalForward(const FusedAttentionArgs& args,
+                                                   const Tensor& qkv, Tensor& out,
+                                                   Tensor& logsumexp) const {
+  return absl::OkStatus();
+}
+
+absl::Status SimAttentionOps::DoFusedCausalBackward(const FusedAttentionArgs& args,
+                                                    const Tensor& qkv, const Tensor& out,
+                                                    const Tensor& logsumexp, const Tensor& dout,
+                                                    Tensor& dqkv) const {
+  return absl::OkStatus();
+}
+
 absl::Status SimEmbeddingOps::DoGather(const Tensor& table, const Tensor& ids, Tensor& out) const {
   return absl::OkStatus();
 }

@@ -90,6 +90,11 @@ class SimAttentionOps final : public AttentionOps {
   absl::Status DoCausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const override;
   absl::Status DoCausalSoftmaxBackward(int64_t blocks, int64_t t, float scale, const Tensor& probs,
                                        Tensor& grad) const override;
+  absl::Status DoFusedCausalForward(const FusedAttentionArgs& args, const Tensor& qkv, Tensor& out,
+                                    Tensor& logsumexp) const override;
+  absl::Status DoFusedCausalBackward(const FusedAttentionArgs& args, const Tensor& qkv,
+                                     const Tensor& out, const Tensor& logsumexp, const Tensor& dout,
+                                     Tensor& dqkv) const override;
 };
 
 // Ids hold no values here, so only their shape is checked (by EmbeddingOps' entries).

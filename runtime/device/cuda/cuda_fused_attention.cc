@@ -1,0 +1,218 @@
+// CudaAttentionOps' fused causal attention (contracts in runtime/device/ops/attention_ops.h) as
+// cuBLAS products through the device's own MatmulOps (cuda_matmul_ops.cu: strided batched
+// GEMMs over the heads, bf16 tensor cores with f32 accumulation under ProductPrecision::kBF16)
+// and two row kernels (cuda_attention_rows.h) between them. The scores of a chunk of samples,
+// [chunk, heads, t, t] f32, live in workspace for the call only: the caller keeps nothing
+// quadratic in t, and the score buffers stay under kScoreBytesBound unless one sample alone
+// needs more (kBF16 adds the bf16 operand copies MatmulOps packs, one product's at a time: at
+// most [heads, kRowBlock, t] or [heads, t, kRowBlock]).
+//
+// Causal rows come in blocks of kRowBlock: row block i's products cover columns 0 up to its
+// own last row, so the blocks above the diagonal are neither computed nor stored (at t = 2048
+// the products do 62.5% of the full t x t work; t <= kRowBlock is one block, the full t x t).
+// Every product's sums run in cuBLAS's fixed order, no atomics: the same bits every run, and
+// per sample whatever the batch or chunk (each sample's GEMMs are issued on their own, and the
+// samples' score blocks are equally aligned).
+#include <algorithm>
+#include <cstdint>
+
+#include "runtime/core/status_macros.h"
+#include "runtime/device/cuda/cuda_attention_ops.h"
+#include "runtime/device/cuda/cuda_attention_rows.h"
+#include "runtime/device/cuda/device_pointer.h"
+
+namespace gpipe {
+namespace {
+
+// Transient score bytes per call (one buffer in forward, S and dP in backward), at least one
+// sample's.
+constexpr int64_t kScoreBytesBound = int64_t{512} << 20;
+// Rows per causal block of the products.
+constexpr int64_t kRowBlock = 512;
+// Floats between samples' score blocks are a multiple of this (256 bytes): every sample's
+// products see the same alignment, so cuBLAS picks the same kernels whatever the chunk.
+constexpr int64_t kSampleAlignment = 64;
+
+// Where a call's operands live and how it walks them.
+class Layout {
+ public:
+  // `buffers`: [chunk, heads, t, t] score buffers the call holds at once.
+  Layout(const FusedAttentionArgs& args, int buffers)
+      : args_(args),
+        width_(args.heads * args.head_dim),
+        sample_stride_((args.heads * args.t * args.t + kSampleAlignment - 1) / kSampleAlignment *
+                       kSampleAlignment),
+        chunk_(std::clamp<int64_t>(
+            kScoreBytesBound / (buffers * sample_stride_ * static_cast<int64_t>(sizeof(float))), 1,
+            args.batch)) {}
+
+  int64_t chunk() const { return chunk_; }
+  int64_t width() const { return width_; }
+
+  // A score buffer for a chunk of samples.
+  absl::StatusOr<Tensor> ScoreBuffer(Allocator& workspace) const {
+    return Tensor::Empty(workspace, Shape{chunk_ * sample_stride_}, DType::kF32,
+                         MemoryKind::kWorkspace);
+  }
+
+  // The rows a chunk of `samples` fills in a score buffer.
+  cuda::ScoreRows Rows(int64_t samples) const {
+    return {.samples = samples,
+            .heads = args_.heads,
+            .t = args_.t,
+            .sample_stride = sample_stride_,
+            .row_block = kRowBlock};
+  }
+
+  // Rows [first, first + rows) of part (0: q, 1: k, 2: v) of sample b in a [batch, t, 3 width]
+  // tensor, one matrix per head.
+  MatrixView Qkv(const Tensor& qkv, int64_t b, int part, int64_t first, int64_t rows) const {
+    return {.tensor = qkv,
+            .offset = (b * args_.t + first) * 3 * width_ + part * width_,
+            .rows = rows,
+            .cols = args_.head_dim,
+            .ld = 3 * width_,
+            .batch_stride = args_.head_dim};
+  }
+
+  // Rows [first, first + rows) of sample b in a [batch, t, width] tensor, one matrix per head.
+  MatrixView Heads(const Tensor& heads, int64_t b, int64_t first, int64_t rows) const {
+    return {.tensor = heads,
+            .offset = (b * args_.t + first) * width_,
+            .rows = rows,
+            .cols = args_.head_dim,
+            .ld = width_,
+            .batch_stride = args_.head_dim};
+  }
+
+  // Rows [first_row, + rows) and columns [first_col, + cols) of the chunk's sample c's scores,
+  // one matrix per head.
+  MatrixView Scores(const Tensor& scores, int64_t c, int64_t first_row, int64_t rows,
+                    int64_t first_col, int64_t cols) const {
+    return {.tensor = scores,
+            .offset = c * sample_stride_ + first_row * args_.t + first_col,
+            .rows = rows,
+            .cols = cols,
+            .ld = args_.t,
+            .batch_stride = args_.t * args_.t};
+  }
+
+  GemmOptions Options(bool transpose_a, bool transpose_b, float alpha) const {
+    return {.transpose_a = transpose_a,
+            .transpose_b = transpose_b,
+            .alpha = alpha,
+            .batch = args_.heads,
+            .precision = args_.precision};
+  }
+
+ private:
+  FusedAttentionArgs args_;
+  int64_t width_;
+  int64_t sample_stride_;
+  int64_t chunk_;
+};
+
+// Runs per_block(first, rows) over the causal row blocks of [0, t), in order.
+template <typename PerBlock>
+absl::Status ForEachRowBlock(int64_t t, PerBlock per_block) {
+  for (int64_t first = 0; first < t; first += kRowBlock) {
+    RETURN_IF_ERROR(per_block(first, std::min(kRowBlock, t - first)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// Per chunk: S = scale q k^T, the softmax in place with the log-sum-exp, O = P v.
+absl::Status CudaAttentionOps::DoFusedCausalForward(const FusedAttentionArgs& args,
+                                                    const Tensor& qkv, Tensor& out,
+                                                    Tensor& logsumexp) const {
+  if (args.batch == 0 || args.t == 0) return absl::OkStatus();
+  const Layout layout(args, 1);
+  ASSIGN_OR_RETURN(Tensor scores, layout.ScoreBuffer(*context_.workspace));
+  for (int64_t b0 = 0; b0 < args.batch; b0 += layout.chunk()) {
+    const int64_t samples = std::min(layout.chunk(), args.batch - b0);
+    for (int64_t c = 0; c < samples; ++c) {
+      RETURN_IF_ERROR(ForEachRowBlock(args.t, [&](int64_t first, int64_t rows) {
+        const int64_t end = first + rows;
+        return matmul_.Gemm(
+            layout.Qkv(qkv, b0 + c, 0, first, rows), layout.Qkv(qkv, b0 + c, 1, 0, end),
+            layout.Scores(scores, c, first, rows, 0, end), layout.Options(false, true, args.scale));
+      }));
+    }
+    RETURN_IF_ERROR(cuda::CausalSoftmaxWithLogSumExp(
+        context_.stream, layout.Rows(samples), DevicePointer<float>(scores),
+        DevicePointer<float>(logsumexp) + b0 * args.heads * args.t));
+    for (int64_t c = 0; c < samples; ++c) {
+      RETURN_IF_ERROR(ForEachRowBlock(args.t, [&](int64_t first, int64_t rows) {
+        const int64_t end = first + rows;
+        return matmul_.Gemm(
+            layout.Scores(scores, c, first, rows, 0, end), layout.Qkv(qkv, b0 + c, 2, 0, end),
+            layout.Heads(out, b0 + c, first, rows), layout.Options(false, false, 1.0f));
+      }));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// Per chunk: S = scale q k^T and dP = dO v^T; P = exp(S - lse) and dS = scale P (dP - D) in
+// place (D = rowsum(dO * O), as the CPU backend takes it); dq = dS k by row blocks, dk = dS^T q
+// and dv = P^T dO by column blocks (block j's keys meet the queries from j's first row on).
+absl::Status CudaAttentionOps::DoFusedCausalBackward(const FusedAttentionArgs& args,
+                                                     const Tensor& qkv, const Tensor& out,
+                                                     const Tensor& logsumexp, const Tensor& dout,
+                                                     Tensor& dqkv) const {
+  if (args.batch == 0 || args.t == 0) return absl::OkStatus();
+  const Layout layout(args, 2);
+  ASSIGN_OR_RETURN(Tensor scores, layout.ScoreBuffer(*context_.workspace));
+  ASSIGN_OR_RETURN(Tensor dscores, layout.ScoreBuffer(*context_.workspace));
+  const int64_t t = args.t;
+  for (int64_t b0 = 0; b0 < args.batch; b0 += layout.chunk()) {
+    const int64_t samples = std::min(layout.chunk(), args.batch - b0);
+    for (int64_t c = 0; c < samples; ++c) {
+      const int64_t b = b0 + c;
+      RETURN_IF_ERROR(ForEachRowBlock(t, [&](int64_t first, int64_t rows) {
+        const int64_t end = first + rows;
+        RETURN_IF_ERROR(matmul_.Gemm(layout.Qkv(qkv, b, 0, first, rows),
+                                     layout.Qkv(qkv, b, 1, 0, end),
+                                     layout.Scores(scores, c, first, rows, 0, end),
+                                     layout.Options(false, true, args.scale)));
+        return matmul_.Gemm(layout.Heads(dout, b, first, rows), layout.Qkv(qkv, b, 2, 0, end),
+                            layout.Scores(dscores, c, first, rows, 0, end),
+                            layout.Options(false, true, 1.0f));
+      }));
+    }
+    const int64_t row0 = b0 * t * layout.width();
+    RETURN_IF_ERROR(cuda::CausalSoftmaxGradient(
+        context_.stream,
+        {.scores = layout.Rows(samples),
+         .head_dim = args.head_dim,
+         .width = layout.width(),
+         .scale = args.scale,
+         .bf16 = args.precision == ProductPrecision::kBF16},
+        DevicePointer<float>(out) + row0, DevicePointer<float>(dout) + row0,
+        DevicePointer<float>(logsumexp) + b0 * args.heads * t, DevicePointer<float>(scores),
+        DevicePointer<float>(dscores)));
+    for (int64_t c = 0; c < samples; ++c) {
+      const int64_t b = b0 + c;
+      RETURN_IF_ERROR(ForEachRowBlock(t, [&](int64_t first, int64_t rows) {
+        const int64_t end = first + rows;
+        RETURN_IF_ERROR(matmul_.Gemm(
+            layout.Scores(dscores, c, first, rows, 0, end), layout.Qkv(qkv, b, 1, 0, end),
+            layout.Qkv(dqkv, b, 0, first, rows), layout.Options(false, false, 1.0f)));
+        // Keys [first, end) against queries [first, t): dS and P there are zero above the
+        // diagonal and filled below it.
+        RETURN_IF_ERROR(matmul_.Gemm(layout.Scores(dscores, c, first, t - first, first, rows),
+                                     layout.Qkv(qkv, b, 0, first, t - first),
+                                     layout.Qkv(dqkv, b, 1, first, rows),
+                                     layout.Options(true, false, 1.0f)));
+        return matmul_.Gemm(layout.Scores(scores, c, first, t - first, first, rows),
+                            layout.Heads(dout, b, first, t - first),
+                            layout.Qkv(dqkv, b, 2, first, rows), layout.Options(true, false, 1.0f));
+      }));
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace gpipe

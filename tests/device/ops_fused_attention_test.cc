@@ -1,0 +1,290 @@
+// Conformance of AttentionOps' fused causal attention on every backend (see
+// backends_under_test.h): forward (O and the log-sum-exp) and backward (dq, dk, dv) against a
+// naive softmax attention in double written here, at t = 1, at t not a multiple of any tile
+// and past several tiles, with several heads, in f32 and bf16 products; plus the same bits run
+// to run and whatever the batch split.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "runtime/core/bf16.h"
+#include "tests/device/backends_under_test.h"
+
+namespace gpipe::testing {
+namespace {
+
+// f32 products (inputs in [-1, 1], head_dim <= 8): every score and every term of O carries a
+// few 2^-24 relative of rounding and each exponential ~1 ulp, so O (a convex combination of
+// values in [-1, 1]) and the log-sum-exp land within ~1e-7 of the exact values (CPU measured:
+// O 8e-8, log-sum-exp 3e-7); any indexing, masking or rescaling error is >= 1e-3.
+constexpr double kForwardAbsTol = 1e-6;
+constexpr double kForwardRelTol = 1e-6;
+// The gradients sum up to t terms of such products (CPU measured: 5e-7 at t = 131).
+constexpr double kBackwardAbsTol = 5e-6;
+constexpr double kBackwardRelTol = 5e-6;
+// bf16 products: the oracle rounds q, k, v and dO as the kernels do; the kernels also round the
+// unnormalized probabilities and dS to bf16 (2^-9 relative each) before their products, which
+// moves O by up to ~2^-9 max|v| and the gradients by ~2^-9 of their larger terms (CPU
+// measured: O 1.1e-3, dqkv 2.8e-3). Skipping the operands' rounding errs by 6e-3 to 1e-2.
+constexpr double kBf16ForwardAbsTol = 3e-3;
+constexpr double kBf16ForwardRelTol = 1e-3;
+constexpr double kBf16BackwardAbsTol = 6e-3;
+constexpr double kBf16BackwardRelTol = 2e-3;
+
+struct Geometry {
+  int64_t batch, t, heads, dim;
+  bool bf16 = false;
+  std::string Name() const {
+    return absl::StrCat("batch ", batch, " t ", t, " heads ", heads, " head_dim ", dim,
+                        bf16 ? " bf16" : " f32");
+  }
+  int64_t width() const { return heads * dim; }
+  float scale() const { return static_cast<float>(1.0 / std::sqrt(static_cast<double>(dim))); }
+  FusedAttentionArgs Args() const {
+    return {.batch = batch,
+            .t = t,
+            .heads = heads,
+            .head_dim = dim,
+            .scale = scale(),
+            .precision = bf16 ? ProductPrecision::kBF16 : ProductPrecision::kF32};
+  }
+};
+
+// Naive causal softmax attention in double, with the full [t, t] probabilities of each
+// (sample, head).
+struct Oracle {
+  std::vector<double> out;        // [batch, t, width]
+  std::vector<double> logsumexp;  // [batch, heads, t]
+  std::vector<double> dqkv;       // [batch, t, 3 width]
+};
+
+Oracle AttentionOracle(const Geometry& g, const std::vector<float>& qkv_in,
+                       const std::vector<float>& dout_in) {
+  const int64_t width = g.width(), ld = 3 * width;
+  auto operand = [&](float x) { return static_cast<double>(g.bf16 ? RoundToBf16(x) : x); };
+  Oracle o{.out = std::vector<double>(g.batch * g.t * width),
+           .logsumexp = std::vector<double>(g.batch * g.heads * g.t),
+           .dqkv = std::vector<double>(g.batch * g.t * ld, 0.0)};
+  std::vector<double> p(g.t * g.t), ds(g.t * g.t);
+  for (int64_t b = 0; b < g.batch; ++b) {
+    for (int64_t h = 0; h < g.heads; ++h) {
+      auto qkv = [&](int64_t i, int64_t part, int64_t d) {
+        return operand(qkv_in[(b * g.t + i) * ld + part * width + h * g.dim + d]);
+      };
+      auto dout = [&](int64_t i, int64_t d) {
+        return operand(dout_in[(b * g.t + i) * width + h * g.dim + d]);
+      };
+      for (int64_t i = 0; i < g.t; ++i) {
+        double max = -std::numeric_limits<double>::infinity();
+        for (int64_t j = 0; j <= i; ++j) {
+          double s = 0.0;
+          for (int64_t d = 0; d < g.dim; ++d) s += qkv(i, 0, d) * qkv(j, 1, d);
+          p[i * g.t + j] = g.scale() * s;
+          max = std::max(max, p[i * g.t + j]);
+        }
+        double sum = 0.0;
+        for (int64_t j = 0; j <= i; ++j) sum += std::exp(p[i * g.t + j] - max);
+        o.logsumexp[(b * g.heads + h) * g.t + i] = max + std::log(sum);
+        for (int64_t j = 0; j <= i; ++j) p[i * g.t + j] = std::exp(p[i * g.t + j] - max) / sum;
+        for (int64_t d = 0; d < g.dim; ++d) {
+          double acc = 0.0;
+          for (int64_t j = 0; j <= i; ++j) acc += p[i * g.t + j] * qkv(j, 2, d);
+          o.out[(b * g.t + i) * width + h * g.dim + d] = acc;
+        }
+        // dS = scale * P * (dP - rowsum(dP * P)), dP = dO v^T.
+        double dot = 0.0;
+        for (int64_t j = 0; j <= i; ++j) {
+          double dp = 0.0;
+          for (int64_t d = 0; d < g.dim; ++d) dp += dout(i, d) * qkv(j, 2, d);
+          ds[i * g.t + j] = dp;
+          dot += dp * p[i * g.t + j];
+        }
+        for (int64_t j = 0; j <= i; ++j) {
+          ds[i * g.t + j] = g.scale() * p[i * g.t + j] * (ds[i * g.t + j] - dot);
+        }
+      }
+      for (int64_t i = 0; i < g.t; ++i) {
+        for (int64_t j = 0; j <= i; ++j) {
+          for (int64_t d = 0; d < g.dim; ++d) {
+            const int64_t at_i = (b * g.t + i) * ld + h * g.dim + d;
+            const int64_t at_j = (b * g.t + j) * ld + h * g.dim + d;
+            o.dqkv[at_i] += ds[i * g.t + j] * qkv(j, 1, d);           // dq = dS k
+            o.dqkv[at_j + width] += ds[i * g.t + j] * qkv(i, 0, d);   // dk = dS^T q
+            o.dqkv[at_j + 2 * width] += p[i * g.t + j] * dout(i, d);  // dv = P^T dO
+          }
+        }
+      }
+    }
+  }
+  return o;
+}
+
+std::vector<float> ToFloat(const std::vector<double>& values) {
+  return std::vector<float>(values.begin(), values.end());
+}
+
+double MaxDifference(const std::vector<float>& a, const std::vector<double>& b) {
+  double max = 0.0;
+  for (size_t i = 0; i < a.size(); ++i) max = std::max(max, std::fabs(a[i] - b[i]));
+  return max;
+}
+
+class FusedAttentionOpsTest : public OpsConformanceTest {
+ protected:
+  // q and k in [-qk_range, qk_range], v and dO in [-1, 1].
+  void CheckAgainstOracle(const Geometry& g, float qk_range) {
+    SCOPED_TRACE(g.Name());
+    const int64_t width = g.width();
+    std::vector<float> qkv = TestValues(31, g.batch * g.t * 3 * width);
+    for (int64_t r = 0; r < g.batch * g.t; ++r) {
+      for (int64_t c = 0; c < 2 * width; ++c) qkv[r * 3 * width + c] *= qk_range;
+    }
+    const std::vector<float> dout = TestValues(32, g.batch * g.t * width);
+    const Oracle expected = AttentionOracle(g, qkv, dout);
+    const Tensor qkv_t = Upload(qkv, Shape{g.batch, g.t, 3 * width});
+    // Outputs start as garbage: the ops overwrite every element.
+    Tensor out = Upload(TestValues(33, g.batch * g.t * width), Shape{g.batch, g.t, width});
+    Tensor lse = Upload(TestValues(34, g.batch * g.heads * g.t), Shape{g.batch, g.heads, g.t});
+    ASSERT_TRUE(ops().attention.FusedCausalForward(g.Args(), qkv_t, out, lse).ok());
+    const std::vector<float> out_values = Download(out);
+    const double forward_rel = g.bf16 ? kBf16ForwardRelTol : kForwardRelTol;
+    const double forward_abs = g.bf16 ? kBf16ForwardAbsTol : kForwardAbsTol;
+    ExpectNear(out_values, expected.out, forward_rel, forward_abs, "O");
+    ExpectNear(Download(lse), expected.logsumexp, forward_rel, forward_abs, "logsumexp");
+
+    // Backward from the oracle's O and log-sum-exp, so that it is checked on its own.
+    const Tensor out_exact = Upload(ToFloat(expected.out), Shape{g.batch, g.t, width});
+    const Tensor lse_exact = Upload(ToFloat(expected.logsumexp), Shape{g.batch, g.heads, g.t});
+    const Tensor dout_t = Upload(dout, Shape{g.batch, g.t, width});
+    Tensor dqkv = Upload(TestValues(35, g.batch * g.t * 3 * width), Shape{g.batch, g.t, 3 * width});
+    ASSERT_TRUE(
+        ops()
+            .attention.FusedCausalBackward(g.Args(), qkv_t, out_exact, lse_exact, dout_t, dqkv)
+            .ok());
+    const std::vector<float> dqkv_values = Download(dqkv);
+    ExpectNear(dqkv_values, expected.dqkv, g.bf16 ? kBf16BackwardRelTol : kBackwardRelTol,
+               g.bf16 ? kBf16BackwardAbsTol : kBackwardAbsTol, "dqkv");
+
+    if (g.bf16) {
+      // The products' inputs were rounded: the results sit measurably nearer the oracle on
+      // rounded operands than the one on unrounded operands.
+      Geometry unrounded = g;
+      unrounded.bf16 = false;
+      const Oracle f32 = AttentionOracle(unrounded, qkv, dout);
+      EXPECT_GT(MaxDifference(out_values, f32.out), 2 * MaxDifference(out_values, expected.out));
+      EXPECT_GT(MaxDifference(dqkv_values, f32.dqkv),
+                2 * MaxDifference(dqkv_values, expected.dqkv));
+    }
+  }
+};
+
+// t = 1030 runs past the CUDA products' 512-row causal blocks, into a partial third one.
+TEST_P(FusedAttentionOpsTest, MatchesNaiveAttentionInF32) {
+  for (const Geometry& g : {Geometry{2, 1, 3, 4}, Geometry{2, 37, 3, 8}, Geometry{1, 131, 2, 5},
+                            Geometry{2, 1030, 2, 4}}) {
+    CheckAgainstOracle(g, 1.0f);
+  }
+}
+
+// q and k up to 3 in magnitude, so that rounding them to bf16 moves the scores visibly.
+TEST_P(FusedAttentionOpsTest, MatchesNaiveAttentionOnBf16RoundedOperands) {
+  for (const Geometry& g :
+       {Geometry{1, 1, 2, 4, true}, Geometry{2, 45, 2, 8, true}, Geometry{1, 131, 1, 8, true}}) {
+    CheckAgainstOracle(g, 3.0f);
+  }
+}
+
+// The same bits run to run and whether the samples come as one batch or one at a time (as a
+// pipeline's micro-batches would): each (sample, head) pair is computed on its own. At t = 1024
+// with 64 heads a sample's scores take 256 MiB, so the CUDA products run the batch in chunks
+// (two samples, then one, in forward; one at a time in backward).
+TEST_P(FusedAttentionOpsTest, ResultsAreTheSameBitsWhateverTheBatchSplit) {
+  for (const Geometry& g : {Geometry{3, 70, 2, 4}, Geometry{3, 1024, 64, 2}}) {
+    SCOPED_TRACE(g.Name());
+    const int64_t width = g.width(), ld = 3 * width;
+    const std::vector<float> qkv = TestValues(41, g.batch * g.t * ld, -2.0f, 2.0f);
+    const std::vector<float> dout = TestValues(42, g.batch * g.t * width);
+    struct Result {
+      std::vector<float> out, lse, dqkv;
+    };
+    auto run = [&](int64_t first, int64_t count) {
+      Geometry part = g;
+      part.batch = count;
+      const Tensor qkv_t = Upload(std::vector<float>(qkv.begin() + first * g.t * ld,
+                                                     qkv.begin() + (first + count) * g.t * ld),
+                                  Shape{count, g.t, ld});
+      const Tensor dout_t = Upload(std::vector<float>(dout.begin() + first * g.t * width,
+                                                      dout.begin() + (first + count) * g.t * width),
+                                   Shape{count, g.t, width});
+      Tensor out = Zeros(Shape{count, g.t, width});
+      Tensor lse = Zeros(Shape{count, g.heads, g.t});
+      Tensor dqkv = Zeros(Shape{count, g.t, ld});
+      EXPECT_TRUE(ops().attention.FusedCausalForward(part.Args(), qkv_t, out, lse).ok());
+      EXPECT_TRUE(
+          ops().attention.FusedCausalBackward(part.Args(), qkv_t, out, lse, dout_t, dqkv).ok());
+      return Result{Download(out), Download(lse), Download(dqkv)};
+    };
+    const Result whole = run(0, g.batch);
+    const Result again = run(0, g.batch);
+    EXPECT_EQ(whole.out, again.out);
+    EXPECT_EQ(whole.lse, again.lse);
+    EXPECT_EQ(whole.dqkv, again.dqkv);
+    Result split;
+    for (int64_t b = 0; b < g.batch; ++b) {
+      const Result one = run(b, 1);
+      split.out.insert(split.out.end(), one.out.begin(), one.out.end());
+      split.lse.insert(split.lse.end(), one.lse.begin(), one.lse.end());
+      split.dqkv.insert(split.dqkv.end(), one.dqkv.begin(), one.dqkv.end());
+    }
+    EXPECT_EQ(whole.out, split.out);
+    EXPECT_EQ(whole.lse, split.lse);
+    EXPECT_EQ(whole.dqkv, split.dqkv);
+  }
+}
+
+TEST_P(FusedAttentionOpsTest, EmptyBatchOrPositionsDoNothing) {
+  for (const Geometry& g : {Geometry{0, 5, 2, 4}, Geometry{3, 0, 2, 4}}) {
+    SCOPED_TRACE(g.Name());
+    const Tensor qkv = Zeros(Shape{g.batch, g.t, 3 * g.width()});
+    Tensor out = Zeros(Shape{g.batch, g.t, g.width()});
+    Tensor lse = Zeros(Shape{g.batch, g.heads, g.t});
+    Tensor dqkv = Zeros(Shape{g.batch, g.t, 3 * g.width()});
+    EXPECT_TRUE(ops().attention.FusedCausalForward(g.Args(), qkv, out, lse).ok());
+    EXPECT_TRUE(ops().attention.FusedCausalBackward(g.Args(), qkv, out, lse, out, dqkv).ok());
+  }
+}
+
+TEST_P(FusedAttentionOpsTest, MismatchedTensorsAreInvalidArguments) {
+  const Geometry g{2, 3, 2, 4};
+  const Tensor qkv = Zeros(Shape{2, 3, 24});
+  Tensor out = Zeros(Shape{2, 3, 8});
+  Tensor lse = Zeros(Shape{2, 2, 3});
+  Tensor dqkv = Zeros(Shape{2, 3, 24});
+  Tensor short_lse = Zeros(Shape{2, 3});
+  const Tensor ids = UploadIds(std::vector<int64_t>(48, 0), Shape{2, 3, 8});
+  FusedAttentionArgs no_heads = g.Args();
+  no_heads.heads = 0;
+  const AttentionOps& attention = ops().attention;
+  const std::vector<std::pair<std::string, absl::Status>> results = {
+      {"forward, no heads", attention.FusedCausalForward(no_heads, qkv, out, lse)},
+      {"forward, out as qkv", attention.FusedCausalForward(g.Args(), out, out, lse)},
+      {"forward, short logsumexp", attention.FusedCausalForward(g.Args(), qkv, out, short_lse)},
+      {"backward, i64 dout", attention.FusedCausalBackward(g.Args(), qkv, out, lse, ids, dqkv)},
+      {"backward, dqkv is qkv", attention.FusedCausalBackward(g.Args(), dqkv, out, lse, out, dqkv)},
+  };
+  for (const auto& [what, status] : results) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << what << ": " << status;
+    EXPECT_NE(status.message().find("AttentionOps::FusedCausal"), std::string::npos)
+        << what << ": " << status;
+  }
+}
+
+GPIPE_INSTANTIATE_ON_EVERY_BACKEND(FusedAttentionOpsTest);
+
+}  // namespace
+}  // namespace gpipe::testing

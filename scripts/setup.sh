@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gpipe needs to build, test and run (idempotent).
-# Usage: scripts/setup.sh        (as root, or with sudo available)
+# Installs the Debian packages gpipe needs (idempotent).
+# Usage: scripts/setup.sh            everything: build, tests, sanitizers, fuzzers, example data
+#        scripts/setup.sh --build    only what building gpipe-run and gpipe-worker needs
+#                                    (scripts/run_example.sh; a later plain call adds the rest)
+# As root, or with sudo available.
 set -euo pipefail
 
 packages=(
@@ -9,15 +12,26 @@ packages=(
   libopenmpi-dev openmpi-bin
   libprotobuf-dev protobuf-compiler
   libabsl-dev
-  libgtest-dev libgmock-dev
+  libgtest-dev libgmock-dev  # small; CMake looks for them when a build tree has tests on
   libdnnl-dev          # oneDNN: the CPU backend's matmul and convolution
   nlohmann-json3-dev
   zlib1g-dev
-  dataset-fashion-mnist fortunes
-  python3
-  librsvg2-bin  # rsvg-convert: the timeline test renders SVG pictures to PNG
-  clang libclang-rt-14-dev  # the sanitizer and libFuzzer builds (scripts/sanitize.sh, fuzz.sh)
 )
+case "${1:-}" in
+  --build) ;;
+  "")
+    packages+=(
+      dataset-fashion-mnist fortunes  # the real-data examples and tests
+      python3
+      librsvg2-bin  # rsvg-convert: the timeline test renders SVG pictures to PNG
+      clang libclang-rt-14-dev  # the sanitizer and libFuzzer builds (scripts/sanitize.sh, fuzz.sh)
+    )
+    ;;
+  *)
+    echo "setup: unknown argument '$1' (usage: scripts/setup.sh [--build])" >&2
+    exit 2
+    ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -21,21 +21,17 @@
 // With --profile it instead writes the plan's layer profile JSON (ProfileAnalyzedPlanLayers) to
 // -o, or to stdout without it. Timings are benchmarks, not tests: compare within one run.
 #include <algorithm>
-#include <array>
 #include <cstdio>
-#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
+#include "bench/kernels_bench_args.h"
 #include "google/protobuf/text_format.h"
-#include "launcher/flags.h"
 #include "layers/registry.h"
 #include "runtime/backend/standalone_device.h"
 #include "runtime/core/file_io.h"
@@ -47,50 +43,6 @@
 
 namespace gpipe {
 namespace {
-
-constexpr char kUsage[] =
-    "usage: gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]\n"
-    "                           [--precision fp32|bf16] [--peak-tflops X] [--only TEXT]\n"
-    "                           [--block B,T,D,H] [--repeats N] [--json]\n"
-    "       gpipe-bench-kernels --profile PLAN [-o FILE] [--override TEXT]... [--repeats N]"
-    " [--threads N] [--clock cpu|wall]\n"
-    "  --quick        fewer repetitions and GEMM shapes (a smoke run)\n"
-    "  --precision P  fp32 (default) or bf16: products and layers as training.precision runs them\n"
-    "  --peak-tflops X  the device's nominal peak at that precision (e.g. 989 for an H100 SXM in\n"
-    "                 bf16): rates are also printed as MFU against it\n"
-    "  --only TEXT    only the layer rows whose layer or shape contains TEXT, after one GEMM\n"
-    "  --block B,T,D,H  only a transformer_block (D wide, H heads, MLP 4 D) on B samples of T\n"
-    "                 positions, after one GEMM; on any device\n"
-    "  --json         one JSON object per GEMM and layer row instead of markdown\n"
-    "  --threads N    the CPU device's compute threads (default 1)\n"
-    "  --device D     cpu (default) or cuda (the first GPU; timed on the wall clock after the\n"
-    "                 device has finished each call)\n"
-    "  --profile PLAN write PLAN's per-layer profile JSON (forward, backward input and weight\n"
-    "                 halves, microseconds) to -o FILE, or to stdout\n"
-    "  --repeats N    timed calls per phase, the median kept (default 7, 2 with --quick; for\n"
-    "                 --profile 5)\n"
-    "  --clock C      cpu (default: the process's CPU time, steady where other processes share\n"
-    "                 the cores) or wall; for the benchmark and --profile alike\n";
-
-// What a kernel benchmark run measures.
-struct BenchOptions {
-  bool quick = false;
-  // Products at ProductPrecision::kBF16 and layers run as under training.precision BF16
-  // (Bf16Layer); otherwise fp32.
-  bool bf16 = false;
-  // The device's nominal peak for the precision in TFLOP/s (0: unknown): rates are then also
-  // printed as model FLOPs utilization against it.
-  double peak_tflops = 0;
-  // Only the layer rows whose layer type or shape contains this text, after a single GEMM (for
-  // profiling one layer under a profiler); empty: everything.
-  std::string only;
-  // Timed calls per GEMM and layer phase (0: 7, or 2 when quick).
-  int repeats = 0;
-  // Rows as JSON lines instead of the markdown section.
-  bool json = false;
-  // When set, the only layer row: a transformer_block of this shape (after a single GEMM).
-  std::optional<std::array<int64_t, 4>> block;  // B, T, D, heads
-};
 
 struct GemmShape {
   int64_t m, n, k;
@@ -372,103 +324,21 @@ absl::Status RunProfile(const std::string& plan_path, const std::vector<std::str
 }
 
 int Main(int argc, char** argv) {
-  absl::StatusOr<ParsedFlags> flags = ParseFlags({{"help", false},
-                                                  {"quick", false},
-                                                  {"threads"},
-                                                  {"profile"},
-                                                  {"o"},
-                                                  {"repeats"},
-                                                  {"clock"},
-                                                  {"device"},
-                                                  {"override", true, true},
-                                                  {"precision"},
-                                                  {"peak-tflops"},
-                                                  {"only"},
-                                                  {"block"},
-                                                  {"json", false}},
-                                                 std::vector<std::string>(argv + 1, argv + argc));
-  if (!flags.ok() || !flags->positional().empty()) {
+  absl::StatusOr<KernelBenchArgs> args =
+      ParseKernelBenchArgs(std::vector<std::string>(argv + 1, argv + argc));
+  if (!args.ok()) {
     std::fprintf(stderr, "gpipe-bench-kernels: %s\n%s",
-                 flags.ok() ? "unexpected positional argument" : flags.status().ToString().c_str(),
-                 kUsage);
+                 std::string(args.status().message()).c_str(), kKernelBenchUsage);
     return 2;
   }
-  if (flags->Has("help")) {
-    std::fputs(kUsage, stdout);
+  if (args->help) {
+    std::fputs(kKernelBenchUsage, stdout);
     return 0;
   }
-  int threads = 1;
-  int repeats = 5;
-  for (auto [name, target] : {std::pair{"threads", &threads}, std::pair{"repeats", &repeats}}) {
-    if (auto value = flags->Get(name)) {
-      absl::StatusOr<int64_t> parsed = ParseIntFlag(absl::StrCat("--", name), *value);
-      if (!parsed.ok() || *parsed < 1) {
-        std::fprintf(stderr, "gpipe-bench-kernels: --%s needs a whole number >= 1, got '%s'\n",
-                     name, value->c_str());
-        return 2;
-      }
-      *target = static_cast<int>(*parsed);
-    }
-  }
-  ProfileClock clock = ProfileClock::kProcessCpu;
-  if (const std::string name = flags->Get("clock").value_or("cpu"); name == "wall") {
-    clock = ProfileClock::kWall;
-  } else if (name != "cpu") {
-    std::fprintf(stderr, "gpipe-bench-kernels: --clock takes cpu or wall, got '%s'\n%s",
-                 name.c_str(), kUsage);
-    return 2;
-  }
-  absl::Status status;
-  if (auto plan = flags->Get("profile")) {
-    status = RunProfile(*plan, flags->GetAll("override"), flags->Get("o").value_or(""), repeats,
-                        threads, clock);
-  } else {
-    absl::StatusOr<pb::Device> kind = StandaloneDeviceFromName(flags->Get("device").value_or("cpu"));
-    if (!kind.ok()) {
-      std::fprintf(stderr, "gpipe-bench-kernels: %s\n%s", std::string(kind.status().message()).c_str(),
-                   kUsage);
-      return 2;
-    }
-    // A GPU's kernels run on its own clock: only wall time, after each call has finished on the
-    // device, measures them.
-    if (*kind != pb::CPU) clock = ProfileClock::kWall;
-    BenchOptions options{.quick = flags->Has("quick"),
-                         .only = flags->Get("only").value_or(""),
-                         .repeats = flags->Has("repeats") ? repeats : 0,
-                         .json = flags->Has("json")};
-    if (auto block = flags->Get("block")) {
-      const std::vector<std::string> parts = absl::StrSplit(*block, ',');
-      std::array<int64_t, 4> dims{};
-      bool ok = parts.size() == dims.size();
-      for (size_t i = 0; ok && i < parts.size(); ++i) {
-        ok = absl::SimpleAtoi(parts[i], &dims[i]) && dims[i] >= 1;
-      }
-      if (!ok || dims[2] % dims[3] != 0) {
-        std::fprintf(stderr,
-                     "gpipe-bench-kernels: --block takes B,T,D,H (whole numbers >= 1, H dividing "
-                     "D), got '%s'\n",
-                     block->c_str());
-        return 2;
-      }
-      options.block = dims;
-    }
-    if (const std::string precision = flags->Get("precision").value_or("fp32");
-        precision == "bf16") {
-      options.bf16 = true;
-    } else if (precision != "fp32") {
-      std::fprintf(stderr, "gpipe-bench-kernels: --precision takes fp32 or bf16, got '%s'\n%s",
-                   precision.c_str(), kUsage);
-      return 2;
-    }
-    if (auto peak = flags->Get("peak-tflops")) {
-      if (!absl::SimpleAtod(*peak, &options.peak_tflops) || !(options.peak_tflops > 0)) {
-        std::fprintf(stderr, "gpipe-bench-kernels: --peak-tflops needs a number > 0, got '%s'\n",
-                     peak->c_str());
-        return 2;
-      }
-    }
-    status = RunKernelBench(options, *kind, threads, clock);
-  }
+  const absl::Status status =
+      args->profile_plan ? RunProfile(*args->profile_plan, args->overrides, args->out_path,
+                                      args->profile_repeats, args->threads, args->clock)
+                         : RunKernelBench(args->bench, args->device, args->threads, args->clock);
   if (!status.ok()) {
     std::fprintf(stderr, "gpipe-bench-kernels: %s\n", status.ToString().c_str());
     return 1;

@@ -106,6 +106,9 @@ std::vector<FileRole> DataFiles(const pb::Plan& plan) {
                                  .path = data.text().paths(i)});
       }
       break;
+    case pb::Data::kTokens:
+      Add(files, "data.tokens.path", data.tokens().has_path(), data.tokens().path());
+      break;
     case pb::Data::kSynthetic:
     case pb::Data::kCustom:
     case pb::Data::SOURCE_NOT_SET:

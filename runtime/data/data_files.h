@@ -12,9 +12,9 @@
 
 namespace gpipe {
 
-// data.npy.*, data.idx.* and data.text.paths as the plan gives them (ResolveDataPaths has made
-// them absolute or plan-relative), role = the field ("data.text.paths[1]"). None for synthetic
-// and custom sources.
+// data.npy.*, data.idx.*, data.text.paths and data.tokens.path as the plan gives them
+// (ResolveDataPaths has made them absolute or plan-relative), role = the field
+// ("data.text.paths[1]"). None for synthetic and custom sources.
 std::vector<FileRole> DataFiles(const pb::Plan& plan);
 
 // One line per training file: "data.npy.inputs: 4000128 bytes, crc32 0x1a2b3c4d" where the CRC

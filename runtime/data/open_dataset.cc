@@ -9,6 +9,7 @@
 #include "runtime/data/npy_dataset.h"
 #include "runtime/data/synthetic.h"
 #include "runtime/data/text_dataset.h"
+#include "runtime/data/tokens_dataset.h"
 
 namespace gpipe {
 namespace {
@@ -30,6 +31,9 @@ absl::Status NoEvalSplitError(const pb::Data& data) {
       break;
     case pb::Data::kText:
       remedy = "set data.text.eval_fraction in (0, 1) to hold out the end of the text";
+      break;
+    case pb::Data::kTokens:
+      remedy = "set data.tokens.eval_fraction in (0, 1) to hold out the end of the token file";
       break;
     case pb::Data::kCustom:
       remedy = "set data.custom.eval_split: true when the source serves a held-out split";
@@ -53,6 +57,8 @@ bool HasEvalSplit(const pb::Data& data) {
       return !data.idx().test_images().empty() || !data.idx().test_labels().empty();
     case pb::Data::kText:
       return data.text().eval_fraction() > 0;
+    case pb::Data::kTokens:
+      return data.tokens().eval_fraction() > 0;
     case pb::Data::kCustom:
       return data.custom().eval_split();
     case pb::Data::SOURCE_NOT_SET:
@@ -90,6 +96,11 @@ absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(const pb::Data& data,
                        TextDataset::Open(data.text(), requirements, split));
       return std::unique_ptr<Dataset>(std::move(text));
     }
+    case pb::Data::kTokens: {
+      ASSIGN_OR_RETURN(std::unique_ptr<TokensDataset> tokens,
+                       TokensDataset::Open(data.tokens(), requirements, split));
+      return std::unique_ptr<Dataset>(std::move(tokens));
+    }
     case pb::Data::kCustom: {
       // Without the program's registry the name is unknown: the empty one says so.
       if (custom == nullptr) return DataSourceRegistry().Open(data.custom(), requirements, split);
@@ -100,7 +111,8 @@ absl::StatusOr<std::unique_ptr<Dataset>> OpenDataset(const pb::Data& data,
   }
   return absl::InvalidArgumentError(
       "data has no source; give exactly one of synthetic { ... }, npy { inputs: ... targets: ... "
-      "}, idx { train_images: ... train_labels: ... } or text { paths: ... }");
+      "}, idx { train_images: ... train_labels: ... }, text { paths: ... } or tokens { path: ... "
+      "}");
 }
 
 }  // namespace gpipe

@@ -1,53 +1,20 @@
 #include "runtime/data/text_dataset.h"
 
-#include <cmath>
-
 #include "absl/strings/str_cat.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/data/gather_checks.h"
+#include "runtime/data/token_windows.h"
 
 namespace gpipe {
 namespace {
 
-// floor((1 - eval_fraction) * total): the length of the training split.
-int64_t TrainLength(int64_t total, double eval_fraction) {
-  return static_cast<int64_t>(std::floor((1.0 - eval_fraction) * static_cast<double>(total)));
-}
-
-// The fewest bytes of text whose training split holds one window of seq_len.
-int64_t BytesForOneTrainingWindow(int64_t seq_len, double eval_fraction) {
-  int64_t total =
-      static_cast<int64_t>(std::ceil(static_cast<double>(seq_len + 1) / (1.0 - eval_fraction)));
-  while (TrainLength(total, eval_fraction) < seq_len + 1) ++total;
-  while (total > 1 && TrainLength(total - 1, eval_fraction) >= seq_len + 1) --total;
-  return total;
-}
-
-absl::Status CheckRequirements(const DataRequirements& requirements) {
-  if (requirements.input_dtype != DType::kI64) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data.text gives int64 token ids (the bytes) but the model takes ",
-        DTypeName(requirements.input_dtype),
-        " inputs; set model.input.type: INT64 (and a first layer that embeds the ids)"));
-  }
-  if (requirements.input_shape.rank() != 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data.text: a sample is a window of seq_len token ids, so model.input.shape must be "
-        "[seq_len], got ",
-        requirements.input_shape.ToString()));
-  }
-  if (requirements.num_classes <= 0 || requirements.target_dtype != DType::kI64 ||
-      requirements.target_shape != requirements.input_shape) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data.text: the targets are the next byte at each position, i64",
-        requirements.input_shape.ToString(),
-        " class ids, so the loss must be softmax_cross_entropy over one score per byte value at "
-        "each position, but the loss expects ",
-        DTypeName(requirements.target_dtype), requirements.target_shape.ToString(), " targets"));
-  }
-  return absl::OkStatus();
-}
+constexpr TokenSourceNames kText{.field = "data.text",
+                                 .ids = "the bytes",
+                                 .unit = "byte",
+                                 .class_value = "byte value",
+                                 .more = "bytes of text",
+                                 .more_eval = "text"};
 
 }  // namespace
 
@@ -67,7 +34,7 @@ absl::StatusOr<std::unique_ptr<TextDataset>> TextDataset::Open(const pb::Text& s
   if (spec.paths().empty()) {
     return absl::InvalidArgumentError("data.text.paths is empty; list at least one text file");
   }
-  RETURN_IF_ERROR(CheckRequirements(requirements));
+  RETURN_IF_ERROR(CheckTokenWindowRequirements(kText, requirements));
   const int64_t seq_len = requirements.input_shape.dim(0);
 
   std::string text;
@@ -90,40 +57,18 @@ absl::StatusOr<std::unique_ptr<TextDataset>> TextDataset::Open(const pb::Text& s
     text += *bytes;
   }
 
-  const int64_t total = static_cast<int64_t>(text.size());
-  const int64_t train_length = TrainLength(total, eval_fraction);
-  const int64_t eval_length = total - train_length;
-  const int64_t train_windows = train_length - seq_len;
-  if (train_windows < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "data.text: the training split has ", train_length, " byte(s) (the first ",
-        1 - eval_fraction, " of ", total, ") but a window of seq_len ", seq_len, " needs ",
-        seq_len + 1, "; give at least ", BytesForOneTrainingWindow(seq_len, eval_fraction),
-        " bytes of text, or a smaller seq_len or eval_fraction"));
-  }
+  ASSIGN_OR_RETURN(
+      const TokenWindows windows,
+      SplitTokenWindows(kText, static_cast<int64_t>(text.size()), seq_len, eval_fraction, split));
   auto dataset = std::unique_ptr<TextDataset>(new TextDataset());
   dataset->seq_len_ = seq_len;
   dataset->window_shape_ = Shape{seq_len};
-  if (split == DataSplit::kTrain) {
-    dataset->name_ = "text data (training split)";
-    dataset->split_text_ = text.substr(0, train_length);
-    dataset->split_offset_ = 0;
-    dataset->stride_ = 1;
-    dataset->size_ = train_windows;
-  } else {
-    const int64_t eval_windows = eval_length >= 1 ? (eval_length - 1) / seq_len : 0;
-    if (eval_windows < 1) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "data.text: the held-out split has ", eval_length, " byte(s) (the last ", eval_fraction,
-          " of ", total, ") but a window of seq_len ", seq_len, " needs ", seq_len + 1,
-          "; raise data.text.eval_fraction or give more text"));
-    }
-    dataset->name_ = "text data (held-out split)";
-    dataset->split_text_ = text.substr(train_length);
-    dataset->split_offset_ = train_length;
-    dataset->stride_ = seq_len;
-    dataset->size_ = eval_windows;
-  }
+  dataset->name_ =
+      split == DataSplit::kTrain ? "text data (training split)" : "text data (held-out split)";
+  dataset->split_text_ = text.substr(windows.offset, windows.split_length);
+  dataset->split_offset_ = windows.offset;
+  dataset->stride_ = windows.stride;
+  dataset->size_ = windows.size;
   return dataset;
 }
 

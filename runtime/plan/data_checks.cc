@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/descriptor.h"
+#include "runtime/data/token_file.h"
 #include "runtime/plan/plan_defaults.h"
 #include "runtime/plan/settings_check_helpers.h"
 #include "runtime/plan/settings_checks.h"
@@ -119,8 +120,32 @@ void CheckText(const pb::Text& text, const std::string& directory, PlanErrors& e
   }
 }
 
+void CheckTokens(const pb::Tokens& tokens, const std::string& directory, PlanErrors& errors) {
+  const std::string what =
+      "a file of little-endian token ids (data.tokens.dtype wide each, no header)";
+  CheckDataFile("data.tokens.path", tokens.path(), directory, what, errors);
+  const double fraction = tokens.eval_fraction();
+  if (!(fraction >= 0 && fraction < 1)) {
+    errors.Add("data.tokens.eval_fraction",
+               absl::StrCat("is ", Show(fraction),
+                            "; it must be in [0, 1) (the share of the tokens held out for "
+                            "evaluation; 0: none)"));
+  }
+  if (tokens.path().empty()) return;
+  const std::string resolved = ResolvePlanPath(directory, tokens.path());
+  std::error_code error;
+  const auto size = std::filesystem::file_size(resolved, error);
+  const int width = TokenFile::Width(tokens.dtype());
+  if (!error && size % width != 0) {
+    errors.Add("data.tokens.path",
+               absl::StrCat(resolved, " has ", size, " bytes, not a whole number of ",
+                            pb::TokenDType_Name(tokens.dtype()), " ids (", width,
+                            " bytes each); is data.tokens.dtype right, or the file cut short?"));
+  }
+}
+
 // model.input must fit the data source: token ids (INT64, shape [seq_len]) come only from
-// data.text, and data.text gives nothing else.
+// data.text and data.tokens, and they give nothing else.
 void CheckInputMatchesData(const pb::Plan& plan, PlanErrors& errors) {
   const pb::Data& data = plan.data();
   if (data.source_case() == pb::Data::SOURCE_NOT_SET || !plan.has_model() ||
@@ -131,27 +156,31 @@ void CheckInputMatchesData(const pb::Plan& plan, PlanErrors& errors) {
   const bool token_ids = input.type() == pb::INT64;
   // A program's own source serves what it says it does (checked when it is opened).
   if (data.has_custom()) return;
-  if (!data.has_text()) {
+  if (!data.has_text() && !data.has_tokens()) {
     if (token_ids) {
       const auto* source = pb::Data::descriptor()->FindFieldByNumber(data.source_case());
       errors.Add("model.input.type",
                  absl::StrCat("is INT64 (token ids) but data.", source->name(),
-                              " gives float32 inputs; only data.text gives int64 token ids: set "
-                              "type: FLOAT32, or use data { text { paths: ... } }"));
+                              " gives float32 inputs; only data.text and data.tokens give int64 "
+                              "token ids: set type: FLOAT32, or use data { text { paths: ... } } "
+                              "or data { tokens { path: ... } }"));
     }
     return;
   }
+  const std::string source = data.has_text() ? "data.text" : "data.tokens";
   if (!token_ids) {
     errors.Add("model.input.type",
-               absl::StrCat("is ", pb::InputType_Name(input.type()), " but data.text (at ",
-                            errors.LocationOf("data.text"),
-                            ") gives int64 token ids (one per byte); set model.input { type: "
-                            "INT64 shape: [seq_len] } and a first layer that embeds 256 ids"));
+               absl::StrCat("is ", pb::InputType_Name(input.type()), " but ", source, " (at ",
+                            errors.LocationOf(source), ") gives int64 token ids",
+                            data.has_text() ? " (one per byte)" : "",
+                            "; set model.input { type: INT64 shape: [seq_len] } and a first "
+                            "layer that embeds ",
+                            data.has_text() ? "256 ids" : "the ids"));
   }
   if (input.shape_size() > 1) {
     errors.Add("model.input.shape",
-               absl::StrCat("has ", input.shape_size(), " dimensions but a data.text sample is ",
-                            "a window of seq_len token ids; use shape: [seq_len]"));
+               absl::StrCat("has ", input.shape_size(), " dimensions but a ", source,
+                            " sample is a window of seq_len token ids; use shape: [seq_len]"));
   }
 }
 
@@ -178,6 +207,9 @@ void CheckData(const pb::Plan& plan, const std::string& directory, PlanErrors& e
     case pb::Data::kText:
       CheckText(data.text(), directory, errors);
       break;
+    case pb::Data::kTokens:
+      CheckTokens(data.tokens(), directory, errors);
+      break;
     case pb::Data::kCustom:
       if (data.custom().name().empty()) {
         errors.Add("data.custom.name",
@@ -188,10 +220,33 @@ void CheckData(const pb::Plan& plan, const std::string& directory, PlanErrors& e
     case pb::Data::SOURCE_NOT_SET:
       errors.Add("data",
                  "has no source; set synthetic {}, npy { inputs: ... targets: ... }, idx { "
-                 "train_images: ... train_labels: ... } or text { paths: ... }");
+                 "train_images: ... train_labels: ... }, text { paths: ... } or tokens { path: "
+                 "... }");
       break;
   }
   CheckInputMatchesData(plan, errors);
+}
+
+void CheckTokenIds(const pb::Plan& plan, int64_t num_classes, const std::string& directory,
+                   PlanErrors& errors) {
+  if (!plan.data().has_tokens()) return;
+  const pb::Tokens& tokens = plan.data().tokens();
+  // The vocabulary: the loss's classes, and the first layer's table when it embeds the ids.
+  int64_t bound = num_classes;
+  std::string why = absl::StrCat("the loss scores ", num_classes, " classes");
+  if (plan.model().layers_size() > 0 && plan.model().layers(0).has_embedding()) {
+    const pb::Layer& first = plan.model().layers(0);
+    const int64_t rows = first.embedding().num_embeddings();
+    if (bound <= 0 || rows < bound) {
+      bound = rows;
+      why = absl::StrCat("model.layers[0] '", first.name(), "' embeds ", rows, " ids");
+    }
+  }
+  if (bound <= 0) return;  // the data source's own check names what the model lacks
+  absl::StatusOr<TokenFile> file =
+      TokenFile::Open(ResolvePlanPath(directory, tokens.path()), tokens.dtype());
+  absl::Status status = file.ok() ? file->CheckIdsBelow(bound, why) : file.status();
+  if (!status.ok()) errors.Add("data.tokens.path", std::string(status.message()));
 }
 
 }  // namespace gpipe

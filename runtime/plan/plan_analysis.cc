@@ -82,6 +82,8 @@ absl::StatusOr<AnalyzedPlan> AnalyzePlan(const LoadedPlan& loaded, const LayerRe
   CheckCheckpoint(plan, errors);
   RETURN_IF_ERROR(errors.ToStatus());
   GPIPE_CHECK(shapes.complete) << "a plan without errors has every layer's shape";
+  CheckTokenIds(plan, shapes.num_classes, loaded.directory, errors);
+  RETURN_IF_ERROR(errors.ToStatus());
 
   AnalyzedPlan analyzed;
   ASSIGN_OR_RETURN(const std::vector<int> starts, StageStarts(plan, shapes.layers));

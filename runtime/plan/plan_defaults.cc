@@ -103,6 +103,9 @@ void ResolveDataPaths(const std::string& directory, pb::Plan* plan) {
     case pb::Data::kText:
       for (std::string& path : *data->mutable_text()->mutable_paths()) resolve(&path);
       break;
+    case pb::Data::kTokens:
+      if (data->tokens().has_path()) resolve(data->mutable_tokens()->mutable_path());
+      break;
     case pb::Data::kSynthetic:
     case pb::Data::kCustom:  // settings go to the program's factory as written
     case pb::Data::SOURCE_NOT_SET:

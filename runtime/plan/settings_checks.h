@@ -18,8 +18,13 @@ namespace gpipe {
 void CheckPipeline(const pb::Plan& plan, PlanErrors& errors);
 void CheckTraining(const pb::Plan& plan, PlanErrors& errors);
 // `directory`: where relative data paths resolve (the plan file's directory). Also checks that
-// model.input's type and shape fit the data source (token ids come only from data.text).
+// model.input's type and shape fit the data source (token ids come only from data.text and data.tokens).
 void CheckData(const pb::Plan& plan, const std::string& directory, PlanErrors& errors);
+// data.tokens' ids against the model's vocabulary (num_classes, and the first layer's table when
+// it is an embedding): reads the whole file once, in pieces, so it runs after every other check
+// has passed.
+void CheckTokenIds(const pb::Plan& plan, int64_t num_classes, const std::string& directory,
+                   PlanErrors& errors);
 void CheckRuntime(const pb::Plan& plan, PlanErrors& errors);
 void CheckCheckpoint(const pb::Plan& plan, PlanErrors& errors);
 

@@ -143,6 +143,7 @@ void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
                             " but the data has no held-out split to evaluate: set "
                             "data.synthetic.eval_samples, data.npy.eval_inputs and eval_targets, "
                             "data.idx.test_images and test_labels, data.text.eval_fraction > 0, "
+                            "data.tokens.eval_fraction > 0, "
                             "or data.custom.eval_split for a program's source that has one (or "
                             "set eval_every to 0)"));
   }

@@ -184,7 +184,7 @@ std::vector<MalformedCase> Cases() {
       {"DataWithoutSource",
        {{10, "data { shuffle: true }"}},
        {"bad.pbtxt:10:1: data: has no source; set synthetic {}, npy { inputs: ... targets: ... "
-        "}, idx { train_images: ... train_labels: ... } or text { paths: ... }"}},
+        "}, idx { train_images: ... train_labels: ... }, text { paths: ... } or tokens { path: ... }"}},
       {"SyntheticWithoutSamples",
        {{10, "data { synthetic { num_samples: 0 } }"}},
        {"bad.pbtxt:10:20: data.synthetic.num_samples: is 0; it must be >= 1"}},
@@ -278,7 +278,40 @@ std::vector<MalformedCase> Cases() {
        {{2, "  input { shape: [4] type: INT64 }"},
         {3, "  layers { name: \"fc1\" embedding { num_embeddings: 256 embedding_dim: 8 } }"}},
        {"bad.pbtxt:2:22: model.input.type: is INT64 (token ids) but data.synthetic gives float32 "
-        "inputs; only data.text gives int64 token ids"}},
+        "inputs; only data.text and data.tokens give int64 token ids"}},
+      {"TokensPathMissingAndEvalFractionOutOfRange",
+       {{2, "  input { shape: [4] type: INT64 }"},
+        {3, "  layers { name: \"fc1\" embedding { num_embeddings: 256 embedding_dim: 8 } }"},
+        {10, "data { tokens { path: \"nope.bin\" eval_fraction: -0.5 } }"}},
+       {"bad.pbtxt:10:17: data.tokens.path: file $TESTDATA/nope.bin does not exist",
+        "bad.pbtxt:10:34: data.tokens.eval_fraction: is -0.5; it must be in [0, 1)"}},
+      {"TokensFileNotAWholeNumberOfIds",
+       {{2, "  input { shape: [4] type: INT64 }"},
+        {3, "  layers { name: \"fc1\" embedding { num_embeddings: 256 embedding_dim: 8 } }"},
+        {10, "data { tokens { path: \"tokens_odd.bin\" } }"}},
+       {"bad.pbtxt:10:17: data.tokens.path: $TESTDATA/tokens_odd.bin has 7 bytes, not a whole "
+        "number of UINT16 ids (2 bytes each); is data.tokens.dtype right, or the file cut short?"}},
+      {"TokensNeedInt64Input",
+       {{10, "data { tokens { path: \"tokens_u16.bin\" } }"}},
+       {"bad.pbtxt:2:3: model.input.type: is FLOAT32 but data.tokens (at bad.pbtxt:10:8) gives "
+        "int64 token ids; set model.input { type: INT64 shape: [seq_len] } and a first layer "
+        "that embeds the ids"}},
+      // Checked after everything else: the embedding (256 rows) is the bound, not the loss (300).
+      {"TokenIdOutsideTheEmbedding",
+       {{2, "  input { shape: [4] type: INT64 }"},
+        {3, "  layers { name: \"fc1\" embedding { num_embeddings: 256 embedding_dim: 8 } }"},
+        {5, "  layers { name: \"fc2\" linear { out_features: 300 } }"},
+        {10, "data { tokens { path: \"tokens_u16.bin\" } }"}},
+       {"bad.pbtxt:10:17: data.tokens.path: $TESTDATA/tokens_u16.bin: the token at offset 25 "
+        "(byte 50) is 300, outside the model's vocabulary [0, 256) (model.layers[0] 'fc1' embeds "
+        "256 ids)"}},
+      {"TokenIdOutsideTheLossClasses",
+       {{2, "  input { shape: [4] type: INT64 }"},
+        {3, "  layers { name: \"fc1\" embedding { num_embeddings: 512 embedding_dim: 8 } }"},
+        {5, "  layers { name: \"fc2\" linear { out_features: 30 } }"},
+        {10, "data { tokens { path: \"tokens_u16.bin\" dtype: UINT16 } }"}},
+       {"bad.pbtxt:10:17: data.tokens.path: $TESTDATA/tokens_u16.bin: the token at offset 25 "
+        "(byte 50) is 300, outside the model's vocabulary [0, 30) (the loss scores 30 classes)"}},
       {"BoundariesOfTheWrongCount",
        {{8, "pipeline { stages: 3 boundaries: [\"act\"] }"}},
        {"bad.pbtxt:8:22: pipeline.boundaries: lists 1 layer name(s) but pipeline.stages 3 needs "

@@ -55,7 +55,7 @@ constexpr char kUsage[] =
     "                        job, \"Primary job terminated normally ...\", is left out: the\n"
     "                        ranks' error lines say what failed)\n"
     "  worker flags          --override TEXT (repeatable), --metrics-out FILE, --trace FILE,\n"
-    "                        --init-from FILE, --export FILE, --resume CKPT, --start-over,\n"
+    "                        --init-from PATH, --export FILE, --resume CKPT, --start-over,\n"
     "                        --startup-timeout SEC\n"
     "                        (passed to every gpipe-worker; see gpipe-worker --help)\n";
 

@@ -50,7 +50,7 @@ namespace gpipe {
 struct RuntimeOptions {
   std::string metrics_out;  // JSON Lines, one record per step and evaluation
   std::string trace;        // a Chrome/Perfetto trace of the run, written by Finish
-  std::string init_from;    // initial parameters from a safetensors file, by name
+  std::string init_from;    // initial parameters by name: as gpipe-worker's --init-from PATH
   // Continue from a checkpoint: "latest" (the plan's checkpoint.dir), a checkpoint directory or
   // one of its step-N directories. Excludes init_from.
   std::string resume;

@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/ckpt/crc32.h"
+#include "runtime/core/bf16.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/json.h"
 #include "runtime/core/json_fields.h"
@@ -44,17 +45,16 @@ absl::Status Invalid(const std::string& source, absl::string_view problem) {
 }
 
 // Writes all of `bytes` to `fd`, retrying on short writes and EINTR.
-struct EntryInfo {
-  std::string name;
-  std::vector<int64_t> shape;
-  int64_t count = 0;
-  uint64_t begin = 0;
-  uint64_t end = 0;
-};
+// Bytes per element of a dtype gpipe reads (F32, BF16, F16); 0 for any other.
+int DtypeWidth(const std::string& dtype) {
+  if (dtype == "F32") return 4;
+  if (dtype == "BF16" || dtype == "F16") return 2;
+  return 0;
+}
 
 // One header entry: {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}.
-absl::StatusOr<EntryInfo> ParseEntry(const std::string& source, const std::string& name,
-                                     const Json& entry) {
+absl::StatusOr<SafetensorsEntry> ParseEntry(const std::string& source, const std::string& name,
+                                            const Json& entry) {
   const std::string where = absl::StrCat("tensor \"", name, "\"");
   if (!entry.is_object()) {
     return Invalid(source, absl::StrCat(where, " is a JSON ", entry.type_name(),
@@ -72,13 +72,16 @@ absl::StatusOr<EntryInfo> ParseEntry(const std::string& source, const std::strin
     return Invalid(source, absl::StrCat(where, " lacks one of dtype, shape, data_offsets"));
   }
   if (!dtype->is_string()) return Invalid(source, absl::StrCat(where, ": dtype is not a string"));
-  if (dtype->get_ref<const std::string&>() != "F32") {
-    return absl::InvalidArgumentError(
-        absl::StrCat(source, ": ", where, " has dtype ", dtype->get_ref<const std::string&>(),
-                     "; gpipe reads F32 tensors only (save it as float32, e.g. tensor.float())"));
-  }
-  EntryInfo info;
+  SafetensorsEntry info;
   info.name = name;
+  info.dtype = dtype->get_ref<const std::string&>();
+  const int width = DtypeWidth(info.dtype);
+  if (width == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(source, ": ", where, " has dtype ", info.dtype,
+                     "; gpipe reads F32, BF16 and F16 tensors (as f32): save it as one of "
+                     "them, e.g. tensor.float()"));
+  }
   if (!shape->is_array()) return Invalid(source, absl::StrCat(where, ": shape is not an array"));
   for (const Json& dim : *shape) {
     const std::optional<int64_t> d = JsonAsInt64(dim);
@@ -103,12 +106,53 @@ absl::StatusOr<EntryInfo> ParseEntry(const std::string& source, const std::strin
   }
   info.begin = static_cast<uint64_t>(*begin);
   info.end = static_cast<uint64_t>(*end);
-  if (info.end - info.begin != static_cast<uint64_t>(info.count) * 4) {
-    return Invalid(source, absl::StrCat(where, ": data_offsets [", info.begin, ", ", info.end,
-                                        ") hold ", info.end - info.begin, " bytes but shape ",
-                                        ShapeText(info.shape), " of F32 needs ", info.count * 4));
+  if (info.end - info.begin != static_cast<uint64_t>(info.count) * width) {
+    return Invalid(source,
+                   absl::StrCat(where, ": data_offsets [", info.begin, ", ", info.end, ") hold ",
+                                info.end - info.begin, " bytes but shape ", ShapeText(info.shape),
+                                " of ", info.dtype, " needs ", info.count * width));
   }
   return info;
+}
+
+// IEEE binary16 to f32, exactly (subnormals, infinities and NaNs included).
+float HalfToFloat(uint16_t half) {
+  const uint32_t sign = static_cast<uint32_t>(half & 0x8000u) << 16;
+  uint32_t exponent = (half >> 10) & 0x1fu;
+  uint32_t mantissa = half & 0x3ffu;
+  uint32_t bits;
+  if (exponent == 0x1f) {
+    bits = sign | 0x7f800000u | (mantissa << 13);  // infinity or NaN (payload kept)
+  } else if (exponent != 0) {
+    bits = sign | ((exponent + 112) << 23) | (mantissa << 13);  // 127 - 15 = 112
+  } else if (mantissa == 0) {
+    bits = sign;  // signed zero
+  } else {
+    // A subnormal: shift the mantissa up until its leading one is the implicit bit.
+    exponent = 113;
+    while ((mantissa & 0x400u) == 0) {
+      mantissa <<= 1;
+      --exponent;
+    }
+    bits = sign | (exponent << 23) | ((mantissa & 0x3ffu) << 13);
+  }
+  float out;
+  std::memcpy(&out, &bits, sizeof(out));
+  return out;
+}
+
+// The entry's elements at `from` (little-endian) as f32 into `to`.
+void Widen(const SafetensorsEntry& entry, const char* from, float* to) {
+  if (entry.dtype == "F32") {
+    std::memcpy(to, from, static_cast<size_t>(entry.count) * 4);
+    return;
+  }
+  const bool bf16 = entry.dtype == "BF16";
+  for (int64_t i = 0; i < entry.count; ++i) {
+    uint16_t bits;
+    std::memcpy(&bits, from + i * 2, 2);
+    to[i] = bf16 ? FromBf16(bits) : HalfToFloat(bits);
+  }
 }
 
 }  // namespace
@@ -179,8 +223,8 @@ absl::StatusOr<WrittenFile> WriteSafetensors(const std::string& path,
   return written;
 }
 
-absl::StatusOr<SafetensorsContents> ParseSafetensors(absl::string_view bytes,
-                                                     const std::string& source) {
+absl::StatusOr<SafetensorsLayout> ParseSafetensorsLayout(absl::string_view bytes,
+                                                         const std::string& source) {
   if (bytes.size() < 8) {
     return Invalid(source, absl::StrCat("the file is ", bytes.size(),
                                         " bytes, too short for the 8-byte header length"));
@@ -204,8 +248,8 @@ absl::StatusOr<SafetensorsContents> ParseSafetensors(absl::string_view bytes,
   if (!header.ok()) return Invalid(source, header.status().message());
   if (!header->is_object()) return Invalid(source, "the header is not a JSON object");
 
-  SafetensorsContents contents;
-  std::vector<EntryInfo> entries;
+  SafetensorsLayout layout;
+  std::vector<SafetensorsEntry>& entries = layout.entries;
   for (const auto& [name, value] : header->items()) {
     if (name == kMetadataKey) {
       if (!value.is_object()) return Invalid(source, "__metadata__ is not an object");
@@ -214,21 +258,22 @@ absl::StatusOr<SafetensorsContents> ParseSafetensors(absl::string_view bytes,
           return Invalid(source,
                          absl::StrCat("__metadata__ value of \"", key, "\" is not a string"));
         }
-        contents.metadata[key] = text.get<std::string>();
+        layout.metadata[key] = text.get<std::string>();
       }
       continue;
     }
-    ASSIGN_OR_RETURN(EntryInfo entry, ParseEntry(source, name, value));
+    ASSIGN_OR_RETURN(SafetensorsEntry entry, ParseEntry(source, name, value));
     entries.push_back(std::move(entry));
   }
 
   const absl::string_view data = bytes.substr(8 + header_size);
-  std::stable_sort(entries.begin(), entries.end(), [](const EntryInfo& a, const EntryInfo& b) {
-    return a.begin < b.begin || (a.begin == b.begin && a.end < b.end);
-  });
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const SafetensorsEntry& a, const SafetensorsEntry& b) {
+                     return a.begin < b.begin || (a.begin == b.begin && a.end < b.end);
+                   });
   uint64_t covered = 0;
-  const EntryInfo* previous = nullptr;
-  for (const EntryInfo& entry : entries) {
+  const SafetensorsEntry* previous = nullptr;
+  for (const SafetensorsEntry& entry : entries) {
     if (entry.end > data.size()) {
       return Invalid(
           source, absl::StrCat("tensor \"", entry.name, "\" has data_offsets [", entry.begin, ", ",
@@ -249,13 +294,27 @@ absl::StatusOr<SafetensorsContents> ParseSafetensors(absl::string_view bytes,
     return Invalid(source, absl::StrCat(data.size() - covered, " bytes at the end of the data ",
                                         "belong to no tensor"));
   }
-  contents.tensors.reserve(entries.size());
-  for (const EntryInfo& entry : entries) {
-    NamedTensorData tensor{entry.name, entry.shape, std::vector<float>(entry.count)};
-    if (entry.count > 0) {
-      std::memcpy(tensor.values.data(), data.data() + entry.begin, entry.end - entry.begin);
-    }
-    contents.tensors.push_back(std::move(tensor));
+  layout.data_start = 8 + header_size;
+  return layout;
+}
+
+NamedTensorData ReadSafetensorsEntry(absl::string_view bytes, const SafetensorsLayout& layout,
+                                     const SafetensorsEntry& entry) {
+  NamedTensorData tensor{entry.name, entry.shape, std::vector<float>(entry.count)};
+  if (entry.count > 0) {
+    Widen(entry, bytes.data() + layout.data_start + entry.begin, tensor.values.data());
+  }
+  return tensor;
+}
+
+absl::StatusOr<SafetensorsContents> ParseSafetensors(absl::string_view bytes,
+                                                     const std::string& source) {
+  ASSIGN_OR_RETURN(const SafetensorsLayout layout, ParseSafetensorsLayout(bytes, source));
+  SafetensorsContents contents;
+  contents.metadata = layout.metadata;
+  contents.tensors.reserve(layout.entries.size());
+  for (const SafetensorsEntry& entry : layout.entries) {
+    contents.tensors.push_back(ReadSafetensorsEntry(bytes, layout, entry));
   }
   return contents;
 }

@@ -2,7 +2,8 @@
 // exchange weights in: an 8-byte little-endian header length N, N bytes of JSON
 // {"name": {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, ...,
 //  "__metadata__": {"key": "value"}} padded with spaces to a multiple of 8, then the data.
-// gpipe writes and reads F32 tensors; writes are atomic and durable (WriteFileAtomically).
+// gpipe writes F32 tensors and reads F32, BF16 and F16 ones (as f32); writes are atomic and
+// durable (WriteFileAtomically).
 #ifndef GPIPE_RUNTIME_CKPT_SAFETENSORS_H_
 #define GPIPE_RUNTIME_CKPT_SAFETENSORS_H_
 
@@ -46,9 +47,32 @@ absl::StatusOr<WrittenFile> WriteSafetensors(const std::string& path,
                                              const std::vector<NamedTensorData>& tensors,
                                              const std::map<std::string, std::string>& metadata);
 
-// Reads every tensor of an F32 safetensors file, in data order. Validates the header length,
+// One tensor's place in a safetensors file, as its header gives it.
+struct SafetensorsEntry {
+  std::string name;
+  std::string dtype;  // F32, BF16 or F16
+  std::vector<int64_t> shape;
+  int64_t count = 0;   // product(shape)
+  uint64_t begin = 0;  // [begin, end) within the data section
+  uint64_t end = 0;
+};
+
+// A file's header, validated: what ParseSafetensors checks, without reading any tensor.
+struct SafetensorsLayout {
+  std::vector<SafetensorsEntry> entries;  // in data order
+  std::map<std::string, std::string> metadata;
+  uint64_t data_start = 0;  // where the data section starts in the file
+};
+absl::StatusOr<SafetensorsLayout> ParseSafetensorsLayout(absl::string_view bytes,
+                                                         const std::string& source);
+// One entry's values as f32; `bytes` is the whole file `layout` was parsed from.
+NamedTensorData ReadSafetensorsEntry(absl::string_view bytes, const SafetensorsLayout& layout,
+                                     const SafetensorsEntry& entry);
+
+// Reads every tensor of a safetensors file, in data order. Validates the header length,
 // the JSON, every entry, offsets inside the data, sizes == product(shape) * 4, and that the
-// tensors cover the data without overlaps or gaps. Other dtypes fail naming tensor and dtype.
+// tensors cover the data without overlaps or gaps. BF16 and F16 tensors are widened to f32
+// exactly; other dtypes fail naming tensor and dtype.
 absl::StatusOr<std::vector<NamedTensorData>> ReadSafetensors(const std::string& path);
 // The same, with the file's __metadata__.
 absl::StatusOr<SafetensorsContents> ReadSafetensorsWithMetadata(const std::string& path);

@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "runtime/coord/checkpoint_claim.h"
+#include "runtime/coord/init_from.h"
 #include "runtime/coord/resume_source.h"
 #include "runtime/core/file_ownership.h"
 #include "runtime/core/output_path.h"
@@ -104,7 +105,18 @@ absl::StatusOr<RunFiles> CheckOutputs(const WorkerOptions& options, const pb::Pl
     files.inputs.push_back(FileRole{.role = "the plan", .path = options.plan_path});
   }
   if (!options.init_from.empty()) {
-    files.inputs.push_back(FileRole{.role = "--init-from", .path = options.init_from});
+    // A sharded checkpoint is a directory of files: nothing may be written inside it.
+    std::error_code error;
+    if (std::filesystem::is_directory(options.init_from, error)) {
+      files.kept_dirs.push_back(
+          FileRole{.role = "the --init-from checkpoint", .path = options.init_from});
+    } else if (options.init_from.ends_with(".index.json")) {
+      files.kept_dirs.push_back(
+          FileRole{.role = "the --init-from checkpoint",
+                   .path = std::filesystem::path(options.init_from).parent_path().string()});
+    } else {
+      files.inputs.push_back(FileRole{.role = "--init-from", .path = options.init_from});
+    }
   }
   for (FileRole& data : DataFiles(plan)) files.inputs.push_back(std::move(data));
   RETURN_IF_ERROR(CheckRunFiles(files));
@@ -142,6 +154,11 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
   if (!options.init_from.empty() && !options.resume.empty()) {
     return absl::InvalidArgumentError(
         "--init-from and --resume exclude each other (a checkpoint holds the parameters)");
+  }
+  if (!options.init_from.empty()) {
+    // Headers only: the values are read by the stages that own them.
+    ASSIGN_OR_RETURN(const HfCheckpoint initial, HfCheckpoint::Open(options.init_from));
+    RETURN_IF_ERROR(CheckInitFrom(initial, job.analyzed));
   }
   pb::Plan& plan = job.analyzed.plan;
   if (!plan.checkpoint().dir().empty()) {

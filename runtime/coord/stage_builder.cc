@@ -5,7 +5,8 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "runtime/ckpt/safetensors.h"
+#include "runtime/ckpt/hf_checkpoint.h"
+#include "runtime/coord/init_from.h"
 #include "runtime/coord/setup_builder.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/data/open_dataset.h"
@@ -150,7 +151,9 @@ absl::Status BuildStage(const StageInputs& in, RankStage& stage) {
                           stage.backend->ChunkAdapterFor(plan)));
   stage.chunks = std::make_unique<StageChunks>(std::move(parts));
   if (setup.has_init_from()) {
-    ASSIGN_OR_RETURN(std::vector<NamedTensorData> initial, ReadSafetensors(setup.init_from()));
+    ASSIGN_OR_RETURN(const HfCheckpoint checkpoint, HfCheckpoint::Open(setup.init_from()));
+    ASSIGN_OR_RETURN(std::vector<NamedTensorData> initial,
+                     ReadInitialTensors(checkpoint, stage.chunks->StateNames(0), ties));
     RETURN_IF_ERROR(WithContext(stage.chunks->Import(initial),
                                 absl::StrCat("--init-from ", setup.init_from())));
   }

@@ -12,18 +12,26 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/core/output_path.h"
 
 namespace gpipe {
 
 absl::StatusOr<MappedFile> MappedFile::Open(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer (it is refused below).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     return absl::NotFoundError(absl::StrCat("cannot open ", path, ": ", std::strerror(errno)));
   }
   struct stat info {};
-  if (::fstat(fd, &info) != 0 || !S_ISREG(info.st_mode)) {
+  if (::fstat(fd, &info) != 0) {
+    const int stat_errno = errno;
     ::close(fd);
-    return absl::FailedPreconditionError(absl::StrCat(path, " is not a regular file"));
+    return absl::DataLossError(absl::StrCat("cannot stat ", path, ": ", std::strerror(stat_errno)));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    ::close(fd);
+    return absl::FailedPreconditionError(
+        absl::StrCat(path, " is ", FileKindName(info.st_mode), ", not a regular file"));
   }
   const size_t size = static_cast<size_t>(info.st_size);
   if (size == 0) {

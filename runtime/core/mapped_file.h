@@ -14,8 +14,9 @@ namespace gpipe {
 
 class MappedFile {
  public:
-  // NOT_FOUND naming the path when it cannot be opened; FAILED_PRECONDITION when it is not a
-  // regular file; INTERNAL with errno's text when mapping fails. An empty file maps to no bytes.
+  // NOT_FOUND naming the path when it cannot be opened; FAILED_PRECONDITION naming what it is
+  // when it is not a regular file (a FIFO is refused without waiting for a writer); INTERNAL
+  // with errno's text when mapping fails. An empty file maps to no bytes.
   static absl::StatusOr<MappedFile> Open(const std::string& path);
 
   MappedFile(MappedFile&& other) noexcept;

@@ -28,6 +28,10 @@ struct LayerInfo {
   // Its parameters in order: full names ("fc1.weight") and how they start out.
   std::vector<std::string> parameter_names;
   std::vector<ParamSpec> parameter_specs;
+  // Its buffers (Layer::buffer_specs: state that is not trained, e.g. running statistics) in
+  // order: full names and specs.
+  std::vector<std::string> buffer_names;
+  std::vector<ParamSpec> buffer_specs;
 };
 
 // One model.ties entry, resolved: every member's layer and parameter index, and the member

@@ -130,6 +130,10 @@ LayerInfo Describe(const Layer& layer, const std::string& kind) {
     info.parameter_names.push_back(absl::StrCat(layer.name(), ".", spec.name));
     info.parameter_specs.push_back(spec);
   }
+  for (const ParamSpec& spec : layer.buffer_specs()) {
+    info.buffer_names.push_back(absl::StrCat(layer.name(), ".", spec.name));
+    info.buffer_specs.push_back(spec);
+  }
   return info;
 }
 

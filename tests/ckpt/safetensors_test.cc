@@ -5,9 +5,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -155,15 +157,80 @@ TEST(SafetensorsTest, ReadsFileWrittenByTheSafetensorsPackage) {
                                     {"format", "pt"}, {"note", "made by safetensors"}}));
 }
 
-TEST(SafetensorsTest, OtherDtypesAreRejectedNamingTensorAndDtype) {
+TEST(SafetensorsTest, ReadsTheReferenceF16FileAsF32) {
   absl::StatusOr<std::vector<NamedTensorData>> tensors =
       ReadSafetensors(Testdata("reference_f16.safetensors"));
-  ASSERT_FALSE(tensors.ok());
-  EXPECT_NE(tensors.status().message().find(
-                "reference_f16.safetensors: tensor \"w\" has dtype F16; gpipe reads F32 "
-                "tensors only"),
+  ASSERT_TRUE(tensors.ok()) << tensors.status();
+  ASSERT_EQ(tensors->size(), 2u);
+  EXPECT_EQ((*tensors)[0].name, "b");
+  EXPECT_EQ((*tensors)[0].values, std::vector<float>{0.5f});
+  EXPECT_EQ((*tensors)[1].name, "w");
+  EXPECT_EQ((*tensors)[1].shape, std::vector<int64_t>{2});
+  EXPECT_EQ((*tensors)[1].values, (std::vector<float>{1.0f, 2.0f}));
+}
+
+// Every class of binary16 and bfloat16 value widens exactly: normals, subnormals (the smallest
+// too), signed zeros, infinities and NaN.
+TEST(SafetensorsTest, Bf16AndF16WidenExactly) {
+  const std::vector<uint16_t> half = {0x3c00, 0xc000, 0x7bff, 0x0400, 0x03ff, 0x0001,
+                                      0x8000, 0x7c00, 0xfc00, 0x7e00, 0x3555};
+  const std::vector<float> half_values = {1.0f,
+                                          -2.0f,
+                                          65504.0f,
+                                          std::ldexp(1.0f, -14),
+                                          std::ldexp(1023.0f, -24),
+                                          std::ldexp(1.0f, -24),
+                                          -0.0f,
+                                          std::numeric_limits<float>::infinity(),
+                                          -std::numeric_limits<float>::infinity(),
+                                          std::numeric_limits<float>::quiet_NaN(),
+                                          std::ldexp(1365.0f, -12)};
+  const std::vector<uint16_t> bf16 = {0x3f80, 0xc0a0, 0x0001, 0x7f80, 0x8000};
+  const std::vector<float> bf16_values = {1.0f, -5.0f, std::ldexp(1.0f, -133),
+                                          std::numeric_limits<float>::infinity(), -0.0f};
+  std::string data(reinterpret_cast<const char*>(half.data()), half.size() * 2);
+  data.append(reinterpret_cast<const char*>(bf16.data()), bf16.size() * 2);
+  const std::string header = std::string(
+      "{\"h\":{\"dtype\":\"F16\",\"shape\":[11],\"data_offsets\":[0,22]},"
+      "\"b\":{\"dtype\":\"BF16\",\"shape\":[5],\"data_offsets\":[22,32]}}");
+  absl::StatusOr<SafetensorsContents> contents =
+      ParseSafetensors(FileBytes(header, data), "mixed.safetensors");
+  ASSERT_TRUE(contents.ok()) << contents.status();
+  ASSERT_EQ(contents->tensors.size(), 2u);
+  const std::vector<float>& h = contents->tensors[0].values;
+  const std::vector<float>& b = contents->tensors[1].values;
+  ASSERT_EQ(h.size(), half_values.size());
+  for (size_t i = 0; i < h.size(); ++i) {
+    if (std::isnan(half_values[i])) {
+      EXPECT_TRUE(std::isnan(h[i])) << i;
+    } else {
+      EXPECT_EQ(h[i], half_values[i]) << "element " << i;
+      EXPECT_EQ(std::signbit(h[i]), std::signbit(half_values[i])) << i;
+    }
+  }
+  ASSERT_EQ(b.size(), bf16_values.size());
+  for (size_t i = 0; i < b.size(); ++i) {
+    EXPECT_EQ(b[i], bf16_values[i]) << "element " << i;
+    EXPECT_EQ(std::signbit(b[i]), std::signbit(bf16_values[i])) << i;
+  }
+  // The byte count is checked at the dtype's width.
+  ExpectRejected(FileBytes("{\"a\":{\"dtype\":\"BF16\",\"shape\":[3],\"data_offsets\":[0,4]}}",
+                           std::string(4, '\0')),
+                 "data_offsets [0, 4) hold 4 bytes but shape [3] of BF16 needs 6");
+}
+
+TEST(SafetensorsTest, OtherDtypesAreRejectedNamingTensorAndDtype) {
+  absl::StatusOr<SafetensorsContents> contents = ParseSafetensors(
+      FileBytes("{\"ids\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]}}",
+                std::string(8, '\0')),
+      "ids.safetensors");
+  ASSERT_FALSE(contents.ok());
+  EXPECT_EQ(contents.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(contents.status().message().find(
+                "ids.safetensors: tensor \"ids\" has dtype I64; gpipe reads F32, BF16 and F16 "
+                "tensors (as f32)"),
             std::string::npos)
-      << tensors.status();
+      << contents.status();
 }
 
 TEST(SafetensorsTest, MissingFileIsNotFound) {
@@ -223,8 +290,8 @@ TEST(SafetensorsTest, RejectsBadEntries) {
   ExpectRejected(FileBytes("{\"__metadata__\":{\"k\":1}}", ""),
                  "__metadata__ value of \"k\" is not a string");
   ExpectRejected(
-      FileBytes("{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}", four),
-      "tensor \"a\" has dtype BF16");
+      FileBytes("{\"a\":{\"dtype\":\"I32\",\"shape\":[2],\"data_offsets\":[0,4]}}", four),
+      "tensor \"a\" has dtype I32");
 }
 
 TEST(SafetensorsTest, RejectsOffsetsPastTheEndOfTheData) {

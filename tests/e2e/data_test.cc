@@ -238,7 +238,115 @@ TEST_F(NpyJobTest, ExportedWeightsComeBackWithInitFrom) {
   const testing::ProcessResult partial =
       Run(2, plan, {"--init-from", dir_ + "/partial.safetensors"});
   EXPECT_NE(partial.exit_code, 0);
-  EXPECT_TRUE(absl::StrContains(partial.output, "is missing")) << partial.output;
+  EXPECT_TRUE(absl::StrContains(partial.output, "is not in the checkpoint")) << partial.output;
+}
+
+// data.tokens holding a text's bytes as UINT16 or UINT32 ids gives the same windows as data.text
+// on that text, so the trained weights are the same bits; and an id past the vocabulary is
+// refused by the plan check naming the file and offset, before any rank starts.
+class TokensJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = scratch_.path();
+    std::string text;
+    for (int i = 0; i < 3000; ++i) text.push_back(static_cast<char>('a' + (i * 7 + i / 13) % 26));
+    std::ofstream(dir_ + "/corpus.txt", std::ios::binary) << text;
+    for (int width : {2, 4}) {
+      std::string ids;
+      for (char c : text) {
+        ids.push_back(c);
+        ids.append(width - 1, '\0');
+      }
+      std::ofstream(absl::StrCat(dir_, "/corpus.u", width * 8), std::ios::binary) << ids;
+    }
+    plan_ = dir_ + "/plan.pbtxt";
+    std::ofstream(plan_) << R"pb(
+      model {
+        input {
+          shape: [ 16 ]
+          type: INT64
+        }
+        layers {
+          name: "embed"
+          embedding { num_embeddings: 256 embedding_dim: 16 }
+        }
+        layers {
+          name: "pos"
+          positional_embedding { max_positions: 16 }
+        }
+        layers {
+          name: "h0"
+          transformer_block { num_heads: 2 }
+        }
+        layers {
+          name: "h1"
+          transformer_block { num_heads: 2 }
+        }
+        layers {
+          name: "head"
+          linear { out_features: 256 }
+        }
+        loss { softmax_cross_entropy {} }
+      }
+      pipeline { stages: 1 micro_batches: 2 }
+      training {
+        global_batch: 8
+        steps: 3
+        seed: 5
+        optimizer { adamw { lr: 0.01 } }
+      }
+      data {
+        text { paths: "corpus.txt" eval_fraction: 0.1 }
+        shuffle: true
+      }
+      runtime {
+        device: CPU
+        transport: MPI
+        timeouts { wait_seconds: 30 }
+      }
+    )pb";
+  }
+
+  testing::ProcessResult Run(int stages, const std::vector<std::string>& flags) {
+    std::vector<std::string> argv = testing::MpirunPrefix(stages);
+    argv.insert(argv.end(), {testing::BinPath("gpipe-worker"), "--plan", plan_, "--override",
+                             absl::StrCat("pipeline { stages: ", stages, " }")});
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    return testing::RunProcess(argv, 120);
+  }
+
+  const testing::ScratchDir scratch_;
+  std::string dir_, plan_;
+};
+
+TEST_F(TokensJobTest, TokenFilesOfTheBytesTrainLikeTheText) {
+  const testing::ProcessResult text = Run(2, {"--export", dir_ + "/text.st"});
+  ASSERT_EQ(text.exit_code, 0) << text.output;
+  auto reference = ReadSafetensors(dir_ + "/text.st");
+  ASSERT_TRUE(reference.ok()) << reference.status();
+  for (const char* dtype : {"UINT16", "UINT32"}) {
+    SCOPED_TRACE(dtype);
+    const std::string out = absl::StrCat(dir_, "/", dtype, ".st");
+    const std::string data =
+        absl::StrCat("data { tokens { path: \"corpus.u", dtype[4] == '1' ? 16 : 32,
+                     "\" dtype: ", dtype, " eval_fraction: 0.1 } }");
+    const testing::ProcessResult tokens = Run(2, {"--override", data, "--export", out});
+    ASSERT_EQ(tokens.exit_code, 0) << tokens.output;
+    auto trained = ReadSafetensors(out);
+    ASSERT_TRUE(trained.ok()) << trained.status();
+    ASSERT_EQ(trained->size(), reference->size());
+    for (size_t i = 0; i < trained->size(); ++i) {
+      EXPECT_EQ((*trained)[i].values, (*reference)[i].values) << (*trained)[i].name;
+    }
+  }
+  // The same file read as UINT32 pairs two bytes' ids into one id past the vocabulary.
+  const testing::ProcessResult wide =
+      Run(1, {"--override", "data { tokens { path: \"corpus.u16\" dtype: UINT32 } }"});
+  EXPECT_NE(wide.exit_code, 0);
+  EXPECT_TRUE(absl::StrContains(wide.output, "corpus.u16: the token at offset 0 (byte 0) is "))
+      << wide.output;
+  EXPECT_TRUE(absl::StrContains(wide.output, "outside the model's vocabulary [0, 256)"))
+      << wide.output;
 }
 
 }  // namespace

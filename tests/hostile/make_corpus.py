@@ -63,7 +63,7 @@ fc1 = {"dtype": "F32", "shape": [32, 12], "data_offsets": [0, 1536]}
 write("safetensors/truncated.safetensors", safetensors({"fc1.weight": fc1}, bytes(100)))
 write("safetensors/huge_header.safetensors", safetensors({"fc1.weight": fc1}, bytes(1536), length=1 << 62))
 write("safetensors/not_json.safetensors", struct.pack("<Q", 16) + b"{not json at all" + bytes(8))
-write("safetensors/f16.safetensors", safetensors({"fc1.weight": {"dtype": "F16", "shape": [32, 12], "data_offsets": [0, 768]}}, bytes(768)))
+write("safetensors/f64.safetensors", safetensors({"fc1.weight": {"dtype": "F64", "shape": [32, 12], "data_offsets": [0, 3072]}}, bytes(3072)))
 write("safetensors/overlap.safetensors", safetensors({"a": {"dtype": "F32", "shape": [4], "data_offsets": [0, 16]}, "b": {"dtype": "F32", "shape": [4], "data_offsets": [8, 24]}}, bytes(24)))
 write("safetensors/huge_shape.safetensors", safetensors({"fc1.weight": {"dtype": "F32", "shape": [4611686018427387904, 4], "data_offsets": [0, 16]}}, bytes(16)))
 write("safetensors/wrong_shape.safetensors", safetensors({

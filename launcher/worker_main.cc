@@ -38,6 +38,7 @@ constexpr char kUsage[] =
     "                         directory with model.safetensors, or a model.safetensors.index.json\n"
     "                         and its shards (F32, BF16, F16)\n"
     "  --export FILE          write all parameters to a safetensors file after training\n"
+    "  --export-dtype D       F32 (default) or BF16: how --export stores the values\n"
     "  --resume CKPT          continue from a checkpoint: latest (the plan's checkpoint.dir),\n"
     "                         a checkpoint directory, or one of its step-N directories\n"
     "  --start-over           train from the start although checkpoint.dir holds an earlier\n"
@@ -64,6 +65,7 @@ int main(int argc, char** argv) {
                                   {"trace"},
                                   {"init-from"},
                                   {"export"},
+                                  {"export-dtype"},
                                   {"resume"},
                                   {"start-over", false},
                                   {"startup-timeout"},
@@ -85,6 +87,13 @@ int main(int argc, char** argv) {
   options.trace = flags->Get("trace").value_or("");
   options.init_from = flags->Get("init-from").value_or("");
   options.export_path = flags->Get("export").value_or("");
+  if (const std::string dtype = flags->Get("export-dtype").value_or("F32"); dtype == "BF16") {
+    options.export_dtype = gpipe::SafetensorsDtype::kBF16;
+  } else if (dtype != "F32") {
+    std::fprintf(stderr, "gpipe-worker: --export-dtype takes F32 or BF16, got '%s'\n%s",
+                 dtype.c_str(), kUsage);
+    return 2;
+  }
   options.resume = flags->Get("resume").value_or("");
   options.start_over = flags->Has("start-over");
   // Quoted in the CUDA backend's messages when a rank finds no GPU (CUDA itself reads it).

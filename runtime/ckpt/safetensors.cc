@@ -159,7 +159,10 @@ void Widen(const SafetensorsEntry& entry, const char* from, float* to) {
 
 absl::StatusOr<WrittenFile> WriteSafetensors(const std::string& path,
                                              const std::vector<NamedTensorData>& tensors,
-                                             const std::map<std::string, std::string>& metadata) {
+                                             const std::map<std::string, std::string>& metadata,
+                                             SafetensorsDtype dtype) {
+  const bool bf16 = dtype == SafetensorsDtype::kBF16;
+  const uint64_t width = bf16 ? 2 : 4;
   std::set<std::string> names;
   Json header = Json::object();
   if (!metadata.empty()) header[kMetadataKey] = metadata;
@@ -179,9 +182,10 @@ absl::StatusOr<WrittenFile> WriteSafetensors(const std::string& path,
           absl::StrCat("cannot write ", path, ": tensor \"", tensor.name, "\" has shape ",
                        ShapeText(tensor.shape), " but ", tensor.values.size(), " values"));
     }
-    const uint64_t bytes = static_cast<uint64_t>(*count) * 4;
-    header[tensor.name] = {
-        {"dtype", "F32"}, {"shape", tensor.shape}, {"data_offsets", {offset, offset + bytes}}};
+    const uint64_t bytes = static_cast<uint64_t>(*count) * width;
+    header[tensor.name] = {{"dtype", bf16 ? "BF16" : "F32"},
+                           {"shape", tensor.shape},
+                           {"data_offsets", {offset, offset + bytes}}};
     offset += bytes;
   }
   // Invalid UTF-8 would be written as U+FFFD: refuse it rather than rename tensors silently.
@@ -212,9 +216,24 @@ absl::StatusOr<WrittenFile> WriteSafetensors(const std::string& path,
   std::memcpy(length, &header_size, 8);
 
   std::vector<absl::string_view> pieces = {absl::string_view(length, 8), text};
+  // BF16: every tensor rounded into one buffer the pieces point into.
+  std::vector<uint16_t> rounded;
+  if (bf16) {
+    rounded.reserve(offset / 2);
+    for (const NamedTensorData& tensor : tensors) {
+      for (float value : tensor.values) rounded.push_back(ToBf16(value));
+    }
+  }
+  uint64_t at = 0;
   for (const NamedTensorData& tensor : tensors) {
-    pieces.emplace_back(reinterpret_cast<const char*>(tensor.values.data()),
-                        tensor.values.size() * sizeof(float));
+    if (bf16) {
+      pieces.emplace_back(reinterpret_cast<const char*>(rounded.data() + at),
+                          tensor.values.size() * 2);
+      at += tensor.values.size();
+    } else {
+      pieces.emplace_back(reinterpret_cast<const char*>(tensor.values.data()),
+                          tensor.values.size() * sizeof(float));
+    }
   }
   RETURN_IF_ERROR(WriteFileAtomically(path, pieces));
   WrittenFile written;

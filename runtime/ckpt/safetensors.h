@@ -2,7 +2,7 @@
 // exchange weights in: an 8-byte little-endian header length N, N bytes of JSON
 // {"name": {"dtype": "F32", "shape": [...], "data_offsets": [begin, end]}, ...,
 //  "__metadata__": {"key": "value"}} padded with spaces to a multiple of 8, then the data.
-// gpipe writes F32 tensors and reads F32, BF16 and F16 ones (as f32); writes are atomic and
+// gpipe writes F32 or BF16 tensors and reads F32, BF16 and F16 ones (as f32); writes are atomic and
 // durable (WriteFileAtomically).
 #ifndef GPIPE_RUNTIME_CKPT_SAFETENSORS_H_
 #define GPIPE_RUNTIME_CKPT_SAFETENSORS_H_
@@ -39,13 +39,18 @@ struct WrittenFile {
   uint32_t crc32 = 0;
 };
 
+// How WriteSafetensors stores the values: F32 as they are, or BF16 rounded to nearest even
+// (what Hugging Face's bf16 checkpoints hold).
+enum class SafetensorsDtype { kF32, kBF16 };
+
 // Writes `tensors` (data in the given order) and `metadata` to `path` with WriteFileAtomically
 // (a crash leaves the old file or the new one; only a regular file is replaced).
 // INVALID_ARGUMENT for duplicate or reserved ("__metadata__") names, a shape that does not match
 // the value count, or names and metadata that are not valid UTF-8; errors name the tensor.
 absl::StatusOr<WrittenFile> WriteSafetensors(const std::string& path,
                                              const std::vector<NamedTensorData>& tensors,
-                                             const std::map<std::string, std::string>& metadata);
+                                             const std::map<std::string, std::string>& metadata,
+                                             SafetensorsDtype dtype = SafetensorsDtype::kF32);
 
 // One tensor's place in a safetensors file, as its header gives it.
 struct SafetensorsEntry {

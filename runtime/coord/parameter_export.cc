@@ -63,8 +63,9 @@ absl::Status WriteExport(const std::string& path, const std::vector<std::string>
       {"format", "pt"},
       {"gpipe_plan", metadata.plan_name},
       {"gpipe_steps", absl::StrCat(metadata.steps)}};
-  RETURN_IF_ERROR(WriteSafetensors(path, all, file_metadata).status());
+  RETURN_IF_ERROR(WriteSafetensors(path, all, file_metadata, metadata.dtype).status());
   logger.Info(absl::StrCat("exported ", all.size(), " parameters to ", path,
+                           metadata.dtype == SafetensorsDtype::kBF16 ? " as bf16" : "",
                            metadata.note.empty() ? "" : absl::StrCat(" (", metadata.note, ")")));
   return absl::OkStatus();
 }

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "runtime/ckpt/safetensors.h"
 #include "runtime/comm/control_channel.h"
 #include "runtime/core/file_ownership.h"
 #include "runtime/core/logger.h"
@@ -24,6 +25,9 @@ struct ExportMetadata {
   std::string plan_name;  // gpipe_plan
   int64_t steps = 0;      // gpipe_steps: training steps done
   std::string note;       // added to rank 0's "exported" line in parentheses (empty: nothing)
+  // How the values are stored: F32, or BF16 (--export-dtype BF16; the f32 master weights
+  // rounded to nearest even).
+  SafetensorsDtype dtype = SafetensorsDtype::kF32;
 };
 
 // `path` and `files` matter on rank 0 only: `path` is named `role` in messages and checked

@@ -225,7 +225,10 @@ class WorkerSession::Impl {
         *control_, *stage_->chunks,
         FileRole{.role = path == options_.export_path ? "--export" : "the export", .path = path},
         run_files_,
-        ExportMetadata{.plan_name = plan().name(), .steps = stage_->steps_done, .note = note},
+        ExportMetadata{.plan_name = plan().name(),
+                       .steps = stage_->steps_done,
+                       .note = note,
+                       .dtype = options_.export_dtype},
         stage_->timeout, logger_);
     return exported.ok() ? exported : Fail(exported);
   }

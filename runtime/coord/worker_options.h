@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "runtime/ckpt/safetensors.h"
 
 namespace gpipe {
 
@@ -25,6 +26,7 @@ struct WorkerOptions {
   std::string trace;                   // --trace (overrides runtime.trace)
   std::string init_from;               // --init-from FILE.safetensors
   std::string export_path;             // --export FILE.safetensors
+  SafetensorsDtype export_dtype = SafetensorsDtype::kF32;  // --export-dtype F32|BF16
   std::string resume;                  // --resume latest|DIR (checkpoint_layout.h)
   // --start-over: train from the start in a checkpoint.dir holding an earlier run's complete
   // checkpoints, removing them once this run's first checkpoint is complete.

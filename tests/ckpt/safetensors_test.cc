@@ -219,6 +219,29 @@ TEST(SafetensorsTest, Bf16AndF16WidenExactly) {
                  "data_offsets [0, 4) hold 4 bytes but shape [3] of BF16 needs 6");
 }
 
+TEST(SafetensorsTest, Bf16WritesRoundToNearestEvenAndReadBack) {
+  const std::string path = FreshTempDir() + "/bf16.safetensors";
+  // 1 + 2^-8 is a tie (rounds to even: 1), 1 + 3 * 2^-8 rounds up to 1 + 2^-6, 1 + 2^-7 is exact.
+  const std::vector<float> values = {1.0f + std::ldexp(1.0f, -8), 1.0f + 3 * std::ldexp(1.0f, -8),
+                                     1.0f + std::ldexp(1.0f, -7), -3.0f};
+  ASSERT_TRUE(WriteSafetensors(path, {{"w", {2, 2}, values}, {"b", {1}, {0.5f}}}, {},
+                               SafetensorsDtype::kBF16)
+                  .ok());
+  const std::string bytes = ReadFile(path);
+  EXPECT_NE(bytes.find("\"dtype\":\"BF16\""), std::string::npos);
+  absl::StatusOr<std::vector<NamedTensorData>> read = ReadSafetensors(path);
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->size(), 2u);
+  EXPECT_EQ((*read)[0].name, "w");
+  EXPECT_EQ((*read)[0].values, (std::vector<float>{1.0f, 1.0f + std::ldexp(1.0f, -6),
+                                                   1.0f + std::ldexp(1.0f, -7), -3.0f}));
+  EXPECT_EQ((*read)[1].values, std::vector<float>{0.5f});
+  // Header, then 5 values of 2 bytes.
+  uint64_t header = 0;
+  std::memcpy(&header, bytes.data(), 8);
+  EXPECT_EQ(bytes.size(), 8 + header + 10);
+}
+
 TEST(SafetensorsTest, OtherDtypesAreRejectedNamingTensorAndDtype) {
   absl::StatusOr<SafetensorsContents> contents = ParseSafetensors(
       FileBytes("{\"ids\":{\"dtype\":\"I64\",\"shape\":[1],\"data_offsets\":[0,8]}}",

@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
 #include "runtime/ckpt/safetensors.h"
+#include "runtime/core/bf16.h"
 #include "runtime/core/rng.h"
 #include "runtime/data/npy.h"
 #include "tests/support/process_runner.h"
@@ -338,6 +339,24 @@ TEST_F(TokensJobTest, TokenFilesOfTheBytesTrainLikeTheText) {
     for (size_t i = 0; i < trained->size(); ++i) {
       EXPECT_EQ((*trained)[i].values, (*reference)[i].values) << (*trained)[i].name;
     }
+  }
+  // --export-dtype BF16 writes the f32 weights rounded to bf16, and --init-from reads them
+  // back: one step at a learning rate of 1e-30 exports exactly the rounded values.
+  const std::string bf16 = dir_ + "/bf16.st";
+  const testing::ProcessResult rounded =
+      Run(2, {"--export", bf16, "--export-dtype", "BF16", "--override", "training { steps: 1 }"});
+  ASSERT_EQ(rounded.exit_code, 0) << rounded.output;
+  const testing::ProcessResult reloaded =
+      Run(1, {"--init-from", bf16, "--export", dir_ + "/reloaded.st", "--override",
+              "training { steps: 1 optimizer { sgd { lr: 1e-30 } } }"});
+  ASSERT_EQ(reloaded.exit_code, 0) << reloaded.output;
+  auto one_step = ReadSafetensors(dir_ + "/reloaded.st");
+  auto bf16_values = ReadSafetensors(bf16);
+  ASSERT_TRUE(one_step.ok() && bf16_values.ok());
+  ASSERT_EQ(one_step->size(), bf16_values->size());
+  for (size_t i = 0; i < one_step->size(); ++i) {
+    EXPECT_EQ((*one_step)[i].values, (*bf16_values)[i].values) << (*one_step)[i].name;
+    for (float v : (*bf16_values)[i].values) ASSERT_EQ(v, RoundToBf16(v));
   }
   // The same file read as UINT32 pairs two bytes' ids into one id past the vocabulary.
   const testing::ProcessResult wide =

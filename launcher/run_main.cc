@@ -55,8 +55,9 @@ constexpr char kUsage[] =
     "                        job, \"Primary job terminated normally ...\", is left out: the\n"
     "                        ranks' error lines say what failed)\n"
     "  worker flags          --override TEXT (repeatable), --metrics-out FILE, --trace FILE,\n"
-    "                        --init-from PATH, --export FILE, --export-dtype D, --resume CKPT,\n"
-    "                        --start-over, --startup-timeout SEC\n"
+    "                        --init-from PATH, --export FILE, --export-dtype D,\n"
+    "                        --export-shard-bytes N, --resume CKPT, --start-over,\n"
+    "                        --startup-timeout SEC\n"
     "                        (passed to every gpipe-worker; see gpipe-worker --help)\n";
 
 std::string WorkerPath() {
@@ -92,6 +93,7 @@ int main(int argc, char** argv) {
                                   {"init-from"},
                                   {"export"},
                                   {"export-dtype"},
+                                  {"export-shard-bytes"},
                                   {"resume"},
                                   {"start-over", false},
                                   {"startup-timeout"}},
@@ -126,8 +128,8 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> worker = {WorkerPath(), "--plan", plan_path};
   for (const std::string& o : overrides) worker.insert(worker.end(), {"--override", o});
-  for (const char* name : {"metrics-out", "trace", "init-from", "export", "export-dtype", "resume",
-                           "startup-timeout"}) {
+  for (const char* name : {"metrics-out", "trace", "init-from", "export", "export-dtype",
+                           "export-shard-bytes", "resume", "startup-timeout"}) {
     if (auto value = flags->Get(name))
       worker.insert(worker.end(), {absl::StrCat("--", name), *value});
   }

@@ -39,6 +39,9 @@ constexpr char kUsage[] =
     "                         and its shards (F32, BF16, F16)\n"
     "  --export FILE          write all parameters to a safetensors file after training\n"
     "  --export-dtype D       F32 (default) or BF16: how --export stores the values\n"
+    "  --export-shard-bytes N split --export FILE.safetensors into shards of at most N bytes\n"
+    "                         of data, FILE-00001-of-0000K.safetensors ... and\n"
+    "                         FILE.safetensors.index.json, as save_pretrained does\n"
     "  --resume CKPT          continue from a checkpoint: latest (the plan's checkpoint.dir),\n"
     "                         a checkpoint directory, or one of its step-N directories\n"
     "  --start-over           train from the start although checkpoint.dir holds an earlier\n"
@@ -66,6 +69,7 @@ int main(int argc, char** argv) {
                                   {"init-from"},
                                   {"export"},
                                   {"export-dtype"},
+                                  {"export-shard-bytes"},
                                   {"resume"},
                                   {"start-over", false},
                                   {"startup-timeout"},
@@ -93,6 +97,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gpipe-worker: --export-dtype takes F32 or BF16, got '%s'\n%s",
                  dtype.c_str(), kUsage);
     return 2;
+  }
+  if (auto bytes = flags->Get("export-shard-bytes")) {
+    auto parsed = gpipe::ParseByteCountFlag("--export-shard-bytes", *bytes);
+    if (!parsed.ok()) {
+      std::fprintf(stderr, "gpipe-worker: %s\n", std::string(parsed.status().message()).c_str());
+      return 2;
+    }
+    options.export_shard_bytes = *parsed;
   }
   options.resume = flags->Get("resume").value_or("");
   options.start_over = flags->Has("start-over");

@@ -1,6 +1,7 @@
 #include "runtime/coord/parameter_export.h"
 
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <utility>
 #include <vector>
@@ -8,6 +9,8 @@
 #include "absl/strings/str_cat.h"
 #include "proto/control.pb.h"
 #include "runtime/ckpt/safetensors.h"
+#include "runtime/ckpt/safetensors_shards.h"
+#include "runtime/core/file_ownership.h"
 #include "runtime/core/output_path.h"
 #include "runtime/core/status_macros.h"
 
@@ -34,8 +37,10 @@ absl::Status CheckReplicaCopy(const NamedTensorData& first, const NamedTensorDat
 
 // Rank 0: merges every rank's shard (replica copies checked against replica 0's) and writes one
 // safetensors file.
-absl::Status WriteExport(const std::string& path, const std::vector<std::string>& gathered,
-                         const ExportMetadata& metadata, const Logger& logger) {
+absl::Status WriteExport(const FileRole& destination, const RunFiles& files,
+                         const std::vector<std::string>& gathered, const ExportMetadata& metadata,
+                         const Logger& logger) {
+  const std::string& path = destination.path;
   std::vector<NamedTensorData> all;
   std::map<std::string, size_t> index;  // name -> position in `all`
   for (size_t r = 0; r < gathered.size(); ++r) {
@@ -63,8 +68,29 @@ absl::Status WriteExport(const std::string& path, const std::vector<std::string>
       {"format", "pt"},
       {"gpipe_plan", metadata.plan_name},
       {"gpipe_steps", absl::StrCat(metadata.steps)}};
-  RETURN_IF_ERROR(WriteSafetensors(path, all, file_metadata, metadata.dtype).status());
-  logger.Info(absl::StrCat("exported ", all.size(), " parameters to ", path,
+  ASSIGN_OR_RETURN(const ShardedExport shards,
+                   PlanShards(path, all, metadata.dtype, metadata.shard_bytes));
+  if (!shards.index.empty()) {
+    // The shards and the index are outputs too: none may be an input or inside a checkpoint.
+    std::vector<std::string> outputs = shards.shards;
+    outputs.push_back(shards.index);
+    for (const std::string& output : outputs) {
+      const FileRole role{.role = absl::StrCat(destination.role, "'s shard"), .path = output};
+      RETURN_IF_ERROR(CheckOutputFile(role.role, output));
+      RETURN_IF_ERROR(CheckLaterOutput(files, role));
+    }
+  }
+  RETURN_IF_ERROR(WriteShards(shards, all, file_metadata, metadata.dtype));
+  if (!shards.index.empty()) {
+    // A single file of the same name would shadow the index for readers (save_pretrained's and
+    // --init-from's both prefer it); it is this export's own destination, so it goes.
+    std::error_code error;
+    std::filesystem::remove(path, error);
+  }
+  logger.Info(absl::StrCat("exported ", all.size(), " parameters to ",
+                           shards.index.empty() ? path
+                                                : absl::StrCat(shards.shards.size(),
+                                                               " shards indexed by ", shards.index),
                            metadata.dtype == SafetensorsDtype::kBF16 ? " as bf16" : "",
                            metadata.note.empty() ? "" : absl::StrCat(" (", metadata.note, ")")));
   return absl::OkStatus();
@@ -107,7 +133,7 @@ absl::Status ExportParameters(ControlChannel& control, const StageChunks& chunks
   // Every rank learns whether rank 0 wrote the file, so none exits 0 after a failed export.
   pb::ExportResult result;
   if (rank == 0) {
-    const absl::Status written = WriteExport(path, gathered, metadata, logger);
+    const absl::Status written = WriteExport(destination, files, gathered, metadata, logger);
     if (!written.ok()) result.set_error(std::string(written.message()));
   }
   RETURN_IF_ERROR(control.Broadcast(result, absl::Now() + timeout, kControlTagExport));

@@ -28,6 +28,9 @@ struct ExportMetadata {
   // How the values are stored: F32, or BF16 (--export-dtype BF16; the f32 master weights
   // rounded to nearest even).
   SafetensorsDtype dtype = SafetensorsDtype::kF32;
+  // --export-shard-bytes: above this many bytes of data the export is split into shards with an
+  // index (safetensors_shards.h); 0: one file.
+  int64_t shard_bytes = 0;
 };
 
 // `path` and `files` matter on rank 0 only: `path` is named `role` in messages and checked

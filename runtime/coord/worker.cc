@@ -228,7 +228,8 @@ class WorkerSession::Impl {
         ExportMetadata{.plan_name = plan().name(),
                        .steps = stage_->steps_done,
                        .note = note,
-                       .dtype = options_.export_dtype},
+                       .dtype = options_.export_dtype,
+                       .shard_bytes = options_.export_shard_bytes},
         stage_->timeout, logger_);
     return exported.ok() ? exported : Fail(exported);
   }

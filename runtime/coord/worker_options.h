@@ -27,6 +27,7 @@ struct WorkerOptions {
   std::string init_from;               // --init-from FILE.safetensors
   std::string export_path;             // --export FILE.safetensors
   SafetensorsDtype export_dtype = SafetensorsDtype::kF32;  // --export-dtype F32|BF16
+  int64_t export_shard_bytes = 0;                          // --export-shard-bytes N (0: one file)
   std::string resume;                  // --resume latest|DIR (checkpoint_layout.h)
   // --start-over: train from the start in a checkpoint.dir holding an earlier run's complete
   // checkpoints, removing them once this run's first checkpoint is complete.

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "runtime/ckpt/hf_checkpoint.h"
 #include "runtime/ckpt/safetensors.h"
 #include "runtime/core/bf16.h"
 #include "runtime/core/rng.h"
@@ -357,6 +359,28 @@ TEST_F(TokensJobTest, TokenFilesOfTheBytesTrainLikeTheText) {
   for (size_t i = 0; i < one_step->size(); ++i) {
     EXPECT_EQ((*one_step)[i].values, (*bf16_values)[i].values) << (*one_step)[i].name;
     for (float v : (*bf16_values)[i].values) ASSERT_EQ(v, RoundToBf16(v));
+  }
+  // --export-shard-bytes splits the export as save_pretrained does; --init-from reads the index.
+  std::filesystem::create_directories(dir_ + "/hf");
+  const std::string sharded = dir_ + "/hf/model.safetensors";
+  const testing::ProcessResult split = Run(2, {"--export", sharded, "--export-shard-bytes", "20000",
+                                               "--override", "training { steps: 1 }"});
+  ASSERT_EQ(split.exit_code, 0) << split.output;
+  EXPECT_FALSE(std::filesystem::exists(sharded));
+  absl::StatusOr<HfCheckpoint> shards = HfCheckpoint::Open(dir_ + "/hf");
+  ASSERT_TRUE(shards.ok()) << shards.status();
+  std::set<std::string> files;
+  for (const HfCheckpoint::Tensor& t : shards->tensors()) files.insert(t.file);
+  EXPECT_GE(files.size(), 3u);
+  const testing::ProcessResult from_shards =
+      Run(2, {"--init-from", sharded + ".index.json", "--export", dir_ + "/from_shards.st",
+              "--override", "training { steps: 1 optimizer { sgd { lr: 1e-30 } } }"});
+  ASSERT_EQ(from_shards.exit_code, 0) << from_shards.output;
+  auto reread = ReadSafetensors(dir_ + "/from_shards.st");
+  ASSERT_TRUE(reread.ok());
+  ASSERT_EQ(reread->size(), shards->tensors().size());
+  for (const NamedTensorData& t : *reread) {
+    EXPECT_EQ(t.values, shards->Read(t.name)->values) << t.name;
   }
   // The same file read as UINT32 pairs two bytes' ids into one id past the vocabulary.
   const testing::ProcessResult wide =

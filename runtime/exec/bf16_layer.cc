@@ -2,9 +2,9 @@
 
 #include <utility>
 
+#include "layers/bf16_tensors.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops.h"
-#include "runtime/exec/bf16_tensors.h"
 
 namespace gpipe {
 namespace {

@@ -1,4 +1,4 @@
-#include "runtime/exec/bf16_tensors.h"
+#include "layers/bf16_tensors.h"
 
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops.h"

@@ -1,8 +1,8 @@
 // Casts between mixed precision's bf16 storage (training.precision BF16) and the f32 its layers
 // compute in: a bf16 tensor widens exactly, an f32 one narrows by rounding to nearest even. Used by
 // the mixed-precision decorators (Bf16Layer, Bf16Loss); every device implements the cast op.
-#ifndef GPIPE_RUNTIME_EXEC_BF16_TENSORS_H_
-#define GPIPE_RUNTIME_EXEC_BF16_TENSORS_H_
+#ifndef GPIPE_LAYERS_BF16_TENSORS_H_
+#define GPIPE_LAYERS_BF16_TENSORS_H_
 
 #include "absl/status/statusor.h"
 #include "runtime/core/memory_tracker.h"
@@ -21,4 +21,4 @@ absl::StatusOr<Tensor> NarrowedToBf16(Device& device, const Tensor& tensor, Memo
 
 }  // namespace gpipe
 
-#endif  // GPIPE_RUNTIME_EXEC_BF16_TENSORS_H_
+#endif  // GPIPE_LAYERS_BF16_TENSORS_H_

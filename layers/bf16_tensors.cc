@@ -25,4 +25,9 @@ absl::StatusOr<Tensor> NarrowedToBf16(Device& device, const Tensor& tensor, Memo
   return CastInto(device, tensor, DType::kBF16, kind);
 }
 
+absl::StatusOr<Tensor> StoredActivation(const LayerContext& ctx, const Tensor& tensor) {
+  if (ctx.saved_activation_dtype != DType::kBF16) return tensor;
+  return NarrowedToBf16(ctx.device, tensor, MemoryKind::kActivation);
+}
+
 }  // namespace gpipe

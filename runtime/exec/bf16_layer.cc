@@ -12,6 +12,7 @@ namespace {
 LayerContext InBf16(const LayerContext& ctx) {
   LayerContext inner = ctx;
   inner.product_precision = ProductPrecision::kBF16;
+  inner.saved_activation_dtype = DType::kBF16;
   return inner;
 }
 

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "layers/bf16_tensors.h"
 #include "layers/dense.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops.h"
@@ -60,9 +61,9 @@ double CausalSelfAttention::ForwardFlopsPerSample() const {
 std::vector<SavedSpec> CausalSelfAttention::SavedPerSample() const {
   const int64_t f32 = SizeOf(DType::kF32);
   return {{SavedRef::kInput},
-          {SavedRef::kNew, 3 * positions_ * features_ * f32},
-          {SavedRef::kNew, num_heads_ * positions_ * f32},
-          {SavedRef::kNew, positions_ * features_ * f32}};
+          {.ref = SavedRef::kNew, .activation_elements_per_sample = 3 * positions_ * features_},
+          {.ref = SavedRef::kNew, .bytes_per_sample = num_heads_ * positions_ * f32},
+          {.ref = SavedRef::kNew, .activation_elements_per_sample = positions_ * features_}};
 }
 
 FusedAttentionArgs CausalSelfAttention::AttentionArgs(int64_t batch,
@@ -105,10 +106,15 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
                                                             heads, logsumexp));
   RETURN_IF_ERROR(DenseForward(device, heads, rows, features_, params[proj_weight()],
                                bias_ ? &params[proj_bias()] : nullptr, features_, y, precision));
+  // qkv and O are kept as ctx.saved_activation_dtype. Under bf16 this changes no bits where
+  // Backward reads them as product operands (q, k, v in the fused kernel, O in the projection's
+  // weight gradient: all rounded to bf16 there), but the fused backward's D = rowsum(dO * O)
+  // reads O in f32, and so sees O rounded to bf16 (the forward used the unrounded O nowhere else
+  // than in the projection, where it was rounded too).
   saved.tensors.push_back(x);
-  saved.tensors.push_back(std::move(qkv));
+  ASSIGN_OR_RETURN(saved.tensors.emplace_back(), StoredActivation(ctx, qkv));
   saved.tensors.push_back(std::move(logsumexp));
-  saved.tensors.push_back(std::move(heads));
+  ASSIGN_OR_RETURN(saved.tensors.emplace_back(), StoredActivation(ctx, heads));
   return y;
 }
 
@@ -119,9 +125,11 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
                                                      const Tensor& dy) const {
   GPIPE_CHECK(saved.tensors.size() == 4) << name() << ": Backward without a matching Forward";
   const Tensor& x = saved.tensors[0];
-  const Tensor& qkv = saved.tensors[1];
+  ASSIGN_OR_RETURN(const Tensor qkv,
+                   WidenedFromBf16(ctx.device, saved.tensors[1], MemoryKind::kWorkspace));
   const Tensor& logsumexp = saved.tensors[2];
-  const Tensor& heads = saved.tensors[3];
+  ASSIGN_OR_RETURN(const Tensor heads,
+                   WidenedFromBf16(ctx.device, saved.tensors[3], MemoryKind::kWorkspace));
   if (!dy.defined() || dy.dtype() != DType::kF32 || dy.shape() != x.shape()) {
     return absl::InvalidArgumentError(absl::StrCat("causal_self_attention layer '", name(),
                                                    "': output gradient ", dy.DebugString(),

@@ -9,7 +9,8 @@
 // reading the heads in place from qkv [T, 3D] (no [T, T] matrix is kept from Forward to Backward).
 // Forward saves x (shared), qkv, one log-sum-exp per head and position, and O, in evaluation
 // too, so the saved bytes grow linearly in T; Backward recomputes P from them and runs whole
-// (no split).
+// (no split). Under bf16 storage (LayerContext::saved_activation_dtype) qkv and O are kept as
+// bf16 and the log-sum-exp as f32.
 #ifndef GPIPE_LAYERS_CAUSAL_SELF_ATTENTION_H_
 #define GPIPE_LAYERS_CAUSAL_SELF_ATTENTION_H_
 
@@ -37,7 +38,8 @@ class CausalSelfAttention final : public Layer {
   absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                   std::span<Tensor> grads, const SavedTensors& saved,
                                   const Tensor& dy) const override;
-  // {kInput (x), kNew qkv (3*T*D f32), kNew log-sum-exp (H*T f32), kNew O (T*D f32)}.
+  // {kInput (x), kNew qkv (3*T*D activation values), kNew log-sum-exp (H*T f32), kNew O (T*D
+  // activation values)}: qkv and O are kept as LayerContext::saved_activation_dtype.
   std::vector<SavedSpec> SavedPerSample() const override;
 
  private:

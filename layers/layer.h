@@ -57,6 +57,11 @@ struct LayerContext {
   // How matrix products and convolutions round their inputs (mixed precision:
   // training.precision BF16).
   ProductPrecision product_precision = ProductPrecision::kF32;
+  // The element type a composite layer keeps the activations it saves inside in (its inner
+  // layers' outputs, attention's qkv and O; see SavedSpec::activation_elements_per_sample): f32,
+  // or bf16 under training.precision BF16 (runtime/exec/bf16_layer.h). They are widened to f32
+  // for the backward call that reads them; statistics (norms, log-sum-exp) always stay f32.
+  DType saved_activation_dtype = DType::kF32;
 };
 
 // What one Forward call kept for the matching Backward (one per layer per micro-batch).
@@ -74,12 +79,20 @@ enum class SavedRef {
 };
 
 // One entry of SavedTensors, in order. A kNew entry of a call on `batch` samples takes
-// NewBytes(batch) bytes; both byte counts are 0 for kInput and kOutput.
+// NewBytes(batch, activation_size) bytes; every count is 0 for kInput and kOutput.
 struct SavedSpec {
   SavedRef ref;
   int64_t bytes_per_sample = 0;
   int64_t bytes_per_call = 0;  // independent of the batch (batch norm's per-channel statistics)
-  int64_t NewBytes(int64_t batch) const { return bytes_per_sample * batch + bytes_per_call; }
+  // Activation values a composite keeps as LayerContext::saved_activation_dtype (an inner
+  // layer's output, attention's qkv): activation_size bytes each, 4 for f32 and 2 for bf16.
+  int64_t activation_elements_per_sample = 0;
+  int64_t BytesPerSample(int64_t activation_size) const {
+    return bytes_per_sample + activation_elements_per_sample * activation_size;
+  }
+  int64_t NewBytes(int64_t batch, int64_t activation_size) const {
+    return BytesPerSample(activation_size) * batch + bytes_per_call;
+  }
 };
 
 // Split backward for zero-bubble schedules (Qi et al. 2024): B = BackwardInput, the input

@@ -4,6 +4,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "layers/bf16_tensors.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/status_macros.h"
 
@@ -40,7 +41,8 @@ LayerSequence::LayerSequence(std::vector<std::unique_ptr<Layer>> children)
   buffer_offsets_.push_back(0);
   // Whose allocation child i's output is: its own (i), an earlier child's when it is a view of
   // its input (flatten), or the sequence input (-1).
-  std::vector<int> storage(size());
+  storage_.resize(size());
+  std::vector<int>& storage = storage_;
   for (int i = 0; i <= last; ++i) {
     storage[i] = !children_[i]->OutputAliasesInput() ? i : (i == 0 ? -1 : storage[i - 1]);
   }
@@ -55,7 +57,9 @@ LayerSequence::LayerSequence(std::vector<std::unique_ptr<Layer>> children)
         saved_specs_.push_back({SavedRef::kOutput});
       } else {
         saved_specs_.push_back(
-            {SavedRef::kNew, children_[producer]->output_shape().num_elements() * 4, 0});
+            {.ref = SavedRef::kNew,
+             .activation_elements_per_sample = children_[producer]->output_shape().num_elements()});
+        inner_output_slots_.push_back({.slot = it->second, .producer = producer});
       }
     }
     return it->second;
@@ -158,6 +162,15 @@ absl::StatusOr<Tensor> LayerSequence::Forward(const LayerContext& ctx,
       }
     }
     current = *std::move(y);
+    // An inner output the children have all read in the forward (its storage is not the one the
+    // next child reads) is kept as ctx.saved_activation_dtype from here on.
+    if (ctx.training) {
+      for (const InnerOutputSlot& inner : inner_output_slots_) {
+        if (inner.producer < storage_[i]) {
+          ASSIGN_OR_RETURN(slots[inner.slot], StoredActivation(ctx, slots[inner.slot]));
+        }
+      }
+    }
   }
   if (ctx.training) {
     for (Tensor& slot : slots) saved.tensors.push_back(std::move(slot));
@@ -174,8 +187,13 @@ absl::StatusOr<Tensor> LayerSequence::Backward(const LayerContext& ctx,
   Tensor grad = dy;
   for (int i = size() - 1; i >= 0; --i) {
     const Layer& child = *children_[i];
+    // The child computes on f32: what was kept as bf16 (inner outputs, a residual's f, attention's
+    // qkv and O) is widened for this call.
     SavedTensors kept;
-    for (int slot : slot_of_[i]) kept.tensors.push_back(saved.tensors[slot]);
+    for (int slot : slot_of_[i]) {
+      ASSIGN_OR_RETURN(kept.tensors.emplace_back(),
+                       WidenedFromBf16(ctx.device, saved.tensors[slot], MemoryKind::kWorkspace));
+    }
     const size_t first = param_offsets_[i];
     const size_t count = param_offsets_[i + 1] - first;
     auto dx = child.Backward(ChildContext(ctx, i), params.subspan(first, count),

@@ -9,6 +9,12 @@
 // and everything else (kNew: intermediate outputs, the children's own kNew entries; a view such
 // as flatten's output is its input's storage, counted once), so the
 // planner's memory prediction of a composite is as exact as that of a plain layer.
+// Intermediate outputs are kept as LayerContext::saved_activation_dtype (bf16 under
+// training.precision BF16) once every child has read them in the forward, and each child's saved
+// tensors are widened back to f32 for its backward call. The forward computes on the f32 values;
+// a child's backward reads them rounded to bf16, which changes no bits where it reads them as
+// product operands (rounded there anyway: a linear's or attention's input) and does where it reads
+// them in f32 (a layer norm's or gelu's input: see transformer_block.h).
 // A child's random streams (dropout) are keyed by the composite's layer index and a seed mixed
 // with the child's position, so two children never share a mask.
 // Immutable after Create; all methods const (thread-compatible).
@@ -65,6 +71,15 @@ class LayerSequence {
   // slot_of_[i][k]: the position in the sequence's saved tensors of child i's k-th saved entry.
   std::vector<std::vector<int>> slot_of_;
   std::vector<SavedSpec> saved_specs_;  // one per slot
+  // storage_[i]: whose allocation child i's output is: its own (i), an earlier child's when it is
+  // a view of its input (flatten), or the sequence input (-1).
+  std::vector<int> storage_;
+  // The slots that hold an output of one child other than the last (kNew activation values).
+  struct InnerOutputSlot {
+    int slot;
+    int producer;  // the child whose allocation it is
+  };
+  std::vector<InnerOutputSlot> inner_output_slots_;
 };
 
 }  // namespace gpipe

@@ -5,6 +5,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "layers/bf16_tensors.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops.h"
 
@@ -75,7 +76,8 @@ std::vector<SavedSpec> Residual::SavedPerSample() const {
   for (SavedSpec& spec : specs) {
     // f's output is not this layer's output (that is the sum): it is storage of its own.
     if (spec.ref == SavedRef::kOutput) {
-      spec = {SavedRef::kNew, output_shape().num_elements() * 4, 0};
+      spec = {.ref = SavedRef::kNew,
+              .activation_elements_per_sample = output_shape().num_elements()};
     }
   }
   return specs;
@@ -89,11 +91,20 @@ absl::StatusOr<Tensor> Residual::Forward(const LayerContext& ctx, std::span<cons
         absl::StrCat("residual '", name(), "' expects f32 samples of shape ",
                      input_shape().ToString(), ", got ", x.DebugString()));
   }
+  const size_t first = saved.tensors.size();
   ASSIGN_OR_RETURN(Tensor f, body_.Forward(ctx, params, x, saved));
   ASSIGN_OR_RETURN(Tensor y,
                    Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
   RETURN_IF_ERROR(
       WithContext(ctx.device.ops().tensor.Add(x, f, y), absl::StrCat("residual '", name(), "'")));
+  // f, where f's last layer saves it, is kept as ctx.saved_activation_dtype once the sum is made.
+  if (ctx.training) {
+    const std::vector<SavedSpec> body_specs = body_.SavedPerSample();
+    for (size_t k = 0; k < body_specs.size(); ++k) {
+      if (body_specs[k].ref != SavedRef::kOutput) continue;
+      ASSIGN_OR_RETURN(saved.tensors[first + k], StoredActivation(ctx, saved.tensors[first + k]));
+    }
+  }
   return y;
 }
 

@@ -1,7 +1,8 @@
 // Residual: y = x + f(x), f a named sub-sequence of layers (He et al. 2016), run whole on one
 // stage. f must give back its input's shape. Parameters and buffers are f's, named
 // "<residual>.<layer>.<name>" by the runtime ("block1.conv1.weight"). Forward saves what f's
-// layers save (see LayerSequence), f's output counted as new storage since y is a separate sum.
+// layers save (see LayerSequence), f's output counted as new storage since y is a separate sum
+// (kept as LayerContext::saved_activation_dtype, like the sequence's inner outputs).
 // Backward does not split: a zero-bubble schedule runs it whole in BackwardInput.
 #ifndef GPIPE_LAYERS_RESIDUAL_H_
 #define GPIPE_LAYERS_RESIDUAL_H_

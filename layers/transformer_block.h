@@ -5,6 +5,14 @@
 // Parameters, prefixed by the block's name: ln_1.{weight,bias}, attn.qkv.{weight,bias},
 // attn.proj.{weight,bias}, ln_2.{weight,bias}, mlp.fc.{weight,bias} ([hidden, D]),
 // mlp.proj.{weight,bias} ([D, hidden]), hidden = mlp_ratio * D.
+// Under bf16 storage (LayerContext::saved_activation_dtype) what the block keeps for backward is
+// bf16 but for the norms' statistics and attention's log-sum-exp. Of those bf16 values, ln_1's
+// and ln_2's outputs, qkv and gelu's output are read only as product operands (rounded to bf16
+// there anyway: no bit changes); three are read in f32 by the backward and so change its
+// arithmetic against keeping them f32: h = x + attn(...) in ln_2's backward (x_hat is rebuilt
+// from the rounded h, the statistics are the f32 ones), mlp.fc's output in gelu's derivative,
+// and O in the fused attention backward's D = rowsum(dO * O). The forward computes on f32 as
+// before, so outputs and the loss are unchanged; gradients move by bf16 rounding.
 #ifndef GPIPE_LAYERS_TRANSFORMER_BLOCK_H_
 #define GPIPE_LAYERS_TRANSFORMER_BLOCK_H_
 

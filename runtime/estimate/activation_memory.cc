@@ -51,7 +51,7 @@ PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size, int64_t 
                     : spec.ref == SavedRef::kInput ? input_storage(l)
                                                    : -2;
       if (spec.ref == SavedRef::kNew) {
-        bytes += spec.NewBytes(b);
+        bytes += spec.NewBytes(b, activation_size);
       } else if (s < 0) {
         // The stage input: boundary memory. A split backward keeps it until BackwardWeight.
         if (spec.ref == SavedRef::kInput && layer.SplitsBackward()) part.input_deferred = true;
@@ -76,7 +76,7 @@ PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size, int64_t 
     const Layer& layer = model.layer(l);
     if (!layer.SplitsBackward()) continue;
     for (const SavedSpec& spec : layer.SavedPerSample()) {
-      if (spec.ref == SavedRef::kNew) part.deferred += spec.NewBytes(b);
+      if (spec.ref == SavedRef::kNew) part.deferred += spec.NewBytes(b, activation_size);
       const int s = spec.ref == SavedRef::kOutput ? storage[l] : input_storage(l);
       if (spec.ref != SavedRef::kNew && s >= 0) kept[s] = true;
     }

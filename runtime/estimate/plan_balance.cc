@@ -11,9 +11,10 @@
 #include "layers/layer.h"
 #include "runtime/core/byte_format.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/estimate/sim_costs.h"
 #include "runtime/estimate/schedule_prediction.h"
+#include "runtime/estimate/sim_costs.h"
 #include "runtime/exec/stage_model.h"
+#include "runtime/plan/boundary_dtype.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/timed_partition.h"
 
@@ -78,25 +79,30 @@ absl::StatusOr<LayerBytes> MeasureLayerBytes(const AnalyzedPlan& plan,
   ASSIGN_OR_RETURN(
       const StageModel model,
       StageModel::Create(plan.plan.model(), 0, n, plan.layers[0].input_shape, registry));
+  // Layer outputs and the activations composites keep inside are stored as training.precision
+  // makes them (2 bytes under BF16); the model's input is the data set's f32.
+  const int64_t activation_size = SizeOf(BoundaryDType(plan.plan.training()));
   LayerBytes out;
   out.saved.assign(n, 0);
   std::vector<int> storage(n);  // whose allocation layer l's output is (-1: the model input)
   for (int l = 0; l < n; ++l) {
     storage[l] = !model.layer(l).OutputAliasesInput() ? l : (l == 0 ? -1 : storage[l - 1]);
-    out.input.push_back(plan.layers[l].input_shape.num_elements() * 4 * micro_batch_size);
+    out.input.push_back(plan.layers[l].input_shape.num_elements() *
+                        (l == 0 ? SizeOf(DType::kF32) : activation_size) * micro_batch_size);
   }
   std::vector<bool> counted(n, false);
   for (int l = 0; l < n; ++l) {
     const Layer& layer = model.layer(l);
     for (const SavedSpec& spec : layer.SavedPerSample()) {
       if (spec.ref == SavedRef::kNew) {
-        out.saved[l] += spec.NewBytes(micro_batch_size);
+        out.saved[l] += spec.NewBytes(micro_batch_size, activation_size);
         continue;
       }
       const int s = spec.ref == SavedRef::kOutput ? storage[l] : (l == 0 ? -1 : storage[l - 1]);
       if (s < 0 || counted[s]) continue;
       counted[s] = true;
-      const int64_t bytes = plan.layers[s].output_shape.num_elements() * 4 * micro_batch_size;
+      const int64_t bytes =
+          plan.layers[s].output_shape.num_elements() * activation_size * micro_batch_size;
       out.saved[l] += bytes;
       // Saved as this layer's input: when a stage starts here, that is the stage input.
       if (spec.ref == SavedRef::kInput && s == l - 1) out.input[l] -= bytes;

@@ -2,9 +2,9 @@
 
 #include <utility>
 
+#include "layers/bf16_tensors.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops.h"
-#include "runtime/exec/bf16_tensors.h"
 
 namespace gpipe {
 namespace {
@@ -12,6 +12,7 @@ namespace {
 LayerContext InBf16(const LayerContext& ctx) {
   LayerContext inner = ctx;
   inner.product_precision = ProductPrecision::kBF16;
+  inner.saved_activation_dtype = DType::kBF16;
   return inner;
 }
 

@@ -4,12 +4,13 @@
 // bf16 tensor (half the bytes). It also takes f32 inputs (the data set's) and f32 output gradients
 // (the loss's). The inner layer computes in f32 on exact f32 copies that live for one call, its
 // matrix products and convolutions rounding their operands to bf16 and accumulating in f32
-// (LayerContext::product_precision); norms, pooling and softmax compute in f32. What the inner
-// layer saves beyond its input and output (statistics, masks, a composite's inner tensors) stays
-// as it made it. Parameters, their gradients and the optimizer stay f32 (the master weights).
-// Because every activation and input gradient is a bf16 value, a boundary tensor travels as bf16
-// losslessly and pipelines of any stage count compute the same bits. Everything else is the inner
-// layer's (LayerDecorator). Thread-compatible.
+// (LayerContext::product_precision); norms, pooling and softmax compute in f32. A composite inner
+// layer keeps the activations it saves inside (its inner layers' outputs, attention's qkv and O)
+// as bf16 too (LayerContext::saved_activation_dtype); statistics and masks stay as it made them.
+// Parameters, their gradients and the optimizer stay f32 (the master weights). Because every
+// activation and input gradient is a bf16 value, a boundary tensor travels as bf16 losslessly and
+// pipelines of any stage count compute the same bits. Everything else is the inner layer's
+// (LayerDecorator). Thread-compatible.
 #ifndef GPIPE_RUNTIME_EXEC_BF16_LAYER_H_
 #define GPIPE_RUNTIME_EXEC_BF16_LAYER_H_
 

@@ -1,7 +1,7 @@
 #include "runtime/exec/bf16_loss.h"
 
+#include "layers/bf16_tensors.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/exec/bf16_tensors.h"
 
 namespace gpipe {
 

@@ -42,7 +42,8 @@ std::vector<Tensor> ParametersOf(SimDevice& device, const Layer& layer, MemoryKi
 // Bytes the layer declares it keeps beyond its input and output for a batch.
 int64_t DeclaredNewBytes(const Layer& layer, int64_t batch) {
   int64_t bytes = 0;
-  for (const SavedSpec& spec : layer.SavedPerSample()) bytes += spec.NewBytes(batch);
+  for (const SavedSpec& spec : layer.SavedPerSample())
+    bytes += spec.NewBytes(batch, SizeOf(layer.output_dtype()));
   return bytes;
 }
 

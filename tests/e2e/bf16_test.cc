@@ -1,9 +1,9 @@
 // Mixed precision (training.precision: BF16) on the CPU backend (oneDNN's bf16 matmul and
 // convolutions): stage counts, schedules and re-materialization still give bit-identical
 // weights (every layer's output and input gradient is a bf16 value, so the bf16 boundary loses
-// nothing), for the MLP and the convnet; data-parallel replicas agree with one process within
-// 1e-5, every step's loss stays within 1% of fp32's (the convnet's within 2%) and the weights
-// within 2% without equalling them, and boundary tensors travel in half the bytes.
+// nothing), for the MLP, the convnet and a small transformer; data-parallel replicas agree with
+// one process within 1e-5, every step's loss stays within 1% of fp32's (the convnet's within 2%)
+// and the weights within 2% without equalling them, and boundary tensors travel in half the bytes.
 #include <fstream>
 #include <string>
 #include <vector>
@@ -117,6 +117,16 @@ TEST_F(Bf16Test, ConvnetStageCountsGiveBitIdenticalWeights) {
   for (size_t step = 0; step < fp32_loss.size(); ++step) {
     EXPECT_NEAR(bf16_loss[step], fp32_loss[step], 2e-2 * fp32_loss[step]) << "step " << step;
   }
+}
+
+TEST_F(Bf16Test, TinyLmStageCountsGiveBitIdenticalWeights) {
+  // Transformer blocks keep their inner activations (layer outputs, attention's qkv and O) as
+  // bf16 inside one stage: every stage count and re-materialization still computes the same bits.
+  constexpr char kTinyLm[] = "tests/e2e/testdata/tiny_lm.pbtxt";
+  const Weights one = Train(1, {kBf16}, kTinyLm);
+  ExpectBitIdentical(Train(2, {kBf16}, kTinyLm), one);
+  ExpectBitIdentical(Train(4, {kBf16, "pipeline { remat: ALWAYS }"}, kTinyLm), one);
+  ExpectBitIdentical(Train(3, {kBf16, "pipeline { remat: NEVER }"}, kTinyLm), one);
 }
 
 TEST_F(Bf16Test, DataParallelReplicasAgreeWithOneProcess) {

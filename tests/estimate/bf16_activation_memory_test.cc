@@ -1,8 +1,8 @@
 // What `gpipe-plan show` predicts under training.precision BF16 (bf16 activation storage) against
 // FP32, on the examples: boundary tensors and their gradients take exactly half the bytes, and so
-// do the activations of a model of top-level layers (the MLP). In a transformer the blocks' inner
-// tensors stay f32 (a composite's internals are not yet stored as bf16): there only its
-// top-level tensors halve.
+// do the activations of a model of top-level layers (the MLP) and of a transformer, whose blocks
+// keep their inner activations (inner layers' outputs, attention's qkv and O) as bf16 too; only
+// norm statistics, attention's log-sum-exp and dropout masks stay f32.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -63,10 +63,15 @@ TEST(Bf16ActivationMemoryTest, MlpStoresHalfTheBytes) {
   }
 }
 
-TEST(Bf16ActivationMemoryTest, CharTransformerHalvesItsTopLevelTensors) {
+TEST(Bf16ActivationMemoryTest, CharTransformerStoresNearlyHalfTheBytes) {
   const std::vector<StageActivationMemory> fp32 = Predict("char_transformer", "FP32");
   const std::vector<StageActivationMemory> bf16 = Predict("char_transformer", "BF16");
   ExpectBoundariesHalve(fp32, bf16);
+  // Issue 28's target was 0.6; what stays f32 (statistics, log-sum-exp) is about 1%.
+  for (size_t s = 0; s < fp32.size(); ++s) {
+    SCOPED_TRACE(s);
+    EXPECT_LE(bf16[s].activation, fp32[s].activation * 52 / 100);
+  }
 }
 
 }  // namespace

@@ -272,13 +272,17 @@ TEST(CausalSelfAttentionTest, SavesInputQkvLogSumExpAndHeadOutputs) {
   ASSERT_EQ(specs.size(), 4u);
   EXPECT_EQ(specs[0].ref, SavedRef::kInput);
   EXPECT_EQ(specs[1].ref, SavedRef::kNew);
-  EXPECT_EQ(specs[1].bytes_per_sample, 3 * 5 * 8 * 4);
+  EXPECT_EQ(specs[1].BytesPerSample(4), 3 * 5 * 8 * 4);
   // One f32 log-sum-exp per head and position, not the heads' [T, T] probabilities.
   EXPECT_EQ(specs[2].ref, SavedRef::kNew);
-  EXPECT_EQ(specs[2].bytes_per_sample, 2 * 5 * 4);
+  EXPECT_EQ(specs[2].BytesPerSample(4), 2 * 5 * 4);
   EXPECT_EQ(specs[3].ref, SavedRef::kNew);
-  EXPECT_EQ(specs[3].bytes_per_sample, 5 * 8 * 4);
+  EXPECT_EQ(specs[3].BytesPerSample(4), 5 * 8 * 4);
   for (const SavedSpec& spec : specs) EXPECT_EQ(spec.bytes_per_call, 0);
+  // Under bf16 storage qkv and O take 2 bytes a value; the log-sum-exp stays f32.
+  EXPECT_EQ(specs[1].BytesPerSample(2), 3 * 5 * 8 * 2);
+  EXPECT_EQ(specs[2].BytesPerSample(2), 2 * 5 * 4);
+  EXPECT_EQ(specs[3].BytesPerSample(2), 5 * 8 * 2);
 }
 
 // Saved bytes per sample at T = 64, 128 and 256: no T * T term, so the steps are equal.
@@ -289,7 +293,7 @@ TEST(CausalSelfAttentionTest, SavedBytesGrowLinearlyInPositions) {
     for (const SavedSpec& spec :
          MakeLayer("name: 'a' causal_self_attention { num_heads: 4 }", Shape{t, 32})
              ->SavedPerSample()) {
-      total += spec.bytes_per_sample;
+      total += spec.BytesPerSample(4);
     }
     totals.push_back(total);
   }

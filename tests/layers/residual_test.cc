@@ -314,7 +314,7 @@ TEST(ResidualTest, SavedSpecsKeepEachInnerTensorOnce) {
   ASSERT_EQ(specs.size(), 2u);
   EXPECT_EQ(specs[0].ref, SavedRef::kInput);
   EXPECT_EQ(specs[1].ref, SavedRef::kNew);
-  EXPECT_EQ(specs[1].bytes_per_sample, 3 * 8 * 4);
+  EXPECT_EQ(specs[1].BytesPerSample(4), 3 * 8 * 4);
   EXPECT_EQ(specs[1].bytes_per_call, 0);
   // And Forward keeps exactly those: x itself and relu's output.
   const std::vector<Tensor> params = UniformParams(*mlp, device, 3);
@@ -343,7 +343,7 @@ TEST(ResidualTest, SavedSpecsKeepEachInnerTensorOnce) {
   ASSERT_EQ(ends_in_relu.size(), 2u);
   EXPECT_EQ(ends_in_relu[0].ref, SavedRef::kInput);
   EXPECT_EQ(ends_in_relu[1].ref, SavedRef::kNew);
-  EXPECT_EQ(ends_in_relu[1].bytes_per_sample, 3 * 8 * 4);
+  EXPECT_EQ(ends_in_relu[1].BytesPerSample(4), 3 * 8 * 4);
 
   // [conv1, bn1, act, conv2, bn2] on [2, 4, 4]: x (conv1); conv1's output (bn1's input); bn1's
   // statistics (per call); relu's output (act's own, conv2's input); conv2's output (bn2's
@@ -357,7 +357,7 @@ TEST(ResidualTest, SavedSpecsKeepEachInnerTensorOnce) {
   for (size_t i = 0; i < conv.size(); ++i) {
     SCOPED_TRACE(i);
     EXPECT_EQ(conv[i].ref, refs[i]);
-    EXPECT_EQ(conv[i].bytes_per_sample, per_sample[i]);
+    EXPECT_EQ(conv[i].BytesPerSample(4), per_sample[i]);
     EXPECT_EQ(conv[i].bytes_per_call, per_call[i]);
   }
 }

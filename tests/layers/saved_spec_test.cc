@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 #include "layers/registry.h"
 #include "runtime/device/cpu/cpu_device.h"
@@ -111,9 +112,9 @@ std::vector<Tensor> InitialBuffers(const Layer& layer, Device& device) {
 // The bytes the spec promises for one training Forward on `batch` samples: the output (unless
 // it is the input itself) plus every kNew entry.
 int64_t PredictedBytes(const std::vector<SavedSpec>& specs, int64_t batch, const Tensor& x,
-                       const Tensor& y) {
+                       const Tensor& y, DType saved_activation_dtype = DType::kF32) {
   int64_t bytes = y.SharesStorageWith(x) ? 0 : y.bytes();
-  for (const SavedSpec& spec : specs) bytes += spec.NewBytes(batch);
+  for (const SavedSpec& spec : specs) bytes += spec.NewBytes(batch, SizeOf(saved_activation_dtype));
   return bytes;
 }
 
@@ -122,47 +123,55 @@ class SavedSpecTest : public ::testing::TestWithParam<SpecCase> {};
 TEST_P(SavedSpecTest, ForwardSavesExactlyWhatTheSpecDeclares) {
   std::unique_ptr<Layer> layer = MakeLayer(GetParam().spec, SampleShapeOf(GetParam()));
   const std::vector<SavedSpec> specs = layer->SavedPerSample();
-  // Two batch sizes tell bytes per sample from bytes per call (batch norm trains on 2 or more).
-  for (int64_t batch : {2, 5}) {
-    SCOPED_TRACE(batch);
-    CpuDevice device;
-    const std::vector<Tensor> params = UniformParams(*layer, device, 1);
-    std::vector<Tensor> buffers = InitialBuffers(*layer, device);
-    const Tensor x = SampleInput(device, GetParam(), batch);
-    const LayerContext ctx{
-        .device = device, .training = true, .seed = 3, .step = 1, .buffers = buffers};
-    const int64_t before = ActivationBytes(device);
-    SavedTensors saved;
-    absl::StatusOr<Tensor> y = layer->Forward(ctx, params, x, saved);
-    ASSERT_TRUE(y.ok()) << y.status();
+  // Two batch sizes tell bytes per sample from bytes per call (batch norm trains on 2 or more);
+  // under bf16 storage the activations a composite keeps inside take 2 bytes a value.
+  for (const DType stored : {DType::kF32, DType::kBF16})
+    for (int64_t batch : {2, 5}) {
+      SCOPED_TRACE(absl::StrCat(DTypeName(stored), " batch ", batch));
+      const int64_t activation_size = SizeOf(stored);
+      CpuDevice device;
+      const std::vector<Tensor> params = UniformParams(*layer, device, 1);
+      std::vector<Tensor> buffers = InitialBuffers(*layer, device);
+      const Tensor x = SampleInput(device, GetParam(), batch);
+      const LayerContext ctx{.device = device,
+                             .training = true,
+                             .seed = 3,
+                             .step = 1,
+                             .buffers = buffers,
+                             .saved_activation_dtype = stored};
+      const int64_t before = ActivationBytes(device);
+      SavedTensors saved;
+      absl::StatusOr<Tensor> y = layer->Forward(ctx, params, x, saved);
+      ASSERT_TRUE(y.ok()) << y.status();
 
-    ASSERT_EQ(saved.tensors.size(), specs.size());
-    for (size_t i = 0; i < specs.size(); ++i) {
-      SCOPED_TRACE(i);
-      const Tensor& kept = saved.tensors[i];
-      ASSERT_TRUE(kept.defined());
-      switch (specs[i].ref) {
-        case SavedRef::kInput:
-          EXPECT_TRUE(kept.SharesStorageWith(x));
-          EXPECT_EQ(specs[i].NewBytes(batch), 0);
-          break;
-        case SavedRef::kOutput:
-          EXPECT_TRUE(kept.SharesStorageWith(*y));
-          EXPECT_EQ(specs[i].NewBytes(batch), 0);
-          break;
-        case SavedRef::kNew:
-          EXPECT_FALSE(kept.SharesStorageWith(x));
-          EXPECT_FALSE(kept.SharesStorageWith(*y));
-          for (size_t j = 0; j < i; ++j) EXPECT_FALSE(kept.SharesStorageWith(saved.tensors[j]));
-          EXPECT_EQ(kept.bytes(), specs[i].NewBytes(batch));
-          EXPECT_EQ(kept.memory_kind(), MemoryKind::kActivation);
-          break;
+      ASSERT_EQ(saved.tensors.size(), specs.size());
+      for (size_t i = 0; i < specs.size(); ++i) {
+        SCOPED_TRACE(i);
+        const Tensor& kept = saved.tensors[i];
+        ASSERT_TRUE(kept.defined());
+        switch (specs[i].ref) {
+          case SavedRef::kInput:
+            EXPECT_TRUE(kept.SharesStorageWith(x));
+            EXPECT_EQ(specs[i].NewBytes(batch, activation_size), 0);
+            break;
+          case SavedRef::kOutput:
+            EXPECT_TRUE(kept.SharesStorageWith(*y));
+            EXPECT_EQ(specs[i].NewBytes(batch, activation_size), 0);
+            break;
+          case SavedRef::kNew:
+            EXPECT_FALSE(kept.SharesStorageWith(x));
+            EXPECT_FALSE(kept.SharesStorageWith(*y));
+            for (size_t j = 0; j < i; ++j) EXPECT_FALSE(kept.SharesStorageWith(saved.tensors[j]));
+            EXPECT_EQ(kept.bytes(), specs[i].NewBytes(batch, activation_size));
+            if (specs[i].activation_elements_per_sample > 0) EXPECT_EQ(kept.dtype(), stored);
+            EXPECT_EQ(kept.memory_kind(), MemoryKind::kActivation);
+            break;
+        }
       }
+      // The tracker sees allocations, not views: this pins that each kNew entry is its own
+      // allocation of exactly its declared size and that Forward kept nothing undeclared.
+      EXPECT_EQ(ActivationBytes(device) - before, PredictedBytes(specs, batch, x, *y, stored));
     }
-    // The tracker sees allocations, not views: this pins that each kNew entry is its own
-    // allocation of exactly its declared size and that Forward kept nothing undeclared.
-    EXPECT_EQ(ActivationBytes(device) - before, PredictedBytes(specs, batch, x, *y));
-  }
 }
 
 TEST_P(SavedSpecTest, EvaluationSavesNoMoreThanTraining) {
@@ -218,7 +227,7 @@ TEST(SavedSpecValuesTest, DeclaredBytesOfTheBuiltinsWithNewStorage) {
   EXPECT_EQ(drop[0].ref, SavedRef::kNew);
   EXPECT_EQ(drop[0].bytes_per_sample, 0);
   EXPECT_EQ(drop[0].bytes_per_call, 0);
-  EXPECT_EQ(drop[0].NewBytes(1000), 0);
+  EXPECT_EQ(drop[0].NewBytes(1000, 4), 0);
 }
 
 }  // namespace

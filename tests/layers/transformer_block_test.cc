@@ -229,7 +229,7 @@ TEST(TransformerBlockTest, SavesEachInnerTensorOnce) {
     if (i > 0) {
       EXPECT_EQ(specs[i].ref, SavedRef::kNew);
     }
-    EXPECT_EQ(specs[i].bytes_per_sample, per_sample[i]);
+    EXPECT_EQ(specs[i].BytesPerSample(4), per_sample[i]);
     EXPECT_EQ(specs[i].bytes_per_call, 0);
   }
 }

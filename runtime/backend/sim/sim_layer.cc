@@ -51,8 +51,9 @@ absl::StatusOr<Tensor> SimLayer::Forward(const LayerContext& ctx, std::span<cons
           break;
         case SavedRef::kNew: {
           // f32 elements: exact for every declared size that is a multiple of 4 bytes (all
-          // built-in layers); others round up to the next 4 bytes.
-          const int64_t elements = (spec.NewBytes(batch) + 3) / 4;
+          // built-in layers); others round up to the next 4 bytes. Activation values a
+          // composite keeps inside take what this layer's outputs take (bf16 in mixed precision).
+          const int64_t elements = (spec.NewBytes(batch, SizeOf(output_dtype())) + 3) / 4;
           ASSIGN_OR_RETURN(Tensor t, Tensor::Empty(ctx.device, Shape({elements}), DType::kF32,
                                                    MemoryKind::kActivation));
           saved.tensors.push_back(std::move(t));

@@ -1,4 +1,4 @@
-#include "runtime/exec/bf16_tensors.h"
+#include "layers/bf16_tensors.h"
 
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops.h"
@@ -23,6 +23,11 @@ absl::StatusOr<Tensor> WidenedFromBf16(Device& device, const Tensor& tensor, Mem
 absl::StatusOr<Tensor> NarrowedToBf16(Device& device, const Tensor& tensor, MemoryKind kind) {
   if (!tensor.defined() || tensor.dtype() != DType::kF32) return tensor;
   return CastInto(device, tensor, DType::kBF16, kind);
+}
+
+absl::StatusOr<Tensor> StoredActivation(const LayerContext& ctx, const Tensor& tensor) {
+  if (ctx.saved_activation_dtype != DType::kBF16) return tensor;
+  return NarrowedToBf16(ctx.device, tensor, MemoryKind::kActivation);
 }
 
 }  // namespace gpipe

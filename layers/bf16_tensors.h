@@ -1,10 +1,13 @@
 // Casts between mixed precision's bf16 storage (training.precision BF16) and the f32 its layers
 // compute in: a bf16 tensor widens exactly, an f32 one narrows by rounding to nearest even. Used by
-// the mixed-precision decorators (Bf16Layer, Bf16Loss); every device implements the cast op.
-#ifndef GPIPE_RUNTIME_EXEC_BF16_TENSORS_H_
-#define GPIPE_RUNTIME_EXEC_BF16_TENSORS_H_
+// the mixed-precision decorators (runtime/exec: Bf16Layer, Bf16Loss) and by the composite layers
+// for what they save inside (LayerContext::saved_activation_dtype); every device implements the
+// cast op.
+#ifndef GPIPE_LAYERS_BF16_TENSORS_H_
+#define GPIPE_LAYERS_BF16_TENSORS_H_
 
 #include "absl/status/statusor.h"
+#include "layers/layer.h"
 #include "runtime/core/memory_tracker.h"
 #include "runtime/core/tensor.h"
 #include "runtime/device/device.h"
@@ -19,6 +22,11 @@ absl::StatusOr<Tensor> WidenedFromBf16(Device& device, const Tensor& tensor, Mem
 // is.
 absl::StatusOr<Tensor> NarrowedToBf16(Device& device, const Tensor& tensor, MemoryKind kind);
 
+// What a composite keeps of an activation it saves inside (LayerContext::saved_activation_dtype):
+// an f32 `tensor` rounded into a new bf16 activation under bf16 storage, else `tensor` itself.
+// Backward widens it back with WidenedFromBf16 (into workspace) for the call that reads it.
+absl::StatusOr<Tensor> StoredActivation(const LayerContext& ctx, const Tensor& tensor);
+
 }  // namespace gpipe
 
-#endif  // GPIPE_RUNTIME_EXEC_BF16_TENSORS_H_
+#endif  // GPIPE_LAYERS_BF16_TENSORS_H_

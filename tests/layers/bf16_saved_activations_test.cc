@@ -1,0 +1,97 @@
+// Composites under bf16 storage (LayerContext::saved_activation_dtype, training.precision BF16):
+// what they keep inside for backward is bf16 and is widened for the call that reads it. Where
+// every reader takes the value as a product operand (rounded to bf16 there anyway) no bit of the
+// gradients changes; where a reader takes it in f32 (a layer norm's or gelu's input, the fused
+// attention's O in D = rowsum(dO * O)) the gradients move by bf16 rounding only.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "runtime/device/cpu/cpu_device.h"
+#include "tests/layers/make_layer.h"
+#include "tests/layers/test_tensors.h"
+
+namespace gpipe::testing {
+namespace {
+
+struct Gradients {
+  std::vector<float> dx;
+  std::vector<std::vector<float>> params;
+  DType saved_inner = DType::kF32;  // the dtype of the first kNew entry Forward kept
+};
+
+// One training Forward and Backward in bf16 products, keeping the inner activations as `stored`.
+Gradients Backpropagate(const std::string& spec, const Shape& sample, DType stored) {
+  std::unique_ptr<Layer> layer = MakeLayer(spec, sample);
+  CpuDevice device;
+  const std::vector<Tensor> params = UniformParams(*layer, device, 5);
+  std::vector<Tensor> grads = ZeroGrads(*layer, device);
+  const Tensor x = UniformTensor(device, sample.WithBatch(3), 6, -1.0f, 1.0f);
+  const Tensor dy = UniformTensor(device, layer->output_shape().WithBatch(3), 7, -1.0f, 1.0f);
+  const LayerContext ctx{.device = device,
+                         .product_precision = ProductPrecision::kBF16,
+                         .saved_activation_dtype = stored};
+  SavedTensors saved;
+  absl::StatusOr<Tensor> y = layer->Forward(ctx, params, x, saved);
+  EXPECT_TRUE(y.ok()) << y.status();
+  Gradients out;
+  const std::vector<SavedSpec> specs = layer->SavedPerSample();
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].activation_elements_per_sample > 0) {
+      out.saved_inner = saved.tensors[i].dtype();
+      break;
+    }
+  }
+  absl::StatusOr<Tensor> dx = layer->Backward(ctx, params, grads, saved, dy);
+  EXPECT_TRUE(dx.ok()) << dx.status();
+  out.dx = Values(*dx);
+  for (const Tensor& grad : grads) out.params.push_back(Values(grad));
+  return out;
+}
+
+// A residual of linear -> relu -> linear: relu's output is read by relu (its sign) and by the
+// second linear (a product operand): bf16 storage changes no bit.
+TEST(Bf16SavedActivationsTest, ProductOperandsKeepEveryBit) {
+  const std::string spec =
+      "name: 'r' residual { layers { name: 'a' linear { out_features: 12 } }"
+      " layers { name: 'act' relu {} } layers { name: 'b' linear { out_features: 8 } } }";
+  const Gradients f32 = Backpropagate(spec, Shape{4, 8}, DType::kF32);
+  const Gradients bf16 = Backpropagate(spec, Shape{4, 8}, DType::kBF16);
+  EXPECT_EQ(f32.saved_inner, DType::kF32);
+  EXPECT_EQ(bf16.saved_inner, DType::kBF16);
+  EXPECT_EQ(bf16.dx, f32.dx);
+  EXPECT_EQ(bf16.params, f32.params);
+}
+
+// A transformer block: layer norm 2 reads h, gelu its input and the fused attention O in f32, so
+// the gradients move, by about bf16's rounding (2^-9 relative) of those reads and no more.
+TEST(Bf16SavedActivationsTest, TransformerBlockGradientsMoveByRoundingOnly) {
+  const std::string spec = "name: 'h' transformer_block { num_heads: 2 }";
+  const Gradients f32 = Backpropagate(spec, Shape{5, 8}, DType::kF32);
+  const Gradients bf16 = Backpropagate(spec, Shape{5, 8}, DType::kBF16);
+  EXPECT_EQ(bf16.saved_inner, DType::kBF16);
+  ASSERT_EQ(bf16.params.size(), f32.params.size());
+  bool differs = bf16.dx != f32.dx;
+  const auto expect_close = [&differs](const std::vector<float>& got,
+                                       const std::vector<float>& want) {
+    ASSERT_EQ(got.size(), want.size());
+    double scale = 0.0;
+    for (float v : want) scale = std::max(scale, static_cast<double>(std::abs(v)));
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_NEAR(got[i], want[i], 2e-2 * scale) << i;
+    }
+    differs = differs || got != want;
+  };
+  expect_close(bf16.dx, f32.dx);
+  for (size_t p = 0; p < f32.params.size(); ++p) {
+    SCOPED_TRACE(p);
+    expect_close(bf16.params[p], f32.params[p]);
+  }
+  EXPECT_TRUE(differs);
+}
+
+}  // namespace
+}  // namespace gpipe::testing

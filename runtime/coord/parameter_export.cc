@@ -36,7 +36,7 @@ absl::Status CheckReplicaCopy(const NamedTensorData& first, const NamedTensorDat
 }
 
 // Rank 0: merges every rank's shard (replica copies checked against replica 0's) and writes one
-// safetensors file.
+// safetensors file, or save_pretrained's shards and index with ExportMetadata::shard_bytes.
 absl::Status WriteExport(const FileRole& destination, const RunFiles& files,
                          const std::vector<std::string>& gathered, const ExportMetadata& metadata,
                          const Logger& logger) {

@@ -65,6 +65,51 @@ TEST(PlanAnalysisTest, InfersShapesParametersAndFlopsOfEachLayer) {
   EXPECT_EQ(plan->num_classes, 10);
 }
 
+// Layer names may hold dots, so a plan's parameters can carry a Hugging Face checkpoint's names
+// (model.embed_tokens.weight, lm_head.weight) and tie across them.
+TEST(PlanAnalysisTest, DottedLayerNamesGiveHuggingFaceParameterNames) {
+  absl::StatusOr<AnalyzedPlan> plan =
+      AnalyzeText(R"pb(
+                    model {
+                      input {
+                        shape: [ 8 ]
+                        type: INT64
+                      }
+                      layers {
+                        name: "model.embed_tokens"
+                        embedding { num_embeddings: 256 embedding_dim: 4 }
+                      }
+                      layers {
+                        name: "model.norm"
+                        layer_norm {}
+                      }
+                      layers {
+                        name: "lm_head"
+                        linear { out_features: 256 bias: false }
+                      }
+                      loss { softmax_cross_entropy {} }
+                      ties { parameters: [ "model.embed_tokens.weight", "lm_head.weight" ] }
+                    }
+                    pipeline { stages: 2 micro_batches: 2 }
+                    training {
+                      global_batch: 4
+                      steps: 1
+                      optimizer { sgd { lr: 0.1 } }
+                    }
+                    data { text { paths: "mlp.pbtxt" } }
+                  )pb",
+                  LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->layers.size(), 3u);
+  EXPECT_EQ(plan->layers[0].parameter_names, std::vector<std::string>{"model.embed_tokens.weight"});
+  EXPECT_EQ(plan->layers[1].parameter_names,
+            (std::vector<std::string>{"model.norm.weight", "model.norm.bias"}));
+  EXPECT_EQ(plan->layers[2].parameter_names, std::vector<std::string>{"lm_head.weight"});
+  ASSERT_EQ(plan->ties.size(), 1u);
+  EXPECT_EQ(plan->ties[0].members[1].name, "lm_head.weight");
+  EXPECT_EQ(plan->ties[0].members[1].layer, 2);
+}
+
 TEST(PlanAnalysisTest, StagesSumTheirLayersAndChainShapes) {
   auto plan = AnalyzeFile(kMlp);
   ASSERT_TRUE(plan.ok()) << plan.status();

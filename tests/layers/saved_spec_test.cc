@@ -163,7 +163,9 @@ TEST_P(SavedSpecTest, ForwardSavesExactlyWhatTheSpecDeclares) {
             EXPECT_FALSE(kept.SharesStorageWith(*y));
             for (size_t j = 0; j < i; ++j) EXPECT_FALSE(kept.SharesStorageWith(saved.tensors[j]));
             EXPECT_EQ(kept.bytes(), specs[i].NewBytes(batch, activation_size));
-            if (specs[i].activation_elements_per_sample > 0) EXPECT_EQ(kept.dtype(), stored);
+            if (specs[i].activation_elements_per_sample > 0) {
+              EXPECT_EQ(kept.dtype(), stored);
+            }
             EXPECT_EQ(kept.memory_kind(), MemoryKind::kActivation);
             break;
         }

@@ -193,6 +193,7 @@ absl::StatusOr<StepSummary> Coordinator::RunStep(int64_t step, double lr) {
                    Summarize(step, stage_.gate->reports(), plan.training().global_batch(), step_ms,
                              stage_.gate->applied(), PredictionsPerSample(setup_)));
   summary.lr = lr;
+  summary.grad_norm = stage_.gate->grad_norm();
   if (metrics_) RETURN_IF_ERROR(metrics_->Write(ToMetricsRecord(summary)));
   if (log_every > 0 && ((step + 1) % log_every == 0 || step + 1 == steps || !summary.applied)) {
     logger_.Info(FormatProgressLine(summary, steps));

@@ -193,6 +193,11 @@ void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
   }
   CheckOptimizer(training, errors);
   CheckLrSchedule(training, errors);
+  if (!(std::isfinite(training.clip_grad_norm()) && training.clip_grad_norm() >= 0)) {
+    errors.Add("training.clip_grad_norm",
+               absl::StrCat("is ", Show(training.clip_grad_norm()),
+                            "; it must be > 0 (the largest gradient norm kept; 0: no clipping)"));
+  }
 }
 
 }  // namespace gpipe

@@ -47,7 +47,8 @@ Coordinator::Coordinator(ControlChannel& control, const pb::Setup& setup, RankSt
       trace_(trace),
       logger_(logger),
       sampler_(stage.dataset->size(), setup.plan().training().global_batch(),
-               setup.plan().data().shuffle(), setup.plan().training().seed()) {}
+               setup.plan().data().shuffle(), setup.plan().training().seed()),
+      lr_schedule_(setup.plan().training(), stage.chunks->optimizer(0).base_lr()) {}
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
     ControlChannel& control, const pb::Setup& setup, RankStage& stage,
@@ -99,7 +100,6 @@ absl::StatusOr<bool> Coordinator::Train(int64_t last, const WorkerCallbacks& cal
   // The resolved plan always has a checkpoint section (defaults made explicit); a dir means one.
   const bool checkpoints = !plan.checkpoint().dir().empty();
   const int64_t checkpoint_every = plan.checkpoint().every_steps();
-  const double base_lr = stage_.chunks->optimizer(0).base_lr();
   int64_t& done = stage_.steps_done;
   const std::string unsaved =
       checkpoints ? absl::StrCat("; continue with --resume latest (checkpoint.dir ",
@@ -122,7 +122,9 @@ absl::StatusOr<bool> Coordinator::Train(int64_t last, const WorkerCallbacks& cal
   bool stop = false;
   while (done < last && !stop) {
     const int64_t step = done;
-    ASSIGN_OR_RETURN(const StepSummary summary, RunStep(step, base_lr));
+    // Skipped steps do not advance the schedule: it counts applied updates only.
+    ASSIGN_OR_RETURN(const StepSummary summary,
+                     RunStep(step, lr_schedule_.LrAt(progress_.applied_steps)));
     done = step + 1;
     RETURN_IF_ERROR(CountSkips(step, summary.applied));
     const bool asked = callbacks.on_step != nullptr && callbacks.on_step(summary);
@@ -173,14 +175,14 @@ absl::StatusOr<bool> Coordinator::CheckStopAtStart() {
   return stage_.gate->stop();
 }
 
-absl::StatusOr<StepSummary> Coordinator::RunStep(int64_t step, double base_lr) {
+absl::StatusOr<StepSummary> Coordinator::RunStep(int64_t step, double lr) {
   const pb::Plan& plan = setup_.plan();
   const int64_t steps = plan.training().steps();
   const int log_every = plan.runtime().log_every();
   const absl::Time begin = absl::Now();
   pb::StepCommand command;
   command.set_step(step);
-  command.set_lr(base_lr);
+  command.set_lr(lr);
   for (int64_t index : sampler_.IndicesForStep(step)) command.add_sample_indices(index);
   RETURN_IF_ERROR(
       control_.Broadcast(command, absl::Now() + stage_.timeout, kControlTagStepCommand));
@@ -190,6 +192,8 @@ absl::StatusOr<StepSummary> Coordinator::RunStep(int64_t step, double base_lr) {
   ASSIGN_OR_RETURN(StepSummary summary,
                    Summarize(step, stage_.gate->reports(), plan.training().global_batch(), step_ms,
                              stage_.gate->applied(), PredictionsPerSample(setup_)));
+  summary.lr = lr;
+  summary.grad_norm = stage_.gate->grad_norm();
   if (metrics_) RETURN_IF_ERROR(metrics_->Write(ToMetricsRecord(summary)));
   if (log_every > 0 && ((step + 1) % log_every == 0 || step + 1 == steps || !summary.applied)) {
     logger_.Info(FormatProgressLine(summary, steps));

@@ -25,6 +25,7 @@
 #include "runtime/data/batch_sampler.h"
 #include "runtime/data/dataset.h"
 #include "runtime/schedule/verifier.h"
+#include "runtime/train/lr_schedule.h"
 #include "runtime/train/metrics_writer.h"
 
 namespace gpipe {
@@ -58,8 +59,9 @@ class Coordinator {
   Coordinator(ControlChannel& control, const pb::Setup& setup, RankStage& stage,
               TraceSession* trace, const Logger& logger);
 
-  // One training step: command, stage 0's program, summary, metrics record and progress line.
-  absl::StatusOr<StepSummary> RunStep(int64_t step, double base_lr);
+  // One training step at learning rate `lr`: command, stage 0's program, summary, metrics record
+  // and progress line.
+  absl::StatusOr<StepSummary> RunStep(int64_t step, double lr);
   // Counts step `step` as applied or skipped; fails after training.max_skipped_steps in a row.
   absl::Status CountSkips(int64_t step, bool applied);
   // Every rank meets at the gate without running a step; whether one was asked to stop.
@@ -78,6 +80,8 @@ class Coordinator {
   TraceSession* trace_;  // null when not traced
   const Logger& logger_;
   BatchSampler sampler_;
+  // The learning rate of each update, from the updates applied so far (progress_.applied_steps).
+  LrSchedule lr_schedule_;
   std::unique_ptr<MetricsWriter> metrics_;  // null without a metrics file
   CheckpointProgress progress_;
   bool start_checked_ = false;  // CheckStopAtStart ran (the first Train)

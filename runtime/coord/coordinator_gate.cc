@@ -4,10 +4,11 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/exec/gradient_norm_terms.h"
 
 namespace gpipe {
 
-absl::StatusOr<bool> CoordinatorGate::Synchronize(const pb::StepReport& report) {
+absl::StatusOr<pb::StepDecision> CoordinatorGate::Synchronize(const pb::StepReport& report) {
   pb::StepReport mine = report;
   if (stop_requested_ != nullptr && stop_requested_()) mine.set_stop_requested(true);
   ASSIGN_OR_RETURN(std::vector<std::string> gathered,
@@ -27,6 +28,13 @@ absl::StatusOr<bool> CoordinatorGate::Synchronize(const pb::StepReport& report) 
     decision.set_step(report.step());
     decision.set_apply(apply);
     decision.set_stop(stop);
+    grad_norm_ = -1;
+    if (apply && clip_grad_norm_ > 0) {
+      // torch.nn.utils.clip_grad_norm_: scale by C / (norm + 1e-6) when that is below 1.
+      grad_norm_ = GlobalGradientNorm(reports_);
+      const double scale = clip_grad_norm_ / (grad_norm_ + 1e-6);
+      if (scale < 1) decision.set_grad_scale(scale);
+    }
   }
   RETURN_IF_ERROR(control_.Broadcast(decision, absl::Now() + timeout_, kControlTagDecision));
   if (decision.step() != report.step()) {
@@ -35,7 +43,7 @@ absl::StatusOr<bool> CoordinatorGate::Synchronize(const pb::StepReport& report) 
   }
   applied_ = decision.apply();
   stop_ = decision.stop();
-  return decision.apply();
+  return decision;
 }
 
 }  // namespace gpipe

@@ -10,6 +10,7 @@
 #include "runtime/coord/setup_builder.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/data/open_dataset.h"
+#include "runtime/exec/gradient_norm_terms.h"
 #include "runtime/plan/boundary_dtype.h"
 #include "runtime/schedule/program.h"
 #include "runtime/schedule/rank_layout.h"
@@ -174,8 +175,8 @@ absl::Status BuildStage(const StageInputs& in, RankStage& stage) {
   ASSIGN_OR_RETURN(schedule::StageProgram program, schedule::FromProto(setup.program()));
 
   const ExecutorConfig config = ConfigFor(plan, layout, rank, stage.timeout);
-  stage.gate =
-      std::make_unique<CoordinatorGate>(in.control, stage.timeout, in.options.stop_requested);
+  stage.gate = std::make_unique<CoordinatorGate>(
+      in.control, stage.timeout, in.options.stop_requested, plan.training().clip_grad_norm());
   TraceRecorder* recorder = in.trace != nullptr ? in.trace->recorder() : nullptr;
   ExecutorResources resources{device,         stage.chunks->refs(), stage.dataset.get(),
                               *stage.channel, *stage.gate,          recorder};
@@ -186,6 +187,9 @@ absl::Status BuildStage(const StageInputs& in, RankStage& stage) {
                               plan.runtime().gradient_bucket_bytes(), absl::Now() + stage.timeout));
   stage.reduce_groups = std::make_unique<StageReduceGroups>(std::move(reduce_groups));
   stage.reduce_groups->AttachTo(resources);
+  if (plan.training().clip_grad_norm() > 0) {
+    resources.gradient_norm_terms = GradientNormTermsFor(resources.chunks, ties);
+  }
   stage.executor = std::make_unique<StageExecutor>(config, std::move(program), resources);
   // The forward-only program that evaluates the held-out split with the same parts.
   if (setup.has_eval_program()) {

@@ -78,6 +78,8 @@ Json ToMetricsRecord(const StepSummary& s) {
   Json json = {{"step", s.step}, {"loss", s.loss}};
   if (s.accuracy >= 0) json["accuracy"] = s.accuracy;
   json["applied"] = s.applied;
+  json["lr"] = s.lr;
+  if (s.grad_norm >= 0) json["grad_norm"] = s.grad_norm;
   json["samples_per_s"] = s.samples_per_s;
   json["step_ms"] = s.step_ms;
   json["bubble"] = s.bubble;
@@ -102,6 +104,8 @@ Json ToMetricsRecord(const StepSummary& s) {
 std::string FormatProgressLine(const StepSummary& s, int64_t total_steps) {
   std::string line = absl::StrFormat("step %d/%d | loss %.4f", s.step + 1, total_steps, s.loss);
   if (s.accuracy >= 0) absl::StrAppendFormat(&line, " | acc %.1f%%", 100.0 * s.accuracy);
+  absl::StrAppendFormat(&line, " | lr %.2e", s.lr);
+  if (s.grad_norm >= 0) absl::StrAppendFormat(&line, " | grad norm %.4g", s.grad_norm);
   absl::StrAppendFormat(&line, " | %.0f samples/s | step %.2f ms | bubble %.1f%%", s.samples_per_s,
                         s.step_ms, 100.0 * s.bubble);
   if (!s.peak_bytes.empty()) {

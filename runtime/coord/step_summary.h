@@ -22,6 +22,10 @@ struct StepSummary {
   // that are correct; < 0 when not classification.
   double accuracy = -1.0;
   bool applied = true;   // whether the optimizer step was applied
+  double lr = 0.0;       // the learning rate the step's update used (or would have used)
+  // The global L2 norm of the gradients before clipping (training.clip_grad_norm); < 0 when not
+  // computed.
+  double grad_norm = -1.0;
   double step_ms = 0.0;  // rank 0's wall time for the step (command to decision)
   double samples_per_s = 0.0;
   double bubble = 0.0;  // mean over ranks of 1 - busy/step time
@@ -51,16 +55,17 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
                                       int64_t global_batch, double step_ms, bool applied,
                                       int64_t predictions_per_sample = 1);
 
-// "step 10/200 | loss 0.4312 | acc 87.5% | 5321 samples/s | step 48.1 ms | bubble 27.4% |
-//  peak mem 1.2 MiB (stage 0)"; with replicas the peak names "(stage 0, replica 1)" and the
-// line ends "| 2 replicas, all-reduce 3.10 ms (0.42 ms exposed)" (the slowest rank's).
+// "step 10/200 | loss 0.4312 | acc 87.5% | lr 5.00e-02 | 5321 samples/s | step 48.1 ms |
+//  bubble 27.4% | peak mem 1.2 MiB (stage 0)"; with gradient clipping "| grad norm 1.234" follows
+// the lr; with replicas the peak names "(stage 0, replica 1)" and the line ends
+// "| 2 replicas, all-reduce 3.10 ms (0.42 ms exposed)" (the slowest rank's).
 std::string FormatProgressLine(const StepSummary& summary, int64_t total_steps);
 
 // The metrics file's record of the step: step, loss, accuracy (classification only), applied,
-// samples_per_s, step_ms, bubble, and peak_bytes, peak_boundary_bytes, peak_activation_bytes,
-// peak_boundary_grad_bytes, busy_ms, bytes_sent and bytes_received as lists indexed by rank; with
-// replicas also replicas, replica_loss (by replica), stage and replica (by rank), all_reduce_ms and
-// all_reduce_exposed_ms (by rank).
+// lr, grad_norm (with gradient clipping), samples_per_s, step_ms, bubble, and peak_bytes,
+// peak_boundary_bytes, peak_activation_bytes, peak_boundary_grad_bytes, busy_ms, bytes_sent and
+// bytes_received as lists indexed by rank; with replicas also replicas, replica_loss (by replica),
+// stage and replica (by rank), all_reduce_ms and all_reduce_exposed_ms (by rank).
 Json ToMetricsRecord(const StepSummary& summary);
 
 }  // namespace gpipe

@@ -10,15 +10,20 @@
 //              D > 1 (Setup.layout: replica r's stage s is rank r * stages + s) a stage's D
 //              replicas build the same gradient buckets and their group; then, in tie order,
 //              the ranks of each tie group of their replica (Setup.ties).
-//   each step  rank 0 broadcasts a StepCommand {step, lr, sample indices} (kStepCommand).
+//   each step  rank 0 broadcasts a StepCommand {step, lr, sample indices} (kStepCommand); the lr
+//              follows training.lr_schedule over the updates applied so far.
 //              Every rank runs its stage program, replica r on its share of the indices (the
 //              r-th of D equal slices); the buckets' all-reduces start during the backward and
 //              end at the program's AllReduceGrads. At the program's OptimizerStep, each rank
 //              gathers its StepReport to rank 0 (kStepReport); rank 0 decides apply/skip (skip if
 //              any rank saw a non-finite loss or gradient) and broadcasts a StepDecision
 //              (kDecision); every rank applies or skips the update alike. Rank 0 prints the
-//              progress line and writes the metrics record. Before the update, ranks holding
-//              tied parameters (Setup.ties) sum those gradients among themselves.
+//              progress line and writes the metrics record. Before the report, ranks holding
+//              tied parameters (Setup.ties) sum those gradients among themselves. With
+//              training.clip_grad_norm each report carries its parameters' squared-gradient sums
+//              (each tie counted once), rank 0 adds replica 0's in model parameter order and
+//              the decision carries grad_scale = C / (norm + 1e-6) when below 1, by which every
+//              rank multiplies its gradients before the update.
 //   evaluation with training.eval_every, every eval_every steps and after the last, rank 0
 //              broadcasts one StepCommand {eval, indices} per batch of the held-out split (its
 //              last batch padded with -1). Every rank runs Setup.eval_program (forward only, the

@@ -13,6 +13,7 @@
 #include "runtime/data/dataset.h"
 #include "runtime/device/device.h"
 #include "runtime/exec/gradient_buckets.h"
+#include "runtime/exec/gradient_norm_terms.h"
 #include "runtime/exec/gradient_sync_gate.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/tied_gradients.h"
@@ -70,6 +71,9 @@ struct ExecutorResources {
   // The tie groups with members on this stage, resolved at set-up (tied_gradients.h): their
   // gradients are summed before each update.
   std::vector<TiedGradientSum> tied_gradients;
+  // training.clip_grad_norm: the parameters whose squared gradients this stage reports for the
+  // global norm (gradient_norm_terms.h), resolved at set-up; empty without clipping.
+  std::vector<GradientNormTerm> gradient_norm_terms;
 };
 
 }  // namespace gpipe

@@ -39,6 +39,8 @@ class ParameterStore {
   // All parameters of the stage, in order (for the optimizer).
   std::span<Tensor> values() { return values_; }
   std::span<const Tensor> grads() const { return grads_; }
+  // The gradients to modify in place (gradient clipping's scale).
+  std::span<Tensor> mutable_grads() { return grads_; }
 
   absl::Status ZeroGrads();
   // Sets `flag` (f32 [1] on the device) to 1 if any gradient element is NaN or infinite.

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/exec/device_busy_time.h"
+#include "runtime/exec/gradient_norm_terms.h"
 #include "runtime/exec/gradient_sync.h"
 #include "runtime/exec/micro_batch_plan.h"
 #include "runtime/exec/micro_batch_state.h"
@@ -281,13 +282,25 @@ class StageExecutor::Step {
     for (const ChunkRefs& chunk : res_.chunks) {
       RETURN_IF_ERROR(chunk.parameters->FlagNonFiniteGrads(*flag));
     }
+    if (!res_.gradient_norm_terms.empty()) {
+      // Gradient clipping: this stage's part of the global norm, sent with the report.
+      RETURN_IF_ERROR(busy_.Begin());
+      RETURN_IF_ERROR(
+          AddGradientSquareSums(res_.gradient_norm_terms, res_.chunks, res_.device, report_));
+      RETURN_IF_ERROR(busy_.End());
+    }
     RETURN_IF_ERROR(FillReport());
-    bool apply = false;
+    pb::StepDecision decision;
     {
       const TraceSpan sync(res_.trace, scope_.EventAt(TraceKind::kSync));
-      ASSIGN_OR_RETURN(apply, res_.gate.Synchronize(report_));
+      ASSIGN_OR_RETURN(decision, res_.gate.Synchronize(report_));
     }
     const TraceSpan update(res_.trace, scope_.EventAt(TraceKind::kOptimizer));
+    const bool apply = decision.apply();
+    if (apply && decision.grad_scale() != 1) {
+      RETURN_IF_ERROR(
+          ScaleGradients(res_.chunks, res_.device, static_cast<float>(decision.grad_scale())));
+    }
     for (const ChunkRefs& chunk : res_.chunks) {
       if (apply) {
         RETURN_IF_ERROR(chunk.optimizer->Step(

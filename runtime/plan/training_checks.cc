@@ -86,6 +86,42 @@ void CheckOptimizer(const pb::Training& training, PlanErrors& errors) {
   }
 }
 
+// training.lr_schedule: counts >= 0, the warm-up inside the decay and the run, the floor a
+// fraction of the peak.
+void CheckLrSchedule(const pb::Training& training, PlanErrors& errors) {
+  if (!training.has_lr_schedule()) return;
+  const pb::LrSchedule& schedule = training.lr_schedule();
+  const std::string at = "training.lr_schedule";
+  const int64_t warmup = schedule.warmup_steps();
+  const int64_t decay_steps = schedule.decay_steps();
+  if (warmup < 0) {
+    errors.Add(at + ".warmup_steps",
+               absl::StrCat("is ", warmup, "; it must be >= 0 (0: no warm-up)"));
+  } else if (training.has_steps() && training.steps() >= 1 && warmup > training.steps()) {
+    errors.Add(at + ".warmup_steps",
+               absl::StrCat("is ", warmup, ", longer than the run (training.steps ",
+                            training.steps(), " at ", errors.LocationOf("training.steps"),
+                            "); the peak would never be reached: use at most ", training.steps()));
+  } else if (decay_steps > 0 && warmup > decay_steps) {
+    errors.Add(at + ".warmup_steps",
+               absl::StrCat("is ", warmup, ", longer than decay_steps ", decay_steps, " (at ",
+                            errors.LocationOf(at + ".decay_steps"),
+                            "); the decay ends at update decay_steps, so it must be >= "
+                            "warmup_steps"));
+  }
+  if (decay_steps < 0) {
+    errors.Add(at + ".decay_steps",
+               absl::StrCat("is ", decay_steps, "; it must be >= 0 (0: training.steps)"));
+  }
+  const double min_lr_ratio = schedule.min_lr_ratio();
+  if (!(min_lr_ratio >= 0 && min_lr_ratio <= 1)) {
+    errors.Add(at + ".min_lr_ratio",
+               absl::StrCat("is ", Show(min_lr_ratio),
+                            "; it must be in [0, 1] (the final learning rate as a fraction of "
+                            "the optimizer's lr)"));
+  }
+}
+
 }  // namespace
 
 void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
@@ -157,6 +193,12 @@ void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
                             "; use 0 (never stop for skipped steps) or a count >= 1"));
   }
   CheckOptimizer(training, errors);
+  CheckLrSchedule(training, errors);
+  if (!(std::isfinite(training.clip_grad_norm()) && training.clip_grad_norm() >= 0)) {
+    errors.Add("training.clip_grad_norm",
+               absl::StrCat("is ", Show(training.clip_grad_norm()),
+                            "; it must be > 0 (the largest gradient norm kept; 0: no clipping)"));
+  }
 }
 
 }  // namespace gpipe

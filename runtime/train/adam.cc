@@ -28,7 +28,9 @@ absl::StatusOr<std::unique_ptr<AdamOptimizer>> AdamOptimizer::Create(const pb::A
 }
 
 absl::StatusOr<std::unique_ptr<AdamOptimizer>> AdamOptimizer::Create(const pb::AdamW& spec) {
-  return CreateChecked(FromSpec(spec, /*decoupled=*/true), "optimizer.adamw");
+  AdamHyperparameters hyper = FromSpec(spec, /*decoupled=*/true);
+  hyper.decay_only_matrices = spec.decay_only_matrices();
+  return CreateChecked(hyper, "optimizer.adamw");
 }
 
 absl::StatusOr<std::unique_ptr<AdamOptimizer>> AdamOptimizer::CreateChecked(
@@ -80,9 +82,14 @@ absl::Status AdamOptimizer::Step(Device& device, double lr, std::span<Tensor> va
       .l2 = decay && !decoupled ? static_cast<float>(hyper_.weight_decay) : 0.0f,
       .decoupled_scale =
           decay && decoupled ? static_cast<float>(1.0 - lr * hyper_.weight_decay) : 1.0f};
+  AdamUpdate without_decay = update;
+  without_decay.l2 = 0.0f;
+  without_decay.decoupled_scale = 1.0f;
   for (size_t i = 0; i < values.size(); ++i) {
-    RETURN_IF_ERROR(
-        device.ops().optimizer.Adam(update, values[i], grads[i], exp_avg_[i], exp_avg_sq_[i]));
+    // nanoGPT's grouping: weight matrices, kernels and embeddings decay; biases and norms do not.
+    const bool decays = !hyper_.decay_only_matrices || values[i].shape().rank() >= 2;
+    RETURN_IF_ERROR(device.ops().optimizer.Adam(decays ? update : without_decay, values[i],
+                                                grads[i], exp_avg_[i], exp_avg_sq_[i]));
   }
   ++steps_;
   return absl::OkStatus();

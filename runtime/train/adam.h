@@ -25,6 +25,8 @@ struct AdamHyperparameters {
   double weight_decay = 0;
   // false: Adam (L2 added to the gradient); true: AdamW (decoupled).
   bool decoupled_weight_decay = false;
+  // AdamW's decay_only_matrices: parameters of rank < 2 (biases, norm weights) are not decayed.
+  bool decay_only_matrices = false;
 };
 
 class AdamOptimizer final : public Optimizer {

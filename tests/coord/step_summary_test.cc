@@ -53,11 +53,13 @@ TEST(StepSummaryTest, ReplicasAddTheirPartsOfTheLossAndTheCorrectPredictions) {
   EXPECT_DOUBLE_EQ(s->accuracy, 11.0 / 16.0);
   EXPECT_EQ(s->stage, (std::vector<int>{0, 1, 0, 1}));
   EXPECT_EQ(s->replica, (std::vector<int>{0, 0, 1, 1}));
+  s->lr = 0.0125;
   const std::string line = FormatProgressLine(*s, 10);
-  EXPECT_THAT(line, HasSubstr("| loss 0.5000 | acc 68.8% |"));
+  EXPECT_THAT(line, HasSubstr("| loss 0.5000 | acc 68.8% | lr 1.25e-02 |"));
   EXPECT_THAT(line, HasSubstr("peak mem 1003 B (stage 1, replica 1)"));
   EXPECT_THAT(line, HasSubstr("| 2 replicas, all-reduce 3.00 ms (0.50 ms exposed)"));
   const Json record = ToMetricsRecord(*s);
+  EXPECT_EQ(record.at("lr").get<double>(), 0.0125);
   EXPECT_EQ(record.at("replicas").get<int>(), 2);
   EXPECT_EQ(record.at("bytes_sent").get<std::vector<int64_t>>(),
             (std::vector<int64_t>{0, 0, 0, 0}));

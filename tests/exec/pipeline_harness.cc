@@ -108,8 +108,12 @@ class SharedGate {
 class GateForStage final : public GradientSyncGate {
  public:
   explicit GateForStage(SharedGate& shared) : shared_(shared) {}
-  absl::StatusOr<bool> Synchronize(const pb::StepReport& report) override {
-    return shared_.Synchronize(report);
+  absl::StatusOr<pb::StepDecision> Synchronize(const pb::StepReport& report) override {
+    ASSIGN_OR_RETURN(const bool apply, shared_.Synchronize(report));
+    pb::StepDecision decision;
+    decision.set_step(report.step());
+    decision.set_apply(apply);
+    return decision;
   }
 
  private:

@@ -226,6 +226,31 @@ std::vector<MalformedCase> Cases() {
        {{9, "training { global_batch: 8 steps: 1 eval_every: -1 eval_samples: -2" + sgd}},
        {"bad.pbtxt:9:37: training.eval_every: is -1; it must be >= 0 (0: never)",
         "bad.pbtxt:9:52: training.eval_samples: is -2; it must be >= 0 (0: all)"}},
+      {"WarmUpLongerThanTheRun",
+       {{9, "training { global_batch: 8 steps: 4 lr_schedule { warmup_steps: 5 }" + sgd}},
+       {"bad.pbtxt:9:51: training.lr_schedule.warmup_steps: is 5, longer than the run "
+        "(training.steps 4 at bad.pbtxt:9:28); the peak would never be reached: use at most 4"}},
+      {"WarmUpLongerThanTheDecay",
+       {{9,
+         "training { global_batch: 8 steps: 9 lr_schedule { warmup_steps: 5 decay_steps: 3 "
+         "decay: LINEAR }" +
+             sgd}},
+       {"bad.pbtxt:9:51: training.lr_schedule.warmup_steps: is 5, longer than decay_steps 3 "
+        "(at bad.pbtxt:9:67); the decay ends at update decay_steps, so it must be >= "
+        "warmup_steps"}},
+      {"NegativeScheduleCountsARatioOutsideTheUnitIntervalAndANegativeClip",
+       {{9,
+         "training { global_batch: 8 steps: 9 lr_schedule { warmup_steps: -1 decay_steps: -2 "
+         "min_lr_ratio: 1.5 } clip_grad_norm: -1" +
+             sgd}},
+       {"bad.pbtxt:9:51: training.lr_schedule.warmup_steps: is -1; it must be >= 0 (0: no "
+        "warm-up)",
+        "bad.pbtxt:9:68: training.lr_schedule.decay_steps: is -2; it must be >= 0 (0: "
+        "training.steps)",
+        "bad.pbtxt:9:84: training.lr_schedule.min_lr_ratio: is 1.5; it must be in [0, 1] (the "
+        "final learning rate as a fraction of the optimizer's lr)",
+        "bad.pbtxt:9:104: training.clip_grad_norm: is -1; it must be > 0 (the largest gradient "
+        "norm kept; 0: no clipping)"}},
       {"SyntheticNegativeEvalSamples",
        {{10, "data { synthetic { eval_samples: -1 } }"}},
        {"bad.pbtxt:10:20: data.synthetic.eval_samples: is -1; it must be >= 0 (the held-out "

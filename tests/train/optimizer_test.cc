@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
 #include "proto/plan.pb.h"
@@ -154,6 +155,35 @@ TEST(AdamOptimizerTest, AdamWDecaysWeightsEvenWithZeroGradient) {
   std::vector<Tensor> grads = {MakeTensor(device, {1}, &zero, MemoryKind::kGradient)};
   ASSERT_TRUE((*optimizer)->Step(device, 0.1, values, grads).ok());
   EXPECT_FLOAT_EQ(values[0].f32()[0], 2.0f * (1.0f - 0.1f * 0.5f));
+}
+
+// nanoGPT's grouping: a [2, 2] weight and a [1, 1, 1] kernel decay, a [2] bias does not; with a
+// zero gradient the Adam part moves nothing, so only the decay is seen. The bias stays exactly as
+// it was; without decay_only_matrices it decays as the others do.
+TEST(AdamOptimizerTest, DecayOnlyMatricesSparesParametersOfRankBelowTwo) {
+  const float weight[4] = {2.0f, -1.0f, 0.5f, 4.0f}, kernel[1] = {3.0f}, bias[2] = {1.5f, -2.0f};
+  const float zeros[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  for (const bool only_matrices : {true, false}) {
+    SCOPED_TRACE(only_matrices ? "decay_only_matrices" : "every parameter");
+    CpuDevice device;
+    auto optimizer = CreateOptimizer(ParseSpec(absl::StrCat(
+        "adamw { lr: 0.1 weight_decay: 0.5 decay_only_matrices: ", only_matrices ? "true" : "false",
+        " }")));
+    ASSERT_TRUE(optimizer.ok()) << optimizer.status();
+    std::vector<Tensor> values = {MakeTensor(device, {2, 2}, weight, MemoryKind::kParameter),
+                                  MakeTensor(device, {1, 1, 1}, kernel, MemoryKind::kParameter),
+                                  MakeTensor(device, {2}, bias, MemoryKind::kParameter)};
+    std::vector<Tensor> grads = {MakeTensor(device, {2, 2}, zeros, MemoryKind::kGradient),
+                                 MakeTensor(device, {1, 1, 1}, zeros, MemoryKind::kGradient),
+                                 MakeTensor(device, {2}, zeros, MemoryKind::kGradient)};
+    ASSERT_TRUE((*optimizer)->Step(device, 0.1, values, grads).ok());
+    const float decay = static_cast<float>(1.0 - 0.1 * 0.5);
+    for (int i = 0; i < 4; ++i) EXPECT_EQ(values[0].f32()[i], weight[i] * decay) << i;
+    EXPECT_EQ(values[1].f32()[0], kernel[0] * decay);
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ(values[2].f32()[i], only_matrices ? bias[i] : bias[i] * decay) << i;
+    }
+  }
 }
 
 TEST(OptimizerStateTest, StateIsAllocatedOnFirstStepAsOptimizerState) {

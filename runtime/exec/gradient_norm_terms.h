@@ -1,0 +1,46 @@
+// Gradient clipping's per-parameter terms (training.clip_grad_norm). Each stage reports, for each
+// parameter it counts, the sum of squares of its gradient in double, keyed by the parameter's
+// place in the model (global layer index, parameter index in the layer); rank 0 adds them in that
+// order (GlobalGradientNorm), so the norm is the same number whatever the partition. A tied
+// parameter is counted once: by its tie's first member. The terms are resolved once at set-up.
+#ifndef GPIPE_RUNTIME_EXEC_GRADIENT_NORM_TERMS_H_
+#define GPIPE_RUNTIME_EXEC_GRADIENT_NORM_TERMS_H_
+
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "proto/control.pb.h"
+#include "runtime/device/device.h"
+#include "runtime/exec/stage_chunks.h"
+
+namespace gpipe {
+
+// One parameter of this stage that counts towards the global norm.
+struct GradientNormTerm {
+  ParameterSlot slot;
+  int layer = 0;      // global layer index (model.layers)
+  int parameter = 0;  // index among that layer's parameters
+};
+
+// Every parameter of `chunks`, in chunk and layer order, except tied parameters that are not
+// their tie's first member.
+std::vector<GradientNormTerm> GradientNormTermsFor(std::span<const ChunkRefs> chunks,
+                                                   std::span<const pb::TieGroup> ties);
+
+// Appends each term's sum of squares (in double, in element order) to report.grad_square_sums.
+// The gradients are copied to the host: one copy per parameter per step, with clipping only.
+absl::Status AddGradientSquareSums(std::span<const GradientNormTerm> terms,
+                                   std::span<const ChunkRefs> chunks, Device& device,
+                                   pb::StepReport& report);
+
+// Rank 0: the L2 norm of the terms of every report of replica 0, added in (layer, parameter)
+// order. The replicas hold the same gradients after the all-reduce, so one is enough.
+double GlobalGradientNorm(std::span<const pb::StepReport> reports);
+
+// Multiplies every gradient of `chunks` by `scale` (clipping's C / (norm + 1e-6)).
+absl::Status ScaleGradients(std::span<const ChunkRefs> chunks, Device& device, float scale);
+
+}  // namespace gpipe
+
+#endif  // GPIPE_RUNTIME_EXEC_GRADIENT_NORM_TERMS_H_

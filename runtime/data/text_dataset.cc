@@ -14,7 +14,8 @@ constexpr TokenSourceNames kText{.field = "data.text",
                                  .unit = "byte",
                                  .class_value = "byte value",
                                  .more = "bytes of text",
-                                 .more_eval = "text"};
+                                 .more_eval = "text",
+                                 .whole = "text"};
 
 }  // namespace
 
@@ -22,15 +23,7 @@ absl::StatusOr<std::unique_ptr<TextDataset>> TextDataset::Open(const pb::Text& s
                                                                const DataRequirements& requirements,
                                                                DataSplit split) {
   const double eval_fraction = spec.eval_fraction();
-  if (!(eval_fraction >= 0 && eval_fraction < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data.text.eval_fraction must be in [0, 1), got ", eval_fraction));
-  }
-  if (split == DataSplit::kEval && eval_fraction == 0) {
-    return absl::FailedPreconditionError(
-        "data.text.eval_fraction is 0, so there is no held-out split; set it in (0, 1) to hold "
-        "out the end of the text");
-  }
+  RETURN_IF_ERROR(CheckEvalFraction(kText, eval_fraction, split));
   if (spec.paths().empty()) {
     return absl::InvalidArgumentError("data.text.paths is empty; list at least one text file");
   }

@@ -23,6 +23,22 @@ int64_t TokensForOneTrainingWindow(int64_t seq_len, double eval_fraction) {
 
 }  // namespace
 
+absl::Status CheckEvalFraction(const TokenSourceNames& names, double eval_fraction,
+                               DataSplit split) {
+  if (!(eval_fraction >= 0 && eval_fraction < 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(names.field, ".eval_fraction must be in [0, 1), got ", eval_fraction));
+  }
+  if (split == DataSplit::kEval && eval_fraction == 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(names.field,
+                     ".eval_fraction is 0, so there is no held-out split; set it in (0, 1) to "
+                     "hold out the end of the ",
+                     names.whole));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckTokenWindowRequirements(const TokenSourceNames& names,
                                           const DataRequirements& requirements) {
   if (requirements.input_dtype != DType::kI64) {

@@ -23,7 +23,13 @@ struct TokenSourceNames {
   const char* class_value;  // what one output score stands for: "byte value"
   const char* more;         // "bytes of text": "give at least N <more>"
   const char* more_eval;    // "text": "give more <more_eval>"
+  const char* whole;        // "text": "hold out the end of the <whole>"
 };
+
+// eval_fraction must be in [0, 1) (INVALID_ARGUMENT), and above 0 for kEval
+// (FAILED_PRECONDITION: there is no held-out split).
+absl::Status CheckEvalFraction(const TokenSourceNames& names, double eval_fraction,
+                               DataSplit split);
 
 // The model must take int64 [seq_len] ids and its loss int64 [seq_len] class ids.
 // INVALID_ARGUMENT naming the source otherwise.

@@ -15,22 +15,15 @@ constexpr TokenSourceNames kTokens{.field = "data.tokens",
                                    .unit = "token",
                                    .class_value = "token id",
                                    .more = "tokens",
-                                   .more_eval = "tokens"};
+                                   .more_eval = "tokens",
+                                   .whole = "token file"};
 
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TokensDataset>> TokensDataset::Open(
     const pb::Tokens& spec, const DataRequirements& requirements, DataSplit split) {
   const double eval_fraction = spec.eval_fraction();
-  if (!(eval_fraction >= 0 && eval_fraction < 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("data.tokens.eval_fraction must be in [0, 1), got ", eval_fraction));
-  }
-  if (split == DataSplit::kEval && eval_fraction == 0) {
-    return absl::FailedPreconditionError(
-        "data.tokens.eval_fraction is 0, so there is no held-out split; set it in (0, 1) to hold "
-        "out the end of the token file");
-  }
+  RETURN_IF_ERROR(CheckEvalFraction(kTokens, eval_fraction, split));
   if (spec.path().empty()) {
     return absl::InvalidArgumentError("data.tokens.path is missing; give the token file");
   }

@@ -46,7 +46,38 @@ void GeluBackward(const float* __restrict x, const float* __restrict dy, float* 
   }
 }
 
+// silu(g) = g / (1 + exp(-g)): torch's formula, so the forward matches it bit for bit where
+// exp does.
+inline float Sigmoid(float g) { return 1.0f / (1.0f + std::exp(-g)); }
+
 }  // namespace
+
+absl::Status CpuActivationOps::DoSwiGluForward(const Tensor& gate, const Tensor& up,
+                                               Tensor& y) const {
+  const float* __restrict g = gate.f32();
+  const float* __restrict u = up.f32();
+  float* __restrict out = y.f32();
+  const int64_t n = gate.num_elements();
+  for (int64_t i = 0; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  return absl::OkStatus();
+}
+
+absl::Status CpuActivationOps::DoSwiGluBackward(const Tensor& gate, const Tensor& up,
+                                                const Tensor& dy, Tensor& dgate,
+                                                Tensor& dup) const {
+  const float* __restrict g = gate.f32();
+  const float* __restrict u = up.f32();
+  const float* __restrict grad = dy.f32();
+  float* __restrict dg = dgate.f32();
+  float* __restrict du = dup.f32();
+  const int64_t n = gate.num_elements();
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = Sigmoid(g[i]);
+    dg[i] = grad[i] * u[i] * (s * (1.0f + g[i] * (1.0f - s)));
+    du[i] = grad[i] * (g[i] / (1.0f + std::exp(-g[i])));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status CpuActivationOps::DoForward(Activation activation, const Tensor& x, Tensor& y) const {
   const int64_t n = x.num_elements();

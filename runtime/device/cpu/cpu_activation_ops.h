@@ -12,6 +12,9 @@ class CpuActivationOps final : public ActivationOps {
   absl::Status DoForward(Activation activation, const Tensor& x, Tensor& y) const override;
   absl::Status DoBackward(Activation activation, const Tensor& saved, const Tensor& dy,
                           Tensor& dx) const override;
+  absl::Status DoSwiGluForward(const Tensor& gate, const Tensor& up, Tensor& y) const override;
+  absl::Status DoSwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dy,
+                                Tensor& dgate, Tensor& dup) const override;
 };
 
 }  // namespace gpipe

@@ -1,4 +1,5 @@
-// ActivationOps: parameter-free element-wise activations and their gradients. See
+// ActivationOps: parameter-free element-wise activations and their gradients, and the gated
+// SwiGLU product of Llama's MLP. See
 // runtime/device/ops.h for the common contract.
 // Each public entry checks its arguments (the same INVALID_ARGUMENT on every backend) and then
 // runs the backend's protected Do kernel.
@@ -30,12 +31,23 @@ class ActivationOps {
   absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy,
                         Tensor& dx) const;
 
+  // y = silu(gate) * up with silu(g) = g / (1 + exp(-g)), element-wise in f32 (gate, up and y:
+  // f32, the same element count; y may not be gate or up).
+  absl::Status SwiGluForward(const Tensor& gate, const Tensor& up, Tensor& y) const;
+  // dgate = dy * up * silu'(gate), dup = dy * silu(gate), silu'(g) = s (1 + g (1 - s)) with
+  // s = sigmoid(g); both overwritten (neither may share storage with an input).
+  absl::Status SwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate,
+                              Tensor& dup) const;
+
  protected:
   // The backend's kernels, one per entry above, called only with arguments the entry has
   // checked (the same INVALID_ARGUMENT messages on every backend).
   virtual absl::Status DoForward(Activation activation, const Tensor& x, Tensor& y) const = 0;
   virtual absl::Status DoBackward(Activation activation, const Tensor& saved, const Tensor& dy,
                                   Tensor& dx) const = 0;
+  virtual absl::Status DoSwiGluForward(const Tensor& gate, const Tensor& up, Tensor& y) const = 0;
+  virtual absl::Status DoSwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dy,
+                                        Tensor& dgate, Tensor& dup) const = 0;
 };
 
 }  // namespace gpipe

@@ -1,5 +1,7 @@
 #include "runtime/device/ops/attention_ops.h"
 
+#include <initializer_list>
+
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops/op_checks.h"
@@ -30,7 +32,65 @@ absl::Status F32Of(const char* op, const char* what, int64_t d0, int64_t d1, int
   return absl::OkStatus();
 }
 
+// batch, t >= 0, kv_heads >= 1 dividing heads, head_dim even and >= 2, rope_theta > 0.
+absl::Status RotaryGeometry(const char* op, const RotaryQkvArgs& args) {
+  if (args.batch < 0 || args.t < 0 || args.kv_heads < 1 || args.heads < args.kv_heads ||
+      args.heads % args.kv_heads != 0 || args.head_dim < 2 || args.head_dim % 2 != 0 ||
+      !(args.rope_theta > 0.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": needs batch (", args.batch, ") and t (", args.t, ") >= 0, kv_heads (",
+                     args.kv_heads, ") >= 1 dividing heads (", args.heads, "), an even head_dim (",
+                     args.head_dim, ") and rope_theta (", args.rope_theta, ") > 0"));
+  }
+  return absl::OkStatus();
+}
+
+// The four tensors of a pack/unpack call: q-shaped, k-shaped, v-shaped and qkv-shaped.
+absl::Status RotaryOperands(const char* op, const RotaryQkvArgs& args, const char* names[4],
+                            const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& qkv) {
+  RETURN_IF_ERROR(RotaryGeometry(op, args));
+  const int64_t width = args.heads * args.head_dim;
+  const int64_t kv_width = args.kv_heads * args.head_dim;
+  RETURN_IF_ERROR(F32Of(op, names[0], args.batch, args.t, width, q));
+  RETURN_IF_ERROR(F32Of(op, names[1], args.batch, args.t, kv_width, k));
+  RETURN_IF_ERROR(F32Of(op, names[2], args.batch, args.t, kv_width, v));
+  RETURN_IF_ERROR(F32Of(op, names[3], args.batch, args.t, 3 * width, qkv));
+  return absl::OkStatus();
+}
+
+// `output` (`name`) shares no storage with any of `inputs`.
+absl::Status Disjoint(const char* op, const char* name, const Tensor& output,
+                      std::initializer_list<const Tensor*> inputs) {
+  for (const Tensor* input : inputs) {
+    if (output.num_elements() > 0 && output.SharesStorageWith(*input)) {
+      return absl::InvalidArgumentError(absl::StrCat(op, ": ", name, " ", output.DebugString(),
+                                                     " shares storage with another operand"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
+
+absl::Status AttentionOps::PackRotaryQkv(const RotaryQkvArgs& args, const Tensor& q,
+                                         const Tensor& k, const Tensor& v, Tensor& qkv) const {
+  constexpr char kOp[] = "AttentionOps::PackRotaryQkv";
+  const char* names[4] = {"q", "k", "v", "qkv"};
+  RETURN_IF_ERROR(RotaryOperands(kOp, args, names, q, k, v, qkv));
+  RETURN_IF_ERROR(Disjoint(kOp, "qkv", qkv, {&q, &k, &v}));
+  return DoPackRotaryQkv(args, q, k, v, qkv);
+}
+
+absl::Status AttentionOps::UnpackRotaryQkvGrad(const RotaryQkvArgs& args, const Tensor& dqkv,
+                                               Tensor& dq, Tensor& dk, Tensor& dv) const {
+  constexpr char kOp[] = "AttentionOps::UnpackRotaryQkvGrad";
+  const char* names[4] = {"dq", "dk", "dv", "dqkv"};
+  RETURN_IF_ERROR(RotaryOperands(kOp, args, names, dq, dk, dv, dqkv));
+  RETURN_IF_ERROR(Disjoint(kOp, "dq", dq, {&dqkv, &dk, &dv}));
+  RETURN_IF_ERROR(Disjoint(kOp, "dk", dk, {&dqkv, &dv}));
+  RETURN_IF_ERROR(Disjoint(kOp, "dv", dv, {&dqkv}));
+  return DoUnpackRotaryQkvGrad(args, dqkv, dq, dk, dv);
+}
 
 absl::Status AttentionOps::CausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const {
   RETURN_IF_ERROR(SquareBlocks("AttentionOps::CausalSoftmaxForward", "scores", blocks, t, scores));

@@ -33,6 +33,24 @@ struct FusedAttentionArgs {
   ProductPrecision precision = ProductPrecision::kF32;
 };
 
+// The geometry of Llama's attention input: q f32 [batch, t, heads * head_dim], k and v f32
+// [batch, t, kv_heads * head_dim] (kv_heads dividing heads, head_dim even), packed into the
+// fused attention's qkv [batch, t, 3 * heads * head_dim] (FusedAttentionArgs) as
+// rope(q) | rope(k) repeated | v repeated: query head h reads key/value head h / (heads /
+// kv_heads), as Hugging Face's repeat_kv. rope rotates, in each head, the pair (x_i, x_{i+d/2})
+// (d = head_dim, i < d/2) at position s by the angle s * inv_freq_i (rotate-half convention):
+//   (x_i, x_{i+d/2}) -> (x_i cos - x_{i+d/2} sin, x_{i+d/2} cos + x_i sin),
+// inv_freq_i = 1 / rope_theta^(2i/d) and the angle computed in f32 (float(s) * inv_freq_i, as
+// transformers' LlamaRotaryEmbedding), cos and sin in double rounded to f32.
+struct RotaryQkvArgs {
+  int64_t batch = 0;
+  int64_t t = 0;
+  int64_t heads = 1;
+  int64_t kv_heads = 1;
+  int64_t head_dim = 2;
+  double rope_theta = 10000.0;
+};
+
 class AttentionOps {
  public:
   virtual ~AttentionOps() = default;
@@ -61,6 +79,16 @@ class AttentionOps {
                                    const Tensor& out, const Tensor& logsumexp, const Tensor& dout,
                                    Tensor& dqkv) const;
 
+  // Overwrites qkv with rope(q) | repeat(rope(k)) | repeat(v) (see RotaryQkvArgs).
+  absl::Status PackRotaryQkv(const RotaryQkvArgs& args, const Tensor& q, const Tensor& k,
+                             const Tensor& v, Tensor& qkv) const;
+  // The transpose of PackRotaryQkv: from dqkv (dL/dqkv), overwrites dq with rope's inverse
+  // rotation of dqkv's first third; dv with the sums, over each key/value head's query heads (in
+  // head order, in f32), of the last third; and dk with the inverse rotation of the same sums
+  // of the middle third.
+  absl::Status UnpackRotaryQkvGrad(const RotaryQkvArgs& args, const Tensor& dqkv, Tensor& dq,
+                                   Tensor& dk, Tensor& dv) const;
+
  protected:
   // The backend's kernels, one per entry above, called only with arguments the entry has
   // checked (the same INVALID_ARGUMENT messages on every backend).
@@ -72,6 +100,10 @@ class AttentionOps {
   virtual absl::Status DoFusedCausalBackward(const FusedAttentionArgs& args, const Tensor& qkv,
                                              const Tensor& out, const Tensor& logsumexp,
                                              const Tensor& dout, Tensor& dqkv) const = 0;
+  virtual absl::Status DoPackRotaryQkv(const RotaryQkvArgs& args, const Tensor& q, const Tensor& k,
+                                       const Tensor& v, Tensor& qkv) const = 0;
+  virtual absl::Status DoUnpackRotaryQkvGrad(const RotaryQkvArgs& args, const Tensor& dqkv,
+                                             Tensor& dq, Tensor& dk, Tensor& dv) const = 0;
 };
 
 }  // namespace gpipe

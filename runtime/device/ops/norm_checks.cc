@@ -41,6 +41,25 @@ absl::Status LayerNorm(const char* op, const LayerNormArgs& args, const Tensor& 
   return absl::OkStatus();
 }
 
+absl::Status RmsNorm(const char* op, const RmsNormArgs& args, const Tensor& x, const Tensor& stats,
+                     const Tensor& other, const char* other_name, bool weight_needed) {
+  if (args.rows < 0 || args.features < 1 || !(args.eps > 0.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": needs rows >= 0, features >= 1 and eps > 0, got rows ", args.rows,
+                     ", features ", args.features, ", eps ", args.eps));
+  }
+  const int64_t elements = args.rows * args.features;
+  RETURN_IF_ERROR(NormF32Elements(op, "x", x, elements));
+  if (x.shape().rank() < 1 || x.shape().last() != args.features) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": x must end in ", args.features, " features, got ", x.DebugString()));
+  }
+  RETURN_IF_ERROR(NormF32Elements(op, "stats", stats, args.rows * kRmsNormStatsPerRow));
+  if (other.defined()) RETURN_IF_ERROR(NormF32Elements(op, other_name, other, elements));
+  if (weight_needed) RETURN_IF_ERROR(NormF32Elements(op, "weight", args.weight, args.features));
+  return absl::OkStatus();
+}
+
 absl::Status BatchNorm(const char* op, const BatchNormArgs& args, const Tensor& x,
                        const Tensor& other, const char* other_name) {
   if (args.batch < 0 || args.channels < 1 || args.positions < 1 || !(args.eps > 0.0)) {

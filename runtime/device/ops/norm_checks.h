@@ -18,6 +18,11 @@ absl::Status NormF32Elements(const char* op, const char* name, const Tensor& ten
 // [features] each.
 absl::Status LayerNorm(const char* op, const LayerNormArgs& args, const Tensor& x,
                        const Tensor& stats, const Tensor& other, const char* other_name);
+// rows >= 0, features >= 1, eps > 0; x [.., features] with rows * features elements; stats
+// [rows, kRmsNormStatsPerRow]; `other` (when defined) like x; weight [features] unless
+// `weight_needed` is false.
+absl::Status RmsNorm(const char* op, const RmsNormArgs& args, const Tensor& x, const Tensor& stats,
+                     const Tensor& other, const char* other_name, bool weight_needed);
 // batch >= 0, channels >= 1, positions >= 1, eps > 0; x and `other` with batch * channels *
 // positions elements; weight and bias both or neither, [channels] each.
 absl::Status BatchNorm(const char* op, const BatchNormArgs& args, const Tensor& x,

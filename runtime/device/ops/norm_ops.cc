@@ -37,6 +37,34 @@ absl::Status NormOps::LayerNormBackwardParams(const LayerNormArgs& args, const T
   return DoLayerNormBackwardParams(args, x, stats, dy, dweight, dbias);
 }
 
+absl::Status NormOps::RmsNormForward(const RmsNormArgs& args, const Tensor& x, Tensor& y,
+                                     Tensor& stats) const {
+  constexpr const char* kOp = "RmsNormForward";
+  RETURN_IF_ERROR(op_checks::RmsNorm(kOp, args, x, stats, y, "y", /*weight_needed=*/true));
+  RETURN_IF_ERROR(NormF32Elements(kOp, "y", y, args.rows * args.features));
+  return DoRmsNormForward(args, x, y, stats);
+}
+
+absl::Status NormOps::RmsNormBackwardInput(const RmsNormArgs& args, const Tensor& x,
+                                           const Tensor& stats, const Tensor& dy,
+                                           Tensor& dx) const {
+  constexpr const char* kOp = "RmsNormBackwardInput";
+  RETURN_IF_ERROR(op_checks::RmsNorm(kOp, args, x, stats, dy, "dy", /*weight_needed=*/true));
+  RETURN_IF_ERROR(NormF32Elements(kOp, "dy", dy, args.rows * args.features));
+  RETURN_IF_ERROR(NormF32Elements(kOp, "dx", dx, args.rows * args.features));
+  return DoRmsNormBackwardInput(args, x, stats, dy, dx);
+}
+
+absl::Status NormOps::RmsNormBackwardParams(const RmsNormArgs& args, const Tensor& x,
+                                            const Tensor& stats, const Tensor& dy,
+                                            Tensor& dweight) const {
+  constexpr const char* kOp = "RmsNormBackwardParams";
+  RETURN_IF_ERROR(op_checks::RmsNorm(kOp, args, x, stats, dy, "dy", /*weight_needed=*/false));
+  RETURN_IF_ERROR(NormF32Elements(kOp, "dy", dy, args.rows * args.features));
+  RETURN_IF_ERROR(NormF32Elements(kOp, "dweight", dweight, args.features));
+  return DoRmsNormBackwardParams(args, x, stats, dy, dweight);
+}
+
 absl::Status NormOps::BatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
                                             Tensor& running_mean, Tensor& running_var,
                                             bool update_running, Tensor& y, Tensor& stats) const {

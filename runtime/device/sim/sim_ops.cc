@@ -51,6 +51,34 @@ absl::Status SimActivationOps::DoBackward(Activation activation, const Tensor& s
   return absl::OkStatus();
 }
 
+absl::Status SimActivationOps::DoSwiGluForward(const Tensor& gate, const Tensor& up,
+                                               Tensor& y) const {
+  return absl::OkStatus();
+}
+
+absl::Status SimActivationOps::DoSwiGluBackward(const Tensor& gate, const Tensor& up,
+                                                const Tensor& dy, Tensor& dgate,
+                                                Tensor& dup) const {
+  return absl::OkStatus();
+}
+
+absl::Status SimNormOps::DoRmsNormForward(const RmsNormArgs& args, const Tensor& x, Tensor& y,
+                                          Tensor& stats) const {
+  return absl::OkStatus();
+}
+
+absl::Status SimNormOps::DoRmsNormBackwardInput(const RmsNormArgs& args, const Tensor& x,
+                                                const Tensor& stats, const Tensor& dy,
+                                                Tensor& dx) const {
+  return absl::OkStatus();
+}
+
+absl::Status SimNormOps::DoRmsNormBackwardParams(const RmsNormArgs& args, const Tensor& x,
+                                                 const Tensor& stats, const Tensor& dy,
+                                                 Tensor& dweight) const {
+  return absl::OkStatus();
+}
+
 absl::Status SimNormOps::DoLayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
                                             Tensor& stats) const {
   return absl::OkStatus();
@@ -177,6 +205,16 @@ absl::Status SimOptimizerOps::DoSgd(const SgdUpdate& u, Tensor& param, const Ten
 
 absl::Status SimOptimizerOps::DoAdam(const AdamUpdate& u, Tensor& param, const Tensor& grad,
                                      Tensor& exp_avg, Tensor& exp_avg_sq) const {
+  return absl::OkStatus();
+}
+
+absl::Status SimAttentionOps::DoPackRotaryQkv(const RotaryQkvArgs& args, const Tensor& q,
+                                              const Tensor& k, const Tensor& v, Tensor& qkv) const {
+  return absl::OkStatus();
+}
+
+absl::Status SimAttentionOps::DoUnpackRotaryQkvGrad(const RotaryQkvArgs& args, const Tensor& dqkv,
+                                                    Tensor& dq, Tensor& dk, Tensor& dv) const {
   return absl::OkStatus();
 }
 

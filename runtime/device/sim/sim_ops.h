@@ -43,6 +43,9 @@ class SimActivationOps final : public ActivationOps {
   absl::Status DoForward(Activation activation, const Tensor& x, Tensor& y) const override;
   absl::Status DoBackward(Activation activation, const Tensor& saved, const Tensor& dy,
                           Tensor& dx) const override;
+  absl::Status DoSwiGluForward(const Tensor& gate, const Tensor& up, Tensor& y) const override;
+  absl::Status DoSwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dy,
+                                Tensor& dgate, Tensor& dup) const override;
 };
 
 class SimNormOps final : public NormOps {
@@ -55,6 +58,13 @@ class SimNormOps final : public NormOps {
   absl::Status DoLayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
                                          const Tensor& stats, const Tensor& dy, Tensor& dweight,
                                          Tensor& dbias) const override;
+  absl::Status DoRmsNormForward(const RmsNormArgs& args, const Tensor& x, Tensor& y,
+                                Tensor& stats) const override;
+  absl::Status DoRmsNormBackwardInput(const RmsNormArgs& args, const Tensor& x, const Tensor& stats,
+                                      const Tensor& dy, Tensor& dx) const override;
+  absl::Status DoRmsNormBackwardParams(const RmsNormArgs& args, const Tensor& x,
+                                       const Tensor& stats, const Tensor& dy,
+                                       Tensor& dweight) const override;
   absl::Status DoBatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
                                        Tensor& running_mean, Tensor& running_var,
                                        bool update_running, Tensor& y,
@@ -95,6 +105,10 @@ class SimAttentionOps final : public AttentionOps {
   absl::Status DoFusedCausalBackward(const FusedAttentionArgs& args, const Tensor& qkv,
                                      const Tensor& out, const Tensor& logsumexp, const Tensor& dout,
                                      Tensor& dqkv) const override;
+  absl::Status DoPackRotaryQkv(const RotaryQkvArgs& args, const Tensor& q, const Tensor& k,
+                               const Tensor& v, Tensor& qkv) const override;
+  absl::Status DoUnpackRotaryQkvGrad(const RotaryQkvArgs& args, const Tensor& dqkv, Tensor& dq,
+                                     Tensor& dk, Tensor& dv) const override;
 };
 
 // Ids hold no values here, so only their shape is checked (by EmbeddingOps' entries).

@@ -15,11 +15,13 @@
 #include "layers/global_avg_pool2d.h"
 #include "layers/layer_norm.h"
 #include "layers/linear.h"
+#include "layers/llama_block.h"
 #include "layers/mse.h"
 #include "layers/pool2d.h"
 #include "layers/positional_embedding.h"
 #include "layers/relu.h"
 #include "layers/residual.h"
+#include "layers/rms_norm.h"
 #include "layers/softmax_cross_entropy.h"
 #include "layers/tanh.h"
 #include "layers/transformer_block.h"
@@ -46,6 +48,8 @@ LayerRegistry LayerRegistry::WithBuiltins() {
       {"embedding", &Embedding::Create},
       {"positional_embedding", &PositionalEmbedding::Create},
       {"causal_self_attention", &CausalSelfAttention::Create},
+      {"rms_norm", &RmsNorm::Create},
+      {"llama_block", &LlamaBlock::Create},
   };
   for (const auto& [kind, factory] : leaves) {
     GPIPE_CHECK(registry.Register(kind, factory).ok()) << kind;

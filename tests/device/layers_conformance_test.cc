@@ -58,6 +58,10 @@ std::vector<LayerCase> LayerCases() {
       {"positional_embedding", "name: 'p' positional_embedding { max_positions: 8 }", Shape{6, 4}},
       {"attention", "name: 'att' causal_self_attention { num_heads: 2 }", Shape{5, 8}},
       {"transformer_block", "name: 'blk' transformer_block { num_heads: 2 }", Shape{5, 8}},
+      {"rms_norm", "name: 'n' rms_norm {}", Shape{3, 10}},
+      {"llama_block",
+       "name: 'blk' llama_block { num_heads: 4 num_kv_heads: 2 intermediate_size: 12 }",
+       Shape{5, 8}},
       {"residual",
        "name: 'res' residual { layers { name: 'fc' linear { out_features: 6 } } "
        "layers { name: 'a' relu {} } }",

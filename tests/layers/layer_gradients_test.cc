@@ -79,6 +79,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"LayerNormAffineOnRank2Samples", "name: 'ln' layer_norm {}", Shape{2, 6}, 2},
         Case{"LayerNormWithoutAffine", "name: 'ln' layer_norm { elementwise_affine: false }",
              Shape{5}},
+        Case{"RmsNorm", "name: 'norm' rms_norm {}", Shape{5}},
+        Case{"RmsNormOnRank2Samples", "name: 'norm' rms_norm { eps: 1e-5 }", Shape{2, 6}, 2},
         Case{"Gelu", "name: 'act' gelu {}", Shape{2, 4}},
         Case{"Tanh", "name: 'act' tanh {}", Shape{2, 4}},
         Case{"ReluAwayFromZero", "name: 'act' relu {}", Shape{2, 4}, 3, 0.1f},

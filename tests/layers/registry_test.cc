@@ -84,6 +84,14 @@ TEST(LayerRegistryTest, BuildsEveryKindInThePlanWithItsShapes) {
        {"ln_1.weight", "ln_1.bias", "attn.qkv.weight", "attn.qkv.bias", "attn.proj.weight",
         "attn.proj.bias", "ln_2.weight", "ln_2.bias", "mlp.fc.weight", "mlp.fc.bias",
         "mlp.proj.weight", "mlp.proj.bias"}},
+      {"name: 'a' rms_norm {}", "rms_norm", Shape{5, 4}, Shape{5, 4}, {"weight"}},
+      {"name: 'a' llama_block { num_heads: 2 num_kv_heads: 1 intermediate_size: 6 }",
+       "llama_block",
+       Shape{5, 4},
+       Shape{5, 4},
+       {"input_layernorm.weight", "self_attn.q_proj.weight", "self_attn.k_proj.weight",
+        "self_attn.v_proj.weight", "self_attn.o_proj.weight", "post_attention_layernorm.weight",
+        "mlp.gate_proj.weight", "mlp.up_proj.weight", "mlp.down_proj.weight"}},
   };
   // Every oneof member of pb::Layer's `kind` has a case here and a factory in the registry,
   // except `custom`, whose types a program registers (tests/api).

@@ -97,6 +97,19 @@ std::vector<MalformedCase> Cases() {
        {{4, "  layers { name: \"act\" dropout { p: 1.5 } }"}},
        {"bad.pbtxt:4:3: model.layers[1]: layer 'act' (dropout, input [8]): dropout.p must be "
         "in [0, 1), got 1.5"}},
+      {"LlamaKeyValueHeadsNotDividingQueryHeads",
+       {{2, "  input { shape: [4, 8] }"},
+        {4, "  layers { name: \"model.layers.0\" llama_block { num_heads: 4 num_kv_heads: 3 "
+            "intermediate_size: 16 } }"}},
+       {"bad.pbtxt:4:3: model.layers[1]: layer 'model.layers.0' (llama_block, input [4, 8]): "
+        "llama_block.num_kv_heads must be >= 1 and divide num_heads 4, got 3"}},
+      {"LlamaOddHeadDimForRotaryEmbedding",
+       {{2, "  input { shape: [4, 8] }"},
+        {4, "  layers { name: \"model.layers.0\" llama_block { num_heads: 8 "
+            "intermediate_size: 16 } }"}},
+       {"bad.pbtxt:4:3: model.layers[1]: layer 'model.layers.0' (llama_block, input [4, 8]): "
+        "llama_block: rotary position embedding needs an even head_dim, got d_model 8 / "
+        "num_heads 8 = 1"}},
       {"MissingLoss",
        {{6, ""}},
        {"bad.pbtxt:1:1: model.loss: is missing; add loss { softmax_cross_entropy {} } or loss { "

@@ -1,7 +1,9 @@
 // Conformance of the activation ops family on every backend (see backends_under_test.h):
-// forward and backward of relu, tanh and exact GELU against double-precision formulas.
+// forward and backward of relu, tanh and exact GELU against double-precision formulas; SwiGLU's
+// forward and backward against a double formula and central differences of the forward.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <vector>
 
@@ -19,6 +21,25 @@ constexpr double kExact = 0.0;
 // catches a wrong formula (the tanh approximation of GELU is off by ~1e-3).
 constexpr double kTranscendentalRel = 1e-6;
 constexpr double kTranscendentalAbs = 1e-6;
+
+// SwiGLU: silu(g) * u from f32 exp, one f32 sum, quotient and product (~4 roundings of 2^-24
+// relative, ~2.4e-7); its gradient adds f32 products and 1 - s, which loses relative precision
+// where s ~ 1 (an absolute 2^-24 on 1 - s, times g up to 6 and dy * u up to 2: ~7e-7).
+constexpr double kSwiGluRel = 1e-6;
+constexpr double kSwiGluAbs = 1e-6;
+constexpr double kSwiGluGradRel = 2e-6;
+constexpr double kSwiGluGradAbs = 2e-6;
+// Central differences of the f32 forward with a step of 1e-2: truncation ~h^2 |d^3 y| ~ 1e-4,
+// f32 rounding of the loss (~1e-6 for a few values of order 10) over 2h ~ 5e-5; a wrong
+// derivative (silu' taken as s, say) is off by 1e-1 or more.
+constexpr double kFiniteDifferenceStep = 1e-2;
+constexpr double kFiniteDifferenceTol = 1e-3;
+
+double Silu(double g) { return g / (1.0 + std::exp(-g)); }
+double SiluDerivative(double g) {
+  const double s = 1.0 / (1.0 + std::exp(-g));
+  return s + g * s * (1.0 - s);
+}
 
 double Phi(double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); }
 double PhiDensity(double x) { return std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI); }
@@ -154,6 +175,111 @@ TEST_P(ActivationOpsTest, MismatchedSizesOrDtypesAreInvalidArgument) {
           .Backward(Activation::kRelu, Uninitialized(Shape{4}), Uninitialized(Shape{4}), dx_short)
           .code(),
       absl::StatusCode::kInvalidArgument);
+}
+
+TEST_P(ActivationOpsTest, SwiGluForwardAndBackwardMatchTheDoubleFormula) {
+  constexpr int64_t kN = 390;  // not a multiple of any vector width
+  const std::vector<float> gate = TestValues(8, kN, -6.0f, 6.0f);
+  const std::vector<float> up = TestValues(9, kN, -2.0f, 2.0f);
+  const std::vector<float> dy = TestValues(10, kN);
+  std::vector<double> y, dgate, dup;
+  for (int64_t i = 0; i < kN; ++i) {
+    y.push_back(Silu(gate[i]) * up[i]);
+    dgate.push_back(static_cast<double>(dy[i]) * up[i] * SiluDerivative(gate[i]));
+    dup.push_back(dy[i] * Silu(gate[i]));
+  }
+  const Tensor gt = Upload(gate, Shape{3, 130});
+  const Tensor ut = Upload(up, Shape{3, 130});
+  Tensor yt = Uninitialized(Shape{3, 130});
+  ASSERT_TRUE(ops().activation.SwiGluForward(gt, ut, yt).ok());
+  ExpectNear(Download(yt), y, kSwiGluRel, kSwiGluAbs, "swiglu y");
+  Tensor dgt = Uninitialized(Shape{3, 130});
+  Tensor dut = Uninitialized(Shape{3, 130});
+  ASSERT_TRUE(ops().activation.SwiGluBackward(gt, ut, Upload(dy, Shape{3, 130}), dgt, dut).ok());
+  ExpectNear(Download(dgt), dgate, kSwiGluGradRel, kSwiGluGradAbs, "swiglu dgate");
+  ExpectNear(Download(dut), dup, kSwiGluGradRel, kSwiGluGradAbs, "swiglu dup");
+}
+
+TEST_P(ActivationOpsTest, SwiGluGradientsMatchCentralDifferencesOfTheForward) {
+  constexpr int64_t kN = 24;
+  std::vector<float> gate = TestValues(11, kN, -4.0f, 4.0f);
+  std::vector<float> up = TestValues(12, kN, -2.0f, 2.0f);
+  const std::vector<float> dy = TestValues(13, kN);
+  // sum(dy * y) of the backend's forward, in double.
+  const auto loss = [&] {
+    Tensor y = Uninitialized(Shape{kN});
+    const absl::Status status =
+        ops().activation.SwiGluForward(Upload(gate, Shape{kN}), Upload(up, Shape{kN}), y);
+    EXPECT_TRUE(status.ok()) << status;
+    double sum = 0.0;
+    const std::vector<float> values = Download(y);
+    for (int64_t i = 0; i < kN; ++i) sum += static_cast<double>(dy[i]) * values[i];
+    return sum;
+  };
+  // The slope of the loss in values[i], over the f32 step actually taken.
+  const auto slope = [&](std::vector<float>& values, int64_t i) {
+    const float original = values[i];
+    values[i] = original + static_cast<float>(kFiniteDifferenceStep);
+    const float plus = values[i];
+    const double loss_plus = loss();
+    values[i] = original - static_cast<float>(kFiniteDifferenceStep);
+    const float minus = values[i];
+    const double loss_minus = loss();
+    values[i] = original;
+    return (loss_plus - loss_minus) / (static_cast<double>(plus) - minus);
+  };
+  std::vector<double> dgate_slopes, dup_slopes;
+  for (int64_t i = 0; i < kN; ++i) {
+    dgate_slopes.push_back(slope(gate, i));
+    dup_slopes.push_back(slope(up, i));
+  }
+  Tensor dgate = Uninitialized(Shape{kN});
+  Tensor dup = Uninitialized(Shape{kN});
+  ASSERT_TRUE(ops()
+                  .activation
+                  .SwiGluBackward(Upload(gate, Shape{kN}), Upload(up, Shape{kN}),
+                                  Upload(dy, Shape{kN}), dgate, dup)
+                  .ok());
+  ExpectNear(Download(dgate), dgate_slopes, 0.0, kFiniteDifferenceTol, "dgate vs differences");
+  ExpectNear(Download(dup), dup_slopes, 0.0, kFiniteDifferenceTol, "dup vs differences");
+}
+
+// exp(-g) overflows f32 for g < -88: silu then goes to -0, never NaN.
+TEST_P(ActivationOpsTest, SwiGluOfLargeGatesIsFinite) {
+  const std::vector<float> gate = {-100.0f, -30.0f, 30.0f, 100.0f};
+  const std::vector<float> up = {2.0f, 2.0f, 2.0f, 2.0f};
+  const Tensor gt = Upload(gate, Shape{4});
+  const Tensor ut = Upload(up, Shape{4});
+  Tensor y = Uninitialized(Shape{4});
+  ASSERT_TRUE(ops().activation.SwiGluForward(gt, ut, y).ok());
+  std::vector<double> expected_y, expected_dgate, expected_dup;
+  for (int64_t i = 0; i < 4; ++i) {
+    expected_y.push_back(Silu(gate[i]) * up[i]);
+    expected_dgate.push_back(up[i] * SiluDerivative(gate[i]));
+    expected_dup.push_back(Silu(gate[i]));
+  }
+  ExpectNear(Download(y), expected_y, kSwiGluRel, kSwiGluAbs, "swiglu y of large gates");
+  Tensor dgate = Uninitialized(Shape{4});
+  Tensor dup = Uninitialized(Shape{4});
+  const Tensor ones = Upload({1.0f, 1.0f, 1.0f, 1.0f}, Shape{4});
+  ASSERT_TRUE(ops().activation.SwiGluBackward(gt, ut, ones, dgate, dup).ok());
+  ExpectNear(Download(dgate), expected_dgate, kSwiGluGradRel, kSwiGluGradAbs, "dgate");
+  ExpectNear(Download(dup), expected_dup, kSwiGluGradRel, kSwiGluGradAbs, "dup");
+}
+
+TEST_P(ActivationOpsTest, SwiGluOfNoElementsIsFine) {
+  Tensor y = Uninitialized(Shape{0, 7});
+  EXPECT_TRUE(
+      ops()
+          .activation.SwiGluForward(Uninitialized(Shape{0, 7}), Uninitialized(Shape{0, 7}), y)
+          .ok());
+  Tensor dgate = Uninitialized(Shape{0, 7});
+  Tensor dup = Uninitialized(Shape{0, 7});
+  EXPECT_TRUE(ops()
+                  .activation
+                  .SwiGluBackward(Uninitialized(Shape{0, 7}), Uninitialized(Shape{0, 7}),
+                                  Uninitialized(Shape{0, 7}), dgate, dup)
+                  .ok());
 }
 
 GPIPE_INSTANTIATE_ON_EVERY_BACKEND(ActivationOpsTest);

@@ -230,5 +230,153 @@ TEST(OpsArgumentChecksTest, NormsRefuseBadSizesAndTensorsOnEveryBackend) {
       "BatchNormBackward: dbias must be f32 with 3 elements, got f32[4]");
 }
 
+TEST(OpsArgumentChecksTest, RmsNormRefusesBadSizesAndTensorsOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor y = On(d, Shape{2, 4});
+        Tensor stats = On(d, Shape{2, kRmsNormStatsPerRow});
+        return d.ops().norm.RmsNormForward(
+            {.rows = 2, .features = 4, .eps = 0.0, .weight = On(d, Shape{4})}, On(d, Shape{2, 4}),
+            y, stats);
+      },
+      "RmsNormForward: needs rows >= 0, features >= 1 and eps > 0, got rows 2, features 4, eps 0");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor y = On(d, Shape{4, 2});
+        Tensor stats = On(d, Shape{2, kRmsNormStatsPerRow});
+        return d.ops().norm.RmsNormForward({.rows = 2, .features = 4, .weight = On(d, Shape{4})},
+                                           On(d, Shape{4, 2}), y, stats);
+      },
+      "RmsNormForward: x must end in 4 features, got f32[4, 2]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor y = On(d, Shape{2, 4});
+        Tensor stats = On(d, Shape{2, 3});
+        return d.ops().norm.RmsNormForward({.rows = 2, .features = 4, .weight = On(d, Shape{4})},
+                                           On(d, Shape{2, 4}), y, stats);
+      },
+      "RmsNormForward: stats must be f32 with 2 elements, got f32[2, 3]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor y = On(d, Shape{2, 4});
+        Tensor stats = On(d, Shape{2, kRmsNormStatsPerRow});
+        return d.ops().norm.RmsNormForward({.rows = 2, .features = 4}, On(d, Shape{2, 4}), y,
+                                           stats);
+      },
+      "RmsNormForward: weight must be f32 with 4 elements");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor dx = On(d, Shape{2, 5});
+        return d.ops().norm.RmsNormBackwardInput(
+            {.rows = 2, .features = 4, .weight = On(d, Shape{4})}, On(d, Shape{2, 4}),
+            On(d, Shape{2, kRmsNormStatsPerRow}), On(d, Shape{2, 4}), dx);
+      },
+      "RmsNormBackwardInput: dx must be f32 with 8 elements, got f32[2, 5]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor dweight = On(d, Shape{5});
+        return d.ops().norm.RmsNormBackwardParams({.rows = 2, .features = 4}, On(d, Shape{2, 4}),
+                                                  On(d, Shape{2, kRmsNormStatsPerRow}),
+                                                  On(d, Shape{2, 4}), dweight);
+      },
+      "RmsNormBackwardParams: dweight must be f32 with 4 elements, got f32[5]");
+}
+
+TEST(OpsArgumentChecksTest, SwiGluRefusesMismatchedOrAliasedTensorsOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor y = On(d, Shape{2, 3});
+        return d.ops().activation.SwiGluForward(On(d, Shape{2, 3}), On(d, Shape{5}), y);
+      },
+      "ActivationOps::SwiGluForward: up must be f32 with 6 elements, got f32[5]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor gate = On(d, Shape{2, 3});
+        return d.ops().activation.SwiGluForward(gate, On(d, Shape{2, 3}), gate);
+      },
+      "ActivationOps::SwiGluForward: y f32[2, 3] shares storage with an input");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor dgate = On(d, Shape{6});
+        Tensor dup = On(d, Shape{6}, DType::kF64);
+        return d.ops().activation.SwiGluBackward(On(d, Shape{6}), On(d, Shape{6}), On(d, Shape{6}),
+                                                 dgate, dup);
+      },
+      "ActivationOps::SwiGluBackward: dup must be f32 with 6 elements, got f64[6]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        Tensor dgate = On(d, Shape{6});
+        return d.ops().activation.SwiGluBackward(On(d, Shape{6}), On(d, Shape{6}), On(d, Shape{6}),
+                                                 dgate, dgate);
+      },
+      "ActivationOps::SwiGluBackward: dup f32[6] shares storage with an input");
+}
+
+TEST(OpsArgumentChecksTest, RotaryQkvRefusesBadGeometryShapesAndAliasesOnEveryBackend) {
+  const RotaryQkvArgs args{.batch = 2, .t = 3, .heads = 4, .kv_heads = 2, .head_dim = 4};
+  // q [2, 3, 16], k and v [2, 3, 8], qkv [2, 3, 48].
+  ExpectSameRefusal(
+      [&](Device& d) {
+        RotaryQkvArgs odd = args;
+        odd.head_dim = 5;
+        Tensor qkv = On(d, Shape{2, 3, 60});
+        return d.ops().attention.PackRotaryQkv(odd, On(d, Shape{2, 3, 20}), On(d, Shape{2, 3, 10}),
+                                               On(d, Shape{2, 3, 10}), qkv);
+      },
+      "AttentionOps::PackRotaryQkv: needs batch (2) and t (3) >= 0, kv_heads (2) >= 1 dividing "
+      "heads (4), an even head_dim (5) and rope_theta (10000) > 0");
+  ExpectSameRefusal(
+      [&](Device& d) {
+        RotaryQkvArgs three = args;
+        three.kv_heads = 3;
+        Tensor dq = On(d, Shape{2, 3, 16});
+        Tensor dk = On(d, Shape{2, 3, 12});
+        Tensor dv = On(d, Shape{2, 3, 12});
+        return d.ops().attention.UnpackRotaryQkvGrad(three, On(d, Shape{2, 3, 48}), dq, dk, dv);
+      },
+      "AttentionOps::UnpackRotaryQkvGrad: needs batch (2) and t (3) >= 0, kv_heads (3) >= 1 "
+      "dividing heads (4)");
+  ExpectSameRefusal(
+      [&](Device& d) {
+        Tensor qkv = On(d, Shape{2, 3, 48});
+        return d.ops().attention.PackRotaryQkv(args, On(d, Shape{2, 3, 16}), On(d, Shape{2, 3, 16}),
+                                               On(d, Shape{2, 3, 8}), qkv);
+      },
+      "AttentionOps::PackRotaryQkv: k must be f32 [2, 3, 8], got f32[2, 3, 16]");
+  ExpectSameRefusal(
+      [&](Device& d) {
+        Tensor qkv = On(d, Shape{2, 3, 16});
+        return d.ops().attention.PackRotaryQkv(args, On(d, Shape{2, 3, 16}), On(d, Shape{2, 3, 8}),
+                                               On(d, Shape{2, 3, 8}), qkv);
+      },
+      "AttentionOps::PackRotaryQkv: qkv must be f32 [2, 3, 48], got f32[2, 3, 16]");
+  ExpectSameRefusal(
+      [&](Device& d) {
+        Tensor dq = On(d, Shape{2, 3, 16});
+        Tensor dk = On(d, Shape{2, 3, 8});
+        Tensor dv = On(d, Shape{2, 3, 8}, DType::kF64);
+        return d.ops().attention.UnpackRotaryQkvGrad(args, On(d, Shape{2, 3, 48}), dq, dk, dv);
+      },
+      "AttentionOps::UnpackRotaryQkvGrad: dv must be f32 [2, 3, 8], got f64[2, 3, 8]");
+  ExpectSameRefusal(
+      [&](Device& d) {
+        // q is the two rows after qkv's 288 values in one storage.
+        const Tensor storage = On(d, Shape{8, 48});
+        absl::StatusOr<Tensor> qkv = storage.SliceRows(0, 6);
+        absl::StatusOr<Tensor> q = storage.SliceRows(6, 8);
+        GPIPE_CHECK(qkv.ok() && q.ok());
+        return d.ops().attention.PackRotaryQkv(args, *q, On(d, Shape{2, 3, 8}),
+                                               On(d, Shape{2, 3, 8}), *qkv);
+      },
+      "AttentionOps::PackRotaryQkv: qkv f32[6, 48] shares storage with another operand");
+  ExpectSameRefusal(
+      [&](Device& d) {
+        Tensor dq = On(d, Shape{2, 3, 16});
+        Tensor dk = On(d, Shape{2, 3, 8});
+        return d.ops().attention.UnpackRotaryQkvGrad(args, On(d, Shape{2, 3, 48}), dq, dk, dk);
+      },
+      "AttentionOps::UnpackRotaryQkvGrad: dk f32[2, 3, 8] shares storage with another operand");
+}
+
 }  // namespace
 }  // namespace gpipe

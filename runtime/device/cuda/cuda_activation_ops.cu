@@ -54,6 +54,28 @@ __global__ void BackwardKernel(Activation activation, const float* saved, const 
   }
 }
 
+// SwiGLU in the CPU backend's float expressions (cpu_activation_ops.cc): silu(g) = g / (1 +
+// exp(-g)), torch's formula; expf may differ from glibc's in the last bit.
+__global__ void SwiGluForwardKernel(const float* gate, const float* up, float* y, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const float g = gate[i];
+    y[i] = g / (1.0f + expf(-g)) * up[i];
+  }
+}
+
+__global__ void SwiGluBackwardKernel(const float* gate, const float* up, const float* dy,
+                                     float* dgate, float* dup, int64_t n) {
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
+       i += int64_t{gridDim.x} * blockDim.x) {
+    const float g = gate[i];
+    const float grad = dy[i];
+    const float s = 1.0f / (1.0f + expf(-g));
+    dgate[i] = grad * up[i] * (s * (1.0f + g * (1.0f - s)));
+    dup[i] = grad * (g / (1.0f + expf(-g)));
+  }
+}
+
 }  // namespace
 
 absl::Status CudaActivationOps::DoForward(Activation activation, const Tensor& x, Tensor& y) const {
@@ -72,6 +94,26 @@ absl::Status CudaActivationOps::DoBackward(Activation activation, const Tensor& 
       activation, DevicePointer<float>(saved), DevicePointer<float>(dy), DevicePointer<float>(dx),
       n);
   return cuda::LaunchStatus("activation backward");
+}
+
+absl::Status CudaActivationOps::DoSwiGluForward(const Tensor& gate, const Tensor& up,
+                                                Tensor& y) const {
+  const int64_t n = gate.num_elements();
+  if (n == 0) return absl::OkStatus();
+  SwiGluForwardKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
+      DevicePointer<float>(gate), DevicePointer<float>(up), DevicePointer<float>(y), n);
+  return cuda::LaunchStatus("SwiGLU forward");
+}
+
+absl::Status CudaActivationOps::DoSwiGluBackward(const Tensor& gate, const Tensor& up,
+                                                 const Tensor& dy, Tensor& dgate,
+                                                 Tensor& dup) const {
+  const int64_t n = gate.num_elements();
+  if (n == 0) return absl::OkStatus();
+  SwiGluBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
+      DevicePointer<float>(gate), DevicePointer<float>(up), DevicePointer<float>(dy),
+      DevicePointer<float>(dgate), DevicePointer<float>(dup), n);
+  return cuda::LaunchStatus("SwiGLU backward");
 }
 
 }  // namespace gpipe

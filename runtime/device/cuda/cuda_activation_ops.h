@@ -17,6 +17,9 @@ class CudaActivationOps final : public ActivationOps {
   absl::Status DoForward(Activation activation, const Tensor& x, Tensor& y) const override;
   absl::Status DoBackward(Activation activation, const Tensor& saved, const Tensor& dy,
                           Tensor& dx) const override;
+  absl::Status DoSwiGluForward(const Tensor& gate, const Tensor& up, Tensor& y) const override;
+  absl::Status DoSwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dy,
+                                Tensor& dgate, Tensor& dup) const override;
 
   const CudaContext& context_;
 };

@@ -1,8 +1,6 @@
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
-#include "runtime/core/status_macros.h"
 #include "runtime/device/cuda/block_reduce.cuh"
 #include "runtime/device/cuda/cuda_attention_ops.h"
 #include "runtime/device/cuda/device_pointer.h"
@@ -53,35 +51,26 @@ __global__ void CausalSoftmaxBackwardKernel(int64_t first_row, int64_t t, float 
   }
 }
 
-// Rows go one per block, in launches of at most 2^31 - 1 blocks each (row r of the whole tensor
-// is block r - first of the launch that starts at `first`).
-template <typename Launch>
-absl::Status ForEachRowChunk(int64_t rows, const char* kernel, Launch launch) {
-  constexpr int64_t kMaxBlocks = 2147483647;
-  for (int64_t first = 0; first < rows; first += kMaxBlocks) {
-    launch(first, static_cast<unsigned>(std::min(kMaxBlocks, rows - first)));
-    RETURN_IF_ERROR(cuda::LaunchStatus(kernel));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status CudaAttentionOps::DoCausalSoftmaxForward(int64_t blocks, int64_t t,
                                                       Tensor& scores) const {
   float* base = DevicePointer<float>(scores);
-  return ForEachRowChunk(blocks * t, "causal softmax forward", [&](int64_t first, unsigned count) {
-    CausalSoftmaxForwardKernel<<<count, kRowThreads, 0, context_.stream>>>(first, t, base);
-  });
+  return cuda::ForEachRowChunk(
+      blocks * t, "causal softmax forward", [&](int64_t first, unsigned count) {
+        CausalSoftmaxForwardKernel<<<count, kRowThreads, 0, context_.stream>>>(first, t, base);
+      });
 }
 
 absl::Status CudaAttentionOps::DoCausalSoftmaxBackward(int64_t blocks, int64_t t, float scale,
                                                        const Tensor& probs, Tensor& grad) const {
   const float* p = DevicePointer<float>(probs);
   float* g = DevicePointer<float>(grad);
-  return ForEachRowChunk(blocks * t, "causal softmax backward", [&](int64_t first, unsigned count) {
-    CausalSoftmaxBackwardKernel<<<count, kRowThreads, 0, context_.stream>>>(first, t, scale, p, g);
-  });
+  return cuda::ForEachRowChunk(
+      blocks * t, "causal softmax backward", [&](int64_t first, unsigned count) {
+        CausalSoftmaxBackwardKernel<<<count, kRowThreads, 0, context_.stream>>>(first, t, scale, p,
+                                                                                g);
+      });
 }
 
 }  // namespace gpipe

@@ -26,6 +26,11 @@ class CudaAttentionOps final : public AttentionOps {
   absl::Status DoFusedCausalBackward(const FusedAttentionArgs& args, const Tensor& qkv,
                                      const Tensor& out, const Tensor& logsumexp, const Tensor& dout,
                                      Tensor& dqkv) const override;
+  // cuda_rotary_qkv.cu.
+  absl::Status DoPackRotaryQkv(const RotaryQkvArgs& args, const Tensor& q, const Tensor& k,
+                               const Tensor& v, Tensor& qkv) const override;
+  absl::Status DoUnpackRotaryQkvGrad(const RotaryQkvArgs& args, const Tensor& dqkv, Tensor& dq,
+                                     Tensor& dk, Tensor& dv) const override;
 
   const CudaContext& context_;
   const MatmulOps& matmul_;

@@ -4,7 +4,6 @@
 // fixed tree (block_reduce.cuh), so results are deterministic and agree with the CPU to
 // rounding. Parameter gradients of layer norm are column sums over the rows in a fixed order
 // (block_reduce.cuh's SumOverColumnLanes).
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 
@@ -233,23 +232,13 @@ absl::Status CheckChannelBlocks(const char* op, int64_t channels) {
   return absl::OkStatus();
 }
 
-// Rows go one per block, in launches of at most 2^31 - 1 blocks each.
-template <typename Launch>
-absl::Status ForEachBlockChunk(int64_t count, const char* kernel, Launch launch) {
-  for (int64_t first = 0; first < count; first += kMaxBlocks) {
-    launch(first, static_cast<unsigned>(std::min(kMaxBlocks, count - first)));
-    RETURN_IF_ERROR(cuda::LaunchStatus(kernel));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::Status CudaNormOps::DoLayerNormForward(const LayerNormArgs& args, const Tensor& x, Tensor& y,
                                              Tensor& stats) const {
   const float* weight = DevicePointer<float>(args.weight);
   const float* bias = DevicePointer<float>(args.bias);
-  return ForEachBlockChunk(args.rows, "layer norm forward", [&](int64_t first, unsigned count) {
+  return cuda::ForEachRowChunk(args.rows, "layer norm forward", [&](int64_t first, unsigned count) {
     LayerNormForwardKernel<<<count, kThreads, 0, context_.stream>>>(
         first, args.features, args.eps, DevicePointer<float>(x), weight, bias,
         DevicePointer<float>(y), DevicePointer<float>(stats));
@@ -261,7 +250,7 @@ absl::Status CudaNormOps::DoLayerNormBackwardInput(const LayerNormArgs& args, co
                                                    Tensor& dx) const {
   if (!dx.defined()) return absl::OkStatus();
   const float* weight = DevicePointer<float>(args.weight);
-  return ForEachBlockChunk(
+  return cuda::ForEachRowChunk(
       args.rows, "layer norm backward input", [&](int64_t first, unsigned count) {
         LayerNormBackwardInputKernel<<<count, kThreads, 0, context_.stream>>>(
             first, args.features, DevicePointer<float>(x), DevicePointer<float>(stats),

@@ -22,6 +22,14 @@ class CudaNormOps final : public NormOps {
   absl::Status DoLayerNormBackwardParams(const LayerNormArgs& args, const Tensor& x,
                                          const Tensor& stats, const Tensor& dy, Tensor& dweight,
                                          Tensor& dbias) const override;
+  // cuda_rms_norm_ops.cu.
+  absl::Status DoRmsNormForward(const RmsNormArgs& args, const Tensor& x, Tensor& y,
+                                Tensor& stats) const override;
+  absl::Status DoRmsNormBackwardInput(const RmsNormArgs& args, const Tensor& x, const Tensor& stats,
+                                      const Tensor& dy, Tensor& dx) const override;
+  absl::Status DoRmsNormBackwardParams(const RmsNormArgs& args, const Tensor& x,
+                                       const Tensor& stats, const Tensor& dy,
+                                       Tensor& dweight) const override;
   absl::Status DoBatchNormTrainForward(const BatchNormArgs& args, const Tensor& x,
                                        Tensor& running_mean, Tensor& running_var,
                                        bool update_running, Tensor& y,

@@ -28,6 +28,20 @@ inline absl::Status LaunchStatus(const char* kernel) {
   return CudaStatus(cudaGetLastError(), kernel);
 }
 
+// Row kernels run one block per row, in launches of at most 2^31 - 1 blocks each (the grid's x
+// limit): `launch(first, count)` issues rows first .. first + count - 1 (row r is block
+// r - first of that launch). Zero rows launch nothing.
+template <typename Launch>
+absl::Status ForEachRowChunk(int64_t rows, const char* kernel, Launch launch) {
+  constexpr int64_t kMaxBlocks = 2147483647;
+  for (int64_t first = 0; first < rows; first += kMaxBlocks) {
+    launch(first, static_cast<unsigned>(std::min(kMaxBlocks, rows - first)));
+    absl::Status status = LaunchStatus(kernel);
+    if (!status.ok()) return status;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace gpipe::cuda
 
 #endif  // GPIPE_RUNTIME_DEVICE_CUDA_KERNEL_LAUNCH_H_

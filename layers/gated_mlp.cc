@@ -79,9 +79,10 @@ absl::StatusOr<Tensor> GatedMlp::Forward(const LayerContext& ctx, std::span<cons
                    Tensor::Empty(device, hidden_shape, DType::kF32, MemoryKind::kActivation));
   RETURN_IF_ERROR(DenseForward(device, x, rows, features_, params[kGate], nullptr, intermediate_,
                                gate, precision));
-  RETURN_IF_ERROR(DenseForward(device, x, rows, features_, params[kUp], nullptr, intermediate_, up,
-                               precision));
-  ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
+  RETURN_IF_ERROR(
+      DenseForward(device, x, rows, features_, params[kUp], nullptr, intermediate_, up, precision));
+  ASSIGN_OR_RETURN(Tensor y,
+                   Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
   {
     ASSIGN_OR_RETURN(Tensor hidden,
                      Tensor::Empty(device, hidden_shape, DType::kF32, MemoryKind::kWorkspace));
@@ -128,15 +129,15 @@ absl::StatusOr<Tensor> GatedMlp::Backward(const LayerContext& ctx, std::span<con
     // The product's gradient reuses its storage.
     RETURN_IF_ERROR(DenseInputGrad(device, dy, rows, features_, params[kDown], intermediate_,
                                    hidden, precision));
-    RETURN_IF_ERROR(
-        device.ops().activation.SwiGluBackward(gate, up, hidden, gate_grad, up_grad));
+    RETURN_IF_ERROR(device.ops().activation.SwiGluBackward(gate, up, hidden, gate_grad, up_grad));
   }
   RETURN_IF_ERROR(DenseParamGrads(device, x, gate_grad, rows, features_, intermediate_,
                                   grads[kGate], nullptr, precision));
   RETURN_IF_ERROR(DenseParamGrads(device, x, up_grad, rows, features_, intermediate_, grads[kUp],
                                   nullptr, precision));
   if (!ctx.need_input_grad) return Tensor();
-  ASSIGN_OR_RETURN(Tensor dx, Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
+  ASSIGN_OR_RETURN(Tensor dx,
+                   Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
   ASSIGN_OR_RETURN(Tensor part,
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kWorkspace));
   RETURN_IF_ERROR(DenseInputGrad(device, gate_grad, rows, intermediate_, params[kGate], features_,

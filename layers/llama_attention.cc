@@ -31,14 +31,14 @@ absl::StatusOr<std::unique_ptr<Layer>> LlamaAttention::Create(std::string name,
   }
   const int64_t head_dim = width / config.num_heads;
   if (head_dim % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rotary position embedding needs an even head_dim, got d_model ", width, " / num_heads ",
-        config.num_heads, " = ", head_dim));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rotary position embedding needs an even head_dim, got d_model ", width,
+                     " / num_heads ", config.num_heads, " = ", head_dim));
   }
   if (config.num_kv_heads < 1 || config.num_heads % config.num_kv_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("num_kv_heads must be >= 1 and divide num_heads ",
-                                                   config.num_heads, ", got ",
-                                                   config.num_kv_heads));
+    return absl::InvalidArgumentError(
+        absl::StrCat("num_kv_heads must be >= 1 and divide num_heads ", config.num_heads, ", got ",
+                     config.num_kv_heads));
   }
   if (!(config.rope_theta > 0.0) || !std::isfinite(config.rope_theta)) {
     return absl::InvalidArgumentError(
@@ -115,36 +115,39 @@ absl::StatusOr<Tensor> LlamaAttention::Forward(const LayerContext& ctx,
   if (!x.defined() || x.dtype() != DType::kF32 || x.shape().rank() != 3 ||
       x.shape().WithoutBatch() != input_shape()) {
     return absl::InvalidArgumentError(absl::StrCat("llama attention '", name(),
-                                                   "' expects f32 input [batch, ", positions_,
-                                                   ", ", features_, "], got ", x.DebugString()));
+                                                   "' expects f32 input [batch, ", positions_, ", ",
+                                                   features_, "], got ", x.DebugString()));
   }
   Device& device = ctx.device;
   const ProductPrecision precision = ctx.product_precision;
   const int64_t batch = x.shape().dim(0);
   const int64_t rows = batch * positions_;
   const Shape kv_shape{batch, positions_, kv_width_};
-  ASSIGN_OR_RETURN(Tensor q, Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
+  ASSIGN_OR_RETURN(Tensor q,
+                   Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
   ASSIGN_OR_RETURN(Tensor k, Tensor::Empty(device, kv_shape, DType::kF32, MemoryKind::kActivation));
   ASSIGN_OR_RETURN(Tensor v, Tensor::Empty(device, kv_shape, DType::kF32, MemoryKind::kActivation));
-  RETURN_IF_ERROR(DenseForward(device, x, rows, features_, params[kQ], nullptr, features_, q,
-                               precision));
-  RETURN_IF_ERROR(DenseForward(device, x, rows, features_, params[kK], nullptr, kv_width_, k,
-                               precision));
-  RETURN_IF_ERROR(DenseForward(device, x, rows, features_, params[kV], nullptr, kv_width_, v,
-                               precision));
+  RETURN_IF_ERROR(
+      DenseForward(device, x, rows, features_, params[kQ], nullptr, features_, q, precision));
+  RETURN_IF_ERROR(
+      DenseForward(device, x, rows, features_, params[kK], nullptr, kv_width_, k, precision));
+  RETURN_IF_ERROR(
+      DenseForward(device, x, rows, features_, params[kV], nullptr, kv_width_, v, precision));
 
   ASSIGN_OR_RETURN(Tensor heads,
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  ASSIGN_OR_RETURN(Tensor logsumexp, Tensor::Empty(device, Shape{batch, config_.num_heads, positions_},
-                                                   DType::kF32, MemoryKind::kActivation));
+  ASSIGN_OR_RETURN(Tensor logsumexp,
+                   Tensor::Empty(device, Shape{batch, config_.num_heads, positions_}, DType::kF32,
+                                 MemoryKind::kActivation));
   {
     ASSIGN_OR_RETURN(const Tensor qkv, Packed(device, q, k, v));
     RETURN_IF_ERROR(device.ops().attention.FusedCausalForward(AttentionArgs(batch, precision), qkv,
                                                               heads, logsumexp));
   }
-  ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  RETURN_IF_ERROR(DenseForward(device, heads, rows, features_, params[kO], nullptr, features_, y,
-                               precision));
+  ASSIGN_OR_RETURN(Tensor y,
+                   Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
+  RETURN_IF_ERROR(
+      DenseForward(device, heads, rows, features_, params[kO], nullptr, features_, y, precision));
   saved.tensors.push_back(x);
   ASSIGN_OR_RETURN(saved.tensors.emplace_back(), StoredActivation(ctx, q));
   ASSIGN_OR_RETURN(saved.tensors.emplace_back(), StoredActivation(ctx, k));
@@ -173,16 +176,17 @@ absl::StatusOr<Tensor> LlamaAttention::Backward(const LayerContext& ctx,
                    WidenedFromBf16(device, saved.tensors[5], MemoryKind::kWorkspace));
 
   // Output projection.
-  RETURN_IF_ERROR(DenseParamGrads(device, heads, dy, rows, features_, features_, grads[kO],
-                                  nullptr, precision));
+  RETURN_IF_ERROR(DenseParamGrads(device, heads, dy, rows, features_, features_, grads[kO], nullptr,
+                                  precision));
   ASSIGN_OR_RETURN(Tensor heads_grad,
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kWorkspace));
-  RETURN_IF_ERROR(DenseInputGrad(device, dy, rows, features_, params[kO], features_, heads_grad,
-                                 precision));
+  RETURN_IF_ERROR(
+      DenseInputGrad(device, dy, rows, features_, params[kO], features_, heads_grad, precision));
 
   // Attention, on q, k, v packed again; then back to q, k and v's own layouts.
   const Shape kv_shape{batch, positions_, kv_width_};
-  ASSIGN_OR_RETURN(Tensor dq, Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kWorkspace));
+  ASSIGN_OR_RETURN(Tensor dq,
+                   Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kWorkspace));
   ASSIGN_OR_RETURN(Tensor dk, Tensor::Empty(device, kv_shape, DType::kF32, MemoryKind::kWorkspace));
   ASSIGN_OR_RETURN(Tensor dv, Tensor::Empty(device, kv_shape, DType::kF32, MemoryKind::kWorkspace));
   {
@@ -209,10 +213,12 @@ absl::StatusOr<Tensor> LlamaAttention::Backward(const LayerContext& ctx,
   RETURN_IF_ERROR(
       DenseParamGrads(device, x, dv, rows, features_, kv_width_, grads[kV], nullptr, precision));
   if (!ctx.need_input_grad) return Tensor();
-  ASSIGN_OR_RETURN(Tensor dx, Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
+  ASSIGN_OR_RETURN(Tensor dx,
+                   Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
   ASSIGN_OR_RETURN(Tensor part,
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kWorkspace));
-  RETURN_IF_ERROR(DenseInputGrad(device, dq, rows, features_, params[kQ], features_, dx, precision));
+  RETURN_IF_ERROR(
+      DenseInputGrad(device, dq, rows, features_, params[kQ], features_, dx, precision));
   RETURN_IF_ERROR(
       DenseInputGrad(device, dk, rows, kv_width_, params[kK], features_, part, precision));
   RETURN_IF_ERROR(device.ops().tensor.Add(dx, part, dx));

@@ -44,14 +44,14 @@ absl::StatusOr<std::unique_ptr<Layer>> LlamaBlock::Create(const pb::Layer& spec,
   const int64_t width = input_shape.last();
   if (!config.has_num_heads() || config.num_heads() < 1 || width % config.num_heads() != 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("llama_block.num_heads must be set, >= 1 and divide d_model ", width,
-                     ", got ", config.num_heads()));
+        absl::StrCat("llama_block.num_heads must be set, >= 1 and divide d_model ", width, ", got ",
+                     config.num_heads()));
   }
   const int64_t head_dim = width / config.num_heads();
   if (head_dim % 2 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "llama_block: rotary position embedding needs an even head_dim, got d_model ", width,
-        " / num_heads ", config.num_heads(), " = ", head_dim));
+    return absl::InvalidArgumentError(
+        absl::StrCat("llama_block: rotary position embedding needs an even head_dim, got d_model ",
+                     width, " / num_heads ", config.num_heads(), " = ", head_dim));
   }
   const int64_t kv_heads = config.has_num_kv_heads() ? config.num_kv_heads() : config.num_heads();
   if (kv_heads < 1 || config.num_heads() % kv_heads != 0) {
@@ -72,9 +72,8 @@ absl::StatusOr<std::unique_ptr<Layer>> LlamaBlock::Create(const pb::Layer& spec,
         absl::StrCat("llama_block.eps must be a finite number > 0, got ", config.eps()));
   }
 
-  const LlamaAttentionConfig attention{.num_heads = config.num_heads(),
-                                       .num_kv_heads = kv_heads,
-                                       .rope_theta = config.rope_theta()};
+  const LlamaAttentionConfig attention{
+      .num_heads = config.num_heads(), .num_kv_heads = kv_heads, .rope_theta = config.rope_theta()};
   std::vector<std::unique_ptr<Layer>> halves;
   ASSIGN_OR_RETURN(halves.emplace_back(),
                    Half(Norm("input_layernorm", config.eps(), input_shape),
@@ -107,9 +106,9 @@ absl::StatusOr<Tensor> LlamaBlock::Backward(const LayerContext& ctx, std::span<c
                                             const Tensor& dy) const {
   if (!dy.defined() || dy.dtype() != DType::kF32 || dy.shape().rank() < 1 ||
       dy.shape().WithoutBatch() != output_shape()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("llama_block '", name(), "': output gradient ", dy.DebugString(),
-                     " does not match samples of ", output_shape().ToString()));
+    return absl::InvalidArgumentError(absl::StrCat("llama_block '", name(), "': output gradient ",
+                                                   dy.DebugString(), " does not match samples of ",
+                                                   output_shape().ToString()));
   }
   return body_.Backward(ctx, params, grads, saved, dy);
 }

@@ -194,7 +194,9 @@ TEST_F(RealModelsTest, LlamaReplicasOfAnyStageCountGiveBitIdenticalWeights) {
 TEST_F(RealModelsTest, LlamaTrainingChangesEveryParameter) {
   // Guards the comparisons above against runs that leave a parameter alone.
   const Trained trained = Train(kTinyLlama, 2, {});
-  const Trained barely = Train(kTinyLlama, 2, {"training { steps: 1 optimizer { sgd { lr: 1e-30 } } lr_schedule { warmup_steps: 0 } }"});
+  const Trained barely = Train(
+      kTinyLlama, 2,
+      {"training { steps: 1 optimizer { sgd { lr: 1e-30 } } lr_schedule { warmup_steps: 0 } }"});
   ASSERT_EQ(trained.weights.size(), barely.weights.size());
   for (const auto& [name, tensor] : trained.weights) {
     EXPECT_NE(tensor.values, barely.weights.at(name).values) << name;

@@ -99,14 +99,16 @@ std::vector<MalformedCase> Cases() {
         "in [0, 1), got 1.5"}},
       {"LlamaKeyValueHeadsNotDividingQueryHeads",
        {{2, "  input { shape: [4, 8] }"},
-        {4, "  layers { name: \"model.layers.0\" llama_block { num_heads: 4 num_kv_heads: 3 "
-            "intermediate_size: 16 } }"}},
+        {4,
+         "  layers { name: \"model.layers.0\" llama_block { num_heads: 4 num_kv_heads: 3 "
+         "intermediate_size: 16 } }"}},
        {"bad.pbtxt:4:3: model.layers[1]: layer 'model.layers.0' (llama_block, input [4, 8]): "
         "llama_block.num_kv_heads must be >= 1 and divide num_heads 4, got 3"}},
       {"LlamaOddHeadDimForRotaryEmbedding",
        {{2, "  input { shape: [4, 8] }"},
-        {4, "  layers { name: \"model.layers.0\" llama_block { num_heads: 8 "
-            "intermediate_size: 16 } }"}},
+        {4,
+         "  layers { name: \"model.layers.0\" llama_block { num_heads: 8 "
+         "intermediate_size: 16 } }"}},
        {"bad.pbtxt:4:3: model.layers[1]: layer 'model.layers.0' (llama_block, input [4, 8]): "
         "llama_block: rotary position embedding needs an even head_dim, got d_model 8 / "
         "num_heads 8 = 1"}},
@@ -197,7 +199,8 @@ std::vector<MalformedCase> Cases() {
       {"DataWithoutSource",
        {{10, "data { shuffle: true }"}},
        {"bad.pbtxt:10:1: data: has no source; set synthetic {}, npy { inputs: ... targets: ... "
-        "}, idx { train_images: ... train_labels: ... }, text { paths: ... } or tokens { path: ... }"}},
+        "}, idx { train_images: ... train_labels: ... }, text { paths: ... } or tokens { path: ... "
+        "}"}},
       {"SyntheticWithoutSamples",
        {{10, "data { synthetic { num_samples: 0 } }"}},
        {"bad.pbtxt:10:20: data.synthetic.num_samples: is 0; it must be >= 1"}},

@@ -2,18 +2,19 @@
 // (tests/e2e/oracles/llama_hf_oracle.py wrote tests/e2e/testdata/llama_hf): the same initial
 // weights, written by transformers under their Hugging Face names, the same tokens, a few SGD and
 // AdamW steps with warm-up, cosine decay and gradient clipping. gpipe, loading those weights with
-// --init-from, must end where transformers ended at K = 1, 2 and 4 stages, and give its logits and
-// loss on the first mini-batch.
+// --init-from, must end where transformers ended at K = 1, 2 and 4 stages (each step's loss,
+// gradient norm and learning rate on the way included), and its layers, built in this process,
+// must give transformers' logits and loss on the first mini-batch.
 //
 // Tolerance, everywhere: max |gpipe - transformers| <= 1e-5 * max |transformers| over each tensor
 // (each parameter, the first mini-batch's logits), and |gpipe - transformers| <= 1e-5 *
 // |transformers| for each scalar (every step's loss and gradient norm); the learning rates, which
 // are a formula of doubles on both sides, within 1e-12.
 //
-// The embed_head plans train the same embedding and head without the decoder, with layers gpipe
-// has had all along: they pin this harness (sample order, loss reduction, schedule, clipping,
-// optimizer hyperparameters) to the reference apart from the Llama layers, so a failure of the
-// Llama cases is the Llama layers'.
+// The embed_head plans train the same embedding and head without the decoder (PyTorch's modules,
+// layers gpipe has had all along): they pin this harness (the first mini-batch's token ids, the
+// sample order, loss reduction, lr schedule, clipping, optimizer hyperparameters) to the reference
+// apart from the Llama layers, so that a failure of the Llama cases is the Llama layers'.
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -116,6 +117,106 @@ std::vector<double> MetricsField(const std::string& path, const std::string& fie
   return values;
 }
 
+// The plan's layers built in this process on the CPU backend, the initial weights loaded by name,
+// the first mini-batch gathered by gpipe's own data path (the token file and the batch sampler):
+// the ids must be the reference's, and the logits and their mean cross-entropy the reference's.
+void ExpectFirstMiniBatchMatches(const std::string& plan_name, const std::string& init,
+                                 const std::string& first_step_name) {
+  absl::StatusOr<LoadedPlan> loaded = LoadPlanFile(Fixture(plan_name), {});
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const pb::Plan& plan = loaded->plan;
+  const SafetensorsContents first_step = ReadContents(Fixture(first_step_name));
+  ASSERT_EQ(first_step.tensors.size(), 1u);
+  const NamedTensorData& want_logits = first_step.tensors[0];
+  ASSERT_EQ(want_logits.name, "logits");
+  ASSERT_EQ(want_logits.shape.size(), 3u);
+  const int64_t batch = want_logits.shape[0], seq_len = want_logits.shape[1],
+                vocab = want_logits.shape[2];
+  ASSERT_EQ(batch, plan.training().global_batch());
+
+  // The first mini-batch, as the first and last stages gather it.
+  pb::Data data = plan.data();
+  data.mutable_tokens()->set_path(absl::StrCat(loaded->directory, "/", data.tokens().path()));
+  DataRequirements requirements;
+  requirements.input_shape = Shape{seq_len};
+  requirements.input_dtype = DType::kI64;
+  requirements.target_shape = Shape{seq_len};
+  requirements.target_dtype = DType::kI64;
+  requirements.num_classes = vocab;
+  requirements.seed = plan.training().seed();
+  absl::StatusOr<std::unique_ptr<Dataset>> dataset = OpenDataset(data, requirements);
+  ASSERT_TRUE(dataset.ok()) << dataset.status();
+  const std::vector<int64_t> samples =
+      BatchSampler((*dataset)->size(), batch, data.shuffle(), plan.training().seed())
+          .IndicesForStep(0);
+  CpuDevice device;
+  absl::StatusOr<Tensor> ids =
+      Tensor::Empty(device, Shape{batch, seq_len}, DType::kI64, MemoryKind::kData);
+  absl::StatusOr<Tensor> targets =
+      Tensor::Empty(device, Shape{batch, seq_len}, DType::kI64, MemoryKind::kData);
+  ASSERT_TRUE(ids.ok() && targets.ok());
+  ASSERT_TRUE((*dataset)->GatherInputs(samples, *ids).ok());
+  ASSERT_TRUE((*dataset)->GatherTargets(samples, *targets).ok());
+  const std::vector<double> want_ids = Numbers(first_step, "token_ids");
+  ASSERT_EQ(static_cast<int64_t>(want_ids.size()), batch * seq_len);
+  for (int64_t i = 0; i < batch * seq_len; ++i) {
+    ASSERT_EQ(ids->data<int64_t>()[i], static_cast<int64_t>(want_ids[i])) << "token " << i;
+  }
+
+  // The forward, layer by layer, with the initial weights.
+  const Weights initial = ByName(ReadContents(init).tensors);
+  const LayerRegistry registry = LayerRegistry::WithBuiltins();
+  Shape shape{seq_len};
+  Tensor activation = *std::move(ids);
+  size_t parameters_used = 0;
+  for (int l = 0; l < plan.model().layers_size(); ++l) {
+    absl::StatusOr<std::unique_ptr<Layer>> layer = registry.Create(plan.model().layers(l), shape);
+    ASSERT_TRUE(layer.ok()) << plan.model().layers(l).name() << ": " << layer.status();
+    std::vector<Tensor> params;
+    for (const ParamSpec& spec : (*layer)->parameter_specs()) {
+      const std::string name = absl::StrCat((*layer)->name(), ".", spec.name);
+      ASSERT_TRUE(initial.contains(name)) << name << " is not a parameter of the reference";
+      const NamedTensorData& value = initial.at(name);
+      ASSERT_TRUE(Shape(value.shape) == spec.shape)
+          << name << ": reference " << Shape(value.shape).ToString() << ", gpipe "
+          << spec.shape.ToString();
+      absl::StatusOr<Tensor> param =
+          Tensor::Empty(device, spec.shape, DType::kF32, MemoryKind::kParameter);
+      ASSERT_TRUE(param.ok());
+      std::copy(value.values.begin(), value.values.end(), param->f32());
+      params.push_back(*std::move(param));
+      ++parameters_used;
+    }
+    LayerContext ctx{.device = device,
+                     .seed = plan.training().seed(),
+                     .layer_index = l,
+                     .need_input_grad = l > 0};
+    SavedTensors saved;
+    absl::StatusOr<Tensor> output = (*layer)->Forward(ctx, params, activation, saved);
+    ASSERT_TRUE(output.ok()) << (*layer)->name() << ": " << output.status();
+    activation = *std::move(output);
+    shape = (*layer)->output_shape();
+  }
+  EXPECT_EQ(parameters_used, initial.size()) << "every parameter of the reference has its layer";
+  ASSERT_EQ(activation.dtype(), DType::kF32);
+  ASSERT_TRUE(activation.shape() == (Shape{batch, seq_len, vocab}))
+      << activation.shape().ToString();
+  const std::vector<float> logits(activation.f32(), activation.f32() + activation.num_elements());
+  ExpectTensorClose(logits, want_logits.values, kTolerance, "logits");
+
+  // The mean cross-entropy over every sample and position, in double from gpipe's logits.
+  double loss = 0;
+  for (int64_t row = 0; row < batch * seq_len; ++row) {
+    const float* z = logits.data() + row * vocab;
+    const double top = *std::max_element(z, z + vocab);
+    double sum = 0;
+    for (int64_t c = 0; c < vocab; ++c) sum += std::exp(z[c] - top);
+    loss += top + std::log(sum) - z[targets->data<int64_t>()[row]];
+  }
+  loss /= static_cast<double>(batch * seq_len);
+  ExpectScalarsClose({loss}, Numbers(first_step, "loss"), kTolerance, "first mini-batch loss");
+}
+
 // One partition of the run: K stages, M micro-batches, a schedule and re-materialization.
 struct Partition {
   int stages;
@@ -181,8 +282,8 @@ class LlamaHfReferenceTest : public ::testing::Test {
         // Training moved every tensor far beyond the tolerance, so the match is not trivial.
         double moved = 0, scale = 0;
         for (size_t i = 0; i < reference_tensor.values.size(); ++i) {
-          moved = std::max(moved, std::abs(double{reference_tensor.values[i]} -
-                                           initial.at(name).values[i]));
+          moved = std::max(
+              moved, std::abs(double{reference_tensor.values[i]} - initial.at(name).values[i]));
           scale = std::max(scale, std::abs(double{reference_tensor.values[i]}));
         }
         EXPECT_GT(moved, 100 * kTolerance * scale) << name;
@@ -198,100 +299,9 @@ class LlamaHfReferenceTest : public ::testing::Test {
   const testing::ScratchDir scratch_;  // this test's own, removed after it
 };
 
-// The plan's layers built in this process on the CPU backend, the initial weights loaded by name,
-// the first mini-batch gathered by gpipe's own data path (the token file and the batch sampler):
-// the ids are the reference's, and the logits and their mean cross-entropy are transformers'.
 TEST_F(LlamaHfReferenceTest, FirstMiniBatchLogitsAndLossMatchTransformers) {
-  absl::StatusOr<LoadedPlan> loaded = LoadPlanFile(Fixture("llama_sgd.pbtxt"), {});
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
-  const pb::Plan& plan = loaded->plan;
-  const SafetensorsContents first_step = ReadContents(Fixture("first_step.safetensors"));
-  ASSERT_EQ(first_step.tensors.size(), 1u);
-  const NamedTensorData& want_logits = first_step.tensors[0];
-  ASSERT_EQ(want_logits.name, "logits");
-  ASSERT_EQ(want_logits.shape.size(), 3u);
-  const int64_t batch = want_logits.shape[0], seq_len = want_logits.shape[1],
-                vocab = want_logits.shape[2];
-  ASSERT_EQ(batch, plan.training().global_batch());
-
-  // The first mini-batch, as the first and last stages gather it.
-  pb::Data data = plan.data();
-  data.mutable_tokens()->set_path(Fixture(data.tokens().path()));
-  DataRequirements requirements;
-  requirements.input_shape = Shape{seq_len};
-  requirements.input_dtype = DType::kI64;
-  requirements.target_shape = Shape{seq_len};
-  requirements.target_dtype = DType::kI64;
-  requirements.num_classes = vocab;
-  requirements.seed = plan.training().seed();
-  absl::StatusOr<std::unique_ptr<Dataset>> dataset = OpenDataset(data, requirements);
-  ASSERT_TRUE(dataset.ok()) << dataset.status();
-  const std::vector<int64_t> samples =
-      BatchSampler((*dataset)->size(), batch, data.shuffle(), plan.training().seed())
-          .IndicesForStep(0);
-  CpuDevice device;
-  absl::StatusOr<Tensor> ids = Tensor::Empty(device, Shape{batch, seq_len}, DType::kI64,
-                                             MemoryKind::kData);
-  absl::StatusOr<Tensor> targets = Tensor::Empty(device, Shape{batch, seq_len}, DType::kI64,
-                                                 MemoryKind::kData);
-  ASSERT_TRUE(ids.ok() && targets.ok());
-  ASSERT_TRUE((*dataset)->GatherInputs(samples, *ids).ok());
-  ASSERT_TRUE((*dataset)->GatherTargets(samples, *targets).ok());
-  const std::vector<double> want_ids = Numbers(first_step, "token_ids");
-  ASSERT_EQ(static_cast<int64_t>(want_ids.size()), batch * seq_len);
-  for (int64_t i = 0; i < batch * seq_len; ++i) {
-    ASSERT_EQ(ids->data<int64_t>()[i], static_cast<int64_t>(want_ids[i])) << "token " << i;
-  }
-
-  // The forward, layer by layer, with the initial weights.
-  const Weights initial = ByName(ReadContents(Fixture("init.safetensors")).tensors);
-  const LayerRegistry registry = LayerRegistry::WithBuiltins();
-  Shape shape{seq_len};
-  Tensor activation = *std::move(ids);
-  size_t parameters_used = 0;
-  for (int l = 0; l < plan.model().layers_size(); ++l) {
-    absl::StatusOr<std::unique_ptr<Layer>> layer = registry.Create(plan.model().layers(l), shape);
-    ASSERT_TRUE(layer.ok()) << plan.model().layers(l).name() << ": " << layer.status();
-    std::vector<Tensor> params;
-    for (const ParamSpec& spec : (*layer)->parameter_specs()) {
-      const std::string name = absl::StrCat((*layer)->name(), ".", spec.name);
-      ASSERT_TRUE(initial.contains(name)) << name << " is not a transformers parameter";
-      const NamedTensorData& value = initial.at(name);
-      ASSERT_TRUE(Shape(value.shape) == spec.shape)
-          << name << ": transformers " << Shape(value.shape).ToString() << ", gpipe "
-          << spec.shape.ToString();
-      absl::StatusOr<Tensor> param =
-          Tensor::Empty(device, spec.shape, DType::kF32, MemoryKind::kParameter);
-      ASSERT_TRUE(param.ok());
-      std::copy(value.values.begin(), value.values.end(), param->f32());
-      params.push_back(*std::move(param));
-      ++parameters_used;
-    }
-    LayerContext ctx{.device = device, .seed = plan.training().seed(), .layer_index = l,
-                     .need_input_grad = l > 0};
-    SavedTensors saved;
-    absl::StatusOr<Tensor> output = (*layer)->Forward(ctx, params, activation, saved);
-    ASSERT_TRUE(output.ok()) << (*layer)->name() << ": " << output.status();
-    activation = *std::move(output);
-    shape = (*layer)->output_shape();
-  }
-  EXPECT_EQ(parameters_used, initial.size()) << "every transformers parameter has its layer";
-  ASSERT_EQ(activation.dtype(), DType::kF32);
-  ASSERT_TRUE(activation.shape() == (Shape{batch, seq_len, vocab})) << activation.shape().ToString();
-  const std::vector<float> logits(activation.f32(), activation.f32() + activation.num_elements());
-  ExpectTensorClose(logits, want_logits.values, kTolerance, "logits");
-
-  // The mean cross-entropy over every sample and position, in double from gpipe's logits.
-  double loss = 0;
-  for (int64_t row = 0; row < batch * seq_len; ++row) {
-    const float* z = logits.data() + row * vocab;
-    const double top = *std::max_element(z, z + vocab);
-    double sum = 0;
-    for (int64_t c = 0; c < vocab; ++c) sum += std::exp(z[c] - top);
-    loss += top + std::log(sum) - z[targets->data<int64_t>()[row]];
-  }
-  loss /= static_cast<double>(batch * seq_len);
-  ExpectScalarsClose({loss}, Numbers(first_step, "loss"), kTolerance, "first mini-batch loss");
+  ExpectFirstMiniBatchMatches("llama_sgd.pbtxt", Fixture("init.safetensors"),
+                              "llama_first_step.safetensors");
 }
 
 TEST_F(LlamaHfReferenceTest, SgdWithWarmupCosineAndClippingMatchesTransformers) {
@@ -315,6 +325,7 @@ TEST_F(LlamaHfReferenceTest, EmbeddingAndHeadAloneMatchPyTorch) {
   }
   const std::string init = Scratch("embed_head_init.safetensors");
   ASSERT_TRUE(WriteSafetensors(init, subset, {}).ok());
+  ExpectFirstMiniBatchMatches("embed_head_sgd.pbtxt", init, "embed_head_first_step.safetensors");
   const std::vector<Partition> partitions = {{1, 1, "GPIPE", "EXCEPT_LAST", ""},
                                              {2, 2, "ONE_F_ONE_B", "ALWAYS", R"("lm_head")"}};
   for (const char* scenario : {"sgd", "adamw"}) {

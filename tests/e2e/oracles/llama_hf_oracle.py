@@ -28,7 +28,7 @@ What it writes into OUT:
                        the parameters after STEPS steps; metadata "lr", "loss" and "grad_norm":
                        each step's learning rate, mini-batch loss (before that step's update) and
                        gradient norm before clipping, comma-separated, as Python's repr.
-  first_step.safetensors
+  llama_first_step.safetensors, embed_head_first_step.safetensors
                        the logits [BATCH, SEQ_LEN, VOCAB] of the first mini-batch under the initial
                        weights; metadata "loss" (their mean cross-entropy) and "token_ids" (the
                        mini-batch's inputs, row-major, comma-separated).
@@ -315,7 +315,8 @@ def plan_text(model_name, scenario_name, with_decoder):
     layers.append(f'  layers {{ name: "lm_head" linear {{ out_features: {VOCAB} bias: false }} }}')
     what = ("transformers' LlamaForCausalLM" if with_decoder else
             "the embedding and head of that LlamaForCausalLM alone (no decoder)")
-    return HEADER.format(what=what, expected=f"{model_name}_{scenario_name}_expected.safetensors") + (
+    expected = f"{model_name}_{scenario_name}_expected.safetensors"
+    return HEADER.format(what=what, expected=expected) + (
         f'name: "{model_name}-{scenario_name}"\n'
         "model {\n"
         f"  input {{ shape: [{SEQ_LEN}] type: INT64 }}\n" + "\n".join(layers) + "\n"
@@ -379,19 +380,23 @@ def make_references(source, out):
 
     # The first mini-batch's logits and loss under the initial weights.
     x, y = batch(tokens, 0)
-    model = fresh_llama()
-    with torch.no_grad():
-        logits = llama_logits(model, x).contiguous()
-        loss = F.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
-    reference = proto_forward(init, x)
-    gap = np.abs(logits.double().numpy() - reference).max() / np.abs(reference).max()
-    print(f"first step: loss {float(loss)!r}; max |HF - plan.proto's formula in float64| / "
-          f"max |logits| = {gap:.2e}")
-    if gap > 1e-6:
-        fail("transformers' LlamaForCausalLM does not compute plan.proto's llama_block formula")
-    save_file({"logits": logits}, os.path.join(out, "first_step.safetensors"),
-              metadata={"loss": repr(float(loss)), "token_ids": csv(x.reshape(-1).tolist()),
-                        **versions()})
+    for model_name, make_model, logits_of in [("llama", fresh_llama, llama_logits),
+                                              ("embed_head", fresh_embed_head, embed_head_logits)]:
+        with torch.no_grad():
+            logits = logits_of(make_model(), x).contiguous()
+            loss = F.cross_entropy(logits.reshape(-1, VOCAB), y.reshape(-1))
+        print(f"{model_name} first mini-batch: loss {float(loss)!r}")
+        if model_name == "llama":
+            reference = proto_forward(init, x)
+            gap = np.abs(logits.double().numpy() - reference).max() / np.abs(reference).max()
+            print(f"  max |transformers - plan.proto's formula in float64| / max |logits| = "
+                  f"{gap:.2e}")
+            if gap > 1e-6:
+                fail("transformers' LlamaForCausalLM does not compute plan.proto's llama_block "
+                     "formula")
+        save_file({"logits": logits}, os.path.join(out, f"{model_name}_first_step.safetensors"),
+                  metadata={"loss": repr(float(loss)), "token_ids": csv(x.reshape(-1).tolist()),
+                            **versions()})
 
     for model_name, make_model, logits_of, with_decoder in [
             ("llama", fresh_llama, llama_logits, True),
@@ -429,17 +434,18 @@ def make_references(source, out):
                 f.write(plan_text(model_name, scenario_name, with_decoder))
 
 
-FILES = ["init.safetensors", "tokens.u16", "first_step.safetensors"] + [
-    f"{m}_{s}{suffix}" for m in ("llama", "embed_head") for s in SCENARIOS
-    for suffix in ("_expected.safetensors", ".pbtxt")]
+FILES = ["init.safetensors", "tokens.u16"] + [
+    f"{m}_{name}" for m in ("llama", "embed_head")
+    for name in ["first_step.safetensors"] + [f"{s}{suffix}" for s in SCENARIOS
+                                              for suffix in ("_expected.safetensors", ".pbtxt")]]
 
 
 def same_safetensors(a, b):
     with safe_open(a, "pt") as fa, safe_open(b, "pt") as fb:
         if set(fa.keys()) != set(fb.keys()) or fa.metadata() != fb.metadata():
             return False
-        return all(torch.equal(fa.get_tensor(k).view(torch.int32), fb.get_tensor(k).view(torch.int32))
-                   for k in fa.keys())
+        return all(torch.equal(fa.get_tensor(k).view(torch.int32),
+                               fb.get_tensor(k).view(torch.int32)) for k in fa.keys())
 
 
 def check(directory):

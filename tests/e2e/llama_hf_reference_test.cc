@@ -90,6 +90,8 @@ void ExpectTensorClose(const std::vector<float>& got, const std::vector<float>& 
     }
     max_want = std::max(max_want, std::abs(double{want[i]}));
   }
+  // The measured gap, relative to the tensor's largest value, in the test's XML/JSON output.
+  ::testing::Test::RecordProperty(what, absl::StrCat(max_diff / std::max(max_want, 1e-30)));
   EXPECT_LE(max_diff, tolerance * max_want)
       << what << ": max |gpipe - reference| = " << max_diff << " at element " << worst << " (gpipe "
       << got[worst] << ", reference " << want[worst] << "), max |reference| = " << max_want;

@@ -24,10 +24,18 @@ struct StepMetrics {
   bool applied = true;
   double step_ms = 0.0;  // rank 0's wall time of the step
   double samples_per_second = 0.0;
+  // Token ids per second over every replica; < 0 when model.input is not token ids.
+  double tokens_per_second = -1.0;
+  // Model FLOPs utilization: the ranks' mean achieved TFLOP/s over runtime.peak_tflops; < 0
+  // when the plan sets no peak.
+  double mfu = -1.0;
   double bubble_fraction = 0.0;      // mean over ranks of 1 - busy/step time
   std::vector<double> replica_loss;  // per data-parallel replica
   std::vector<int64_t> peak_bytes;   // per rank: the device's peak memory in the step
   std::vector<int64_t> bytes_sent;   // per rank: boundary tensors sent (payload bytes)
+  // Per rank: achieved TFLOP/s, its stage's model FLOPs (forward + backward, recomputation
+  // excluded) over step_ms.
+  std::vector<double> tflops_per_rank;
 };
 
 struct EvalMetrics {

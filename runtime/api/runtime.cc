@@ -21,10 +21,13 @@ StepMetrics ToMetrics(const StepSummary& summary) {
                      .applied = summary.applied,
                      .step_ms = summary.step_ms,
                      .samples_per_second = summary.samples_per_s,
+                     .tokens_per_second = summary.tokens_per_s,
+                     .mfu = summary.mfu,
                      .bubble_fraction = summary.bubble,
                      .replica_loss = summary.replica_loss,
                      .peak_bytes = summary.peak_bytes,
-                     .bytes_sent = summary.bytes_sent};
+                     .bytes_sent = summary.bytes_sent,
+                     .tflops_per_rank = summary.tflops_per_rank};
 }
 
 EvalMetrics ToMetrics(const EvalSummary& summary, int64_t after_step) {

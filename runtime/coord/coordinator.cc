@@ -48,7 +48,8 @@ Coordinator::Coordinator(ControlChannel& control, const pb::Setup& setup, RankSt
       logger_(logger),
       sampler_(stage.dataset->size(), setup.plan().training().global_batch(),
                setup.plan().data().shuffle(), setup.plan().training().seed()),
-      lr_schedule_(setup.plan().training(), stage.chunks->optimizer(0).base_lr()) {}
+      lr_schedule_(setup.plan().training(), stage.chunks->optimizer(0).base_lr()),
+      work_(StepWorkOf(setup)) {}
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Start(
     ControlChannel& control, const pb::Setup& setup, RankStage& stage,
@@ -192,6 +193,7 @@ absl::StatusOr<StepSummary> Coordinator::RunStep(int64_t step, double lr) {
   ASSIGN_OR_RETURN(StepSummary summary,
                    Summarize(step, stage_.gate->reports(), plan.training().global_batch(), step_ms,
                              stage_.gate->applied(), PredictionsPerSample(setup_)));
+  AddThroughput(work_, summary);
   summary.lr = lr;
   summary.grad_norm = stage_.gate->grad_norm();
   if (metrics_) RETURN_IF_ERROR(metrics_->Write(ToMetricsRecord(summary)));

@@ -18,6 +18,7 @@
 #include "runtime/coord/eval_summary.h"
 #include "runtime/coord/stage_builder.h"
 #include "runtime/coord/step_summary.h"
+#include "runtime/coord/step_work.h"
 #include "runtime/coord/trace_session.h"
 #include "runtime/coord/worker.h"
 #include "runtime/coord/worker_options.h"
@@ -82,6 +83,8 @@ class Coordinator {
   BatchSampler sampler_;
   // The learning rate of each update, from the updates applied so far (progress_.applied_steps).
   LrSchedule lr_schedule_;
+  // Each stage's FLOPs and the tokens of a step, for the throughput of every step.
+  const StepWork work_;
   std::unique_ptr<MetricsWriter> metrics_;  // null without a metrics file
   CheckpointProgress progress_;
   bool start_checked_ = false;  // CheckStopAtStart ran (the first Train)

@@ -1,12 +1,47 @@
 #include "runtime/coord/step_summary.h"
 
 #include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "runtime/core/byte_format.h"
 
 namespace gpipe {
+namespace {
+
+// A rate in three significant digits with an SI prefix: {"85.1", "k"}, {"1.61", "T"}.
+struct ScaledRate {
+  std::string digits;
+  const char* prefix;
+};
+
+ScaledRate Scale(double rate) {
+  static constexpr std::pair<double, const char*> kPrefixes[] = {
+      {1e12, "T"}, {1e9, "G"}, {1e6, "M"}, {1e3, "k"}};
+  double value = rate;
+  const char* prefix = "";
+  for (const auto& [factor, name] : kPrefixes) {
+    if (std::abs(rate) >= factor) {
+      value = rate / factor;
+      prefix = name;
+      break;
+    }
+  }
+  if (value >= 99.95) return {absl::StrFormat("%.0f", value), prefix};
+  if (value >= 9.995) return {absl::StrFormat("%.1f", value), prefix};
+  return {absl::StrFormat("%.2f", value), prefix};
+}
+
+// "1.23 TFLOP/s" from TFLOP/s.
+std::string FormatFlopRate(double tflops) {
+  const ScaledRate scaled = Scale(tflops * 1e12);
+  return absl::StrCat(scaled.digits, " ", scaled.prefix, "FLOP/s");
+}
+
+}  // namespace
 
 absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepReport>& reports,
                                       int64_t global_batch, double step_ms, bool applied,
@@ -81,8 +116,10 @@ Json ToMetricsRecord(const StepSummary& s) {
   json["lr"] = s.lr;
   if (s.grad_norm >= 0) json["grad_norm"] = s.grad_norm;
   json["samples_per_s"] = s.samples_per_s;
+  if (s.tokens_per_s >= 0) json["tokens_per_s"] = s.tokens_per_s;
   json["step_ms"] = s.step_ms;
   json["bubble"] = s.bubble;
+  if (s.mfu >= 0) json["mfu"] = s.mfu;
   json["peak_bytes"] = s.peak_bytes;
   json["peak_boundary_bytes"] = s.peak_boundary_bytes;
   json["peak_activation_bytes"] = s.peak_activation_bytes;
@@ -90,6 +127,7 @@ Json ToMetricsRecord(const StepSummary& s) {
   json["busy_ms"] = s.busy_ms;
   json["bytes_sent"] = s.bytes_sent;
   json["bytes_received"] = s.bytes_received;
+  if (!s.tflops_per_rank.empty()) json["tflops_per_rank"] = s.tflops_per_rank;
   if (s.replicas > 1) {
     json["replicas"] = s.replicas;
     json["replica_loss"] = s.replica_loss;
@@ -106,8 +144,25 @@ std::string FormatProgressLine(const StepSummary& s, int64_t total_steps) {
   if (s.accuracy >= 0) absl::StrAppendFormat(&line, " | acc %.1f%%", 100.0 * s.accuracy);
   absl::StrAppendFormat(&line, " | lr %.2e", s.lr);
   if (s.grad_norm >= 0) absl::StrAppendFormat(&line, " | grad norm %.4g", s.grad_norm);
-  absl::StrAppendFormat(&line, " | %.0f samples/s | step %.2f ms | bubble %.1f%%", s.samples_per_s,
-                        s.step_ms, 100.0 * s.bubble);
+  absl::StrAppendFormat(&line, " | %.0f samples/s", s.samples_per_s);
+  if (s.tokens_per_s >= 0) {
+    const ScaledRate tokens = Scale(s.tokens_per_s);
+    absl::StrAppend(&line, " | ", tokens.digits, tokens.prefix, " tok/s");
+  }
+  absl::StrAppendFormat(&line, " | step %.2f ms | bubble %.1f%%", s.step_ms, 100.0 * s.bubble);
+  if (!s.tflops_per_rank.empty()) {
+    const double mean = std::accumulate(s.tflops_per_rank.begin(), s.tflops_per_rank.end(), 0.0) /
+                        s.tflops_per_rank.size();
+    absl::StrAppend(&line, " | ", FormatFlopRate(mean), "/rank");
+    const auto fastest = std::max_element(s.tflops_per_rank.begin(), s.tflops_per_rank.end());
+    // Uneven stages: the busiest one bounds the pipeline, so name it.
+    if (*fastest > mean * (1 + 1e-9)) {
+      const size_t rank = fastest - s.tflops_per_rank.begin();
+      absl::StrAppend(&line, " (max ", FormatFlopRate(*fastest), " on stage ",
+                      rank < s.stage.size() ? s.stage[rank] : static_cast<int>(rank), ")");
+    }
+  }
+  if (s.mfu >= 0) absl::StrAppendFormat(&line, " | MFU %.1f%%", 100.0 * s.mfu);
   if (!s.peak_bytes.empty()) {
     const auto fullest = std::max_element(s.peak_bytes.begin(), s.peak_bytes.end());
     const size_t rank = fullest - s.peak_bytes.begin();

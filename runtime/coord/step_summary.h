@@ -28,6 +28,11 @@ struct StepSummary {
   double grad_norm = -1.0;
   double step_ms = 0.0;  // rank 0's wall time for the step (command to decision)
   double samples_per_s = 0.0;
+  // Token ids in (every replica's) samples per second; < 0 when the input is not token ids.
+  double tokens_per_s = -1.0;
+  // Model FLOPs utilization: the ranks' mean achieved TFLOP/s over runtime.peak_tflops; < 0
+  // without a peak. Set with tflops_per_rank by AddThroughput (step_work.h).
+  double mfu = -1.0;
   double bubble = 0.0;  // mean over ranks of 1 - busy/step time
   // Per rank from here on (replica r's stage s is rank r * stages + s).
   std::vector<int> stage;
@@ -46,6 +51,9 @@ struct StepSummary {
   // and the part of it the step waited for at its end; 0 with one replica.
   std::vector<double> all_reduce_ms;
   std::vector<double> all_reduce_exposed_ms;
+  // Achieved TFLOP/s: the rank's stage's model FLOPs (forward + backward, recomputation
+  // excluded) over step_ms.
+  std::vector<double> tflops_per_rank;
   int replicas = 1;
 };
 
@@ -56,15 +64,19 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
                                       int64_t predictions_per_sample = 1);
 
 // "step 10/200 | loss 0.4312 | acc 87.5% | lr 5.00e-02 | 5321 samples/s | step 48.1 ms |
-//  bubble 27.4% | peak mem 1.2 MiB (stage 0)"; with gradient clipping "| grad norm 1.234" follows
-// the lr; with replicas the peak names "(stage 0, replica 1)" and the line ends
-// "| 2 replicas, all-reduce 3.10 ms (0.42 ms exposed)" (the slowest rank's).
+//  bubble 27.4% | 1.23 GFLOP/s/rank | peak mem 1.2 MiB (stage 0)"; with gradient clipping
+// "| grad norm 1.234" follows the lr; token inputs add "| 85.1k tok/s" after the samples/s; the
+// FLOP rate is the ranks' mean, followed by "(max 1.61 TFLOP/s on stage 1)" when the stages
+// differ, and then by "| MFU 12.3%" with a peak; with replicas the peak names
+// "(stage 0, replica 1)" and the line ends "| 2 replicas, all-reduce 3.10 ms (0.42 ms exposed)"
+// (the slowest rank's).
 std::string FormatProgressLine(const StepSummary& summary, int64_t total_steps);
 
 // The metrics file's record of the step: step, loss, accuracy (classification only), applied,
-// lr, grad_norm (with gradient clipping), samples_per_s, step_ms, bubble, and peak_bytes,
-// peak_boundary_bytes, peak_activation_bytes, peak_boundary_grad_bytes, busy_ms, bytes_sent and
-// bytes_received as lists indexed by rank; with replicas also replicas, replica_loss (by replica),
+// lr, grad_norm (with gradient clipping), samples_per_s, tokens_per_s (token inputs), step_ms,
+// bubble, mfu (with a peak), and peak_bytes, peak_boundary_bytes, peak_activation_bytes,
+// peak_boundary_grad_bytes, busy_ms, bytes_sent, bytes_received and tflops_per_rank (when
+// set) as lists indexed by rank; with replicas also replicas, replica_loss (by replica),
 // stage and replica (by rank), all_reduce_ms and all_reduce_exposed_ms (by rank).
 Json ToMetricsRecord(const StepSummary& summary);
 

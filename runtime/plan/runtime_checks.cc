@@ -115,6 +115,13 @@ void CheckRuntime(const pb::Plan& plan, PlanErrors& errors) {
         absl::StrCat("is ", runtime.memory_limit_bytes(),
                      "; use 0 (no limit) or a byte budget up to ", kMaxByteCount, " (1 EiB)"));
   }
+  // Unset means no MFU; a set value divides every step's FLOP rate, so it must be a real peak.
+  if (runtime.has_peak_tflops() && !Positive(runtime.peak_tflops())) {
+    errors.Add("runtime.peak_tflops",
+               absl::StrCat("is ", Show(runtime.peak_tflops()),
+                            "; give one device's peak dense TFLOP/s at the run's precision "
+                            "(> 0, e.g. 989 for an H100 SXM in bf16), or remove it (no MFU)"));
+  }
   if (runtime.trace_steps() < 0) {
     errors.Add("runtime.trace_steps",
                absl::StrCat("is ", runtime.trace_steps(), "; use 0 (every step) or a step count"));

@@ -1,6 +1,7 @@
 // Rank 0's summary of one step from every rank's report: with data-parallel replicas the loss
 // and the correct predictions add up over the replicas' last stages, the progress line names the
-// fullest rank's stage and replica and the slowest all-reduce, and the metrics record lists them.
+// fullest rank's stage and replica and the slowest all-reduce, and the metrics record lists them;
+// the throughput (tokens/s, FLOP/s per rank, MFU) appears in both only where it is known.
 #include "runtime/coord/step_summary.h"
 
 #include <string>
@@ -77,6 +78,47 @@ TEST(StepSummaryTest, OneReplicaKeepsTheRecordAndLineAsBefore) {
   EXPECT_THAT(FormatProgressLine(*s, 10), HasSubstr("peak mem 1001 B (stage 1)"));
   EXPECT_THAT(FormatProgressLine(*s, 10), ::testing::Not(HasSubstr("replica")));
   EXPECT_FALSE(ToMetricsRecord(*s).contains("replicas"));
+}
+
+TEST(StepSummaryTest, ThroughputShowsTokensTheMeanRanksFlopRateTheBusiestStageAndMfu) {
+  std::vector<pb::StepReport> reports = {Report(0, 0, 0), Report(1, 1, 0)};
+  reports[1].set_loss(0.7);
+  absl::StatusOr<StepSummary> s = Summarize(4, reports, 16, 2000.0, true);
+  ASSERT_TRUE(s.ok()) << s.status();
+  s->tokens_per_s = 12345;
+  s->tflops_per_rank = {1.5, 2.5};
+  s->mfu = 0.2;
+  const std::string line = FormatProgressLine(*s, 10);
+  EXPECT_THAT(line, HasSubstr("| 8 samples/s | 12.3k tok/s | step 2000.00 ms |"));
+  EXPECT_THAT(line, HasSubstr("| 2.00 TFLOP/s/rank (max 2.50 TFLOP/s on stage 1) | MFU 20.0% |"));
+  const Json record = ToMetricsRecord(*s);
+  EXPECT_EQ(record.at("tokens_per_s").get<double>(), 12345.0);
+  EXPECT_EQ(record.at("tflops_per_rank").get<std::vector<double>>(),
+            (std::vector<double>{1.5, 2.5}));
+  EXPECT_EQ(record.at("mfu").get<double>(), 0.2);
+  // Even stages name none; rates take the prefix that fits.
+  s->tokens_per_s = 950;
+  s->tflops_per_rank = {0.0123, 0.0123};
+  EXPECT_THAT(FormatProgressLine(*s, 10), HasSubstr("| 950 tok/s |"));
+  EXPECT_THAT(FormatProgressLine(*s, 10), HasSubstr("| 12.3 GFLOP/s/rank | MFU 20.0% |"));
+  s->tokens_per_s = 1.234e6;
+  EXPECT_THAT(FormatProgressLine(*s, 10), HasSubstr("| 1.23M tok/s |"));
+}
+
+TEST(StepSummaryTest, WithoutTokensOrAPeakTheLineAndRecordLeaveThemOut) {
+  std::vector<pb::StepReport> reports = {Report(0, 0, 0)};
+  reports[0].set_loss(0.7);
+  absl::StatusOr<StepSummary> s = Summarize(4, reports, 16, 20.0, true);
+  ASSERT_TRUE(s.ok()) << s.status();
+  s->tflops_per_rank = {3e-6};
+  const std::string line = FormatProgressLine(*s, 10);
+  EXPECT_THAT(line, HasSubstr("| bubble 50.0% | 3.00 MFLOP/s/rank | peak mem"));
+  EXPECT_THAT(line, ::testing::Not(HasSubstr("tok/s")));
+  EXPECT_THAT(line, ::testing::Not(HasSubstr("MFU")));
+  const Json record = ToMetricsRecord(*s);
+  EXPECT_FALSE(record.contains("tokens_per_s"));
+  EXPECT_FALSE(record.contains("mfu"));
+  EXPECT_EQ(record.at("tflops_per_rank").get<std::vector<double>>(), (std::vector<double>{3e-6}));
 }
 
 TEST(StepSummaryTest, AReportNamingAReplicaOutsideTheJobIsAnError) {

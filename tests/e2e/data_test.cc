@@ -12,11 +12,14 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
+#include "layers/registry.h"
 #include "runtime/ckpt/hf_checkpoint.h"
 #include "runtime/ckpt/safetensors.h"
 #include "runtime/core/bf16.h"
+#include "runtime/core/json.h"
 #include "runtime/core/rng.h"
 #include "runtime/data/npy.h"
+#include "runtime/estimate/resolve_plan.h"
 #include "tests/support/process_runner.h"
 #include "tests/support/scratch_dir.h"
 
@@ -246,7 +249,8 @@ TEST_F(NpyJobTest, ExportedWeightsComeBackWithInitFrom) {
 
 // data.tokens holding a text's bytes as UINT16 or UINT32 ids gives the same windows as data.text
 // on that text, so the trained weights are the same bits; and an id past the vocabulary is
-// refused by the plan check naming the file and offset, before any rank starts.
+// refused by the plan check naming the file and offset, before any rank starts. A token run's
+// progress line and metrics carry tokens/s, each rank's TFLOP/s and the MFU.
 class TokensJobTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -390,6 +394,50 @@ TEST_F(TokensJobTest, TokenFilesOfTheBytesTrainLikeTheText) {
       << wide.output;
   EXPECT_TRUE(absl::StrContains(wide.output, "outside the model's vocabulary [0, 256)"))
       << wide.output;
+}
+
+TEST_F(TokensJobTest, ThroughputFollowsTheStepTimeAndEachStagesModelFlops) {
+  const std::vector<std::string> overrides = {"pipeline { stages: 2 }",
+                                              "runtime { peak_tflops: 0.001 log_every: 1 }"};
+  // Each stage's model FLOPs per step from the plan's analysis (forward + backward per sample,
+  // times the 8 samples of a step), summed here by the parts' own stage numbers.
+  absl::StatusOr<ResolvedPlan> resolved =
+      ResolvePlan(PlanFile{plan_}, overrides, LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(resolved.ok()) << resolved.status();
+  std::vector<double> stage_flops(2, 0.0);
+  for (const StageInfo& part : resolved->analyzed.stages) {
+    stage_flops[part.stage] += part.flops_per_sample * 8;
+  }
+  ASSERT_GT(stage_flops[0], 0);
+  ASSERT_GT(stage_flops[1], stage_flops[0]);  // the head's 256-way projection is on stage 1
+
+  const std::string metrics = dir_ + "/metrics.jsonl";
+  const testing::ProcessResult run = Run(2, {"--override", overrides[1], "--metrics-out", metrics});
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, " tok/s | step ")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "FLOP/s/rank (max ")) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, " on stage 1) | MFU ")) << run.output;
+  std::ifstream in(metrics);
+  int steps = 0;
+  for (std::string line; std::getline(in, line);) {
+    absl::StatusOr<Json> record = ParseJson(line, metrics);
+    ASSERT_TRUE(record.ok()) << record.status();
+    if (record->contains("eval")) continue;
+    ++steps;
+    const double seconds = record->at("step_ms").get<double>() / 1000.0;
+    ASSERT_GT(seconds, 0);
+    // 8 samples of 16 token ids.
+    EXPECT_NEAR(record->at("tokens_per_s").get<double>(), 128 / seconds, 1e-9 * 128 / seconds);
+    const std::vector<double> tflops = record->at("tflops_per_rank").get<std::vector<double>>();
+    ASSERT_EQ(tflops.size(), 2u);
+    for (int rank = 0; rank < 2; ++rank) {
+      const double expected = stage_flops[rank] / seconds / 1e12;
+      EXPECT_NEAR(tflops[rank], expected, 1e-9 * expected) << "rank " << rank;
+    }
+    const double mfu = (tflops[0] + tflops[1]) / 2 / 0.001;
+    EXPECT_NEAR(record->at("mfu").get<double>(), mfu, 1e-9 * mfu);
+  }
+  EXPECT_EQ(steps, 3);
 }
 
 }  // namespace

@@ -95,7 +95,8 @@ TEST(PlanLoaderTest, UnknownFieldFarFromAnyNameListsTheFields) {
   EXPECT_EQ(loaded.status().message(),
             "p.pbtxt:1:11: Message type \"gpipe.pb.Runtime\" has no field named \"xyzzy\". "
             "Fields of Runtime: device, transport, log_every, metrics_out, threads, timeouts, "
-            "memory_limit_bytes, trace, trace_steps, sim, cuda, gradient_bucket_bytes.");
+            "memory_limit_bytes, trace, trace_steps, sim, cuda, gradient_bucket_bytes, "
+            "peak_tflops.");
 }
 
 TEST(PlanLoaderTest, UnknownEnumValueIsRejectedAtTheValue) {

@@ -439,6 +439,14 @@ std::vector<MalformedCase> Cases() {
         "1 to 1152921504606846976 (1 EiB)",
         "bad.pbtxt:11:54: runtime.memory_limit_bytes: is 9223372036854775807; use 0 (no limit) "
         "or a byte budget up to 1152921504606846976 (1 EiB)"}},
+      {"NonPositivePeakTflops",
+       {{11, "runtime { peak_tflops: -989 }"}},
+       {"bad.pbtxt:11:11: runtime.peak_tflops: is -989; give one device's peak dense TFLOP/s at "
+        "the run's precision (> 0, e.g. 989 for an H100 SXM in bf16), or remove it (no MFU)"}},
+      {"NonFinitePeakTflops",
+       {{11, "runtime { peak_tflops: inf }"}},
+       {"bad.pbtxt:11:11: runtime.peak_tflops: is inf; give one device's peak dense TFLOP/s at "
+        "the run's precision (> 0, e.g. 989 for an H100 SXM in bf16), or remove it (no MFU)"}},
       {"TraceSteps",
        {{11, "runtime { trace: \"t.json\" trace_steps: -2 }"}},
        {"bad.pbtxt:11:27: runtime.trace_steps: is -2; use 0 (every step) or a step count"}},

@@ -14,6 +14,8 @@
 //                                 stage boundaries by measured cost and memory
 //   gpipe-plan field PLAN NAME [--override TEXT]...
 //                                 one field's value after the overrides (for scripts)
+//   gpipe-plan export-schedule PLAN -o OUT.csv [--override TEXT]...
+//                                 the plan's schedule as a PyTorch compute-schedule CSV
 #include <cstdio>
 #include <optional>
 #include <string>
@@ -36,6 +38,8 @@
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_field.h"
 #include "runtime/plan/plan_loader.h"
+#include "runtime/schedule/build_program.h"
+#include "runtime/schedule/schedule_csv.h"
 #include "runtime/trace/svg_timeline.h"
 #include "runtime/trace/timeline_from_simulation.h"
 #include "runtime/trace/timeline_from_trace.h"
@@ -51,6 +55,7 @@ constexpr char kUsage[] =
     "       gpipe-plan balance PLAN [--stages K] [--memory-limit BYTES] [-o OUT.pbtxt]"
     " [--override TEXT]...\n"
     "       gpipe-plan field PLAN NAME [--override TEXT]...\n"
+    "       gpipe-plan export-schedule PLAN -o OUT.csv [--override TEXT]...\n"
     "  check      validate the plan (errors as file:line:col) and print its stages\n"
     "  show       also draw the schedule as a stage x time grid with the simulated step time,\n"
     "             bubble and per-stage peak memory by kind\n"
@@ -75,9 +80,12 @@ constexpr char kUsage[] =
     "  field      print the value of one field, by its dotted name (e.g. checkpoint.dir), of\n"
     "             the plan with its overrides merged: a string as it is, an enum by its name;\n"
     "             an unset field prints its default (empty for a string without one)\n"
+    "  export-schedule  write the plan's training schedule, any built-in or CUSTOM, as PyTorch's\n"
+    "             pipelining compute-schedule CSV (one row per stage, actions <stage>F<mb>,\n"
+    "             B, I, W), which pipeline { schedule: CUSTOM schedule_csv: ... } reads back\n"
     "  --stages K (balance) the number of stages (default: the plan's pipeline.stages)\n"
     "  -o OUT     (timeline) where to write the picture; (profile) the profile; (balance) the\n"
-    "             balanced plan\n"
+    "             balanced plan; (export-schedule) the CSV\n"
     "  --step N   (timeline, trace) the training step to draw; default: the last one every\n"
     "             rank completed\n"
     "  --override (check, show, profile, balance, timeline of a plan) a plan text merged over the "
@@ -263,6 +271,27 @@ int FieldMain(const gpipe::ParsedFlags& flags, const std::string& plan_path,
   return 0;
 }
 
+int ExportScheduleMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
+  if (flags.Has("n") || flags.Has("compare") || flags.Has("step") || flags.Has("repeats") ||
+      flags.Has("device") || flags.Has("stages") || flags.Has("memory-limit")) {
+    return Usage("export-schedule takes only -o and --override");
+  }
+  const std::optional<std::string> out = flags.Get("o");
+  if (!out) return Usage("export-schedule needs -o OUT.csv");
+  if (int refused = CheckOutput(*out, plan_path, "the plan"); refused != 0) return refused;
+  auto resolved = gpipe::ResolvePlan(gpipe::PlanFile{.path = plan_path}, flags.GetAll("override"),
+                                     gpipe::LayerRegistry::WithBuiltins());
+  if (!resolved.ok()) return Fail(std::string(resolved.status().message()));
+  auto program = gpipe::schedule::BuildPipelineProgram(resolved->analyzed.plan.pipeline());
+  if (!program.ok()) return Fail(std::string(program.status().message()));
+  auto csv = gpipe::schedule::ScheduleCsv(*program);
+  if (!csv.ok()) return Fail(std::string(csv.status().message()));
+  const absl::Status written = gpipe::WriteFileAtomically(*out, *csv);
+  if (!written.ok()) return Fail(std::string(written.message()));
+  std::printf("wrote %s\n", out->c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -296,6 +325,9 @@ int main(int argc, char** argv) {
   }
   if (positional.size() == 3 && positional[0] == "field") {
     return FieldMain(*flags, positional[1], positional[2]);
+  }
+  if (positional.size() == 2 && positional[0] == "export-schedule") {
+    return ExportScheduleMain(*flags, positional[1]);
   }
   if (positional.size() == 2 && positional[0] == "balance") {
     return BalanceMain(*flags, positional[1]);

@@ -191,9 +191,7 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     RETURN_IF_ERROR(CheckNoTakeover(plan.checkpoint().dir(), resume, options.start_over));
   }
   const pb::Pipeline& pipeline = job.analyzed.plan.pipeline();
-  ASSIGN_OR_RETURN(schedule::Program program,
-                   schedule::BuildProgram(pipeline.schedule(), pipeline.stages(),
-                                          pipeline.micro_batches(), pipeline.virtual_stages()));
+  ASSIGN_OR_RETURN(schedule::Program program, schedule::BuildPipelineProgram(pipeline));
   auto prediction = schedule::VerifyProgram(program, CostsFromFlops(job.analyzed));
   if (!prediction.ok()) {
     return absl::InternalError(

@@ -116,10 +116,11 @@ absl::StatusOr<LayerBytes> MeasureLayerBytes(const AnalyzedPlan& plan,
 absl::StatusOr<BalanceResult> BalancePlan(const LoadedPlan& loaded, const LayerRegistry& registry,
                                           const BalanceOptions& options) {
   const pb::Pipeline& pipeline = loaded.plan.pipeline();
-  if (pipeline.virtual_stages() > 1) {
+  if (pipeline.virtual_stages() > 1 || pipeline.schedule() == pb::CUSTOM) {
     return absl::InvalidArgumentError(
-        "balance: interleaved stages (pipeline.virtual_stages > 1) are not supported; balance "
-        "with virtual_stages: 1 and give the boundaries of each chunk by hand");
+        "balance: interleaved stages (pipeline.virtual_stages > 1) and CUSTOM schedules are not "
+        "supported; balance with virtual_stages: 1 and a built-in schedule, and give the "
+        "boundaries of each chunk by hand");
   }
   const int stages = options.stages > 0 ? options.stages : pipeline.stages();
   if (options.memory_limit < 0) {

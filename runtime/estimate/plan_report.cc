@@ -155,6 +155,8 @@ absl::StatusOr<std::string> FormatScheduleComparison(const LoadedPlan& loaded,
     pb::Pipeline& pipeline = *variant.plan.mutable_pipeline();
     pipeline.set_schedule(candidate.kind);
     pipeline.set_virtual_stages(candidate.virtual_stages);
+    pipeline.clear_custom();  // a CUSTOM plan's actions belong to it alone
+    pipeline.clear_schedule_csv();
     if (candidate.virtual_stages != base.virtual_stages()) pipeline.clear_boundaries();
     const std::string name = ScheduleName(pipeline);
     absl::StatusOr<AnalyzedPlan> analyzed = AnalyzePlan(variant, registry);

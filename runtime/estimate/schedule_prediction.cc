@@ -19,9 +19,7 @@ absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
                                                    const LayerRegistry& registry) {
   const pb::Pipeline& pipeline = plan.plan.pipeline();
   SchedulePrediction out;
-  ASSIGN_OR_RETURN(out.program,
-                   schedule::BuildProgram(pipeline.schedule(), pipeline.stages(),
-                                          pipeline.micro_batches(), pipeline.virtual_stages()));
+  ASSIGN_OR_RETURN(out.program, schedule::BuildPipelineProgram(pipeline));
   schedule::OpCosts costs = CostsFromFlops(plan);
   // On the simulated device the schedule is timed in milliseconds from runtime.sim's cost table
   // (the step time a SIM run should take); otherwise in relative FLOP units.

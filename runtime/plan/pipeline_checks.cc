@@ -12,10 +12,13 @@
 namespace gpipe {
 namespace {
 
-// Parts per stage the partition cuts: virtual_stages under INTERLEAVED_1F1B, else 1 (a
-// virtual_stages set for another schedule is reported once, by CheckSchedule).
+// Parts per stage the partition cuts: virtual_stages under INTERLEAVED_1F1B and CUSTOM (there
+// ResolveCustomSchedule has set it from the actions), else 1 (a virtual_stages set for another
+// schedule is reported once, by CheckSchedule).
 int PartsPerStage(const pb::Pipeline& pipeline) {
-  return pipeline.schedule() == pb::INTERLEAVED_1F1B ? std::max(1, pipeline.virtual_stages()) : 1;
+  const bool chunked =
+      pipeline.schedule() == pb::INTERLEAVED_1F1B || pipeline.schedule() == pb::CUSTOM;
+  return chunked ? std::max(1, pipeline.virtual_stages()) : 1;
 }
 
 void CheckBoundaries(const pb::Plan& plan, PlanErrors& errors) {

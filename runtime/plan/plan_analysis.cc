@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/check.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/plan/custom_schedule.h"
 #include "runtime/plan/partition.h"
 #include "runtime/plan/plan_defaults.h"
 #include "runtime/plan/plan_errors.h"
@@ -72,8 +73,9 @@ std::string Count(int64_t n, const std::string& noun) {
 }  // namespace
 
 absl::StatusOr<AnalyzedPlan> AnalyzePlan(const LoadedPlan& loaded, const LayerRegistry& registry) {
-  const pb::Plan& plan = loaded.plan;
   PlanErrors errors(loaded);
+  pb::Plan plan = loaded.plan;
+  ResolveCustomSchedule(loaded.directory, &plan, errors);
   ModelShapes shapes = InferModelShapes(plan, registry, errors);
   CheckPipeline(plan, errors);
   CheckTraining(plan, errors);

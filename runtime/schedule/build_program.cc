@@ -3,6 +3,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/schedule/custom_program.h"
 #include "runtime/schedule/eval_builder.h"
 #include "runtime/schedule/gpipe_builder.h"
 #include "runtime/schedule/interleaved_builder.h"
@@ -30,10 +31,30 @@ absl::StatusOr<Program> BuildProgram(pb::Schedule kind, int stages, int micro_ba
       return BuildZeroBubbleProgram(ZeroBubbleVariant::kH2, stages, micro_batches);
     case pb::EVAL:
       return BuildEvalProgram(stages, micro_batches, virtual_stages);
+    case pb::CUSTOM:
+      return absl::InvalidArgumentError(
+          "a CUSTOM schedule is built from its action lists (BuildPipelineProgram), not from "
+          "its shape");
   }
   return absl::InvalidArgumentError(
       absl::StrCat("pipeline.schedule ", static_cast<int>(kind),
                    " is not supported; supported schedules: ", ScheduleNames()));
+}
+
+absl::StatusOr<Program> BuildPipelineProgram(const pb::Pipeline& pipeline) {
+  if (pipeline.schedule() != pb::CUSTOM) {
+    return BuildProgram(pipeline.schedule(), pipeline.stages(), pipeline.micro_batches(),
+                        pipeline.virtual_stages());
+  }
+  ASSIGN_OR_RETURN(const ActionTable table, ActionTableFromProto(pipeline.custom()));
+  ASSIGN_OR_RETURN(Program program, CompileCustomProgram(table, pipeline.micro_batches()));
+  if (program.stages != pipeline.stages() || program.chunks != pipeline.virtual_stages()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the CUSTOM schedule's actions run ", program.stages, " ranks x ",
+                     program.chunks, " chunks but the pipeline says stages ", pipeline.stages(),
+                     ", virtual_stages ", pipeline.virtual_stages()));
+  }
+  return program;
 }
 
 }  // namespace gpipe::schedule

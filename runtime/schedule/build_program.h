@@ -16,6 +16,11 @@ namespace gpipe::schedule {
 absl::StatusOr<Program> BuildProgram(pb::Schedule kind, int stages, int micro_batches,
                                      int virtual_stages = 1);
 
+// The training program a resolved plan's pipeline runs: BuildProgram of its schedule and shape,
+// or, for CUSTOM, CompileCustomProgram of pipeline.custom (the plan analysis has inlined a
+// schedule_csv there and set virtual_stages to the chunks per rank). INVALID_ARGUMENT as theirs.
+absl::StatusOr<Program> BuildPipelineProgram(const pb::Pipeline& pipeline);
+
 }  // namespace gpipe::schedule
 
 #endif  // GPIPE_RUNTIME_SCHEDULE_BUILD_PROGRAM_H_

@@ -88,6 +88,7 @@ absl::Status CheckScheduleShape(pb::Schedule kind, int stages, int micro_batches
     case pb::INTERLEAVED_1F1B:
       RETURN_IF_ERROR(CheckInterleaved(stages, micro_batches, virtual_stages));
       return CheckSize(stages, micro_batches, virtual_stages);
+    case pb::CUSTOM:  // the action lists decide the chunks (custom_program.h)
     case pb::EVAL:  // any chunk count: it evaluates whatever parts the training program runs
       return CheckSize(stages, micro_batches, virtual_stages);
     case pb::GPIPE:

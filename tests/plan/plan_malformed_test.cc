@@ -384,6 +384,28 @@ std::vector<MalformedCase> Cases() {
        {"bad.pbtxt:8:39: pipeline.schedule: EVAL is forward-only (it evaluates, it cannot "
         "train); choose a training schedule: GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, "
         "ZERO_BUBBLE_H1 or ZERO_BUBBLE_H2"}},
+      {"CustomNeedsItsActions",
+       {{8, "pipeline { stages: 2 micro_batches: 2 schedule: CUSTOM }"}},
+       {"bad.pbtxt:8:39: pipeline.schedule: CUSTOM needs its actions: set pipeline.custom { ranks "
+        "{ actions: \"0F0 0B0\" } ... } (one ranks entry per stage) or pipeline.schedule_csv: "
+        "\"schedule.csv\""}},
+      {"CustomActionsNeedTheCustomSchedule",
+       {{8, "pipeline { stages: 2 micro_batches: 2 schedule_csv: \"s.csv\" }"}},
+       {"bad.pbtxt:8:39: pipeline.schedule_csv: is set but pipeline.schedule is GPIPE; set "
+        "schedule: CUSTOM to run it, or remove pipeline.schedule_csv"}},
+      {"CustomScheduleIsRefusedNamingTheAction",
+       {{8,
+         "pipeline { stages: 2 micro_batches: 2 schedule: CUSTOM custom { ranks { actions: \"0F0 "
+         "0F1 0B0 0B1\" } ranks { actions: \"1F0 1B0 1F1\" } } }"}},
+       {"bad.pbtxt:8:102: pipeline.custom.ranks[1]: action 2 (1F1): micro-batch 1 "
+        "is forwarded on stage 1 but its backward (1B1, or 1I1 then 1W1) is never scheduled, so "
+        "stage 0 never receives its gradient"}},
+      {"CustomScheduleHasOneRowPerStage",
+       {{8,
+         "pipeline { stages: 3 micro_batches: 2 schedule: CUSTOM custom { ranks { actions: \"0F0 "
+         "0B0\" } } }"}},
+       {"bad.pbtxt:8:56: pipeline.custom: has 1 row(s), one per rank, but pipeline.stages is 3; "
+        "write one row per stage or set pipeline.stages: 1"}},
       {"VirtualStagesOnlyWithInterleaving",
        {{8, "pipeline { stages: 1 micro_batches: 2 virtual_stages: 2 }"}},
        {"bad.pbtxt:8:39: pipeline.virtual_stages: pipeline.virtual_stages is 2 but "

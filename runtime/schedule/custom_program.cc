@@ -49,6 +49,12 @@ absl::StatusOr<std::vector<int>> Placement(const ActionTable& table, int micro_b
                          " is out of range: pipeline.micro_batches is ", micro_batches,
                          ", so the ids are 0 ... ", micro_batches - 1));
       }
+      if ((static_cast<long long>(action.stage) + 1) * micro_batches > kMaxStageMicroBatches) {
+        return ActionError(table, {r, p},
+                           absl::StrCat("stage ", action.stage, " x ", micro_batches,
+                                        " micro-batches is more work than a program may hold (",
+                                        kMaxStageMicroBatches, " stage micro-batches)"));
+      }
       if (action.stage >= static_cast<int>(owner.size())) owner.resize(action.stage + 1);
       ActionRef& first = owner[action.stage];
       if (!first.found()) {

@@ -8,7 +8,10 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
+#include "runtime/core/file_io.h"
 #include "tests/e2e/equivalence_harness.h"
+#include "tests/support/file_fixtures.h"
+#include "tests/support/process_runner.h"
 
 namespace gpipe {
 namespace {
@@ -111,6 +114,48 @@ TEST_F(EquivalenceTest, CustomSchedulesPerformTheSameUpdate) {
     SCOPED_TRACE(pipeline);
     ExpectBitIdentical(Train(2, {absl::StrCat("pipeline { ", pipeline, " }")}), in_order);
   }
+}
+
+TEST_F(EquivalenceTest, ExportedScheduleTrainsLikeItsBuiltIn) {
+  // gpipe-plan export-schedule writes ZB-H1 at K = 2 as a CSV; the plan with schedule: CUSTOM
+  // reading that file runs the same program, so the same update.
+  const std::string dir = testing::FreshTempDir();
+  const std::string csv = dir + "/zb_h1.csv";
+  const testing::ProcessResult exported =
+      testing::RunProcess({testing::BinPath("gpipe-plan"), "export-schedule",
+                           testing::SourcePath(testing::kEquivalencePlan), "-o", csv, "--override",
+                           "pipeline { stages: 2 schedule: ZERO_BUBBLE_H1 }"},
+                          60);
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const Weights in_order = Train(1, {"pipeline { schedule: ONE_F_ONE_B }"});
+  ExpectBitIdentical(
+      Train(2, {absl::StrCat("pipeline { schedule: CUSTOM schedule_csv: \"", csv, "\" }")}),
+      in_order);
+  const testing::ProcessResult show = testing::RunProcess(
+      {testing::BinPath("gpipe-plan"), "show", testing::SourcePath(testing::kEquivalencePlan),
+       "--override",
+       absl::StrCat("pipeline { stages: 2 schedule: CUSTOM schedule_csv: \"", csv, "\" }")},
+      60);
+  ASSERT_EQ(show.exit_code, 0) << show.output;
+  EXPECT_TRUE(absl::StrContains(show.output, "CUSTOM")) << show.output;
+}
+
+TEST_F(EquivalenceTest, PlanCheckRefusesABadScheduleCsvNamingRowAndAction) {
+  const std::string dir = testing::FreshTempDir();
+  const std::string csv = dir + "/bad.csv";
+  ASSERT_TRUE(WriteFileAtomically(csv, "0F0,0F1,0B0,0B1\n1F0,1B0,1F1\n").ok());
+  const testing::ProcessResult check = testing::RunProcess(
+      {testing::BinPath("gpipe-plan"), "check", testing::SourcePath(testing::kEquivalencePlan),
+       "--override",
+       absl::StrCat("pipeline { stages: 2 micro_batches: 2 schedule: CUSTOM schedule_csv: \"", csv,
+                    "\" }")},
+      60);
+  EXPECT_EQ(check.exit_code, 1) << check.output;
+  EXPECT_TRUE(absl::StrContains(
+      check.output, absl::StrCat("pipeline.schedule_csv: ", csv,
+                                 ":2: action 2 (1F1): micro-batch 1 is forwarded on stage 1 but "
+                                 "its backward (1B1, or 1I1 then 1W1) is never scheduled")))
+      << check.output;
 }
 
 }  // namespace

@@ -200,6 +200,12 @@ TEST(CustomProgramRejectsTest, ForwardMissingOrRepeated) {
             "activations)");
 }
 
+TEST(CustomProgramRejectsTest, HugeStageIdIsRefusedBeforeAnyWork) {
+  EXPECT_THAT(CompileError({"0F0 9999999F0"}, 4),
+              HasSubstr("row0: action 1 (9999999F0): stage 9999999 x 4 micro-batches is more work "
+                        "than a program may hold"));
+}
+
 TEST(CustomProgramRejectsTest, WholeAndSplitBackwardTogether) {
   EXPECT_EQ(CompileError({"0F0 0B0 0I0 0W0"}, 1),
             "row0: action 2 (0I0): micro-batch 0 of stage 0 has both a whole backward (B) and a "

@@ -1,7 +1,5 @@
 #include "runtime/schedule/custom_program.h"
 
-#include <algorithm>
-#include <optional>
 #include <regex>
 #include <string>
 #include <vector>

@@ -14,6 +14,8 @@
 //                                 stage boundaries by measured cost and memory
 //   gpipe-plan field PLAN NAME [--override TEXT]...
 //                                 one field's value after the overrides (for scripts)
+//   gpipe-plan hf-config PLAN -o config.json [--dtype F32|BF16] [--override TEXT]...
+//                                 the Hugging Face config.json of a Llama plan's export
 //   gpipe-plan export-schedule PLAN -o OUT.csv [--override TEXT]...
 //                                 the plan's schedule as a PyTorch compute-schedule CSV
 #include <cstdio>
@@ -27,6 +29,7 @@
 #include "launcher/flags.h"
 #include "layers/registry.h"
 #include "runtime/backend/standalone_device.h"
+#include "runtime/ckpt/hf_config.h"
 #include "runtime/core/file_io.h"
 #include "runtime/core/file_ownership.h"
 #include "runtime/core/status_macros.h"
@@ -55,6 +58,7 @@ constexpr char kUsage[] =
     "       gpipe-plan balance PLAN [--stages K] [--memory-limit BYTES] [-o OUT.pbtxt]"
     " [--override TEXT]...\n"
     "       gpipe-plan field PLAN NAME [--override TEXT]...\n"
+    "       gpipe-plan hf-config PLAN -o config.json [--dtype F32|BF16] [--override TEXT]...\n"
     "       gpipe-plan export-schedule PLAN -o OUT.csv [--override TEXT]...\n"
     "  check      validate the plan (errors as file:line:col) and print its stages\n"
     "  show       also draw the schedule as a stage x time grid with the simulated step time,\n"
@@ -80,12 +84,17 @@ constexpr char kUsage[] =
     "  field      print the value of one field, by its dotted name (e.g. checkpoint.dir), of\n"
     "             the plan with its overrides merged: a string as it is, an enum by its name;\n"
     "             an unset field prints its default (empty for a string without one)\n"
+    "  hf-config  write the Hugging Face config.json (LlamaForCausalLM) that from_pretrained\n"
+    "             reads beside the plan's --export, for a plan with layers model.embed_tokens,\n"
+    "             model.layers.N (llama_block), model.norm (rms_norm) and lm_head\n"
+    "  --dtype D  (hf-config) torch_dtype of the exported weights: F32 (default) or BF16, as\n"
+    "             --export-dtype\n"
     "  export-schedule  write the plan's training schedule, any built-in or CUSTOM, as PyTorch's\n"
     "             pipelining compute-schedule CSV (one row per stage, actions <stage>F<mb>,\n"
     "             B, I, W), which pipeline { schedule: CUSTOM schedule_csv: ... } reads back\n"
     "  --stages K (balance) the number of stages (default: the plan's pipeline.stages)\n"
     "  -o OUT     (timeline) where to write the picture; (profile) the profile; (balance) the\n"
-    "             balanced plan; (export-schedule) the CSV\n"
+    "             balanced plan; (hf-config) the config; (export-schedule) the CSV\n"
     "  --step N   (timeline, trace) the training step to draw; default: the last one every\n"
     "             rank completed\n"
     "  --override (check, show, profile, balance, timeline of a plan) a plan text merged over the "
@@ -271,9 +280,31 @@ int FieldMain(const gpipe::ParsedFlags& flags, const std::string& plan_path,
   return 0;
 }
 
-int ExportScheduleMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
+int HfConfigMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
   if (flags.Has("n") || flags.Has("compare") || flags.Has("step") || flags.Has("repeats") ||
       flags.Has("device") || flags.Has("stages") || flags.Has("memory-limit")) {
+    return Usage("hf-config takes only -o, --dtype and --override");
+  }
+  const std::optional<std::string> out = flags.Get("o");
+  if (!out) return Usage("hf-config needs -o config.json");
+  if (int refused = CheckOutput(*out, plan_path, "the plan"); refused != 0) return refused;
+  const std::string dtype = flags.Get("dtype").value_or("F32");
+  if (dtype != "F32" && dtype != "BF16") return Usage("--dtype takes F32 or BF16");
+  auto loaded = gpipe::LoadPlanFile(plan_path, flags.GetAll("override"));
+  if (!loaded.ok()) return Fail(std::string(loaded.status().message()));
+  auto json =
+      gpipe::LlamaHfConfigJson(loaded->plan.model(), dtype == "F32" ? "float32" : "bfloat16");
+  if (!json.ok()) return Fail(std::string(json.status().message()));
+  const absl::Status written = gpipe::WriteFileAtomically(*out, *json);
+  if (!written.ok()) return Fail(std::string(written.message()));
+  std::printf("wrote %s\n", out->c_str());
+  return 0;
+}
+
+int ExportScheduleMain(const gpipe::ParsedFlags& flags, const std::string& plan_path) {
+  if (flags.Has("n") || flags.Has("compare") || flags.Has("step") || flags.Has("repeats") ||
+      flags.Has("device") || flags.Has("stages") || flags.Has("memory-limit") ||
+      flags.Has("dtype")) {
     return Usage("export-schedule takes only -o and --override");
   }
   const std::optional<std::string> out = flags.Get("o");
@@ -305,7 +336,8 @@ int main(int argc, char** argv) {
                                   {"repeats"},
                                   {"device"},
                                   {"stages"},
-                                  {"memory-limit"}},
+                                  {"memory-limit"},
+                                  {"dtype"}},
                                  args);
   if (!flags.ok()) {
     std::fprintf(stderr, "gpipe-plan: %s\n%s", std::string(flags.status().message()).c_str(),
@@ -331,6 +363,13 @@ int main(int argc, char** argv) {
   }
   if (positional.size() == 2 && positional[0] == "balance") {
     return BalanceMain(*flags, positional[1]);
+  }
+  if (positional.size() == 2 && positional[0] == "hf-config") {
+    return HfConfigMain(*flags, positional[1]);
+  }
+  if (flags->Has("dtype")) {
+    std::fputs("gpipe-plan: --dtype goes with hf-config\n", stderr);
+    return 2;
   }
   if (flags->Has("stages") || flags->Has("memory-limit")) {
     std::fputs("gpipe-plan: --stages and --memory-limit go with balance\n", stderr);

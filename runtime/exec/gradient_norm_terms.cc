@@ -39,21 +39,28 @@ std::vector<GradientNormTerm> GradientNormTermsFor(std::span<const ChunkRefs> ch
 absl::Status AddGradientSquareSums(std::span<const GradientNormTerm> terms,
                                    std::span<const ChunkRefs> chunks, Device& device,
                                    pb::StepReport& report) {
-  std::vector<float> host;
+  if (terms.empty()) return absl::OkStatus();
+  std::vector<Tensor> grads;
+  grads.reserve(terms.size());
   for (const GradientNormTerm& term : terms) {
-    const Tensor& grad = chunks[term.slot.chunk].parameters->grads()[term.slot.index];
-    host.resize(grad.num_elements());
-    RETURN_IF_ERROR(WithContext(
-        device.CopyToHost(grad, host.data(), static_cast<int64_t>(host.size() * sizeof(float))),
-        absl::StrCat("reading the gradient of '",
-                     chunks[term.slot.chunk].parameters->names()[term.slot.index],
-                     "' for training.clip_grad_norm")));
-    double sum = 0;
-    for (float g : host) sum += static_cast<double>(g) * static_cast<double>(g);
+    grads.push_back(chunks[term.slot.chunk].parameters->grads()[term.slot.index]);
+  }
+  const std::string what = absl::StrCat("the squares of this stage's ", terms.size(),
+                                        " gradients for training.clip_grad_norm");
+  absl::StatusOr<Tensor> sums = Tensor::Empty(device, Shape{static_cast<int64_t>(grads.size())},
+                                              DType::kF64, MemoryKind::kWorkspace);
+  if (!sums.ok()) return WithContext(sums.status(), absl::StrCat("allocating the sums of ", what));
+  RETURN_IF_ERROR(
+      WithContext(device.ops().tensor.SumSquares(grads, *sums), absl::StrCat("summing ", what)));
+  std::vector<double> host(grads.size());
+  RETURN_IF_ERROR(WithContext(
+      device.CopyToHost(*sums, host.data(), static_cast<int64_t>(host.size() * sizeof(double))),
+      absl::StrCat("reading the sums of ", what)));
+  for (size_t i = 0; i < terms.size(); ++i) {
     pb::GradSquareSum& out = *report.add_grad_square_sums();
-    out.set_layer(term.layer);
-    out.set_parameter(term.parameter);
-    out.set_sum(sum);
+    out.set_layer(terms[i].layer);
+    out.set_parameter(terms[i].parameter);
+    out.set_sum(host[i]);
   }
   return absl::OkStatus();
 }

@@ -28,8 +28,9 @@ struct GradientNormTerm {
 std::vector<GradientNormTerm> GradientNormTermsFor(std::span<const ChunkRefs> chunks,
                                                    std::span<const pb::TieGroup> ties);
 
-// Appends each term's sum of squares (in double, in element order) to report.grad_square_sums.
-// The gradients are copied to the host: one copy per parameter per step, with clipping only.
+// Appends each term's sum of squares (in double; TensorOps::SumSquares, whose sums do not depend on
+// which other parameters the stage holds) to report.grad_square_sums. The sums are taken on the
+// device and read with one small copy per step (clipping only), not a copy of the gradients.
 absl::Status AddGradientSquareSums(std::span<const GradientNormTerm> terms,
                                    std::span<const ChunkRefs> chunks, Device& device,
                                    pb::StepReport& report);

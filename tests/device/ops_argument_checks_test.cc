@@ -5,6 +5,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -376,6 +377,37 @@ TEST(OpsArgumentChecksTest, RotaryQkvRefusesBadGeometryShapesAndAliasesOnEveryBa
         return d.ops().attention.UnpackRotaryQkvGrad(args, On(d, Shape{2, 3, 48}), dq, dk, dk);
       },
       "AttentionOps::UnpackRotaryQkvGrad: dk f32[2, 3, 8] shares storage with another operand");
+}
+
+TEST(OpsArgumentChecksTest, SumSquaresRefusesOperandsThatDoNotFitOnEveryBackend) {
+  ExpectSameRefusal(
+      [](Device& d) {
+        const std::vector<Tensor> tensors = {On(d, Shape{4}), On(d, Shape{3})};
+        Tensor out = On(d, Shape{2});
+        return d.ops().tensor.SumSquares(tensors, out);
+      },
+      "SumSquares: out must be a f64 tensor, got f32[2]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        const std::vector<Tensor> tensors = {On(d, Shape{4}), On(d, Shape{3})};
+        Tensor out = On(d, Shape{3}, DType::kF64);
+        return d.ops().tensor.SumSquares(tensors, out);
+      },
+      "SumSquares: out f64[3] must have 2 elements");
+  ExpectSameRefusal(
+      [](Device& d) {
+        const std::vector<Tensor> tensors = {On(d, Shape{4}), On(d, Shape{3}, DType::kF64)};
+        Tensor out = On(d, Shape{2}, DType::kF64);
+        return d.ops().tensor.SumSquares(tensors, out);
+      },
+      "SumSquares: tensors[1] must be a f32 tensor, got f64[3]");
+  ExpectSameRefusal(
+      [](Device& d) {
+        const std::vector<Tensor> tensors = {On(d, Shape{4}), Tensor()};
+        Tensor out = On(d, Shape{2}, DType::kF64);
+        return d.ops().tensor.SumSquares(tensors, out);
+      },
+      "SumSquares: tensors[1] must be a f32 tensor");
 }
 
 }  // namespace

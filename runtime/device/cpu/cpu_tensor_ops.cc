@@ -193,4 +193,20 @@ absl::Status CpuTensorOps::DoFlagNonFinite(std::span<const Tensor> tensors, Tens
   return absl::OkStatus();
 }
 
+absl::Status CpuTensorOps::DoSumSquares(std::span<const Tensor> tensors, Tensor& out) const {
+  double* sums = out.data<double>();
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    // One double accumulator in element order: the host arithmetic clipping used before this op,
+    // so CPU gradient norms keep their bits.
+    const float* values = tensors[t].data<float>();
+    const int64_t n = tensors[t].num_elements();
+    double sum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      sum += static_cast<double>(values[i]) * static_cast<double>(values[i]);
+    }
+    sums[t] = sum;
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace gpipe

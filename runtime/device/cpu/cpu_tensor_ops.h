@@ -23,6 +23,7 @@ class CpuTensorOps final : public TensorOps {
   absl::Status DoDropoutMask(const RandomKey& key, double p, const Tensor& in,
                              Tensor& out) const override;
   absl::Status DoFlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const override;
+  absl::Status DoSumSquares(std::span<const Tensor> tensors, Tensor& out) const override;
 };
 
 }  // namespace gpipe

@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -5,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/cuda/block_reduce.cuh"
 #include "runtime/device/cuda/cuda_status.h"
 #include "runtime/device/cuda/cuda_tensor_ops.h"
 #include "runtime/device/cuda/device_pointer.h"
@@ -93,6 +95,34 @@ __global__ void FlagNonFiniteKernel(const float* values, int64_t n, float* flag)
   GPIPE_GRID_STRIDE(i, n) {
     if ((__float_as_uint(values[i]) & 0x7f800000u) == 0x7f800000u) *flag = 1.0f;
   }
+}
+
+// SumSquares in two fixed-order passes. Pass 1, one launch per tensor: BlocksFor(n, threads,
+// kSumSquaresPartials) blocks (a function of n only), each thread adding its grid-stride
+// elements in double, then the block's tree into partials[blockIdx.x]. Pass 2, one launch per
+// group of tensors: one block of kSumSquaresPartials threads per tensor adds its partials in a
+// tree (the unused ones are zeroed first, and x + 0 == x). Nothing depends on the other tensors,
+// on the tensor's position or on timing; no atomics.
+constexpr int kSumSquaresPartials = 1024;
+
+__global__ void SumSquaresPartialKernel(const float* values, int64_t n, double* partials) {
+  __shared__ double scratch[32];
+  double sum = 0.0;
+  GPIPE_GRID_STRIDE(i, n) {
+    const double x = values[i];
+    sum += x * x;
+  }
+  sum = cuda::BlockReduce(sum, cuda::SumOp{}, scratch);
+  if (threadIdx.x == 0) partials[blockIdx.x] = sum;
+}
+
+// Block b sums partials[b * kSumSquaresPartials ...] into sums[b]; blockDim.x ==
+// kSumSquaresPartials.
+__global__ void SumSquaresFinalKernel(const double* partials, double* sums) {
+  __shared__ double scratch[32];
+  const double partial = partials[blockIdx.x * int64_t{kSumSquaresPartials} + threadIdx.x];
+  const double sum = cuda::BlockReduce(partial, cuda::SumOp{}, scratch);
+  if (threadIdx.x == 0) sums[blockIdx.x] = sum;
 }
 
 #undef GPIPE_GRID_STRIDE
@@ -244,6 +274,40 @@ absl::Status CudaTensorOps::DoFlagNonFinite(std::span<const Tensor> tensors, Ten
     FlagNonFiniteKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
         DevicePointer<float>(t), n, flag_ptr);
     RETURN_IF_ERROR(cuda::LaunchStatus("flag non-finite"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaTensorOps::DoSumSquares(std::span<const Tensor> tensors, Tensor& out) const {
+  // Tensors go in groups of at most kGroup, so the partials' scratch stays small (512 KiB) for
+  // any number of parameters; each group reuses it after the previous group's final pass
+  // (stream order). Launches: one per non-empty tensor plus two per group, with no per-step
+  // upload of a pointer table.
+  constexpr size_t kGroup = 64;
+  if (tensors.empty()) return absl::OkStatus();
+  const size_t group_capacity = std::min(kGroup, tensors.size());
+  ASSIGN_OR_RETURN(Tensor partials,
+                   Tensor::Empty(*context_.workspace,
+                                 Shape{static_cast<int64_t>(group_capacity * kSumSquaresPartials)},
+                                 DType::kF64, MemoryKind::kWorkspace));
+  double* partials_ptr = DevicePointer<double>(partials);
+  double* sums = DevicePointer<double>(out);
+  for (size_t first = 0; first < tensors.size(); first += kGroup) {
+    const size_t count = std::min(kGroup, tensors.size() - first);
+    GPIPE_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(
+        partials_ptr, 0, count * kSumSquaresPartials * sizeof(double), context_.stream));
+    for (size_t t = 0; t < count; ++t) {
+      const Tensor& tensor = tensors[first + t];
+      const int64_t n = tensor.num_elements();
+      if (n == 0) continue;
+      SumSquaresPartialKernel<<<cuda::BlocksFor(n, cuda::kThreadsPerBlock, kSumSquaresPartials),
+                                cuda::kThreadsPerBlock, 0, context_.stream>>>(
+          DevicePointer<float>(tensor), n, partials_ptr + t * kSumSquaresPartials);
+      RETURN_IF_ERROR(cuda::LaunchStatus("sum squares"));
+    }
+    SumSquaresFinalKernel<<<static_cast<unsigned>(count), kSumSquaresPartials, 0,
+                            context_.stream>>>(partials_ptr, sums + first);
+    RETURN_IF_ERROR(cuda::LaunchStatus("sum squares (final)"));
   }
   return absl::OkStatus();
 }

@@ -1,6 +1,7 @@
 #include "runtime/device/ops/tensor_ops.h"
 
 #include <cmath>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
@@ -88,6 +89,16 @@ absl::Status TensorOps::FlagNonFinite(std::span<const Tensor> tensors, Tensor& f
     RETURN_IF_ERROR(DTypeIs("FlagNonFinite", "tensor", t, DType::kF32));
   }
   return DoFlagNonFinite(tensors, flag);
+}
+
+absl::Status TensorOps::SumSquares(std::span<const Tensor> tensors, Tensor& out) const {
+  RETURN_IF_ERROR(
+      Elements("SumSquares", "out", out, DType::kF64, static_cast<int64_t>(tensors.size())));
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const std::string what = absl::StrCat("tensors[", i, "]");
+    RETURN_IF_ERROR(DTypeIs("SumSquares", what.c_str(), tensors[i], DType::kF32));
+  }
+  return DoSumSquares(tensors, out);
 }
 
 }  // namespace gpipe

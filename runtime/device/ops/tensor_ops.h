@@ -65,6 +65,14 @@ class TensorOps {
   // keeps its value otherwise; the host reads it once per step.
   absl::Status FlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const;
 
+  // out (f64, exactly tensors.size() elements)[i] = the sum over the elements of tensors[i]
+  // (f32) of double(x) * double(x); 0 for an empty tensor. Deterministic: each sum depends only
+  // on its own tensor and the backend, never on the other tensors of the span or its position,
+  // so a parameter's term has the same bits whatever the partition puts beside it (the gradient
+  // norm of training.clip_grad_norm). The CPU adds in element order; CUDA in a fixed tree, which
+  // may differ from the CPU in the last bits of the double.
+  absl::Status SumSquares(std::span<const Tensor> tensors, Tensor& out) const;
+
  protected:
   // The backend's kernels, one per entry above, called only with arguments the entry has
   // checked (the same INVALID_ARGUMENT messages on every backend).
@@ -81,6 +89,7 @@ class TensorOps {
   virtual absl::Status DoDropoutMask(const RandomKey& key, double p, const Tensor& in,
                                      Tensor& out) const = 0;
   virtual absl::Status DoFlagNonFinite(std::span<const Tensor> tensors, Tensor& flag) const = 0;
+  virtual absl::Status DoSumSquares(std::span<const Tensor> tensors, Tensor& out) const = 0;
 };
 
 }  // namespace gpipe

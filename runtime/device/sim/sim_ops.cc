@@ -37,6 +37,10 @@ absl::Status SimTensorOps::DoFlagNonFinite(std::span<const Tensor> tensors, Tens
   return absl::OkStatus();
 }
 
+absl::Status SimTensorOps::DoSumSquares(std::span<const Tensor> tensors, Tensor& out) const {
+  return absl::OkStatus();
+}
+
 absl::Status SimMatmulOps::DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                                   const GemmOptions& options) const {
   return absl::OkStatus();

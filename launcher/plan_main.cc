@@ -97,8 +97,8 @@ constexpr char kUsage[] =
     "             balanced plan; (hf-config) the config; (export-schedule) the CSV\n"
     "  --step N   (timeline, trace) the training step to draw; default: the last one every\n"
     "             rank completed\n"
-    "  --override (check, show, profile, balance, timeline of a plan) a plan text merged over the "
-    "file\n"
+    "  --override (check, show, profile, balance, export-schedule, timeline of a plan) a plan text "
+    "merged over the file\n"
     "exit code: 0 valid, 1 invalid plan or trace, 2 usage error\n";
 
 int Fail(const std::string& message) {

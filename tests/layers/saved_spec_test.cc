@@ -75,6 +75,10 @@ const std::vector<SpecCase>& Cases() {
        " layers { name: 'bn2' batch_norm2d {} } }",
        Shape{2, 4, 4}},
       {"TransformerBlock", "name: 'a' transformer_block { num_heads: 2 }"},
+      {"RmsNorm", "name: 'a' rms_norm {}"},
+      {"LlamaBlockGroupedQuery",
+       "name: 'a' llama_block { num_heads: 2 num_kv_heads: 1 intermediate_size: 12 }"},
+      {"LlamaBlockMultiHead", "name: 'a' llama_block { num_heads: 2 intermediate_size: 5 }"},
   };
   return *cases;
 }

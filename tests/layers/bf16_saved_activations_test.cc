@@ -66,10 +66,14 @@ TEST(Bf16SavedActivationsTest, ProductOperandsKeepEveryBit) {
   EXPECT_EQ(bf16.params, f32.params);
 }
 
-// A transformer block: layer norm 2 reads h, gelu its input and the fused attention O in f32, so
-// the gradients move, by about bf16's rounding (2^-9 relative) of those reads and no more.
-TEST(Bf16SavedActivationsTest, TransformerBlockGradientsMoveByRoundingOnly) {
-  const std::string spec = "name: 'h' transformer_block { num_heads: 2 }";
+// Composite blocks whose backward reads some saved values in f32: the gradients move, by about
+// bf16's rounding (2^-9 relative) of those reads and no more. A transformer block's layer norm 2
+// reads h, gelu its input and the fused attention O; a Llama block's second RMS norm reads h, the
+// gating its inputs, the rotation q and k, and the fused attention O.
+class Bf16BlockTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(Bf16BlockTest, GradientsMoveByRoundingOnly) {
+  const std::string spec = GetParam();
   const Gradients f32 = Backpropagate(spec, Shape{5, 8}, DType::kF32);
   const Gradients bf16 = Backpropagate(spec, Shape{5, 8}, DType::kBF16);
   EXPECT_EQ(bf16.saved_inner, DType::kBF16);
@@ -93,33 +97,14 @@ TEST(Bf16SavedActivationsTest, TransformerBlockGradientsMoveByRoundingOnly) {
   EXPECT_TRUE(differs);
 }
 
-// A Llama block: the second RMS norm reads h, the gating its inputs, the rotation q and k and the
-// fused attention O in f32, so the gradients move by about bf16's rounding of those reads only.
-TEST(Bf16SavedActivationsTest, LlamaBlockGradientsMoveByRoundingOnly) {
-  const std::string spec =
-      "name: 'h' llama_block { num_heads: 4 num_kv_heads: 2 intermediate_size: 12 }";
-  const Gradients f32 = Backpropagate(spec, Shape{5, 8}, DType::kF32);
-  const Gradients bf16 = Backpropagate(spec, Shape{5, 8}, DType::kBF16);
-  EXPECT_EQ(bf16.saved_inner, DType::kBF16);
-  ASSERT_EQ(bf16.params.size(), f32.params.size());
-  bool differs = bf16.dx != f32.dx;
-  const auto expect_close = [&differs](const std::vector<float>& got,
-                                       const std::vector<float>& want) {
-    ASSERT_EQ(got.size(), want.size());
-    double scale = 0.0;
-    for (float v : want) scale = std::max(scale, static_cast<double>(std::abs(v)));
-    for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_NEAR(got[i], want[i], 2e-2 * scale) << i;
-    }
-    differs = differs || got != want;
-  };
-  expect_close(bf16.dx, f32.dx);
-  for (size_t p = 0; p < f32.params.size(); ++p) {
-    SCOPED_TRACE(p);
-    expect_close(bf16.params[p], f32.params[p]);
-  }
-  EXPECT_TRUE(differs);
-}
+INSTANTIATE_TEST_SUITE_P(
+    Blocks, Bf16BlockTest,
+    ::testing::Values(
+        "name: 'h' transformer_block { num_heads: 2 }",
+        "name: 'h' llama_block { num_heads: 4 num_kv_heads: 2 intermediate_size: 12 }"),
+    [](const ::testing::TestParamInfo<const char*>& info) {
+      return std::string(info.index == 0 ? "TransformerBlock" : "LlamaBlock");
+    });
 
 }  // namespace
 }  // namespace gpipe::testing

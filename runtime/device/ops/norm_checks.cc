@@ -14,21 +14,36 @@ absl::Status NormF32Elements(const char* op, const char* name, const Tensor& ten
                                                  " elements, got ", tensor.DebugString()));
 }
 
+namespace {
+
+// What layer norm and RMS norm share: rows >= 0, features >= 1, eps > 0; x [.., features] with
+// rows * features elements; stats with `stats_per_row` values a row; `other` (when defined) like
+// x.
+absl::Status RowNorm(const char* op, int64_t rows, int64_t features, double eps,
+                     int64_t stats_per_row, const Tensor& x, const Tensor& stats,
+                     const Tensor& other, const char* other_name) {
+  if (rows < 0 || features < 1 || !(eps > 0.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": needs rows >= 0, features >= 1 and eps > 0, got rows ", rows,
+                     ", features ", features, ", eps ", eps));
+  }
+  const int64_t elements = rows * features;
+  RETURN_IF_ERROR(NormF32Elements(op, "x", x, elements));
+  if (x.shape().rank() < 1 || x.shape().last() != features) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": x must end in ", features, " features, got ", x.DebugString()));
+  }
+  RETURN_IF_ERROR(NormF32Elements(op, "stats", stats, rows * stats_per_row));
+  if (other.defined()) RETURN_IF_ERROR(NormF32Elements(op, other_name, other, elements));
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status LayerNorm(const char* op, const LayerNormArgs& args, const Tensor& x,
                        const Tensor& stats, const Tensor& other, const char* other_name) {
-  if (args.rows < 0 || args.features < 1 || !(args.eps > 0.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": needs rows >= 0, features >= 1 and eps > 0, got rows ", args.rows,
-                     ", features ", args.features, ", eps ", args.eps));
-  }
-  const int64_t elements = args.rows * args.features;
-  RETURN_IF_ERROR(NormF32Elements(op, "x", x, elements));
-  if (x.shape().rank() < 1 || x.shape().last() != args.features) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": x must end in ", args.features, " features, got ", x.DebugString()));
-  }
-  RETURN_IF_ERROR(NormF32Elements(op, "stats", stats, args.rows * kLayerNormStatsPerRow));
-  if (other.defined()) RETURN_IF_ERROR(NormF32Elements(op, other_name, other, elements));
+  RETURN_IF_ERROR(RowNorm(op, args.rows, args.features, args.eps, kLayerNormStatsPerRow, x, stats,
+                          other, other_name));
   if (args.weight.defined() != args.bias.defined()) {
     return absl::InvalidArgumentError(
         absl::StrCat(op, ": weight and bias must both be defined or both undefined, got ",
@@ -43,19 +58,8 @@ absl::Status LayerNorm(const char* op, const LayerNormArgs& args, const Tensor& 
 
 absl::Status RmsNorm(const char* op, const RmsNormArgs& args, const Tensor& x, const Tensor& stats,
                      const Tensor& other, const char* other_name, bool weight_needed) {
-  if (args.rows < 0 || args.features < 1 || !(args.eps > 0.0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": needs rows >= 0, features >= 1 and eps > 0, got rows ", args.rows,
-                     ", features ", args.features, ", eps ", args.eps));
-  }
-  const int64_t elements = args.rows * args.features;
-  RETURN_IF_ERROR(NormF32Elements(op, "x", x, elements));
-  if (x.shape().rank() < 1 || x.shape().last() != args.features) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(op, ": x must end in ", args.features, " features, got ", x.DebugString()));
-  }
-  RETURN_IF_ERROR(NormF32Elements(op, "stats", stats, args.rows * kRmsNormStatsPerRow));
-  if (other.defined()) RETURN_IF_ERROR(NormF32Elements(op, other_name, other, elements));
+  RETURN_IF_ERROR(RowNorm(op, args.rows, args.features, args.eps, kRmsNormStatsPerRow, x, stats,
+                          other, other_name));
   if (weight_needed) RETURN_IF_ERROR(NormF32Elements(op, "weight", args.weight, args.features));
   return absl::OkStatus();
 }

@@ -201,9 +201,7 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
   job.prediction = *std::move(prediction);
   std::optional<schedule::Program> eval_program;
   if (job.analyzed.plan.training().eval_every() > 0) {
-    ASSIGN_OR_RETURN(eval_program,
-                     schedule::BuildProgram(pb::EVAL, pipeline.stages(), pipeline.micro_batches(),
-                                            pipeline.virtual_stages()));
+    ASSIGN_OR_RETURN(eval_program, schedule::BuildEvalPipelineProgram(pipeline));
     if (absl::Status verified =
             schedule::VerifyProgram(*eval_program, CostsFromFlops(job.analyzed)).status();
         !verified.ok()) {

@@ -50,10 +50,12 @@ ExecutorConfig ConfigFor(const pb::Plan& plan, const schedule::RankLayout& layou
   config.replicas = layout.replicas();
   config.remat = plan.pipeline().remat();
   config.seed = plan.training().seed();
-  // With several chunks the pipeline wraps around.
-  const bool wraps = chunks > 1;
-  config.prev_rank = layout.PrevRank(rank, wraps);
-  config.next_rank = layout.NextRank(rank, wraps);
+  config.placement = plan.pipeline().placement();
+  const schedule::Topology topology = config.topology();
+  for (int chunk = 0; chunk < chunks; ++chunk) {
+    config.neighbours.push_back({.prev = layout.NeighbourRank(rank, topology, chunk, false),
+                                 .next = layout.NeighbourRank(rank, topology, chunk, true)});
+  }
   config.replica_group = layout.ReplicaGroup(stage);
   config.wait_timeout = timeout;
   config.boundary_dtype = BoundaryDType(plan.training());
@@ -138,9 +140,10 @@ absl::Status BuildStage(const StageInputs& in, RankStage& stage) {
                                         .cuda_visible_devices = in.options.cuda_visible_devices}));
   Device& device = stage.backend->device();
   RETURN_IF_ERROR(stage.backend->CheckSetup(setup));
-  const std::vector<ChunkSpec> specs = StageChunks::SpecsForStage(
-      {setup.stages().begin(), setup.stages().end()}, stage.stage, stages);
-  if (static_cast<int>(specs.size()) != chunks) {
+  const std::vector<ChunkSpec> specs =
+      StageChunks::SpecsForStage({setup.stages().begin(), setup.stages().end()}, stage.stage,
+                                 schedule::TopologyOf(plan.pipeline()));
+  if (setup.stages_size() != stages * chunks || static_cast<int>(specs.size()) != chunks) {
     return absl::InternalError(absl::StrCat("the stage table has ", setup.stages_size(),
                                             " parts, not ", stages, " stages x ", chunks,
                                             " chunks"));

@@ -8,8 +8,7 @@ namespace gpipe {
 
 StepWork StepWorkOf(const pb::Setup& setup) {
   const pb::Plan& plan = setup.plan();
-  // Only the mapping of parts to stages is asked of it, which needs no chunk count.
-  const schedule::Topology topology{.stages = std::max(1, plan.pipeline().stages())};
+  const schedule::Topology topology = schedule::TopologyOf(plan.pipeline());
   const double replica_samples = static_cast<double>(plan.training().global_batch()) /
                                  std::max(1, plan.pipeline().data_parallel());
   StepWork work;

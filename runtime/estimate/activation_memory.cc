@@ -116,7 +116,8 @@ class StageReplay {
   StageActivationMemory Run() {
     const auto& instructions = program_.stage_programs[stage_].instructions;
     for (size_t i = 0; i < instructions.size(); ++i) {
-      if (const std::optional<Receive> receive = ReceiveOf(instructions[i])) {
+      if (std::optional<Receive> receive = ReceiveOf(instructions[i])) {
+        receive->local = IsLocal(instructions[i]);
         receives_.push_back(*receive);
       }
     }
@@ -128,11 +129,27 @@ class StageReplay {
   }
 
  private:
-  // A receive of the stage program, whose buffer is allocated when it is posted.
+  // A receive of the stage program, whose buffer is allocated when it is posted; a local
+  // hand-off's (a V_SHAPE turn) is the tensor its send parked, counted at the send.
   struct Receive {
     int chunk = 0;
     bool activation = false;  // else a gradient
+    bool local = false;
   };
+  // Whether a transfer instruction's peer is this stage's other chunk (a V_SHAPE turn).
+  bool IsLocal(const schedule::Instruction& instruction) const {
+    const schedule::StageChunk at{stage_, schedule::ChunkOf(instruction)};
+    const auto peer_stage = [&](bool next) {
+      return (next ? topology_.Next(at) : topology_.Previous(at)).stage;
+    };
+    return std::visit(
+        Overloaded{[&](const schedule::RecvActivation&) { return peer_stage(false) == stage_; },
+                   [&](const schedule::SendGrad&) { return peer_stage(false) == stage_; },
+                   [&](const schedule::SendActivation&) { return peer_stage(true) == stage_; },
+                   [&](const schedule::RecvGrad&) { return peer_stage(true) == stage_; },
+                   [](const auto&) { return false; }},
+        instruction);
+  }
   static std::optional<Receive> ReceiveOf(const schedule::Instruction& instruction) {
     return std::visit(
         Overloaded{[](const schedule::RecvActivation& op) -> std::optional<Receive> {
@@ -161,7 +178,9 @@ class StageReplay {
   void PostUpTo() {
     while (next_post_ < receives_.size() && posted_ahead_ < lookahead_) {
       const Receive& r = receives_[next_post_];
-      if (r.activation) {
+      if (r.local) {
+        // Counted when its send parked it.
+      } else if (r.activation) {
         now_.boundary += Part(r.chunk).input;
       } else {
         now_.boundary_grad += Part(r.chunk).output;
@@ -251,6 +270,9 @@ class StageReplay {
     Held& held = SlotOf(op).held;
     now_.activation -= held.output;
     held.output = 0;
+    if (IsLocal(op)) {  // parked for the next chunk as its input
+      now_.boundary += Part(topology_.Next({stage_, op.chunk}).chunk).input;
+    }
     Note();
   }
 
@@ -305,6 +327,9 @@ class StageReplay {
     Held& held = SlotOf(op).held;
     now_.boundary_grad -= held.input_grad;
     held.input_grad = 0;
+    if (IsLocal(op)) {  // parked for the previous chunk as its output gradient
+      now_.boundary_grad += Part(topology_.Previous({stage_, op.chunk}).chunk).output;
+    }
     Note();
   }
 

@@ -14,7 +14,7 @@ schedule::OpCosts CostsFromFlops(const AnalyzedPlan& plan) {
   const int stages = std::max(1, plan.plan.pipeline().stages());
   const double mean = total / stages;
   const double parts = std::max<size_t>(1, plan.stages.size());
-  // One entry per part, which is also its virtual stage (part j = chunk * stages + stage).
+  // One entry per part, which is also its virtual stage.
   for (const StageInfo& s : plan.stages) {
     // A zero-FLOP model still takes a little time per part (the same on every part).
     const double forward = std::max(mean > 0 ? s.flops_per_sample / mean : stages / parts, 1e-3);

@@ -136,11 +136,10 @@ absl::StatusOr<std::string> FormatScheduleComparison(const LoadedPlan& loaded,
     pb::Schedule kind;
     int virtual_stages;
   };
-  const Candidate candidates[] = {{pb::GPIPE, 1},
-                                  {pb::ONE_F_ONE_B, 1},
-                                  {pb::INTERLEAVED_1F1B, interleave},
-                                  {pb::ZERO_BUBBLE_H1, 1},
-                                  {pb::ZERO_BUBBLE_H2, 1}};
+  const Candidate candidates[] = {
+      {pb::GPIPE, 1},          {pb::ONE_F_ONE_B, 1},    {pb::INTERLEAVED_1F1B, interleave},
+      {pb::ZERO_BUBBLE_H1, 1}, {pb::ZERO_BUBBLE_H2, 1}, {pb::ZERO_BUBBLE_V, 2},
+      {pb::DUALPIPE_V, 2}};
   std::string out =
       absl::StrCat("schedules for ", base.stages(), " stages x ", base.micro_batches(),
                    " micro-batches (remat ", pb::Remat_Name(base.remat()),
@@ -155,7 +154,8 @@ absl::StatusOr<std::string> FormatScheduleComparison(const LoadedPlan& loaded,
     pb::Pipeline& pipeline = *variant.plan.mutable_pipeline();
     pipeline.set_schedule(candidate.kind);
     pipeline.set_virtual_stages(candidate.virtual_stages);
-    pipeline.clear_custom();  // a CUSTOM plan's actions belong to it alone
+    pipeline.clear_custom();  // a CUSTOM plan's actions and placement belong to it alone
+    pipeline.clear_placement();
     pipeline.clear_schedule_csv();
     if (candidate.virtual_stages != base.virtual_stages()) pipeline.clear_boundaries();
     const std::string name = ScheduleName(pipeline);

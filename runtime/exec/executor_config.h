@@ -17,6 +17,7 @@
 #include "runtime/exec/gradient_sync_gate.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/tied_gradients.h"
+#include "runtime/schedule/topology.h"
 #include "runtime/trace/trace_recorder.h"
 
 namespace gpipe {
@@ -40,11 +41,16 @@ struct ExecutorConfig {
   int replicas = 1;
   pb::Remat remat = pb::EXCEPT_LAST;
   uint64_t seed = 0;
-  // Ranks of the neighbouring stages along the pipeline, or -1 where there is none. With
-  // several chunks the pipeline wraps (stage K-1 feeds chunk c+1 of stage 0), so stage 0's
-  // previous stage is K-1 and stage K-1's next stage is 0.
-  int prev_rank = -1;
-  int next_rank = -1;
+  // Where the chunks' virtual stages run (pipeline.placement; topology.h).
+  pb::Placement placement = pb::LOOPED;
+  // Per chunk (index = chunk): the ranks of the virtual stages before and after it
+  // (RankLayout::NeighbourRank): -1 where there is none, this rank itself at a V_SHAPE turn, whose
+  // transfer is a local hand-off. Looped chunks wrap (stage K-1's chunk c feeds stage 0's c+1).
+  struct Neighbours {
+    int prev = -1;
+    int next = -1;
+  };
+  std::vector<Neighbours> neighbours;
   std::vector<int> replica_group;  // ranks holding this stage in every replica (this one included)
   absl::Duration wait_timeout = absl::Seconds(300);
   // Receives posted ahead of the instruction that consumes them.
@@ -52,6 +58,13 @@ struct ExecutorConfig {
   // The dtype boundary activations and gradients travel in: kF32, or kBF16 under
   // training.precision BF16 (whose layers produce bf16 values, so the narrowing is exact).
   DType boundary_dtype = DType::kF32;
+
+  schedule::Topology topology() const { return {num_stages, chunks, placement}; }
+  // neighbours[chunk].prev or .next; -1 for a chunk outside the list.
+  int NeighbourRank(int chunk, bool next) const {
+    if (chunk < 0 || chunk >= static_cast<int>(neighbours.size())) return -1;
+    return next ? neighbours[chunk].next : neighbours[chunk].prev;
+  }
 };
 
 // What the executor works with; all references must outlive it.

@@ -50,9 +50,11 @@ absl::StatusOr<StageChunks> StageChunks::Create(Device& device, const pb::Plan& 
 }
 
 std::vector<ChunkSpec> StageChunks::SpecsForStage(const std::vector<pb::StageSpec>& parts,
-                                                  int stage, int stages) {
+                                                  int stage, const schedule::Topology& topology) {
   std::vector<ChunkSpec> specs;
-  for (size_t part = stage; part < parts.size(); part += stages) {
+  for (int chunk = 0; chunk < topology.chunks; ++chunk) {
+    const size_t part = topology.VirtualStage({stage, chunk});
+    if (part >= parts.size()) break;
     const pb::StageSpec& p = parts[part];
     specs.push_back({.first_layer = p.first_layer(),
                      .end_layer = p.end_layer(),

@@ -21,6 +21,7 @@
 #include "runtime/device/device.h"
 #include "runtime/exec/parameter_store.h"
 #include "runtime/exec/stage_model.h"
+#include "runtime/schedule/topology.h"
 #include "runtime/train/optimizer.h"
 
 namespace gpipe {
@@ -63,9 +64,9 @@ class StageChunks {
                                             std::span<const pb::TieGroup> ties = {},
                                             const ChunkAdapter& adapter = nullptr);
   // The specs of stage `stage`'s chunks from the resolved stage table (one entry per model
-  // part, part j running on stage j % stages as chunk j / stages).
+  // part, part j running where `topology` puts virtual stage j), chunk 0 first.
   static std::vector<ChunkSpec> SpecsForStage(const std::vector<pb::StageSpec>& parts, int stage,
-                                              int stages);
+                                              const schedule::Topology& topology);
 
   int num_chunks() const { return static_cast<int>(models_.size()); }
   std::vector<ChunkRefs> refs();

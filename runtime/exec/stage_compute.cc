@@ -20,7 +20,7 @@ StageCompute::StageCompute(const ExecutorConfig& config, const ExecutorResources
       grad_sync_(grad_sync),
       micro_batch_size_(MicroBatchSize(config)),
       replica_offset_(config.global_batch / std::max(1, config.replicas) * config.replica),
-      topology_{config.num_stages, config.chunks} {}
+      topology_(config.topology()) {}
 
 int64_t StageCompute::MicroBatchSize(const ExecutorConfig& config) {
   return config.global_batch / (int64_t{std::max(1, config.replicas)} * config.micro_batches);

@@ -45,7 +45,7 @@ class StageExecutor::Step {
         program_(executor.program_),
         res_(executor.resources_),
         command_(command),
-        topology_{config_.num_stages, config_.chunks},
+        topology_(config_.topology()),
         plan_(*executor.plan_),
         scope_(config_, command_, res_.trace),
         states_(config_.chunks, config_.micro_batches, plan_.forward_only()),
@@ -208,8 +208,9 @@ class StageExecutor::Step {
                           .micro_batch = op.micro_batch,
                           .chunk = topology_.Next(At(op.chunk)).chunk,
                           .kind = TransferKind::kActivation};
-    RETURN_IF_ERROR(transfers_.StartSend(std::exchange(mb->output, Tensor()), config_.next_rank,
-                                         key, op.chunk));
+    RETURN_IF_ERROR(transfers_.StartSend(std::exchange(mb->output, Tensor()),
+                                         config_.NeighbourRank(op.chunk, /*next=*/true), key,
+                                         op.chunk));
     ReleaseIfDone(op);
     return absl::OkStatus();
   }
@@ -255,8 +256,9 @@ class StageExecutor::Step {
                           .micro_batch = op.micro_batch,
                           .chunk = topology_.Previous(At(op.chunk)).chunk,
                           .kind = TransferKind::kGradient};
-    RETURN_IF_ERROR(transfers_.StartSend(std::exchange(mb->input_grad, Tensor()), config_.prev_rank,
-                                         key, op.chunk));
+    RETURN_IF_ERROR(transfers_.StartSend(std::exchange(mb->input_grad, Tensor()),
+                                         config_.NeighbourRank(op.chunk, /*next=*/false), key,
+                                         op.chunk));
     ReleaseIfDone(op);
     return absl::OkStatus();
   }

@@ -58,11 +58,11 @@ std::optional<TraceEvent> StepScope::InstructionEvent(
   switch (*kind) {
     case TraceKind::kRecvActivation:
     case TraceKind::kSendGrad:
-      event.peer = config_.prev_rank;
+      event.peer = config_.NeighbourRank(event.chunk, /*next=*/false);
       break;
     case TraceKind::kRecvGrad:
     case TraceKind::kSendActivation:
-      event.peer = config_.next_rank;
+      event.peer = config_.NeighbourRank(event.chunk, /*next=*/true);
       break;
     default:
       break;

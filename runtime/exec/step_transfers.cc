@@ -58,17 +58,13 @@ absl::Status StepTransfers::PostReceive(size_t position) {
   RETURN_IF_ERROR(states_.Check(chunk, m));
   const StageModel& model = *res_.chunks[chunk].model;
   const Shape& per_sample = activation ? model.input_shape() : model.output_shape();
-  const int peer = activation ? config.prev_rank : config.next_rank;
+  const int peer = config.NeighbourRank(chunk, /*next=*/!activation);
   if (peer < 0) {
     return absl::InvalidArgumentError(absl::StrCat("stage ", config.stage, " has no ",
                                                    activation ? "previous" : "next",
                                                    " stage to receive from"));
   }
   PostedReceive& posted = receives_[position];
-  ASSIGN_OR_RETURN(
-      posted.buffer,
-      Tensor::Empty(res_.device, per_sample.WithBatch(micro_batch_size_), config.boundary_dtype,
-                    activation ? MemoryKind::kBoundary : MemoryKind::kBoundaryGrad));
   // Transfers are keyed by the receiving side's chunk (the sender translates).
   posted.key =
       TransferKey{.step = scope_.command().step(),
@@ -78,6 +74,15 @@ absl::Status StepTransfers::PostReceive(size_t position) {
   posted.chunk = chunk;
   posted.peer = peer;
   posted.posted_ns = scope_.TraceNow();
+  posted.posted = true;
+  if (peer == config.rank) {  // a local hand-off: CompleteReceive takes the parked tensor
+    posted.local = true;
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(
+      posted.buffer,
+      Tensor::Empty(res_.device, per_sample.WithBatch(micro_batch_size_), config.boundary_dtype,
+                    activation ? MemoryKind::kBoundary : MemoryKind::kBoundaryGrad));
   ASSIGN_OR_RETURN(posted.handle, res_.channel.Recv(posted.buffer, peer, posted.key));
   return absl::OkStatus();
 }
@@ -93,16 +98,21 @@ void StepTransfers::PollPostedReceives() {
 
 absl::StatusOr<Tensor> StepTransfers::CompleteReceive(size_t position) {
   // Not posted yet when the lookahead is exhausted: post everything up to and including it.
-  while (!receives_[position].handle && next_receive_ < receive_positions_.size()) {
+  while (!receives_[position].posted && next_receive_ < receive_positions_.size()) {
     RETURN_IF_ERROR(PostNextReceive());
   }
-  if (!receives_[position].handle) {
+  if (!receives_[position].posted) {
     return absl::InternalError("no receive was posted for this instruction");
   }
   PostedReceive posted = std::move(receives_[position]);
   --posted_ahead_;
   ++consumed_receives_;
-  RETURN_IF_ERROR(posted.handle->Wait(scope_.Deadline()));
+  if (posted.local) {
+    ASSIGN_OR_RETURN(posted.buffer, TakeParked(posted.key));
+    posted.done_ns = scope_.TraceNow();
+  } else {
+    RETURN_IF_ERROR(posted.handle->Wait(scope_.Deadline()));
+  }
   bytes_received_ += posted.buffer.bytes();
   scope_.RecordTransfer(posted.key.kind == TransferKind::kActivation
                             ? TraceKind::kTransferActivationIn
@@ -119,19 +129,47 @@ absl::Status StepTransfers::StartSend(Tensor tensor, int peer, const TransferKey
                                                    " has no peer to send ", ToString(key), " to"));
   }
   const int64_t posted_ns = scope_.TraceNow();
-  // Narrow on the wire (training.precision BF16): the values are already bf16 values.
-  if (const DType wire = scope_.config().boundary_dtype;
-      tensor.dtype() == DType::kF32 && wire != DType::kF32) {
-    ASSIGN_OR_RETURN(Tensor narrow,
-                     Tensor::Empty(res_.device, tensor.shape(), wire, tensor.memory_kind()));
-    RETURN_IF_ERROR(res_.device.ops().tensor.Cast(tensor, narrow));
-    tensor = std::move(narrow);
-  }
+  ASSIGN_OR_RETURN(tensor, ToWire(std::move(tensor)));
   const int64_t bytes = tensor.bytes();
+  if (peer == scope_.config().rank) {  // a local hand-off, complete at once
+    tensor.Retag(key.kind == TransferKind::kActivation ? MemoryKind::kBoundary
+                                                       : MemoryKind::kBoundaryGrad);
+    parked_.emplace_back(key, std::move(tensor));
+    bytes_sent_ += bytes;
+    RecordSend({key, nullptr, chunk, peer, bytes, posted_ns});
+    return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(auto handle, res_.channel.Send(tensor, peer, key));
   sends_.push_back({key, std::move(handle), chunk, peer, bytes, posted_ns});
   bytes_sent_ += bytes;
   return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> StepTransfers::ToWire(Tensor tensor) const {
+  // Narrow on the wire (training.precision BF16): the values are already bf16 values.
+  const DType wire = scope_.config().boundary_dtype;
+  if (tensor.dtype() != DType::kF32 || wire == DType::kF32) return tensor;
+  ASSIGN_OR_RETURN(Tensor narrow,
+                   Tensor::Empty(res_.device, tensor.shape(), wire, tensor.memory_kind()));
+  RETURN_IF_ERROR(res_.device.ops().tensor.Cast(tensor, narrow));
+  return narrow;
+}
+
+absl::StatusOr<Tensor> StepTransfers::TakeParked(const TransferKey& key) {
+  for (auto it = parked_.begin(); it != parked_.end(); ++it) {
+    const TransferKey& parked = it->first;
+    if (parked.step != key.step || parked.micro_batch != key.micro_batch ||
+        parked.chunk != key.chunk || parked.kind != key.kind) {
+      continue;
+    }
+    Tensor tensor = std::move(it->second);
+    parked_.erase(it);
+    return tensor;
+  }
+  return absl::FailedPreconditionError(
+      absl::StrCat("the local hand-off of ", ToString(key),
+                   " from this rank's other chunk has not been sent; the schedule must run the "
+                   "sending chunk's instruction first"));
 }
 
 void StepTransfers::RecordSend(const InFlightSend& send) const {

@@ -2,13 +2,17 @@
 // the instructions that consume them (config.recv_lookahead at a time, in program order) into
 // buffers counted as kBoundary (activations) or kBoundaryGrad (gradients); sends run
 // asynchronously and are reaped as they complete, so transfers overlap compute. Each transfer is
-// keyed by the receiving side's chunk and recorded in the trace from post to completion.
+// keyed by the receiving side's chunk and recorded in the trace from post to completion. A
+// transfer whose peer is this rank (a V_SHAPE turn: one chunk feeds the other) is a local
+// hand-off: the send parks the tensor, in the wire dtype as a transfer would deliver it, and the
+// receive takes it; the channel is not involved.
 // Single-threaded; lives for one step.
 #ifndef GPIPE_RUNTIME_EXEC_STEP_TRANSFERS_H_
 #define GPIPE_RUNTIME_EXEC_STEP_TRANSFERS_H_
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -51,6 +55,8 @@ class StepTransfers {
 
  private:
   struct PostedReceive {
+    bool posted = false;
+    bool local = false;  // a hand-off from this rank's other chunk: no handle
     Tensor buffer;
     std::unique_ptr<TransferHandle> handle;
     TransferKey key;
@@ -68,6 +74,10 @@ class StepTransfers {
     int64_t posted_ns = 0;
   };
 
+  // The tensor as it travels: narrowed to config.boundary_dtype (training.precision BF16).
+  absl::StatusOr<Tensor> ToWire(Tensor tensor) const;
+  // Removes and returns the parked local hand-off `key`; FAILED_PRECONDITION when none is.
+  absl::StatusOr<Tensor> TakeParked(const TransferKey& key);
   absl::Status PostNextReceive();
   absl::Status PostReceive(size_t position);
   void RecordSend(const InFlightSend& send) const;
@@ -84,6 +94,8 @@ class StepTransfers {
   size_t consumed_receives_ = 0;  // receives completed by their instruction, in program order
   int posted_ahead_ = 0;
   std::vector<InFlightSend> sends_;
+  // Local hand-offs sent and not yet received, in send order.
+  std::vector<std::pair<TransferKey, Tensor>> parked_;
   int64_t bytes_sent_ = 0;
   int64_t bytes_received_ = 0;
 };

@@ -93,9 +93,36 @@ void ResolveCustomSchedule(const std::string& directory, pb::Plan* plan, PlanErr
                             "sets it)"));
     return;
   }
+  if (pipeline.has_placement() && pipeline.placement() != program->placement) {
+    errors.Add("pipeline.placement",
+               absl::StrCat("is ", pb::Placement_Name(pipeline.placement()),
+                            " but the CUSTOM schedule's stage ids place its virtual stages ",
+                            pb::Placement_Name(program->placement),
+                            "; remove pipeline.placement (the schedule sets it)"));
+    return;
+  }
   pipeline.set_virtual_stages(program->chunks);
+  pipeline.set_placement(program->placement);
   *pipeline.mutable_custom() = schedule::ActionTableToProto(*table);
   pipeline.clear_schedule_csv();
+}
+
+void ResolvePlacement(pb::Plan* plan, PlanErrors& errors) {
+  pb::Pipeline& pipeline = *plan->mutable_pipeline();
+  const pb::Schedule kind = pipeline.schedule();
+  if (kind == pb::CUSTOM) return;
+  const bool v_shape = kind == pb::ZERO_BUBBLE_V || kind == pb::DUALPIPE_V;
+  const pb::Placement implied = v_shape ? pb::V_SHAPE : pb::LOOPED;
+  if (pipeline.has_placement() && pipeline.placement() != implied) {
+    errors.Add("pipeline.placement",
+               absl::StrCat("is ", pb::Placement_Name(pipeline.placement()), " but ",
+                            pb::Schedule_Name(kind), " runs ", pb::Placement_Name(implied),
+                            "; V_SHAPE comes with ZERO_BUBBLE_V, DUALPIPE_V or a CUSTOM schedule "
+                            "that zigzags: remove pipeline.placement (the schedule sets it)"));
+    return;
+  }
+  pipeline.set_placement(implied);
+  if (v_shape && !pipeline.has_virtual_stages()) pipeline.set_virtual_stages(2);
 }
 
 }  // namespace gpipe

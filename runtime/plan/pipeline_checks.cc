@@ -12,12 +12,13 @@
 namespace gpipe {
 namespace {
 
-// Parts per stage the partition cuts: virtual_stages under INTERLEAVED_1F1B and CUSTOM (there
-// ResolveCustomSchedule has set it from the actions), else 1 (a virtual_stages set for another
-// schedule is reported once, by CheckSchedule).
+// Parts per stage the partition cuts: virtual_stages under INTERLEAVED_1F1B, the V schedules and
+// CUSTOM (ResolvePlacement and ResolveCustomSchedule have set it), else 1 (a virtual_stages set for
+// another schedule is reported once, by CheckSchedule).
 int PartsPerStage(const pb::Pipeline& pipeline) {
-  const bool chunked =
-      pipeline.schedule() == pb::INTERLEAVED_1F1B || pipeline.schedule() == pb::CUSTOM;
+  const pb::Schedule kind = pipeline.schedule();
+  const bool chunked = kind == pb::INTERLEAVED_1F1B || kind == pb::CUSTOM ||
+                       kind == pb::ZERO_BUBBLE_V || kind == pb::DUALPIPE_V;
   return chunked ? std::max(1, pipeline.virtual_stages()) : 1;
 }
 
@@ -75,8 +76,8 @@ void CheckSchedule(const pb::Pipeline& pipeline, PlanErrors& errors) {
     errors.Add("pipeline.schedule",
                absl::StrCat(pb::Schedule_Name(pipeline.schedule()),
                             " is forward-only (it evaluates, it cannot train); choose a training "
-                            "schedule: GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, ZERO_BUBBLE_H1 or "
-                            "ZERO_BUBBLE_H2"));
+                            "schedule: GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, ZERO_BUBBLE_H1, "
+                            "ZERO_BUBBLE_H2, ZERO_BUBBLE_V, DUALPIPE_V or CUSTOM"));
     return;
   }
   if (pipeline.virtual_stages() < 1) {
@@ -92,8 +93,11 @@ void CheckSchedule(const pb::Pipeline& pipeline, PlanErrors& errors) {
   const int stages = pipeline.stages();
   const int micro_batches = pipeline.micro_batches();
   const bool interleaved = pipeline.schedule() == pb::INTERLEAVED_1F1B;
+  const bool v_shape =
+      pipeline.schedule() == pb::ZERO_BUBBLE_V || pipeline.schedule() == pb::DUALPIPE_V;
   std::string field = "pipeline.schedule";
-  if (pipeline.virtual_stages() != 1 && !interleaved) {
+  if ((pipeline.virtual_stages() != 1 && !interleaved && !v_shape) ||
+      (v_shape && pipeline.virtual_stages() != 2)) {
     field = "pipeline.virtual_stages";
   } else if ((interleaved && stages >= 2 && pipeline.virtual_stages() >= 2 &&
               micro_batches % stages != 0) ||

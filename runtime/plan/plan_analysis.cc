@@ -76,6 +76,7 @@ absl::StatusOr<AnalyzedPlan> AnalyzePlan(const LoadedPlan& loaded, const LayerRe
   PlanErrors errors(loaded);
   pb::Plan plan = loaded.plan;
   ResolveCustomSchedule(loaded.directory, &plan, errors);
+  ResolvePlacement(&plan, errors);
   ModelShapes shapes = InferModelShapes(plan, registry, errors);
   CheckPipeline(plan, errors);
   CheckTraining(plan, errors);

@@ -4,12 +4,14 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/schedule/custom_program.h"
+#include "runtime/schedule/dualpipe_v_builder.h"
 #include "runtime/schedule/eval_builder.h"
 #include "runtime/schedule/gpipe_builder.h"
 #include "runtime/schedule/interleaved_builder.h"
 #include "runtime/schedule/one_f_one_b_builder.h"
 #include "runtime/schedule/schedule_shape.h"
 #include "runtime/schedule/zero_bubble_builder.h"
+#include "runtime/schedule/zero_bubble_v_builder.h"
 
 namespace gpipe::schedule {
 
@@ -29,6 +31,10 @@ absl::StatusOr<Program> BuildProgram(pb::Schedule kind, int stages, int micro_ba
       return BuildZeroBubbleProgram(ZeroBubbleVariant::kH1, stages, micro_batches);
     case pb::ZERO_BUBBLE_H2:
       return BuildZeroBubbleProgram(ZeroBubbleVariant::kH2, stages, micro_batches);
+    case pb::ZERO_BUBBLE_V:
+      return BuildZeroBubbleVProgram(stages, micro_batches);
+    case pb::DUALPIPE_V:
+      return BuildDualPipeVProgram(stages, micro_batches);
     case pb::EVAL:
       return BuildEvalProgram(stages, micro_batches, virtual_stages);
     case pb::CUSTOM:
@@ -48,13 +54,22 @@ absl::StatusOr<Program> BuildPipelineProgram(const pb::Pipeline& pipeline) {
   }
   ASSIGN_OR_RETURN(const ActionTable table, ActionTableFromProto(pipeline.custom()));
   ASSIGN_OR_RETURN(Program program, CompileCustomProgram(table, pipeline.micro_batches()));
-  if (program.stages != pipeline.stages() || program.chunks != pipeline.virtual_stages()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the CUSTOM schedule's actions run ", program.stages, " ranks x ",
-                     program.chunks, " chunks but the pipeline says stages ", pipeline.stages(),
-                     ", virtual_stages ", pipeline.virtual_stages()));
+  if (program.stages != pipeline.stages() || program.chunks != pipeline.virtual_stages() ||
+      program.placement != pipeline.placement()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the CUSTOM schedule's actions run ", program.stages, " ranks x ", program.chunks,
+        " chunks placed ", pb::Placement_Name(program.placement), " but the pipeline says stages ",
+        pipeline.stages(), ", virtual_stages ", pipeline.virtual_stages(), ", placement ",
+        pb::Placement_Name(pipeline.placement())));
   }
   return program;
+}
+
+absl::StatusOr<Program> BuildEvalPipelineProgram(const pb::Pipeline& pipeline) {
+  RETURN_IF_ERROR(CheckScheduleShape(pb::EVAL, pipeline.stages(), pipeline.micro_batches(),
+                                     pipeline.virtual_stages()));
+  return BuildEvalProgram(pipeline.stages(), pipeline.micro_batches(), pipeline.virtual_stages(),
+                          pipeline.placement());
 }
 
 }  // namespace gpipe::schedule

@@ -21,6 +21,10 @@ absl::StatusOr<Program> BuildProgram(pb::Schedule kind, int stages, int micro_ba
 // schedule_csv there and set virtual_stages to the chunks per rank). INVALID_ARGUMENT as theirs.
 absl::StatusOr<Program> BuildPipelineProgram(const pb::Pipeline& pipeline);
 
+// The evaluation program (EVAL) over the parts and placement a resolved plan's training program
+// runs. INVALID_ARGUMENT as CheckScheduleShape's.
+absl::StatusOr<Program> BuildEvalPipelineProgram(const pb::Pipeline& pipeline);
+
 }  // namespace gpipe::schedule
 
 #endif  // GPIPE_RUNTIME_SCHEDULE_BUILD_PROGRAM_H_

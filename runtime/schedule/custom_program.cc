@@ -1,5 +1,6 @@
 #include "runtime/schedule/custom_program.h"
 
+#include <algorithm>
 #include <regex>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/schedule/instruction_blocks.h"
+#include "runtime/schedule/receive_order.h"
 #include "runtime/schedule/schedule_shape.h"
 #include "runtime/schedule/verifier.h"
 
@@ -33,9 +35,14 @@ std::string Name(int stage, char letter, int micro_batch) {
   return absl::StrCat(stage, std::string(1, letter), micro_batch);
 }
 
-// Which rank runs each virtual stage; every stage on exactly one rank, ids 0 ... V-1 all used,
-// micro-batch ids in range.
-absl::StatusOr<std::vector<int>> Placement(const ActionTable& table, int micro_batches) {
+// Which rank runs each virtual stage, and the action that first names it.
+struct StagePlacement {
+  std::vector<int> rank_of;
+  std::vector<ActionRef> owner;
+};
+
+// Every stage on exactly one rank, ids 0 ... V-1 all used, micro-batch ids in range.
+absl::StatusOr<StagePlacement> RanksOfStages(const ActionTable& table, int micro_batches) {
   std::vector<ActionRef> owner;
   for (int r = 0; r < static_cast<int>(table.size()); ++r) {
     for (int p = 0; p < static_cast<int>(table[r].actions.size()); ++p) {
@@ -86,22 +93,33 @@ absl::StatusOr<std::vector<int>> Placement(const ActionTable& table, int micro_b
           table[r].source, ": rank ", r, " has no actions; every rank runs at least one stage"));
     }
   }
-  const int stages = static_cast<int>(owner.size());
-  for (int v = 0; v < stages; ++v) {
-    if (rank_of[v] == v % ranks && stages % ranks == 0) continue;
-    std::vector<std::string> where;
-    for (int u = 0; u < stages; ++u) where.push_back(absl::StrCat(u, "->", rank_of[u]));
-    return ActionError(
-        table, owner[v],
-        absl::StrCat(
-            "stage ", v, " runs on rank ", rank_of[v], "; the schedule places its ", stages,
-            " virtual stages on ", ranks, " ranks as stage->rank ", absl::StrJoin(where, " "),
-            ", but only the looped placement runs today (the stage count a multiple of the rank "
-            "count, stage v on rank v % ",
-            ranks, ", so rank r holds r, r + ", ranks,
-            ", ...); V-shape and other placements are not supported yet"));
+  return StagePlacement{.rank_of = std::move(rank_of), .owner = std::move(owner)};
+}
+
+// The placement (LOOPED first, then V_SHAPE; with one chunk they coincide) under which virtual
+// stage v runs on rank_of[v], or an error at the first stage that fits neither.
+absl::StatusOr<pb::Placement> PlacementOf(const ActionTable& table, const StagePlacement& found) {
+  const int ranks = static_cast<int>(table.size());
+  const int stages = static_cast<int>(found.rank_of.size());
+  int blamed = 0;  // the first stage that breaks the placement fitting longest
+  for (const pb::Placement placement : {pb::LOOPED, pb::V_SHAPE}) {
+    const Topology topology{ranks, std::max(1, stages / ranks), placement};
+    int v = 0;
+    while (v < stages && found.rank_of[v] == topology.At(v).stage) ++v;
+    if (v == stages && stages % ranks == 0) return placement;
+    blamed = std::max(blamed, std::min(v, stages - 1));
   }
-  return rank_of;
+  std::vector<std::string> where;
+  for (int u = 0; u < stages; ++u) where.push_back(absl::StrCat(u, "->", found.rank_of[u]));
+  return ActionError(
+      table, found.owner[blamed],
+      absl::StrCat("stage ", blamed, " runs on rank ", found.rank_of[blamed],
+                   "; the schedule places its ", stages, " virtual stages on ", ranks,
+                   " ranks as stage->rank ", absl::StrJoin(where, " "),
+                   ", but the virtual stages must be a multiple of the ranks, placed LOOPED (rank "
+                   "r holds r, r + ",
+                   ranks, ", r + ", 2 * ranks, ", ...) or V_SHAPE (rank r holds r, ", 2 * ranks - 1,
+                   " - r, ", 2 * ranks, " + r, ...)"));
 }
 
 // Per (stage, micro-batch): each of F, B, I, W at most once, in a valid order on its rank, and
@@ -229,13 +247,14 @@ absl::StatusOr<Program> CompileCustomProgram(const ActionTable& table, int micro
     return absl::InvalidArgumentError(
         absl::StrCat("pipeline.micro_batches is ", micro_batches, "; it must be >= 1"));
   }
-  ASSIGN_OR_RETURN(const std::vector<int> rank_of, Placement(table, micro_batches));
+  ASSIGN_OR_RETURN(const StagePlacement found, RanksOfStages(table, micro_batches));
+  ASSIGN_OR_RETURN(const pb::Placement placement, PlacementOf(table, found));
   const int ranks = static_cast<int>(table.size());
-  const int stages = static_cast<int>(rank_of.size());
+  const int stages = static_cast<int>(found.rank_of.size());
   RETURN_IF_ERROR(CheckScheduleShape(pb::CUSTOM, ranks, micro_batches, stages / ranks));
   RETURN_IF_ERROR(CheckActionOrder(table, stages, micro_batches));
 
-  Program program = EmptyProgram(pb::CUSTOM, ranks, micro_batches, stages / ranks);
+  Program program = EmptyProgram(pb::CUSTOM, ranks, micro_batches, stages / ranks, placement);
   const Topology topology = program.topology();
   // action_of[r][i]: the position in row r of the action that emitted instruction i; -1 for the
   // step's end.
@@ -263,6 +282,14 @@ absl::StatusOr<Program> CompileCustomProgram(const ActionTable& table, int micro
     }
     AppendStepEnd(/*forward_only=*/false, out);
     action_of[r].resize(out.size(), -1);
+  }
+  // Derive a receive order that NCCL's per-pair matching accepts; the verifier then proves it.
+  const std::vector<std::vector<int>> moved = MatchReceivesToSends(program);
+  for (int r = 0; r < ranks; ++r) {
+    std::vector<int> reordered;
+    reordered.reserve(moved[r].size());
+    for (int old : moved[r]) reordered.push_back(action_of[r][old]);
+    action_of[r] = std::move(reordered);
   }
   if (absl::Status verified = VerifyProgram(program, OpCosts{}).status(); !verified.ok()) {
     return absl::InvalidArgumentError(

@@ -1,11 +1,13 @@
 // CompileCustomProgram: turns a CUSTOM schedule's action table (action_list.h) into a verified
 // Program. Row r is rank r, so the row count is the stage count K; the stage ids define the
-// placement: V = largest id + 1 virtual stages, each on the one rank whose row names it. Only the
-// looped placement runs today (V a multiple of K, virtual stage v on rank v % K as its chunk
-// v / K: topology.h); anything else, V-shape included, is refused naming where each stage sits.
+// placement: V = largest id + 1 virtual stages, each on the one rank whose row names it. V must be
+// a multiple of K and the placement LOOPED (virtual stage v on rank v % K as its chunk v / K) or
+// V_SHAPE (the chunks zigzag, so rank r holds r and 2K-1-r: topology.h); anything else is refused
+// naming where each stage sits.
 // Each action becomes the builders' block (instruction_blocks.h: transfers derived, a receive
-// right before its consumer, a send right after its producer), then the step's end, and the whole
-// program passes VerifyProgram. Every error names the row and the action:
+// right before its consumer, a send right after its producer), then the step's end; receives are
+// moved earlier where NCCL's per-pair matching needs it (receive_order.h), and the whole program
+// passes VerifyProgram. Every error names the row and the action:
 // "path.csv:2: action 14 (3B5): ...". Pure; thread-compatible.
 #ifndef GPIPE_RUNTIME_SCHEDULE_CUSTOM_PROGRAM_H_
 #define GPIPE_RUNTIME_SCHEDULE_CUSTOM_PROGRAM_H_
@@ -17,8 +19,9 @@
 
 namespace gpipe::schedule {
 
-// A program of kind CUSTOM with stages = table.size() and chunks = V / K. INVALID_ARGUMENT when
-// a rule fails: a stage on two ranks or on none, a placement other than looped, a micro-batch id
+// A program of kind CUSTOM with stages = table.size(), chunks = V / K and the placement found.
+// INVALID_ARGUMENT when a rule fails: a stage on two ranks or on none, a placement other than
+// LOOPED and V_SHAPE, a micro-batch id
 // outside 0 ... micro_batches - 1, a forward or backward (B, or I then W) missing, repeated or out
 // of order, or the verifier's proof (matching under MPI and NCCL, no deadlock).
 absl::StatusOr<Program> CompileCustomProgram(const ActionTable& table, int micro_batches);

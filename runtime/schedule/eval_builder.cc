@@ -5,11 +5,12 @@
 
 namespace gpipe::schedule {
 
-StageProgram BuildEvalStageProgram(int stage, int stages, int micro_batches, int chunks) {
+StageProgram BuildEvalStageProgram(int stage, int stages, int micro_batches, int chunks,
+                                   pb::Placement placement) {
   GPIPE_CHECK(stages >= 1 && micro_batches >= 1 && chunks >= 1 && stage >= 0 && stage < stages)
       << "stage " << stage << " of " << stages << ", " << micro_batches << " micro-batches, "
       << chunks << " chunks";
-  const Topology topology{stages, chunks};
+  const Topology topology{stages, chunks, placement};
   StageProgram program;
   program.stage = stage;
   program.instructions.reserve(3 * static_cast<size_t>(micro_batches) * chunks + 1);
@@ -22,10 +23,10 @@ StageProgram BuildEvalStageProgram(int stage, int stages, int micro_batches, int
   return program;
 }
 
-Program BuildEvalProgram(int stages, int micro_batches, int chunks) {
-  Program program = EmptyProgram(pb::EVAL, stages, micro_batches, chunks);
+Program BuildEvalProgram(int stages, int micro_batches, int chunks, pb::Placement placement) {
+  Program program = EmptyProgram(pb::EVAL, stages, micro_batches, chunks, placement);
   for (int s = 0; s < stages; ++s) {
-    program.stage_programs[s] = BuildEvalStageProgram(s, stages, micro_batches, chunks);
+    program.stage_programs[s] = BuildEvalStageProgram(s, stages, micro_batches, chunks, placement);
   }
   return program;
 }

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "runtime/schedule/schedule_shape.h"
 
 namespace gpipe::schedule {
 namespace {
@@ -203,8 +204,15 @@ std::string DrawGrid(const Program& program, const VerifyResult& result, int max
                                     : absl::StrCat("schedule ", static_cast<int>(program.kind));
   std::string out = absl::StrCat(kind_name, " schedule: ", Count(program.stages, "stage"), ", ",
                                  Count(program.micro_batches, "micro-batch"));
-  if (program.chunks > 1) absl::StrAppend(&out, ", ", program.chunks, " chunks per stage");
+  if (program.chunks > 1) {
+    absl::StrAppend(&out, ", ", program.chunks, " chunks per stage placed ",
+                    pb::Placement_Name(program.placement));
+  }
   absl::StrAppend(&out, ", makespan ", absl::StrFormat("%g", result.makespan));
+  if (const std::string note = DegenerateNote(program.kind, program.stages, program.micro_batches);
+      !note.empty()) {
+    absl::StrAppend(&out, "\nnote: ", note);
+  }
 
   const std::vector<std::vector<Block>> blocks = CollectBlocks(program, result);
   size_t label_width = 0;

@@ -37,8 +37,29 @@ void AppendStepEnd(bool forward_only, std::vector<Instruction>& out) {
   out.push_back(OptimizerStep{});
 }
 
-Program EmptyProgram(pb::Schedule kind, int stages, int micro_batches, int chunks) {
+void AppendChunkOp(const Topology& topology, int stage, const ChunkOp& op,
+                   std::vector<Instruction>& out) {
+  const StageChunk at{stage, op.chunk};
+  switch (op.pass) {
+    case ChunkPass::kForward:
+      AppendForward(topology, at, op.micro_batch, out);
+      return;
+    case ChunkPass::kBackward:
+      AppendBackward(topology, at, op.micro_batch, BackwardPart::kWhole, out);
+      return;
+    case ChunkPass::kBackwardInput:
+      AppendBackward(topology, at, op.micro_batch, BackwardPart::kInputGradient, out);
+      return;
+    case ChunkPass::kBackwardWeight:
+      out.push_back(BackwardWeight{op.micro_batch, op.chunk});
+      return;
+  }
+}
+
+Program EmptyProgram(pb::Schedule kind, int stages, int micro_batches, int chunks,
+                     pb::Placement placement) {
   Program program;
+  program.placement = placement;
   program.kind = kind;
   program.stages = stages;
   program.micro_batches = micro_batches;

@@ -30,12 +30,28 @@ enum class BackwardPart { kWhole, kInputGradient };
 void AppendBackward(const Topology& topology, StageChunk at, int micro_batch, BackwardPart part,
                     std::vector<Instruction>& out);
 
+// One compute step of a chunked order: the forward, whole backward, input-gradient part or
+// weight-gradient part of `micro_batch` on chunk `chunk` of a stage.
+enum class ChunkPass { kForward, kBackward, kBackwardInput, kBackwardWeight };
+struct ChunkOp {
+  ChunkPass pass = ChunkPass::kForward;
+  int chunk = 0;
+  int micro_batch = 0;
+  bool operator==(const ChunkOp&) const = default;
+};
+
+// Appends `op`'s block on stage `stage`: AppendForward, AppendBackward (whole or input
+// gradient), or a lone BackwardWeight.
+void AppendChunkOp(const Topology& topology, int stage, const ChunkOp& op,
+                   std::vector<Instruction>& out);
+
 // The step's end: AllReduceGrads, OptimizerStep when training; ReportEval when forward-only.
 void AppendStepEnd(bool forward_only, std::vector<Instruction>& out);
 
 // A Program of `kind` with its shape set and one empty StageProgram per stage (stage numbers
 // filled in), for a builder to fill.
-Program EmptyProgram(pb::Schedule kind, int stages, int micro_batches, int chunks);
+Program EmptyProgram(pb::Schedule kind, int stages, int micro_batches, int chunks,
+                     pb::Placement placement = pb::LOOPED);
 
 }  // namespace gpipe::schedule
 

@@ -21,12 +21,13 @@ struct Program {
   pb::Schedule kind = pb::GPIPE;
   int stages = 0;
   int micro_batches = 0;
-  // Virtual chunks per stage (pipeline.virtual_stages; > 1 only for INTERLEAVED_1F1B). See
-  // topology.h.
+  // Virtual chunks per stage (pipeline.virtual_stages) and where they run (pipeline.placement:
+  // V_SHAPE for ZERO_BUBBLE_V, DUALPIPE_V and a zigzag CUSTOM schedule). See topology.h.
   int chunks = 1;
+  pb::Placement placement = pb::LOOPED;
   std::vector<StageProgram> stage_programs;  // index = stage
 
-  Topology topology() const { return {stages, chunks}; }
+  Topology topology() const { return {stages, chunks, placement}; }
   // EVAL: no backward side at all, and every stage ends with ReportEval.
   bool forward_only() const { return IsForwardOnly(kind); }
 };

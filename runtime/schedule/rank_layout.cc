@@ -1,5 +1,7 @@
 #include "runtime/schedule/rank_layout.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace gpipe::schedule {
@@ -25,16 +27,24 @@ pb::RankLayoutProto RankLayout::ToProto() const {
   return proto;
 }
 
-int RankLayout::NextRank(int rank, bool wraps) const {
-  const int stage = StageOf(rank);
-  if (stage + 1 < stages_) return rank + 1;
-  return wraps ? RankOf(ReplicaOf(rank), 0) : -1;
+int RankLayout::NeighbourRank(int rank, const Topology& topology, int chunk, bool next) const {
+  const StageChunk at{StageOf(rank), chunk};
+  if (next ? topology.IsLast(at) : topology.IsFirst(at)) return -1;
+  const StageChunk peer = next ? topology.Next(at) : topology.Previous(at);
+  return RankOf(ReplicaOf(rank), peer.stage);
 }
 
-int RankLayout::PrevRank(int rank, bool wraps) const {
-  const int stage = StageOf(rank);
-  if (stage > 0) return rank - 1;
-  return wraps ? RankOf(ReplicaOf(rank), stages_ - 1) : -1;
+std::vector<int> RankLayout::Neighbours(int rank, const Topology& topology) const {
+  std::vector<int> peers;
+  for (int chunk = 0; chunk < topology.chunks; ++chunk) {
+    for (const bool next : {false, true}) {
+      const int peer = NeighbourRank(rank, topology, chunk, next);
+      if (peer >= 0 && peer != rank) peers.push_back(peer);
+    }
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  return peers;
 }
 
 std::vector<int> RankLayout::ReplicaGroup(int stage) const {

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "proto/control.pb.h"
+#include "runtime/schedule/topology.h"
 
 namespace gpipe::schedule {
 
@@ -28,10 +29,13 @@ class RankLayout {
   int RankOf(int replica, int stage) const { return replica * stages_ + stage; }
   int StageOf(int rank) const { return rank % stages_; }
   int ReplicaOf(int rank) const { return rank / stages_; }
-  // The rank of the next (previous) stage of `rank`'s replica; with `wraps` (interleaved
-  // chunks) the last stage's next is the first and vice versa, else -1 at the ends.
-  int NextRank(int rank, bool wraps) const;
-  int PrevRank(int rank, bool wraps) const;
+  // The rank of `rank`'s replica that runs the virtual stage after (`next`) or before chunk
+  // `chunk` of `rank`'s stage under `topology` (a looped pipeline with several chunks wraps from
+  // the last stage to the first): -1 at the pipeline's ends, `rank` itself at a V_SHAPE turn
+  // (a local hand-off). Precondition: topology.stages == stages(), 0 <= chunk < topology.chunks.
+  int NeighbourRank(int rank, const Topology& topology, int chunk, bool next) const;
+  // The other ranks `rank` exchanges boundary tensors with under `topology`, ascending.
+  std::vector<int> Neighbours(int rank, const Topology& topology) const;
   // The ranks that hold `stage` in every replica, ascending (its gradient all-reduce group).
   std::vector<int> ReplicaGroup(int stage) const;
 

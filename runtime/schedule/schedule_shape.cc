@@ -68,8 +68,8 @@ absl::Status CheckSize(int stages, int micro_batches, int virtual_stages) {
 }  // namespace
 
 std::vector<pb::Schedule> AllSchedules() {
-  return {pb::GPIPE,          pb::ONE_F_ONE_B,    pb::INTERLEAVED_1F1B,
-          pb::ZERO_BUBBLE_H1, pb::ZERO_BUBBLE_H2, pb::EVAL};
+  return {pb::GPIPE,          pb::ONE_F_ONE_B,   pb::INTERLEAVED_1F1B, pb::ZERO_BUBBLE_H1,
+          pb::ZERO_BUBBLE_H2, pb::ZERO_BUBBLE_V, pb::DUALPIPE_V,       pb::EVAL};
 }
 
 std::string ScheduleNames() {
@@ -79,6 +79,13 @@ std::string ScheduleNames() {
 }
 
 bool IsForwardOnly(pb::Schedule kind) { return kind == pb::EVAL; }
+
+std::string DegenerateNote(pb::Schedule kind, int stages, int micro_batches) {
+  if (kind != pb::DUALPIPE_V || micro_batches >= 2 * stages) return "";
+  return absl::StrCat("DUALPIPE_V's phases need pipeline.micro_batches >= 2 * stages = ",
+                      2 * stages, "; with ", micro_batches, " it runs ZERO_BUBBLE_V's order (use ",
+                      2 * stages, " or more micro-batches for DualPipeV's own)");
+}
 
 absl::Status CheckScheduleShape(pb::Schedule kind, int stages, int micro_batches,
                                 int virtual_stages) {
@@ -90,6 +97,14 @@ absl::Status CheckScheduleShape(pb::Schedule kind, int stages, int micro_batches
       return CheckSize(stages, micro_batches, virtual_stages);
     case pb::CUSTOM:  // the action lists decide the chunks (custom_program.h)
     case pb::EVAL:  // any chunk count: it evaluates whatever parts the training program runs
+      return CheckSize(stages, micro_batches, virtual_stages);
+    case pb::ZERO_BUBBLE_V:
+    case pb::DUALPIPE_V:
+      if (virtual_stages != 2) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "pipeline.virtual_stages is ", virtual_stages, " but pipeline.schedule ", NameOf(kind),
+            " runs two chunks per stage in a V: remove pipeline.virtual_stages (it is then 2)"));
+      }
       return CheckSize(stages, micro_batches, virtual_stages);
     case pb::GPIPE:
     case pb::ONE_F_ONE_B:

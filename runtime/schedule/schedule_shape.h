@@ -28,9 +28,15 @@ std::string ScheduleNames();
 // Forward-only kinds (EVAL): no backward, no update; programs end with ReportEval.
 bool IsForwardOnly(pb::Schedule kind);
 
+// What a schedule becomes where its shape is too small for its own order, for `gpipe-plan show`
+// and the grid: DUALPIPE_V with micro_batches < 2 * stages runs ZERO_BUBBLE_V's order. "" for
+// every shape that runs its kind's own order.
+std::string DegenerateNote(pb::Schedule kind, int stages, int micro_batches);
+
 // OK when BuildProgram(kind, stages, micro_batches, virtual_stages) builds a program. Rules:
 // stages, micro_batches, virtual_stages >= 1; virtual_stages == 1 except for INTERLEAVED_1F1B,
-// which needs stages >= 2, virtual_stages >= 2 and micro_batches % stages == 0;
+// which needs stages >= 2, virtual_stages >= 2 and micro_batches % stages == 0, ZERO_BUBBLE_V and
+// DUALPIPE_V, which need 2, and CUSTOM and EVAL, which take any;
 // stages * virtual_stages * micro_batches <= kMaxStageMicroBatches; kind has a builder.
 absl::Status CheckScheduleShape(pb::Schedule kind, int stages, int micro_batches,
                                 int virtual_stages = 1);

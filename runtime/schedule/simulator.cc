@@ -66,7 +66,9 @@ absl::StatusOr<Simulation> Simulate(const Program& program, const Transfers& tra
         if (slot.link >= 0 && !slot.is_send) {
           const std::vector<double>& issued = sent[slot.link];
           if (slot.position >= static_cast<int>(issued.size())) break;  // blocked
-          end = std::max(start, issued[slot.position] + costs.send);
+          const Link& link = transfers.links()[slot.link];
+          const double latency = link.from_stage == link.to_stage ? 0.0 : costs.send;  // local
+          end = std::max(start, issued[slot.position] + latency);
         } else if (slot.link >= 0) {
           sent[slot.link].push_back(start);
         } else if (const std::optional<double> cost =

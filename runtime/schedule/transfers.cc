@@ -158,6 +158,8 @@ absl::Status Transfers::CheckPerPeerOrder(const Program& program) const {
   }
   const auto by_index = [](const End& a, const End& b) { return a.index < b.index; };
   for (auto& [stages, ends] : pairs) {
+    // A stage's hand-off to itself (a V_SHAPE turn) is local: no transport pairs it.
+    if (stages.first == stages.second) continue;
     auto& [sends, recvs] = ends;
     std::sort(sends.begin(), sends.end(), by_index);
     std::sort(recvs.begin(), recvs.end(), by_index);

@@ -47,7 +47,8 @@ class Transfers {
   // The stricter matching of a transport that pairs point-to-point operations by issue order
   // per pair of ranks, whatever they carry (NCCL): between two stages, the n-th send of either
   // kind must meet the n-th receive posted by the other side. INVALID_ARGUMENT naming both
-  // instructions otherwise. Call after Check.
+  // instructions otherwise. A stage's link to itself (a V_SHAPE turn, a local hand-off) is
+  // exempt. Call after Check.
   absl::Status CheckPerPeerOrder(const Program& program) const;
 
   const std::vector<Link>& links() const { return links_; }

@@ -25,10 +25,10 @@ absl::Status CheckPerVirtualStage(const char* name, const std::vector<double>& v
   if (values.empty()) return absl::OkStatus();
   const int count = topology.virtual_stages();
   if (static_cast<int>(values.size()) != count) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "costs.", name, " has ", values.size(), " entries but the program has ", count,
-        " virtual stages (", topology.stages, " stages x ", topology.chunks,
-        " chunk(s)): give one per virtual stage, index chunk * stages + stage, or none"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("costs.", name, " has ", values.size(), " entries but the program has ", count,
+                     " virtual stages (", topology.stages, " stages x ", topology.chunks,
+                     " chunk(s)): give one per virtual stage (index = virtual stage), or none"));
   }
   for (int v = 0; v < count; ++v) {
     RETURN_IF_ERROR(CheckCost(absl::StrCat(name, "[", v, "]").c_str(), values[v]));

@@ -30,7 +30,7 @@ struct OpCosts {
   double backward_weight = 1.0;  // BackwardWeight; part of Backward
   double send = 0.0;             // transfer latency: a send issued at t is receivable at t + send
   double load = 0.0;             // LoadMicroBatch, on the stage that runs it
-  // Per-virtual-stage overrides, index chunk * stages + stage (topology.h); each empty
+  // Per-virtual-stage overrides, index = virtual stage (Topology::VirtualStage); each empty
   // (uniform) or of size stages * chunks.
   std::vector<double> stage_forward, stage_backward_input, stage_backward_weight;
 };

@@ -82,6 +82,14 @@ TEST_F(EquivalenceTest, EverySchedulePerformsTheSameUpdate) {
       {4, "schedule: ZERO_BUBBLE_H1 remat: ALWAYS"},
       {2, "schedule: ZERO_BUBBLE_H2 remat: EXCEPT_LAST"},
       {3, "schedule: ZERO_BUBBLE_H2 micro_batches: 8"},
+      // V placement: rank 0 holds the first and the last of 2K virtual stages; rank K-1 hands
+      // its chunk 0's output to its chunk 1 locally.
+      {2, "schedule: ZERO_BUBBLE_V"},
+      {4, "schedule: ZERO_BUBBLE_V remat: ALWAYS"},
+      {4, "schedule: ZERO_BUBBLE_V micro_batches: 8 remat: EXCEPT_LAST"},
+      {2, "schedule: DUALPIPE_V"},                     // M = 2K: every phase runs
+      {4, "schedule: DUALPIPE_V micro_batches: 8"},    // likewise at K = 4
+      {4, "schedule: DUALPIPE_V remat: EXCEPT_LAST"},  // M < 2K: ZERO_BUBBLE_V's order
   };
   const Weights in_order_8 = Train(1, {"pipeline { schedule: ONE_F_ONE_B micro_batches: 8 }"});
   for (const Case& c : cases) {
@@ -109,6 +117,9 @@ TEST_F(EquivalenceTest, CustomSchedulesPerformTheSameUpdate) {
       "schedule: CUSTOM custom { "
       "ranks { actions: \"0F0 0F1 0I0 0W0 0F2 0I1 0F3 0I2 0W1 0I3 0W2 0W3\" } "
       "ranks { actions: \"1F0 1I0 1F1 1I1 1W0 1F2 1I2 1W1 1F3 1I3 1W2 1W3\" } }",
+      // V placement from a CSV file: rank 0 runs stages 0 and 3, rank 1 runs 1 and 2 (its
+      // 1 -> 2 activations and 2 -> 1 gradients are local hand-offs).
+      "schedule: CUSTOM schedule_csv: \"custom_v_k2.csv\"",
   };
   for (const char* pipeline : pipelines) {
     SCOPED_TRACE(pipeline);
@@ -138,6 +149,24 @@ TEST_F(EquivalenceTest, ExportedScheduleTrainsLikeItsBuiltIn) {
       60);
   ASSERT_EQ(show.exit_code, 0) << show.output;
   EXPECT_TRUE(absl::StrContains(show.output, "CUSTOM")) << show.output;
+}
+
+TEST_F(EquivalenceTest, ExportedVShapeScheduleRoundTrips) {
+  // ZERO_BUBBLE_V at K = 4 exported as a CSV and read back as CUSTOM: the placement comes back
+  // V_SHAPE from the stage ids, and the update is the built-in's, bit for bit.
+  const std::string dir = testing::FreshTempDir();
+  const std::string csv = dir + "/zbv.csv";
+  const testing::ProcessResult exported =
+      testing::RunProcess({testing::BinPath("gpipe-plan"), "export-schedule",
+                           testing::SourcePath(testing::kEquivalencePlan), "-o", csv, "--override",
+                           "pipeline { stages: 4 schedule: ZERO_BUBBLE_V }"},
+                          60);
+  ASSERT_EQ(exported.exit_code, 0) << exported.output;
+  const Weights built_in = Train(4, {"pipeline { schedule: ZERO_BUBBLE_V }"});
+  ExpectBitIdentical(
+      Train(4, {absl::StrCat("pipeline { schedule: CUSTOM schedule_csv: \"", csv, "\" }")}),
+      built_in);
+  ExpectBitIdentical(built_in, Train(1, {"pipeline { schedule: ONE_F_ONE_B }"}));
 }
 
 TEST_F(EquivalenceTest, PlanCheckRefusesABadScheduleCsvNamingRowAndAction) {

@@ -62,7 +62,7 @@ TEST(AddGradientSquareSumsTest, ReportsEachTermsElementOrderSumWithItsKey) {
   ASSERT_TRUE(analyzed.ok()) << analyzed.status();
   CpuDevice device;
   absl::StatusOr<StageChunks> chunks = StageChunks::Create(
-      device, analyzed->plan, StageChunks::SpecsForStage(ToStageSpecs(*analyzed), 0, 1), registry);
+      device, analyzed->plan, StageChunks::SpecsForStage(ToStageSpecs(*analyzed), 0, {}), registry);
   ASSERT_TRUE(chunks.ok()) << chunks.status();
   const std::vector<ChunkRefs> refs = chunks->refs();
   const std::vector<GradientNormTerm> terms = GradientNormTermsFor(refs, {});

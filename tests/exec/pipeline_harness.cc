@@ -20,6 +20,7 @@
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
 #include "runtime/schedule/build_program.h"
+#include "runtime/schedule/rank_layout.h"
 #include "tests/exec/issue_order_channel.h"
 
 namespace gpipe::testing {
@@ -178,8 +179,9 @@ PipelineRun RunPipeline(const RunOptions& options) {
   const pb::Plan& plan = analyzed->plan;
   const int stages = options.stages;
   const int chunks = plan.pipeline().virtual_stages();
-  auto program = schedule::BuildProgram(plan.pipeline().schedule(), stages,
-                                        plan.pipeline().micro_batches(), chunks);
+  const schedule::Topology topology = schedule::TopologyOf(plan.pipeline());
+  const schedule::RankLayout layout = *schedule::RankLayout::Create(1, stages);
+  auto program = schedule::BuildPipelineProgram(plan.pipeline());
   GPIPE_CHECK(program.ok()) << program.status();
   if (options.edit_program) options.edit_program(*program);
   auto eval_program = schedule::BuildProgram(pb::EVAL, stages, plan.pipeline().micro_batches());
@@ -202,9 +204,9 @@ PipelineRun RunPipeline(const RunOptions& options) {
 
   auto stage_main = [&](int s) -> absl::Status {
     CpuDevice& device = *devices[s];
-    ASSIGN_OR_RETURN(
-        StageChunks params,
-        StageChunks::Create(device, plan, StageChunks::SpecsForStage(parts, s, stages), registry));
+    ASSIGN_OR_RETURN(StageChunks params,
+                     StageChunks::Create(device, plan,
+                                         StageChunks::SpecsForStage(parts, s, topology), registry));
     DataRequirements req{
         .input_shape = analyzed->layers.front().input_shape,
         .input_dtype = plan.model().input().type() == pb::INT64 ? DType::kI64 : DType::kF32,
@@ -222,7 +224,6 @@ PipelineRun RunPipeline(const RunOptions& options) {
     DataChannel& channel = options.match_in_issue_order ? static_cast<DataChannel&>(ordered)
                                                         : static_cast<DataChannel&>(loopback);
     GateForStage gate(shared_gate);
-    const bool wraps = chunks > 1;
     ExecutorConfig config{.rank = s,
                           .stage = s,
                           .num_stages = stages,
@@ -231,11 +232,14 @@ PipelineRun RunPipeline(const RunOptions& options) {
                           .global_batch = plan.training().global_batch(),
                           .remat = plan.pipeline().remat(),
                           .seed = plan.training().seed(),
-                          .prev_rank = s > 0 ? s - 1 : (wraps ? stages - 1 : -1),
-                          .next_rank = s < stages - 1 ? s + 1 : (wraps ? 0 : -1),
+                          .placement = plan.pipeline().placement(),
                           .replica_group = {s},
                           .wait_timeout = absl::Seconds(options.wait_seconds),
                           .boundary_dtype = BoundaryDType(plan.training())};
+    for (int chunk = 0; chunk < chunks; ++chunk) {
+      config.neighbours.push_back({.prev = layout.NeighbourRank(s, topology, chunk, false),
+                                   .next = layout.NeighbourRank(s, topology, chunk, true)});
+    }
     StageExecutor executor(config, program->stage_programs[s],
                            ExecutorResources{device, params.refs(), dataset.get(), channel, gate});
     BatchSampler sampler(dataset->size(), plan.training().global_batch(), plan.data().shuffle(),

@@ -1,7 +1,7 @@
 // Every training schedule gives the update of single-stage training, in-process (K threads,
 // loopback channel): within fp32 rounding of GPipe's order, and bit for bit between the
-// schedules whose gradient accumulation order is the same (1F1B, interleaved, zero-bubble all
-// accumulate micro-batches 0..M-1 on every stage). EVAL runs forward only.
+// schedules whose gradient accumulation order is the same (1F1B, interleaved, zero-bubble, the V
+// schedules all accumulate micro-batches 0..M-1 on every stage). EVAL runs forward only.
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -74,6 +74,12 @@ TEST(SchedulesTest, EveryScheduleMatchesSingleStageTraining) {
     // 4 micro-batches: a multiple of 2 stages; 2x2 and 2x3 parts of the 7 layers.
     cases.push_back({"INTERLEAVED_1F1B", 2, 2, remat});
     cases.push_back({"INTERLEAVED_1F1B", 2, 3, remat});
+    // V placement, two chunks per rank: 2x2 and 3x2 parts of the 7 layers; DUALPIPE_V's phases
+    // at K = 2 (M = 2K), its ZERO_BUBBLE_V fallback at K = 3.
+    for (int stages : {2, 3}) {
+      cases.push_back({"ZERO_BUBBLE_V", stages, 2, remat});
+      cases.push_back({"DUALPIPE_V", stages, 2, remat});
+    }
   }
   // Where ZB-H2's larger cap (2K-1-s) differs from H1's: more micro-batches than stages.
   const PipelineRun h2 =
@@ -114,6 +120,8 @@ TEST(SchedulesTest, EveryScheduleRunsWhenTransfersMatchInIssueOrder) {
   cases.push_back({"INTERLEAVED_1F1B", 2, 2, "NEVER"});
   cases.push_back({"INTERLEAVED_1F1B", 2, 3, "EXCEPT_LAST"});
   cases.push_back({"ONE_F_ONE_B", 3, 1, "ALWAYS"});
+  cases.push_back({"ZERO_BUBBLE_V", 3, 2, "NEVER"});
+  cases.push_back({"DUALPIPE_V", 2, 2, "EXCEPT_LAST"});
   for (const ScheduleCase& c : cases) {
     SCOPED_TRACE(Describe(c));
     const std::vector<std::string> overrides = {absl::StrCat("pipeline { schedule: ", c.schedule,

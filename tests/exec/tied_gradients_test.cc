@@ -75,7 +75,7 @@ class TiedGradientsTest : public ::testing::Test {
     ASSERT_TRUE(analyzed.ok()) << analyzed.status();
     absl::StatusOr<StageChunks> chunks =
         StageChunks::Create(device_, analyzed->plan,
-                            StageChunks::SpecsForStage(ToStageSpecs(*analyzed), 0, 1), registry);
+                            StageChunks::SpecsForStage(ToStageSpecs(*analyzed), 0, {}), registry);
     ASSERT_TRUE(chunks.ok()) << chunks.status();
     chunks_ = std::make_unique<StageChunks>(*std::move(chunks));
   }

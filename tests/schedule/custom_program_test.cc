@@ -3,6 +3,7 @@
 // refused naming the row, the action and the rule.
 #include "runtime/schedule/custom_program.h"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -158,15 +159,20 @@ TEST(CustomProgramRejectsTest, ReceivesOutOfSendOrder) {
                                  "different order than they are sent"));
 }
 
-TEST(CustomProgramRejectsTest, DeadlockOnlyNcclMatchingHas) {
+TEST(CustomProgramTest, ReceivesMoveEarlierWhereNcclMatchingNeedsIt) {
   // K = 2, V = 4: rank 0 sends micro-batch 1's activation to rank 1 (0F1) before micro-batch 0's
-  // gradient (2B0), and rank 1 receives the gradient (1B0) before the activation (1F1). Each
-  // kind is in order, so MPI (matching by tag) runs it; NCCL pairs them by issue order.
-  const std::string message =
-      CompileError({"0F0 2F0 0F1 2B0 0B0 2F1 2B1 0B1", "1F0 3F0 3B0 1B0 1F1 3F1 3B1 1B1"}, 2);
-  EXPECT_THAT(message, HasSubstr("row1: action 3 (1B0)"));
-  EXPECT_THAT(message, HasSubstr("a transport that matches by issue order per pair of ranks "
-                                 "(NCCL) would pair them"));
+  // gradient (2B0), and rank 1 consumes the gradient (1B0) before the activation (1F1). Each kind
+  // is in order, so MPI (matching by tag) runs the consumers' order; NCCL would pair them by
+  // issue order, so rank 1 posts the activation's receive first, right before the gradient's.
+  const absl::StatusOr<Program> program = CompileCustomProgram(
+      Rows({"0F0 2F0 0F1 2B0 0B0 2F1 2B1 0B1", "1F0 3F0 3B0 1B0 1F1 3F1 3B1 1B1"}), 2);
+  ASSERT_TRUE(program.ok()) << program.status();
+  const std::vector<Instruction>& rank1 = program->stage_programs[1].instructions;
+  const auto at = [&](const Instruction& instruction) {
+    return std::find(rank1.begin(), rank1.end(), instruction) - rank1.begin();
+  };
+  EXPECT_EQ(at(RecvActivation{1, 0}) + 1, at(RecvGrad{0, 0}));
+  EXPECT_LT(at(RecvGrad{0, 0}), at(Backward{0, 0}));
 }
 
 TEST(CustomProgramRejectsTest, StageOnTwoRanks) {
@@ -181,12 +187,22 @@ TEST(CustomProgramRejectsTest, MicroBatchOutOfRange) {
             "so the ids are 0 ... 1");
 }
 
-TEST(CustomProgramRejectsTest, VShapePlacementIsNotSupportedYet) {
-  // Rank 0 holds stages 0 and 3, rank 1 holds 1 and 2.
-  const std::string message = CompileError({"0F0 3F0 3B0 0B0", "1F0 2F0 2B0 1B0"}, 1);
-  EXPECT_THAT(message, HasSubstr("row1: action 1 (2F0): stage 2 runs on rank 1"));
-  EXPECT_THAT(message, HasSubstr("stage->rank 0->0 1->1 2->1 3->0"));
-  EXPECT_THAT(message, HasSubstr("only the looped placement runs today"));
+TEST(CustomProgramTest, VShapePlacementComesFromTheStageIds) {
+  // Rank 0 holds stages 0 and 3, rank 1 holds 1 and 2: rank 1's turn is a local hand-off.
+  const absl::StatusOr<Program> program =
+      CompileCustomProgram(Rows({"0F0 3F0 3B0 0B0", "1F0 2F0 2B0 1B0"}), 1);
+  ASSERT_TRUE(program.ok()) << program.status();
+  EXPECT_EQ(program->placement, pb::V_SHAPE);
+  EXPECT_EQ(program->chunks, 2);
+}
+
+TEST(CustomProgramRejectsTest, PlacementNeitherLoopedNorVShape) {
+  // Rank 1 holds stages 0 and 3, rank 0 holds 1 and 2.
+  const std::string message = CompileError({"1F0 2F0 2B0 1B0", "0F0 3F0 3B0 0B0"}, 1);
+  EXPECT_THAT(message, HasSubstr("row1: action 0 (0F0): stage 0 runs on rank 1"));
+  EXPECT_THAT(message, HasSubstr("stage->rank 0->1 1->0 2->0 3->1"));
+  EXPECT_THAT(message, HasSubstr("placed LOOPED (rank r holds r, r + 2, r + 4, ...) or V_SHAPE "
+                                 "(rank r holds r, 3 - r, 4 + r, ...)"));
 }
 
 TEST(CustomProgramRejectsTest, ForwardMissingOrRepeated) {

@@ -124,9 +124,10 @@ TEST(GridTest, ChunksAreLetteredInCells) {
         LoadMicroBatch{0, 1}, Forward{0, 1}, Backward{0, 1}, SendGrad{0, 1}, RecvGrad{0, 0},
         Backward{0, 0}, SendGrad{0, 0}, AllReduceGrads{}, OptimizerStep{}}}};
   const std::vector<std::string> lines = Lines(Draw(program));
-  EXPECT_EQ(lines[0],
-            "GPIPE schedule: 2 stages, 1 micro-batch, 2 chunks per stage, makespan 12, "
-            "one column = 1 time unit");
+  EXPECT_EQ(
+      lines[0],
+      "GPIPE schedule: 2 stages, 1 micro-batch, 2 chunks per stage placed LOOPED, makespan 12, "
+      "one column = 1 time unit");
   EXPECT_EQ(lines[2], "stage 0 | F0a .   F0b .   .   .   B0b B0b .   .   B0a B0a |  50.0%");
   EXPECT_EQ(lines[3], "stage 1 | .   F0a .   F0b B0b B0b .   .   B0a B0a .   .   |  50.0%");
   EXPECT_THAT(lines[4], HasSubstr("(letter = chunk)"));

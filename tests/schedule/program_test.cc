@@ -33,7 +33,8 @@ TEST(BuildProgramTest, RejectsUnknownScheduleKind) {
   EXPECT_EQ(program.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(program.status().message()),
               HasSubstr("pipeline.schedule 42 is not supported; supported schedules: GPIPE, "
-                        "ONE_F_ONE_B, INTERLEAVED_1F1B, ZERO_BUBBLE_H1, ZERO_BUBBLE_H2, EVAL"));
+                        "ONE_F_ONE_B, INTERLEAVED_1F1B, ZERO_BUBBLE_H1, ZERO_BUBBLE_H2, "
+                        "ZERO_BUBBLE_V, DUALPIPE_V, EVAL"));
 }
 
 TEST(BuildProgramTest, RejectsProgramsTooLargeToHold) {
@@ -99,7 +100,8 @@ TEST(ProgramProtoTest, RoundTripKeepsZeroBubbleAndEvalInstructions) {
 
 TEST(ProgramProtoTest, RoundTripKeepsEveryBuiltProgram) {
   for (pb::Schedule kind : AllSchedules()) {
-    const int chunks = kind == pb::INTERLEAVED_1F1B ? 2 : 1;
+    const int chunks =
+        kind == pb::INTERLEAVED_1F1B || kind == pb::ZERO_BUBBLE_V || kind == pb::DUALPIPE_V ? 2 : 1;
     const absl::StatusOr<Program> program = BuildProgram(kind, 3, 6, chunks);
     ASSERT_TRUE(program.ok()) << program.status();
     for (const StageProgram& stage : program->stage_programs) {

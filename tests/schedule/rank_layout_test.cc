@@ -33,14 +33,35 @@ TEST(RankLayoutTest, OneReplicaRunsStageSOnRankS) {
 
 TEST(RankLayoutTest, NeighboursStayInTheReplica) {
   const RankLayout layout = *RankLayout::Create(2, 3);
+  const Topology plain{.stages = 3};
   // Replica 1 is ranks 3, 4, 5.
-  EXPECT_EQ(layout.PrevRank(3, /*wraps=*/false), -1);
-  EXPECT_EQ(layout.NextRank(3, false), 4);
-  EXPECT_EQ(layout.NextRank(5, false), -1);
-  EXPECT_EQ(layout.PrevRank(5, false), 4);
-  // Interleaved chunks wrap around within the replica.
-  EXPECT_EQ(layout.NextRank(5, /*wraps=*/true), 3);
-  EXPECT_EQ(layout.PrevRank(3, true), 5);
+  EXPECT_EQ(layout.NeighbourRank(3, plain, 0, /*next=*/false), -1);
+  EXPECT_EQ(layout.NeighbourRank(3, plain, 0, /*next=*/true), 4);
+  EXPECT_EQ(layout.NeighbourRank(5, plain, 0, true), -1);
+  EXPECT_EQ(layout.NeighbourRank(5, plain, 0, false), 4);
+  EXPECT_THAT(layout.Neighbours(4, plain), ElementsAre(3, 5));
+  // Looped chunks wrap around within the replica.
+  const Topology looped{.stages = 3, .chunks = 2};
+  EXPECT_EQ(layout.NeighbourRank(5, looped, 0, true), 3);
+  EXPECT_EQ(layout.NeighbourRank(3, looped, 1, false), 5);
+  EXPECT_EQ(layout.NeighbourRank(3, looped, 0, false), -1);
+  EXPECT_EQ(layout.NeighbourRank(5, looped, 1, true), -1);
+  EXPECT_THAT(layout.Neighbours(3, looped), ElementsAre(4, 5));
+}
+
+TEST(RankLayoutTest, VShapeTurnsOnTheLastStageAndEndsOnTheFirst) {
+  const RankLayout layout = *RankLayout::Create(2, 3);
+  const Topology v{.stages = 3, .chunks = 2, .placement = pb::V_SHAPE};
+  // Replica 1 (ranks 3, 4, 5) runs virtual stages 0..5 on ranks 3, 4, 5, 5, 4, 3.
+  EXPECT_EQ(layout.NeighbourRank(5, v, 0, /*next=*/true), 5);  // the turn: a local hand-off
+  EXPECT_EQ(layout.NeighbourRank(5, v, 1, /*next=*/false), 5);
+  EXPECT_EQ(layout.NeighbourRank(5, v, 1, true), 4);
+  EXPECT_EQ(layout.NeighbourRank(4, v, 1, true), 3);
+  EXPECT_EQ(layout.NeighbourRank(3, v, 1, true), -1);  // the last virtual stage
+  EXPECT_EQ(layout.NeighbourRank(3, v, 0, false), -1);
+  EXPECT_THAT(layout.Neighbours(3, v), ElementsAre(4));
+  EXPECT_THAT(layout.Neighbours(5, v), ElementsAre(4));
+  EXPECT_THAT(layout.Neighbours(4, v), ElementsAre(3, 5));
 }
 
 TEST(RankLayoutTest, ReplicaGroupHoldsTheStageOfEveryReplica) {

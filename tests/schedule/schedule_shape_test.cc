@@ -69,7 +69,7 @@ TEST(ScheduleShapeTest, SizeLimitCountsVirtualStages) {
 TEST(ScheduleShapeTest, UnknownKindListsTheSupportedOnes) {
   EXPECT_EQ(ShapeError(static_cast<pb::Schedule>(42), 2, 2, 1),
             "pipeline.schedule 42 is not supported; supported schedules: GPIPE, ONE_F_ONE_B, "
-            "INTERLEAVED_1F1B, ZERO_BUBBLE_H1, ZERO_BUBBLE_H2, EVAL");
+            "INTERLEAVED_1F1B, ZERO_BUBBLE_H1, ZERO_BUBBLE_H2, ZERO_BUBBLE_V, DUALPIPE_V, EVAL");
 }
 
 TEST(ScheduleShapeTest, EveryProtoScheduleHasABuilder) {
@@ -98,9 +98,12 @@ std::vector<pb::Schedule> SchedulesFitting(int stages, int micro_batches, int vi
 TEST(ScheduleShapeTest, EachKindAcceptsOnlyTheNumbersItFits) {
   EXPECT_THAT(SchedulesFitting(4, 8), ElementsAre(pb::GPIPE, pb::ONE_F_ONE_B, pb::ZERO_BUBBLE_H1,
                                                   pb::ZERO_BUBBLE_H2, pb::EVAL));
-  // EVAL runs whatever chunks the training program has (it evaluates interleaved models too).
-  EXPECT_THAT(SchedulesFitting(4, 8, 2), ElementsAre(pb::INTERLEAVED_1F1B, pb::EVAL));
-  EXPECT_THAT(SchedulesFitting(4, 6, 2), ElementsAre(pb::EVAL));
+  // EVAL runs whatever chunks the training program has (it evaluates interleaved models too);
+  // the V schedules run exactly two, with any micro-batch count.
+  EXPECT_THAT(SchedulesFitting(4, 8, 2),
+              ElementsAre(pb::INTERLEAVED_1F1B, pb::ZERO_BUBBLE_V, pb::DUALPIPE_V, pb::EVAL));
+  EXPECT_THAT(SchedulesFitting(4, 6, 2), ElementsAre(pb::ZERO_BUBBLE_V, pb::DUALPIPE_V, pb::EVAL));
+  EXPECT_THAT(SchedulesFitting(4, 8, 3), ElementsAre(pb::INTERLEAVED_1F1B, pb::EVAL));
   EXPECT_THAT(SchedulesFitting(0, 8), ElementsAre());
 }
 

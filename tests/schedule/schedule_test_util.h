@@ -61,9 +61,11 @@ inline VerifyResult VerifyOrFail(const Program& program, const OpCosts& costs = 
   return result.ok() ? *std::move(result) : VerifyResult{};
 }
 
-// The virtual-stage counts the tests try for `kind`: 2..4 chunks for INTERLEAVED_1F1B, else 1.
+// The virtual-stage counts the tests try for `kind`: 2..4 chunks for INTERLEAVED_1F1B, 2 for the
+// V schedules, else 1.
 inline std::vector<int> VirtualStagesToTry(pb::Schedule kind) {
   if (kind == pb::INTERLEAVED_1F1B) return {2, 3, 4};
+  if (kind == pb::ZERO_BUBBLE_V || kind == pb::DUALPIPE_V) return {2};
   return {1};
 }
 

@@ -194,8 +194,8 @@ TEST(VerifyCostsTest, RejectsPerStageCostsOfWrongLength) {
   ASSERT_FALSE(result.ok());
   EXPECT_THAT(std::string(result.status().message()),
               HasSubstr("costs.stage_backward_input has 3 entries but the program has 2 virtual "
-                        "stages (2 stages x 1 chunk(s)): give one per virtual stage, index "
-                        "chunk * stages + stage, or none"));
+                        "stages (2 stages x 1 chunk(s)): give one per virtual stage (index = "
+                        "virtual stage), or none"));
 }
 
 // Two stages with two chunks each (virtual stages 0..3 = (s0,c0), (s1,c0), (s0,c1), (s1,c1)),

@@ -14,18 +14,14 @@
 namespace gpipe {
 namespace {
 
-// The ranks `rank` exchanges boundary tensors with: its replica's previous and next stage (the
-// pipeline wraps around with interleaved chunks), as the worker's RankLayout says.
+// The ranks `rank` exchanges boundary tensors with: its replica's neighbouring stages under the
+// plan's placement (looped chunks wrap around; a V_SHAPE turn stays on the rank), as the
+// worker's RankLayout says.
 absl::StatusOr<std::vector<int>> PeersOf(const pb::Plan& plan, int rank) {
   const pb::Pipeline& pipeline = plan.pipeline();
   ASSIGN_OR_RETURN(const schedule::RankLayout layout,
                    schedule::RankLayout::Create(pipeline.data_parallel(), pipeline.stages()));
-  const bool wraps = pipeline.virtual_stages() > 1;
-  std::vector<int> peers;
-  for (const int peer : {layout.PrevRank(rank, wraps), layout.NextRank(rank, wraps)}) {
-    if (peer >= 0) peers.push_back(peer);
-  }
-  return peers;
+  return layout.Neighbours(rank, schedule::TopologyOf(pipeline));
 }
 
 }  // namespace

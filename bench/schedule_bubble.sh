@@ -4,6 +4,8 @@
 # partition is balanced and the simulator's equal-cost assumption holds). Prints a markdown
 # table. One run per cell, in one sitting: compare within a run, not across machines.
 #   bench/schedule_bubble.sh [steps] [width]
+# STAGES="4 8" MICRO="8 16 32" (absolute micro-batch counts) and SCHEDULES="..." narrow or widen
+# the sweep; ZERO_BUBBLE_V and DUALPIPE_V run two chunks per rank in a V.
 # Measured bubble = mean over stages of 1 - busy/step time, the median over steps after warm-up
 # (what the metrics file's "bubble" holds). With more ranks than cores the ranks share cores,
 # which inflates busy time and hides idle time: read K=8 on a 2-core machine with that in mind.
@@ -44,11 +46,12 @@ PY
 
 echo "| K | M | schedule | predicted bubble | measured bubble | predicted step (units) | measured step ms |"
 echo "|---|---|---|---|---|---|---|"
-for k in 2 4 8; do
-  for m in $k $((4 * k)); do
-    for schedule in GPIPE ONE_F_ONE_B INTERLEAVED_1F1B ZERO_BUBBLE_H1 ZERO_BUBBLE_H2; do
+schedules=${SCHEDULES:-GPIPE ONE_F_ONE_B INTERLEAVED_1F1B ZERO_BUBBLE_H1 ZERO_BUBBLE_H2 ZERO_BUBBLE_V DUALPIPE_V}
+for k in ${STAGES:-2 4 8}; do
+  for m in ${MICRO:-$k $((4 * k))}; do
+    for schedule in $schedules; do
       v=1
-      [ "$schedule" = INTERLEAVED_1F1B ] && v=2
+      case "$schedule" in INTERLEAVED_1F1B | ZERO_BUBBLE_V | DUALPIPE_V) v=2 ;; esac
       pipeline="pipeline { stages: $k micro_batches: $m schedule: $schedule virtual_stages: $v }"
       training="training { global_batch: $((16 * m)) steps: $steps }"
       predicted=$("$bin/gpipe-plan" show "$out/plan.pbtxt" --override "$pipeline" \

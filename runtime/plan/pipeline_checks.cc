@@ -99,10 +99,8 @@ void CheckSchedule(const pb::Pipeline& pipeline, PlanErrors& errors) {
   if ((pipeline.virtual_stages() != 1 && !interleaved && !v_shape) ||
       (v_shape && pipeline.virtual_stages() != 2)) {
     field = "pipeline.virtual_stages";
-  } else if ((interleaved && stages >= 2 && pipeline.virtual_stages() >= 2 &&
-              micro_batches % stages != 0) ||
-             int64_t{stages} * pipeline.virtual_stages() * micro_batches >
-                 schedule::kMaxStageMicroBatches) {
+  } else if (int64_t{stages} * pipeline.virtual_stages() * micro_batches >
+             schedule::kMaxStageMicroBatches) {
     field = "pipeline.micro_batches";
   }
   errors.Add(field, std::string(shape.message()));

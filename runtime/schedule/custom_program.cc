@@ -194,13 +194,23 @@ absl::Status CheckActionOrder(const ActionTable& table, int stages, int micro_ba
                                         " is never scheduled: add it after the I"));
       }
       if (!s.full.found() && !s.input.found()) {
-        return ActionError(
-            table, s.forward,
-            absl::StrCat("micro-batch ", m, " is forwarded on stage ", v, " but its backward (",
-                         Name(v, 'B', m), ", or ", Name(v, 'I', m), " then ", Name(v, 'W', m),
-                         ") is never scheduled",
-                         v > 0 ? absl::StrCat(", so stage ", v - 1, " never receives its gradient")
-                               : std::string()));
+        const std::string backward =
+            absl::StrCat(Name(v, 'B', m), ", or ", Name(v, 'I', m), " then ", Name(v, 'W', m));
+        // Blame the action that waits for it: the previous stage's backward, which exists (stages
+        // are checked in order); stage 0's own forward otherwise.
+        if (v > 0) {
+          const Seen& previous = seen[static_cast<size_t>(v - 1) * micro_batches + m];
+          const ActionRef waiting = previous.full.found() ? previous.full : previous.input;
+          if (waiting.found()) {
+            return ActionError(table, waiting,
+                               absl::StrCat("micro-batch ", m, "'s gradient for stage ", v - 1,
+                                            " comes from stage ", v, ", whose backward (", backward,
+                                            ") is never scheduled"));
+          }
+        }
+        return ActionError(table, s.forward,
+                           absl::StrCat("micro-batch ", m, " is forwarded on stage ", v,
+                                        " but its backward (", backward, ") is never scheduled"));
       }
     }
   }

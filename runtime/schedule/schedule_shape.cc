@@ -26,9 +26,9 @@ absl::Status CheckCounts(int stages, int micro_batches, int virtual_stages) {
   return absl::OkStatus();
 }
 
-// Megatron-LM's interleaved order walks the micro-batches in groups of `stages`, one group
-// through every chunk before the next group starts, so the groups must be whole.
-absl::Status CheckInterleaved(int stages, int micro_batches, int virtual_stages) {
+// Megatron-LM's interleaved order needs two stages and two chunks; any micro-batch count works
+// (a last group smaller than `stages`).
+absl::Status CheckInterleaved(int stages, int virtual_stages) {
   if (stages < 2) {
     return absl::InvalidArgumentError(absl::StrCat(
         "INTERLEAVED_1F1B needs pipeline.stages >= 2 (got ", stages,
@@ -39,14 +39,6 @@ absl::Status CheckInterleaved(int stages, int micro_batches, int virtual_stages)
         "INTERLEAVED_1F1B needs pipeline.virtual_stages >= 2 (got ", virtual_stages,
         "): set it to the number of chunks per stage (2 or more), or use pipeline.schedule "
         "ONE_F_ONE_B"));
-  }
-  if (micro_batches % stages != 0) {
-    const int below = micro_batches / stages * stages;
-    const int above = below + stages;
-    const std::string fix = below > 0 ? absl::StrCat(below, " or ", above) : absl::StrCat(above);
-    return absl::InvalidArgumentError(absl::StrCat(
-        "INTERLEAVED_1F1B needs pipeline.micro_batches to be a multiple of pipeline.stages (got ",
-        micro_batches, " and ", stages, "): use ", fix, " micro-batches"));
   }
   return absl::OkStatus();
 }
@@ -93,7 +85,7 @@ absl::Status CheckScheduleShape(pb::Schedule kind, int stages, int micro_batches
   // -Wswitch flags a proto enum value without a case here: a new kind decides its rules.
   switch (kind) {
     case pb::INTERLEAVED_1F1B:
-      RETURN_IF_ERROR(CheckInterleaved(stages, micro_batches, virtual_stages));
+      RETURN_IF_ERROR(CheckInterleaved(stages, virtual_stages));
       return CheckSize(stages, micro_batches, virtual_stages);
     case pb::CUSTOM:  // the action lists decide the chunks (custom_program.h)
     case pb::EVAL:  // any chunk count: it evaluates whatever parts the training program runs

@@ -35,7 +35,7 @@ std::string DegenerateNote(pb::Schedule kind, int stages, int micro_batches);
 
 // OK when BuildProgram(kind, stages, micro_batches, virtual_stages) builds a program. Rules:
 // stages, micro_batches, virtual_stages >= 1; virtual_stages == 1 except for INTERLEAVED_1F1B,
-// which needs stages >= 2, virtual_stages >= 2 and micro_batches % stages == 0, ZERO_BUBBLE_V and
+// which needs stages >= 2 and virtual_stages >= 2, ZERO_BUBBLE_V and
 // DUALPIPE_V, which need 2, and CUSTOM and EVAL, which take any;
 // stages * virtual_stages * micro_batches <= kMaxStageMicroBatches; kind has a builder.
 absl::Status CheckScheduleShape(pb::Schedule kind, int stages, int micro_batches,

@@ -87,7 +87,9 @@ TEST_F(Bf16Test, EveryScheduleGivesItsSingleStageBits) {
   const Weights in_order = Train(1, {kBf16, "pipeline { schedule: ONE_F_ONE_B }"});
   for (const char* pipeline :
        {"schedule: ONE_F_ONE_B", "schedule: INTERLEAVED_1F1B virtual_stages: 2",
-        "schedule: ZERO_BUBBLE_H1", "schedule: ZERO_BUBBLE_H2 remat: EXCEPT_LAST"}) {
+        "schedule: ZERO_BUBBLE_H1", "schedule: ZERO_BUBBLE_H2 remat: EXCEPT_LAST",
+        // V placement: rank 1's turn hands bf16 boundary tensors to itself as a transfer would.
+        "schedule: ZERO_BUBBLE_V", "schedule: DUALPIPE_V remat: ALWAYS"}) {
     SCOPED_TRACE(pipeline);
     ExpectBitIdentical(Train(2, {kBf16, absl::StrCat("pipeline { ", pipeline, " }")}), in_order);
   }

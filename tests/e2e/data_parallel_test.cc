@@ -58,7 +58,8 @@ TEST_F(DataParallelTest, EveryScheduleWithTwoReplicasOfTwoStages) {
   for (const char* schedule :
        {"schedule: ONE_F_ONE_B", "schedule: INTERLEAVED_1F1B virtual_stages: 2",
         "schedule: ZERO_BUBBLE_H1", "schedule: ZERO_BUBBLE_H2 remat: ALWAYS",
-        "schedule: ONE_F_ONE_B remat: EXCEPT_LAST"}) {
+        "schedule: ONE_F_ONE_B remat: EXCEPT_LAST", "schedule: ZERO_BUBBLE_V",
+        "schedule: DUALPIPE_V remat: EXCEPT_LAST"}) {
     SCOPED_TRACE(schedule);
     const Weights weights = Run(2, 2, schedule);
     ExpectClose(weights, single, 1e-5);

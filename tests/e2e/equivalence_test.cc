@@ -182,8 +182,9 @@ TEST_F(EquivalenceTest, PlanCheckRefusesABadScheduleCsvNamingRowAndAction) {
   EXPECT_EQ(check.exit_code, 1) << check.output;
   EXPECT_TRUE(absl::StrContains(
       check.output, absl::StrCat("pipeline.schedule_csv: ", csv,
-                                 ":2: action 2 (1F1): micro-batch 1 is forwarded on stage 1 but "
-                                 "its backward (1B1, or 1I1 then 1W1) is never scheduled")))
+                                 ":1: action 3 (0B1): micro-batch 1's gradient for stage 0 comes "
+                                 "from stage 1, whose backward (1B1, or 1I1 then 1W1) is never "
+                                 "scheduled")))
       << check.output;
 }
 

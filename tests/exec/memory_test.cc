@@ -23,15 +23,17 @@ constexpr int kMicroBatches = 16;
 constexpr int kMicroBatchSize = 4;
 
 // The same four parts whatever the schedule: [fc1 act1 drop1] [fc2 norm2] [act2] [fc3], on 4
-// stages, or on 2 stages x 2 chunks when interleaved.
-int StagesOf(const std::string& schedule) { return schedule == "INTERLEAVED_1F1B" ? 2 : kStages; }
+// stages, or on 2 stages x 2 chunks when interleaved (looped) or V-shaped.
+bool Chunked(const std::string& schedule) {
+  return schedule == "INTERLEAVED_1F1B" || schedule == "ZERO_BUBBLE_V" || schedule == "DUALPIPE_V";
+}
+int StagesOf(const std::string& schedule) { return Chunked(schedule) ? 2 : kStages; }
 
 std::vector<std::string> Overrides(const std::string& schedule, const std::string& remat,
                                    const std::string& precision) {
-  const bool interleaved = schedule == "INTERLEAVED_1F1B";
   return {absl::StrCat("pipeline { micro_batches: ", kMicroBatches,
                        " boundaries: ['fc2', 'act2', 'fc3'] schedule: ", schedule,
-                       " remat: ", remat, " virtual_stages: ", interleaved ? 2 : 1, " }"),
+                       " remat: ", remat, " virtual_stages: ", Chunked(schedule) ? 2 : 1, " }"),
           absl::StrCat("training { global_batch: ", kMicroBatches * kMicroBatchSize,
                        " steps: 2 precision: ", precision, " }"),
           "data { synthetic { num_samples: 128 } }"};
@@ -91,15 +93,15 @@ TEST(MemoryTest, PeaksFollowTheScheduleAndMatchThePrediction) {
   std::vector<Case> cases;
   // BF16: activations, boundary tensors and input gradients are stored as bf16 (half the bytes).
   for (const char* precision : {"FP32", "BF16"}) {
-    for (const char* schedule :
-         {"GPIPE", "ONE_F_ONE_B", "INTERLEAVED_1F1B", "ZERO_BUBBLE_H1", "ZERO_BUBBLE_H2"}) {
+    for (const char* schedule : {"GPIPE", "ONE_F_ONE_B", "INTERLEAVED_1F1B", "ZERO_BUBBLE_H1",
+                                 "ZERO_BUBBLE_H2", "ZERO_BUBBLE_V", "DUALPIPE_V"}) {
       for (const char* remat : {"NEVER", "EXCEPT_LAST", "ALWAYS"}) {
         cases.push_back({schedule, remat, precision});
       }
     }
   }
   std::printf(
-      "K=%d (interleaved: 2 x 2 chunks), M=%d micro-batches of %d samples; bytes "
+      "K=%d (interleaved and V: 2 x 2 chunks), M=%d micro-batches of %d samples; bytes "
       "measured/predicted\n",
       kStages, kMicroBatches, kMicroBatchSize);
   std::printf("%-17s %-12s %-5s %5s %15s %15s %15s\n", "schedule", "remat", "prec", "stage",

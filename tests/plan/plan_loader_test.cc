@@ -105,7 +105,7 @@ TEST(PlanLoaderTest, UnknownEnumValueIsRejectedAtTheValue) {
   EXPECT_EQ(by_name.status().message(),
             "p.pbtxt:2:13: Unknown enumeration value of \"FOO\" for field \"schedule\". "
             "Use one of: GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, ZERO_BUBBLE_H1, ZERO_BUBBLE_H2, "
-            "EVAL, CUSTOM.");
+            "EVAL, CUSTOM, ZERO_BUBBLE_V, DUALPIPE_V.");
   auto by_number = ParsePlanText("pipeline { remat: 7 }", "p.pbtxt", ".", {});
   ASSERT_FALSE(by_number.ok());
   EXPECT_EQ(by_number.status().message(),

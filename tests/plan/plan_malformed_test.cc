@@ -383,7 +383,7 @@ std::vector<MalformedCase> Cases() {
        {{8, "pipeline { stages: 2 micro_batches: 2 schedule: EVAL }"}},
        {"bad.pbtxt:8:39: pipeline.schedule: EVAL is forward-only (it evaluates, it cannot "
         "train); choose a training schedule: GPIPE, ONE_F_ONE_B, INTERLEAVED_1F1B, "
-        "ZERO_BUBBLE_H1 or ZERO_BUBBLE_H2"}},
+        "ZERO_BUBBLE_H1, ZERO_BUBBLE_H2, ZERO_BUBBLE_V, DUALPIPE_V or CUSTOM"}},
       {"CustomNeedsItsActions",
        {{8, "pipeline { stages: 2 micro_batches: 2 schedule: CUSTOM }"}},
        {"bad.pbtxt:8:39: pipeline.schedule: CUSTOM needs its actions: set pipeline.custom { ranks "
@@ -397,9 +397,8 @@ std::vector<MalformedCase> Cases() {
        {{8,
          "pipeline { stages: 2 micro_batches: 2 schedule: CUSTOM custom { ranks { actions: \"0F0 "
          "0F1 0B0 0B1\" } ranks { actions: \"1F0 1B0 1F1\" } } }"}},
-       {"bad.pbtxt:8:102: pipeline.custom.ranks[1]: action 2 (1F1): micro-batch 1 "
-        "is forwarded on stage 1 but its backward (1B1, or 1I1 then 1W1) is never scheduled, so "
-        "stage 0 never receives its gradient"}},
+       {"bad.pbtxt:8:65: pipeline.custom.ranks[0]: action 3 (0B1): micro-batch 1's gradient for "
+        "stage 0 comes from stage 1, whose backward (1B1, or 1I1 then 1W1) is never scheduled"}},
       {"CustomScheduleHasOneRowPerStage",
        {{8,
          "pipeline { stages: 3 micro_batches: 2 schedule: CUSTOM custom { ranks { actions: \"0F0 "
@@ -418,20 +417,24 @@ std::vector<MalformedCase> Cases() {
        {"bad.pbtxt:8:66: pipeline.virtual_stages: 2 stages x 2 chunks need at least 4 layers but "
         "the model has 3; use fewer stages or chunks (this model allows 1 chunk(s) per stage "
         "with 2 stages)"}},
-      {"InterleavingNeedsMicroBatchesAMultipleOfStages",
-       {{4, "  layers { name: \"act\" relu {} } layers { name: \"act2\" relu {} }"},
-        {8,
-         "pipeline { stages: 2 micro_batches: 3 schedule: INTERLEAVED_1F1B virtual_stages: 2 "
-         "}"},
-        {9, "training { global_batch: 6 steps: 1" + sgd}},
-       {"bad.pbtxt:8:22: pipeline.micro_batches: INTERLEAVED_1F1B needs pipeline.micro_batches to "
-        "be "
-        "a multiple of pipeline.stages (got 3 and 2): use 2 or 4 micro-batches"}},
       {"InterleavingNeedsTwoChunks",
        {{8, "pipeline { stages: 2 micro_batches: 2 schedule: INTERLEAVED_1F1B }"}},
        {"bad.pbtxt:8:39: pipeline.schedule: INTERLEAVED_1F1B needs pipeline.virtual_stages >= 2 "
         "(got 1): set it to the number of chunks per stage (2 or more), or use "
         "pipeline.schedule ONE_F_ONE_B"}},
+      {"VSchedulesRunTwoChunks",
+       {{4,
+         "  layers { name: \"act\" relu {} } layers { name: \"act2\" relu {} } layers { name: "
+         "\"act3\" relu {} } layers { name: \"act4\" relu {} }"},
+        {8, "pipeline { stages: 2 micro_batches: 2 schedule: ZERO_BUBBLE_V virtual_stages: 3 }"}},
+       {"bad.pbtxt:8:63: pipeline.virtual_stages: pipeline.virtual_stages is 3 but "
+        "pipeline.schedule ZERO_BUBBLE_V runs two chunks per stage in a V: remove "
+        "pipeline.virtual_stages (it is then 2)"}},
+      {"VShapePlacementNeedsAVSchedule",
+       {{8, "pipeline { stages: 2 micro_batches: 2 placement: V_SHAPE }"}},
+       {"bad.pbtxt:8:39: pipeline.placement: is V_SHAPE but GPIPE runs LOOPED; V_SHAPE comes with "
+        "ZERO_BUBBLE_V, DUALPIPE_V or a CUSTOM schedule that zigzags: remove pipeline.placement "
+        "(the schedule sets it)"}},
       {"InterleavedBoundariesNameEveryPart",
        {{4, "  layers { name: \"act\" relu {} } layers { name: \"act2\" relu {} }"},
         {8,

@@ -12,6 +12,7 @@
 #include "runtime/plan/plan_errors.h"
 #include "runtime/plan/settings_checks.h"
 #include "runtime/plan/shape_inference.h"
+#include "runtime/schedule/topology.h"
 
 namespace gpipe {
 namespace {
@@ -41,14 +42,17 @@ absl::StatusOr<std::vector<int>> StageStarts(const pb::Plan& plan,
   return BalancePartition(costs, pipeline.stages() * pipeline.virtual_stages());
 }
 
+// Part s is virtual stage s, placed where `topology` puts it.
 std::vector<StageInfo> BuildStages(const std::vector<int>& starts,
-                                   const std::vector<LayerInfo>& layers, int process_stages) {
+                                   const std::vector<LayerInfo>& layers,
+                                   const schedule::Topology& topology) {
   std::vector<StageInfo> stages;
   for (int s = 0; s < static_cast<int>(starts.size()); ++s) {
     StageInfo stage;
     stage.part = s;
-    stage.stage = s % process_stages;
-    stage.chunk = s / process_stages;
+    const schedule::StageChunk at = topology.At(s);
+    stage.stage = at.stage;
+    stage.chunk = at.chunk;
     stage.first_layer = starts[s];
     stage.end_layer =
         s + 1 < static_cast<int>(starts.size()) ? starts[s + 1] : static_cast<int>(layers.size());
@@ -90,7 +94,7 @@ absl::StatusOr<AnalyzedPlan> AnalyzePlan(const LoadedPlan& loaded, const LayerRe
 
   AnalyzedPlan analyzed;
   ASSIGN_OR_RETURN(const std::vector<int> starts, StageStarts(plan, shapes.layers));
-  analyzed.stages = BuildStages(starts, shapes.layers, plan.pipeline().stages());
+  analyzed.stages = BuildStages(starts, shapes.layers, schedule::TopologyOf(plan.pipeline()));
   analyzed.layers = std::move(shapes.layers);
   analyzed.target_shape = std::move(shapes.target_shape);
   analyzed.target_dtype = shapes.target_dtype;

@@ -35,6 +35,21 @@ std::string Name(int stage, char letter, int micro_batch) {
   return absl::StrCat(stage, std::string(1, letter), micro_batch);
 }
 
+// The builders' pass for an action type.
+ChunkPass PassOf(ActionType type) {
+  switch (type) {
+    case ActionType::kForward:
+      return ChunkPass::kForward;
+    case ActionType::kFullBackward:
+      return ChunkPass::kBackward;
+    case ActionType::kBackwardInput:
+      return ChunkPass::kBackwardInput;
+    case ActionType::kBackwardWeight:
+      return ChunkPass::kBackwardWeight;
+  }
+  return ChunkPass::kForward;  // unreachable: -Wswitch covers every type
+}
+
 // Which rank runs each virtual stage, and the action that first names it.
 struct StagePlacement {
   std::vector<int> rank_of;
@@ -273,21 +288,11 @@ absl::StatusOr<Program> CompileCustomProgram(const ActionTable& table, int micro
     std::vector<Instruction>& out = program.stage_programs[r].instructions;
     for (int p = 0; p < static_cast<int>(table[r].actions.size()); ++p) {
       const Action& a = table[r].actions[p];
-      const StageChunk at = topology.At(a.stage);
-      switch (a.type) {
-        case ActionType::kForward:
-          AppendForward(topology, at, a.micro_batch, out);
-          break;
-        case ActionType::kFullBackward:
-          AppendBackward(topology, at, a.micro_batch, BackwardPart::kWhole, out);
-          break;
-        case ActionType::kBackwardInput:
-          AppendBackward(topology, at, a.micro_batch, BackwardPart::kInputGradient, out);
-          break;
-        case ActionType::kBackwardWeight:
-          out.push_back(BackwardWeight{a.micro_batch, at.chunk});
-          break;
-      }
+      AppendChunkOp(topology, r,
+                    {.pass = PassOf(a.type),
+                     .chunk = topology.At(a.stage).chunk,
+                     .micro_batch = a.micro_batch},
+                    out);
       action_of[r].resize(out.size(), p);
     }
     AppendStepEnd(/*forward_only=*/false, out);

@@ -209,10 +209,6 @@ std::string DrawGrid(const Program& program, const VerifyResult& result, int max
                     pb::Placement_Name(program.placement));
   }
   absl::StrAppend(&out, ", makespan ", absl::StrFormat("%g", result.makespan));
-  if (const std::string note = DegenerateNote(program.kind, program.stages, program.micro_batches);
-      !note.empty()) {
-    absl::StrAppend(&out, "\nnote: ", note);
-  }
 
   const std::vector<std::vector<Block>> blocks = CollectBlocks(program, result);
   size_t label_width = 0;
@@ -242,6 +238,10 @@ std::string DrawGrid(const Program& program, const VerifyResult& result, int max
   const int cell_width = labelled ? labelled_width : 1;
 
   absl::StrAppend(&out, ", one column = ", TimeUnits(quantum), "\n");
+  if (const std::string note = DegenerateNote(program.kind, program.stages, program.micro_batches);
+      !note.empty()) {
+    absl::StrAppend(&out, "note: ", note, "\n");
+  }
   absl::StrAppend(&out, Ruler(prefix_width, cell_width, labelled ? 1 : 0, columns, quantum), "\n");
   for (int s = 0; s < program.stages; ++s) {
     std::string row = absl::StrFormat("stage %*d |", stage_digits, s);

@@ -101,6 +101,18 @@ TEST_F(EquivalenceTest, EverySchedulePerformsTheSameUpdate) {
   }
 }
 
+TEST_F(EquivalenceTest, FewerMicroBatchesThanStagesPerformTheSameUpdate) {
+  // M = 2 < K = 4; interleaving with M not a multiple of K.
+  const Weights in_order = Train(1, {"pipeline { schedule: ONE_F_ONE_B micro_batches: 2 }"});
+  for (const char* pipeline :
+       {"schedule: INTERLEAVED_1F1B virtual_stages: 2", "schedule: ZERO_BUBBLE_V",
+        "schedule: DUALPIPE_V", "schedule: ZERO_BUBBLE_H1"}) {
+    SCOPED_TRACE(pipeline);
+    ExpectBitIdentical(Train(4, {absl::StrCat("pipeline { ", pipeline, " micro_batches: 2 }")}),
+                       in_order);
+  }
+}
+
 TEST_F(EquivalenceTest, CustomSchedulesPerformTheSameUpdate) {
   // Every custom schedule below backwards each stage's micro-batches 0..M-1, so it is
   // bit-identical to single-process 1F1B.

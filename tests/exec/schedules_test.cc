@@ -105,6 +105,39 @@ TEST(SchedulesTest, EveryScheduleMatchesSingleStageTraining) {
   }
 }
 
+// Fewer micro-batches than stages (M = 2 at K = 3), and interleaving with M not a multiple of K
+// (M = 5 at K = 2, 3): every schedule still gives single-stage 1F1B's bits.
+TEST(SchedulesTest, AnyMicroBatchCountMatchesSingleStageTraining) {
+  for (int micro_batches : {2, 5}) {
+    const std::string shape = absl::StrCat("micro_batches: ", micro_batches);
+    const std::string batch = absl::StrCat("training { global_batch: ", 4 * micro_batches, " }");
+    const PipelineRun in_order = RunPipeline(
+        {.stages = 1,
+         .overrides = {absl::StrCat("pipeline { schedule: ONE_F_ONE_B ", shape, " }"), batch}});
+    ExpectSucceeded(in_order);
+    for (const char* pipeline :
+         {"schedule: ONE_F_ONE_B", "schedule: ZERO_BUBBLE_H1", "schedule: ZERO_BUBBLE_H2",
+          "schedule: INTERLEAVED_1F1B virtual_stages: 2", "schedule: ZERO_BUBBLE_V",
+          "schedule: DUALPIPE_V"}) {
+      for (int stages : {2, 3}) {
+        SCOPED_TRACE(absl::StrCat(pipeline, " K=", stages, " M=", micro_batches));
+        const std::vector<std::string> overrides = {
+            absl::StrCat("pipeline { ", pipeline, " ", shape, " }"), batch};
+        const PipelineRun run = RunPipeline({.stages = stages, .overrides = overrides});
+        ExpectSucceeded(run);
+        EXPECT_EQ(run.weights, in_order.weights);
+        // NCCL's matching model too.
+        const PipelineRun ordered = RunPipeline({.stages = stages,
+                                                 .overrides = overrides,
+                                                 .match_in_issue_order = true,
+                                                 .wait_seconds = 10});
+        ExpectSucceeded(ordered);
+        EXPECT_EQ(ordered.weights, in_order.weights);
+      }
+    }
+  }
+}
+
 // Under the NCCL channel's matching (per direction between two ranks, in issue order; sends done
 // only once their receive is posted) every schedule still runs and gives the same bits: the
 // executor issues sends and receives in the program's order, which the verifier checked matches

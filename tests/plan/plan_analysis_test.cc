@@ -571,5 +571,49 @@ TEST(PlanAnalysisTest, InterleavingCutsStagesTimesChunksPartsMappedRoundRobin) {
   EXPECT_THAT(FormatStageTable(*plan), HasSubstr("stage.chunk"));
 }
 
+TEST(PlanAnalysisTest, VShapePutsTheFirstAndLastPartOnStageZero) {
+  const std::string text = R"pb(
+    model {
+      input { shape: [ 8 ] }
+      layers {
+        name: "a"
+        linear { out_features: 8 }
+      }
+      layers {
+        name: "b"
+        linear { out_features: 8 }
+      }
+      layers {
+        name: "c"
+        linear { out_features: 8 }
+      }
+      layers {
+        name: "d"
+        linear { out_features: 3 }
+      }
+      loss { softmax_cross_entropy {} }
+    }
+    pipeline { stages: 2 micro_batches: 2 schedule: ZERO_BUBBLE_V }
+    training {
+      global_batch: 4
+      steps: 1
+      optimizer { sgd { lr: 0.1 } }
+    }
+    data { synthetic {} }
+  )pb";
+  auto plan = AnalyzeText(text, LayerRegistry::WithBuiltins());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->plan.pipeline().virtual_stages(), 2);
+  EXPECT_EQ(plan->plan.pipeline().placement(), pb::V_SHAPE);
+  ASSERT_EQ(plan->stages.size(), 4u);
+  // Parts 0, 1, 2, 3 on stages 0, 1, 1, 0 as chunks 0, 0, 1, 1.
+  const int stage_of[] = {0, 1, 1, 0};
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_EQ(plan->stages[j].stage, stage_of[j]) << "part " << j;
+    EXPECT_EQ(plan->stages[j].chunk, j / 2) << "part " << j;
+  }
+  EXPECT_THAT(FormatStageTable(*plan), HasSubstr("1.1  c"));
+}
+
 }  // namespace
 }  // namespace gpipe

@@ -197,4 +197,14 @@ TEST(GridTest, ZeroTimeScheduleSaysThereIsNothingToDraw) {
 }
 
 }  // namespace
+TEST(GridTest, VShapeHeaderNamesThePlacementAndADegenerateDualPipeVSaysWhatItRuns) {
+  const std::vector<std::string> small = Lines(Draw(testing::BuildOk(pb::DUALPIPE_V, 4, 4, 2)));
+  EXPECT_THAT(small[0], HasSubstr("2 chunks per stage placed V_SHAPE"));
+  EXPECT_EQ(small[1],
+            "note: DUALPIPE_V's phases need pipeline.micro_batches >= 2 * stages = 8; with 4 it "
+            "runs ZERO_BUBBLE_V's order (use 8 or more micro-batches for DualPipeV's own)");
+  const std::vector<std::string> full = Lines(Draw(testing::BuildOk(pb::DUALPIPE_V, 4, 8, 2)));
+  EXPECT_THAT(full[1], Not(HasSubstr("note:")));
+}
+
 }  // namespace gpipe::schedule

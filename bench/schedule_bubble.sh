@@ -5,7 +5,9 @@
 # table. One run per cell, in one sitting: compare within a run, not across machines.
 #   bench/schedule_bubble.sh [steps] [width]
 # STAGES="4 8" MICRO="8 16 32" (absolute micro-batch counts) and SCHEDULES="..." narrow or widen
-# the sweep; ZERO_BUBBLE_V and DUALPIPE_V run two chunks per rank in a V.
+# the sweep; ZERO_BUBBLE_V and DUALPIPE_V run two chunks per rank in a V. DEVICE=SIM runs the
+# simulated device (every op sleeps its FLOPs at PEAK_GFLOPS, default 20), so ranks that share a
+# core still measure their bubble: use it for K beyond the core count.
 # Measured bubble = mean over stages of 1 - busy/step time, the median over steps after warm-up
 # (what the metrics file's "bubble" holds). With more ranks than cores the ranks share cores,
 # which inflates busy time and hides idle time: read K=8 on a 2-core machine with that in mind.
@@ -44,7 +46,7 @@ runtime {{ log_every: 0 threads: 1 timeouts {{ wait_seconds: 120 }} }}
 """)
 PY
 
-echo "| K | M | schedule | predicted bubble | measured bubble | predicted step (units) | measured step ms |"
+echo "| K | M | schedule | predicted bubble | measured bubble | predicted step (units, or ms on SIM) | measured step ms |"
 echo "|---|---|---|---|---|---|---|"
 schedules=${SCHEDULES:-GPIPE ONE_F_ONE_B INTERLEAVED_1F1B ZERO_BUBBLE_H1 ZERO_BUBBLE_H2 ZERO_BUBBLE_V DUALPIPE_V}
 for k in ${STAGES:-2 4 8}; do
@@ -54,8 +56,11 @@ for k in ${STAGES:-2 4 8}; do
       case "$schedule" in INTERLEAVED_1F1B | ZERO_BUBBLE_V | DUALPIPE_V) v=2 ;; esac
       pipeline="pipeline { stages: $k micro_batches: $m schedule: $schedule virtual_stages: $v }"
       training="training { global_batch: $((16 * m)) steps: $steps }"
+      if [ "${DEVICE:-CPU}" = SIM ]; then
+        training="$training runtime { device: SIM sim { peak_gflops: ${PEAK_GFLOPS:-20} } }"
+      fi
       predicted=$("$bin/gpipe-plan" show "$out/plan.pbtxt" --override "$pipeline" \
-                  --override "$training" | sed -n 's/^predicted step time \([0-9.]*\), bubble \([0-9.]*%\).*/\1 \2/p')
+                  --override "$training" | sed -n 's/^predicted step time \([0-9.]*\)[^,]*, bubble \([0-9.]*%\).*/\1 \2/p')
       "$bin/gpipe-run" "$out/plan.pbtxt" -n "$k" --override "$pipeline" --override "$training" \
           --metrics-out "$out/m.jsonl" > "$out/run.log" 2>&1 || { cat "$out/run.log" >&2; exit 1; }
       python3 - "$out/m.jsonl" "$k" "$m" "$schedule" $predicted <<'PY'

@@ -112,8 +112,8 @@ absl::StatusOr<Tensor> StepTransfers::CompleteReceive(size_t position) {
     posted.done_ns = scope_.TraceNow();
   } else {
     RETURN_IF_ERROR(posted.handle->Wait(scope_.Deadline()));
+    bytes_received_ += posted.buffer.bytes();
   }
-  bytes_received_ += posted.buffer.bytes();
   scope_.RecordTransfer(posted.key.kind == TransferKind::kActivation
                             ? TraceKind::kTransferActivationIn
                             : TraceKind::kTransferGradIn,
@@ -135,7 +135,6 @@ absl::Status StepTransfers::StartSend(Tensor tensor, int peer, const TransferKey
     tensor.Retag(key.kind == TransferKind::kActivation ? MemoryKind::kBoundary
                                                        : MemoryKind::kBoundaryGrad);
     parked_.emplace_back(key, std::move(tensor));
-    bytes_sent_ += bytes;
     RecordSend({key, nullptr, chunk, peer, bytes, posted_ns});
     return absl::OkStatus();
   }

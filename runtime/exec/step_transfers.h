@@ -49,7 +49,8 @@ class StepTransfers {
   // Waits for every send in flight.
   absl::Status WaitForSends();
 
-  // Payload bytes of the sends started and of the receives completed so far in the step.
+  // Payload bytes of the sends started and of the receives completed so far in the step (local
+  // hand-offs move no bytes and are not counted).
   int64_t bytes_sent() const { return bytes_sent_; }
   int64_t bytes_received() const { return bytes_received_; }
 

@@ -118,9 +118,9 @@ absl::StatusOr<BalanceResult> BalancePlan(const LoadedPlan& loaded, const LayerR
   const pb::Pipeline& pipeline = loaded.plan.pipeline();
   if (pipeline.virtual_stages() > 1 || pipeline.schedule() == pb::CUSTOM) {
     return absl::InvalidArgumentError(
-        "balance: interleaved stages (pipeline.virtual_stages > 1) and CUSTOM schedules are not "
-        "supported; balance with virtual_stages: 1 and a built-in schedule, and give the "
-        "boundaries of each chunk by hand");
+        "balance: chunked stages (pipeline.virtual_stages > 1: INTERLEAVED_1F1B, ZERO_BUBBLE_V, "
+        "DUALPIPE_V) and CUSTOM schedules are not supported; balance with virtual_stages: 1 and a "
+        "one-chunk schedule, and give the boundaries of each chunk by hand");
   }
   const int stages = options.stages > 0 ? options.stages : pipeline.stages();
   if (options.memory_limit < 0) {

@@ -69,6 +69,10 @@ TEST_F(CudaEquivalenceTest, EverySchedulePerformsTheSameUpdate) {
       {4, "schedule: ZERO_BUBBLE_H1 remat: ALWAYS"},
       {2, "schedule: ZERO_BUBBLE_H2 remat: EXCEPT_LAST"},
       {3, "schedule: ZERO_BUBBLE_H2 micro_batches: 8"},
+      // V placement over NCCL: both kinds in each direction between neighbours, and rank K-1's
+      // local hand-off between its chunks.
+      {2, "schedule: ZERO_BUBBLE_V"},
+      {4, "schedule: DUALPIPE_V micro_batches: 8"},
   };
   const Weights in_order_8 = Train(1, {"pipeline { schedule: ONE_F_ONE_B micro_batches: 8 }"});
   for (const Case& c : cases) {

@@ -112,6 +112,30 @@ class SplitBackward {
                                       const SavedTensors& saved, const Tensor& dy) const = 0;
 };
 
+// A layer that joins a second tensor into its input: the output of an earlier layer of the
+// model, named by the plan's `from` (skip_add, skip_concat). The runtime calls ForwardJoin and
+// BackwardJoin instead of Forward and Backward, handing in that output (kept on this stage, or
+// received from the stage that computed it) and taking back its gradient. Joins have no
+// parameters. Tensors are as Forward's and Backward's: f32, or bf16 under a Bf16Layer.
+class SkipJoin {
+ public:
+  virtual ~SkipJoin() = default;
+  // The plan name of the layer whose output this one reads, and that output's per-sample shape.
+  virtual const std::string& skip_from() const = 0;
+  virtual const Shape& skip_shape() const = 0;
+  // y = join(x, skip); x is [batch, input_shape...], skip [batch, skip_shape...].
+  virtual absl::StatusOr<Tensor> ForwardJoin(const LayerContext& ctx, const Tensor& x,
+                                             const Tensor& skip, SavedTensors& saved) const = 0;
+  struct Grads {
+    Tensor dx;     // dL/dx
+    Tensor dskip;  // dL/dskip
+  };
+  // Both input gradients from dy = dL/dy. dx has storage of its own; dskip may share dy's
+  // (neither is written afterwards).
+  virtual absl::StatusOr<Grads> BackwardJoin(const LayerContext& ctx, const SavedTensors& saved,
+                                             const Tensor& dy) const = 0;
+};
+
 class Layer {
  public:
   Layer(std::string name, Shape input_shape, Shape output_shape)
@@ -174,6 +198,9 @@ class Layer {
   // runtime calls it during B.
   virtual const SplitBackward* split_backward() const { return nullptr; }
   bool SplitsBackward() const { return split_backward() != nullptr; }
+
+  // The join interface of a skip connection (see SkipJoin), or nullptr for every other layer.
+  virtual const SkipJoin* skip_join() const { return nullptr; }
 
  private:
   std::string name_;

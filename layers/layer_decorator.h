@@ -1,7 +1,8 @@
 // LayerDecorator: a layer that stands for another (the inner one) and changes how it computes:
 // its name, shapes, parameters, buffers, FLOPs, host input check, saved tensors and backward split
-// are the inner layer's; subclasses implement the compute calls (Forward, Backward, and the halves
-// BackwardInput and BackwardWeight, which the runtime calls only when the inner layer splits).
+// are the inner layer's; subclasses implement the compute calls (Forward, Backward, the halves
+// BackwardInput and BackwardWeight, which the runtime calls only when the inner layer splits, and
+// ForwardJoin and BackwardJoin, which it calls only when the inner layer is a skip join).
 // The simulated device's stand-ins (SimLayer) and mixed precision (Bf16Layer) are decorators.
 #ifndef GPIPE_LAYERS_LAYER_DECORATOR_H_
 #define GPIPE_LAYERS_LAYER_DECORATOR_H_
@@ -16,7 +17,7 @@
 
 namespace gpipe {
 
-class LayerDecorator : public Layer, public SplitBackward {
+class LayerDecorator : public Layer, public SplitBackward, public SkipJoin {
  public:
   explicit LayerDecorator(std::unique_ptr<Layer> inner)
       : Layer(inner->name(), inner->input_shape(), inner->output_shape()),
@@ -37,7 +38,18 @@ class LayerDecorator : public Layer, public SplitBackward {
     return inner_->SplitsBackward() ? this : nullptr;
   }
 
+  const SkipJoin* skip_join() const override {
+    return inner_->skip_join() != nullptr ? this : nullptr;
+  }
+  const std::string& skip_from() const override { return inner_join().skip_from(); }
+  const Shape& skip_shape() const override { return inner_join().skip_shape(); }
+
   const Layer& inner() const { return *inner_; }
+  // The inner layer's join interface; only when it is a skip join.
+  const SkipJoin& inner_join() const {
+    GPIPE_CHECK(inner_->skip_join() != nullptr) << "layer '" << name() << "' is not a skip join";
+    return *inner_->skip_join();
+  }
   // The inner layer's halves; only when it splits.
   const SplitBackward& inner_halves() const {
     GPIPE_CHECK(inner_->SplitsBackward()) << "layer '" << name() << "' does not split its backward";

@@ -22,6 +22,8 @@
 #include "layers/relu.h"
 #include "layers/residual.h"
 #include "layers/rms_norm.h"
+#include "layers/skip_add.h"
+#include "layers/skip_concat.h"
 #include "layers/softmax_cross_entropy.h"
 #include "layers/tanh.h"
 #include "layers/transformer_block.h"
@@ -130,12 +132,22 @@ absl::StatusOr<std::unique_ptr<Layer>> LayerRegistry::CreateCustom(const pb::Lay
 }
 
 absl::StatusOr<std::unique_ptr<Layer>> LayerRegistry::Create(const pb::Layer& spec,
-                                                             const Shape& input_shape) const {
+                                                             const Shape& input_shape,
+                                                             const Shape* skip_shape) const {
   const std::string kind = KindOf(spec);
   if (kind.empty()) {
     return absl::InvalidArgumentError("layer has no kind (set one of linear, relu, gelu, ...)");
   }
   if (spec.has_custom()) return CreateCustom(spec, input_shape);
+  if (spec.has_skip_add() || spec.has_skip_concat()) {
+    if (skip_shape == nullptr) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(kind, " joins the output of another model layer, so it must be a layer of ",
+                       "model.layers itself (not inside a residual or transformer_block)"));
+    }
+    return spec.has_skip_add() ? SkipAdd::Create(spec, input_shape, *skip_shape)
+                               : SkipConcat::Create(spec, input_shape, *skip_shape);
+  }
   auto it = factories_.find(kind);
   if (it == factories_.end()) {
     return absl::InvalidArgumentError(absl::StrCat("layer kind '", kind, "' is not registered"));

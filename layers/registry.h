@@ -51,8 +51,10 @@ class LayerRegistry {
   static std::string KindOf(const pb::Layer& spec) { return LayerKindName(spec); }
   // A custom type without a factory for this registry's device is FAILED_PRECONDITION naming
   // the devices it has; an unknown custom type is NOT_FOUND naming the registered ones.
-  absl::StatusOr<std::unique_ptr<Layer>> Create(const pb::Layer& spec,
-                                                const Shape& input_shape) const;
+  // A skip join (skip_add, skip_concat) also needs the per-sample shape of the output it reads
+  // (`skip_shape`); without one (inside a residual, say) it is INVALID_ARGUMENT.
+  absl::StatusOr<std::unique_ptr<Layer>> Create(const pb::Layer& spec, const Shape& input_shape,
+                                                const Shape* skip_shape = nullptr) const;
 
  private:
   absl::StatusOr<std::unique_ptr<Layer>> CreateCustom(const pb::Layer& spec,

@@ -18,6 +18,7 @@ std::string ToString(const TransferKey& key) {
   }
   std::string text = absl::StrCat(kind, " step=", key.step, " mb=", key.micro_batch);
   if (key.chunk != 0) absl::StrAppend(&text, " chunk=", key.chunk);
+  if (key.skip_layer >= 0) absl::StrAppend(&text, " skip layer=", key.skip_layer);
   return text;
 }
 

@@ -31,6 +31,9 @@ struct TransferKey {
   int32_t micro_batch = 0;
   int32_t chunk = 0;
   TransferKind kind = TransferKind::kActivation;
+  // A skip connection's transfer (plan: skip_add, skip_concat): the join layer (index in
+  // model.layers) that reads it; -1 for the pipeline's own boundary.
+  int32_t skip_layer = -1;
 };
 
 std::string ToString(const TransferKey& key);  // "activation step=3 mb=5"

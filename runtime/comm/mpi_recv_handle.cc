@@ -169,7 +169,8 @@ std::optional<TransferHeader> MpiRecvHandle::ProbeStrayHeader() {
                                           ? MessageClass::kActivation
                                           : MessageClass::kGradient;
   if (tag.part != TransferPart::kHeader || tag.message_class != expected_class ||
-      tag.chunk != expected_.key.chunk) {
+      tag.skip_layer != expected_.key.skip_layer ||
+      (expected_.key.skip_layer < 0 && tag.chunk != expected_.key.chunk)) {
     return std::nullopt;
   }
   MPI_Message message;

@@ -18,11 +18,16 @@
 
 namespace gpipe {
 
-// Tag layout, low bits first: 1 bit part (header/payload), 2 bits message class, 8 bits chunk,
-// the rest micro-batch. Open MPI's tag limit (2^31 - 1) leaves room for 2^20 micro-batches.
+// Tag layout, low bits first: 1 bit part (header/payload), 2 bits message class, 1 bit skip
+// connection, then 8 bits chunk and the micro-batch above them, or, for a skip connection's
+// transfer, 12 bits join layer and the micro-batch above those (the layer implies the chunk).
+// Open MPI's tag limit (2^31 - 1) leaves room for 2^19 micro-batches (2^15 with skips). Every
+// transfer between two ranks in one step has a tag of its own: a payload receive, posted once its
+// header has arrived, can never take another transfer's payload.
 enum class TransferPart : int { kHeader = 0, kPayload = 1 };
 enum class MessageClass : int { kActivation = 0, kGradient = 1, kGroupCheck = 2, kGroupCreate = 3 };
 inline constexpr int kMaxChunks = 256;
+inline constexpr int kMaxSkipLayers = 4096;
 
 // The tag of one part of the transfer `key`. INVALID_ARGUMENT when the key is negative or does
 // not fit under `tag_ub` (the communicator's MPI_TAG_UB), saying which limit it broke.
@@ -33,7 +38,8 @@ int GroupTag(MessageClass message_class);
 struct DecodedTag {
   TransferPart part;
   MessageClass message_class;
-  int chunk;
+  int chunk;       // -1 for a skip connection's transfer
+  int skip_layer;  // -1 for the pipeline's own transfers
   int micro_batch;
 };
 DecodedTag DecodeTag(int tag);
@@ -48,7 +54,7 @@ struct TransferHeader {
 };
 
 inline constexpr int kMaxTransferRank = 8;
-inline constexpr int kHeaderWords = 8 + kMaxTransferRank;
+inline constexpr int kHeaderWords = 9 + kMaxTransferRank;
 using HeaderWords = std::array<int64_t, kHeaderWords>;
 
 // INVALID_ARGUMENT for tensors of more than kMaxTransferRank dimensions.

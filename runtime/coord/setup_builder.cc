@@ -24,6 +24,7 @@
 #include "runtime/estimate/resolve_plan.h"
 #include "runtime/estimate/schedule_prediction.h"
 #include "runtime/plan/plan_loader.h"
+#include "runtime/plan/plan_program.h"
 #include "runtime/schedule/build_program.h"
 #include "runtime/schedule/rank_layout.h"
 
@@ -191,7 +192,7 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
     RETURN_IF_ERROR(CheckNoTakeover(plan.checkpoint().dir(), resume, options.start_over));
   }
   const pb::Pipeline& pipeline = job.analyzed.plan.pipeline();
-  ASSIGN_OR_RETURN(schedule::Program program, schedule::BuildPipelineProgram(pipeline));
+  ASSIGN_OR_RETURN(schedule::Program program, TrainingProgramOf(job.analyzed));
   auto prediction = schedule::VerifyProgram(program, CostsFromFlops(job.analyzed));
   if (!prediction.ok()) {
     return absl::InternalError(
@@ -201,7 +202,7 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
   job.prediction = *std::move(prediction);
   std::optional<schedule::Program> eval_program;
   if (job.analyzed.plan.training().eval_every() > 0) {
-    ASSIGN_OR_RETURN(eval_program, schedule::BuildEvalPipelineProgram(pipeline));
+    ASSIGN_OR_RETURN(eval_program, EvalProgramOf(job.analyzed));
     if (absl::Status verified =
             schedule::VerifyProgram(*eval_program, CostsFromFlops(job.analyzed)).status();
         !verified.ok()) {

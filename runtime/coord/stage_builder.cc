@@ -12,6 +12,7 @@
 #include "runtime/data/open_dataset.h"
 #include "runtime/exec/gradient_norm_terms.h"
 #include "runtime/plan/boundary_dtype.h"
+#include "runtime/plan/plan_program.h"
 #include "runtime/schedule/program.h"
 #include "runtime/schedule/rank_layout.h"
 
@@ -35,8 +36,9 @@ DataRequirements RequirementsOf(const pb::Setup& setup) {
 }
 
 // The executors' configuration: the stage's place in the pipeline and in the rank layout.
-ExecutorConfig ConfigFor(const pb::Plan& plan, const schedule::RankLayout& layout, int rank,
-                         absl::Duration timeout) {
+absl::StatusOr<ExecutorConfig> ConfigFor(const pb::Setup& setup, const schedule::RankLayout& layout,
+                                         int rank, absl::Duration timeout) {
+  const pb::Plan& plan = setup.plan();
   const int stage = layout.StageOf(rank);
   const int chunks = plan.pipeline().virtual_stages();
   ExecutorConfig config;
@@ -56,6 +58,10 @@ ExecutorConfig ConfigFor(const pb::Plan& plan, const schedule::RankLayout& layou
     config.neighbours.push_back({.prev = layout.NeighbourRank(rank, topology, chunk, false),
                                  .next = layout.NeighbourRank(rank, topology, chunk, true)});
   }
+  ASSIGN_OR_RETURN(const std::vector<schedule::SkipRoute> routes,
+                   SkipRoutesOf(plan.model(), std::vector<pb::StageSpec>(setup.stages().begin(),
+                                                                         setup.stages().end())));
+  config.skips = layout.SkipLinks(rank, topology, routes);
   config.replica_group = layout.ReplicaGroup(stage);
   config.wait_timeout = timeout;
   config.boundary_dtype = BoundaryDType(plan.training());
@@ -177,7 +183,7 @@ absl::Status BuildStage(const StageInputs& in, RankStage& stage) {
           plan, in.comm, [&control = in.control] { return control.PollAbort(); }, stage.timeout));
   ASSIGN_OR_RETURN(schedule::StageProgram program, schedule::FromProto(setup.program()));
 
-  const ExecutorConfig config = ConfigFor(plan, layout, rank, stage.timeout);
+  ASSIGN_OR_RETURN(const ExecutorConfig config, ConfigFor(setup, layout, rank, stage.timeout));
   stage.gate = std::make_unique<CoordinatorGate>(
       in.control, stage.timeout, in.options.stop_requested, plan.training().clip_grad_norm());
   TraceRecorder* recorder = in.trace != nullptr ? in.trace->recorder() : nullptr;

@@ -95,6 +95,9 @@ PartBytes SavedBytes(const StageModel& model, int64_t micro_batch_size, int64_t 
 // What one (chunk, micro-batch) holds right now.
 struct Held {
   int64_t input = 0;
+  int64_t skip_inputs = 0;     // received skip connections (boundary)
+  int64_t skip_grads_in = 0;   // received skip-connection gradients (boundary_grad)
+  int64_t skip_grads_out = 0;  // skip-connection gradients awaiting their send (boundary_grad)
   int64_t saved = 0;
   int64_t output = 0;
   int64_t output_grad = 0;
@@ -135,6 +138,7 @@ class StageReplay {
     int chunk = 0;
     bool activation = false;  // else a gradient
     bool local = false;
+    int skip_layer = -1;  // a skip connection's, by join layer
   };
   // Whether a transfer instruction's peer is this stage's other chunk (a V_SHAPE turn).
   bool IsLocal(const schedule::Instruction& instruction) const {
@@ -143,22 +147,43 @@ class StageReplay {
       return (next ? topology_.Next(at) : topology_.Previous(at)).stage;
     };
     return std::visit(
-        Overloaded{[&](const schedule::RecvActivation&) { return peer_stage(false) == stage_; },
+        Overloaded{[&](const schedule::RecvSkip& op) { return SkipIsLocal(op.skip_layer); },
+                   [&](const schedule::SendSkip& op) { return SkipIsLocal(op.skip_layer); },
+                   [&](const schedule::RecvSkipGrad& op) { return SkipIsLocal(op.skip_layer); },
+                   [&](const schedule::SendSkipGrad& op) { return SkipIsLocal(op.skip_layer); },
+                   [&](const schedule::RecvActivation&) { return peer_stage(false) == stage_; },
                    [&](const schedule::SendGrad&) { return peer_stage(false) == stage_; },
                    [&](const schedule::SendActivation&) { return peer_stage(true) == stage_; },
                    [&](const schedule::RecvGrad&) { return peer_stage(true) == stage_; },
                    [](const auto&) { return false; }},
         instruction);
   }
+  // Whether both ends of a skip connection are chunks of this stage.
+  bool SkipIsLocal(int join_layer) const {
+    const schedule::SkipRoute* route = program_.FindSkip(join_layer);
+    return route != nullptr && topology_.At(route->from).stage == stage_ &&
+           topology_.At(route->to).stage == stage_;
+  }
+  int64_t SkipBytes(int chunk, int join_layer) const {
+    const auto it = Part(chunk).skips.find(join_layer);
+    return it == Part(chunk).skips.end() ? 0 : it->second;
+  }
   static std::optional<Receive> ReceiveOf(const schedule::Instruction& instruction) {
     return std::visit(
-        Overloaded{[](const schedule::RecvActivation& op) -> std::optional<Receive> {
-                     return Receive{.chunk = op.chunk, .activation = true};
-                   },
-                   [](const schedule::RecvGrad& op) -> std::optional<Receive> {
-                     return Receive{.chunk = op.chunk, .activation = false};
-                   },
-                   [](const auto&) -> std::optional<Receive> { return std::nullopt; }},
+        Overloaded{
+            [](const schedule::RecvSkip& op) -> std::optional<Receive> {
+              return Receive{.chunk = op.chunk, .activation = true, .skip_layer = op.skip_layer};
+            },
+            [](const schedule::RecvSkipGrad& op) -> std::optional<Receive> {
+              return Receive{.chunk = op.chunk, .activation = false, .skip_layer = op.skip_layer};
+            },
+            [](const schedule::RecvActivation& op) -> std::optional<Receive> {
+              return Receive{.chunk = op.chunk, .activation = true};
+            },
+            [](const schedule::RecvGrad& op) -> std::optional<Receive> {
+              return Receive{.chunk = op.chunk, .activation = false};
+            },
+            [](const auto&) -> std::optional<Receive> { return std::nullopt; }},
         instruction);
   }
 
@@ -180,6 +205,8 @@ class StageReplay {
       const Receive& r = receives_[next_post_];
       if (r.local) {
         // Counted when its send parked it.
+      } else if (r.skip_layer >= 0) {
+        (r.activation ? now_.boundary : now_.boundary_grad) += SkipBytes(r.chunk, r.skip_layer);
       } else if (r.activation) {
         now_.boundary += Part(r.chunk).input;
       } else {
@@ -235,6 +262,37 @@ class StageReplay {
     Note();
   }
 
+  void Apply(const schedule::RecvSkip& op) {
+    const Slot s = SlotOf(op);
+    s.held.skip_inputs += SkipBytes(op.chunk, op.skip_layer);  // posted earlier, or parked
+    --posted_ahead_;
+    PostUpTo();
+    Note();
+  }
+
+  void Apply(const schedule::RecvSkipGrad& op) {
+    const Slot s = SlotOf(op);
+    s.held.skip_grads_in += SkipBytes(op.chunk, op.skip_layer);
+    --posted_ahead_;
+    PostUpTo();
+    Note();
+  }
+
+  // A send completes at its instruction; a local hand-off is parked for the receiving chunk.
+  void Apply(const schedule::SendSkip& op) {
+    if (IsLocal(op)) now_.boundary += SkipBytes(op.chunk, op.skip_layer);
+    Note();
+  }
+
+  void Apply(const schedule::SendSkipGrad& op) {
+    Held& held = SlotOf(op).held;
+    const int64_t bytes = SkipBytes(op.chunk, op.skip_layer);
+    held.skip_grads_out -= bytes;
+    // Sent at once, or parked for the producing chunk (a local hand-off).
+    if (!IsLocal(op)) now_.boundary_grad -= bytes;
+    Note();
+  }
+
   void Apply(const schedule::Forward& op) {
     const Slot s = SlotOf(op);
     const PartBytes& part = s.part;
@@ -260,8 +318,9 @@ class StageReplay {
       held.output = part.output - output_kept;  // freed by the send
     }
     if (plan_.forward_only()) {
-      now_.boundary -= held.input;
+      now_.boundary -= held.input + held.skip_inputs;
       held.input = 0;
+      held.skip_inputs = 0;
     }
     Note();
   }
@@ -291,6 +350,15 @@ class StageReplay {
       held.deferred = part.deferred;
       now_.activation += part.deferred;
     }
+    // The gradients of the skip inputs (to send back) may be formed while the output gradient
+    // and the received skip gradients are still held: counted from the start of the pass, those
+    // freed at its end, so the prediction bounds the peak from above.
+    for (const schedule::SkipRoute& route : program_.skips) {
+      if (route.to != topology_.VirtualStage(s.at)) continue;
+      const int64_t bytes = SkipBytes(s.at.chunk, route.layer);
+      held.skip_grads_out += bytes;
+      now_.boundary_grad += bytes;
+    }
     Note();
     // Everything else of the backward is freed as it goes: the output gradient as soon as the
     // last layer has used it, before the input gradient becomes a boundary tensor.
@@ -309,6 +377,11 @@ class StageReplay {
       now_.boundary -= held.input;
       held.input = 0;
     }
+    // The skip inputs and the received skip gradients are consumed by the pass.
+    now_.boundary -= held.skip_inputs;
+    held.skip_inputs = 0;
+    now_.boundary_grad -= held.skip_grads_in;
+    held.skip_grads_in = 0;
     Note();
   }
 
@@ -364,6 +437,16 @@ absl::StatusOr<std::vector<PartBytes>> MeasurePartBytes(const AnalyzedPlan& plan
     part.input = info.input_shape.num_elements() * input_size * micro_batch_size;
     part.output = info.output_shape.num_elements() * activation_size * micro_batch_size;
     part.loss_grad = info.output_shape.num_elements() * kF32 * micro_batch_size;
+    for (const int join : model.received_skips()) {
+      const Layer& layer = model.layer(join - info.first_layer);
+      part.skips[join] =
+          layer.skip_join()->skip_shape().num_elements() * activation_size * micro_batch_size;
+    }
+    for (const SkipEdge& edge : model.sent_skips()) {
+      part.skips[edge.join] =
+          model.layer(edge.producer - info.first_layer).output_shape().num_elements() *
+          activation_size * micro_batch_size;
+    }
     parts.push_back(part);
   }
   return parts;

@@ -13,6 +13,13 @@
 //   boundary_grad  dL/d(stage output) from its receive buffer (or the loss) until the backward
 //                  (until BackwardWeight when the last layer splits), and dL/d(stage input)
 //                  from the backward until its SendGrad.
+//   skip connections that cross parts: a received skip input is boundary memory from its
+//                  receive buffer until the join's backward (until its Forward when forward-only),
+//                  as the stage input is; a received skip gradient is boundary_grad until the
+//                  producer's backward, and a skip input's gradient from the start of the join's
+//                  backward until its send (an upper bound: inside the pass the real tensors
+//                  overlap less); a local hand-off (both ends on one rank) is held from its send
+//                  to its receive.
 // Under bf16 storage (training.precision BF16, see runtime/exec/bf16_layer.h) every layer output,
 // input gradient and boundary tensor is bf16 (half the bytes), and so is what layers save of their
 // inputs and outputs; the data set's input, what layers save as new storage and the loss gradient
@@ -25,6 +32,7 @@
 #define GPIPE_RUNTIME_ESTIMATE_ACTIVATION_MEMORY_H_
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -49,6 +57,9 @@ struct PartBytes {
   // gradient, boundary_grad, is kept too).
   int64_t deferred = 0;
   bool output_grad_deferred = false;
+  // Skip connections (skip_add, skip_concat) into or out of the part, by join layer: the bytes of
+  // one micro-batch's tensor (the output it carries, and its gradient).
+  std::map<int, int64_t> skips;
 };
 
 // Held bytes at a stage's peak, per kind (each kind's own peak) and together.

@@ -11,6 +11,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "layers/parameter_init.h"
+#include "layers/skip_edges.h"
 #include "runtime/core/json.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/status_macros.h"
@@ -162,6 +163,25 @@ absl::StatusOr<LayerTiming> ProfileLayer(const Layer& layer, Device& device, int
                          .need_input_grad = need_input_grad,
                          .buffers = buffers};
   LayerTiming timing{.name = layer.name(), .splits = layer.SplitsBackward()};
+  if (const SkipJoin* join = layer.skip_join()) {
+    // A skip join: its second input is an output of the join's own shape and dtype kind.
+    ASSIGN_OR_RETURN(Tensor skip, UniformTensor(device, join->skip_shape().WithBatch(batch),
+                                                options.seed, kInputStream, MemoryKind::kData));
+    if (layer.output_dtype() != DType::kF32) {
+      ASSIGN_OR_RETURN(skip, Converted(device, skip, layer.output_dtype()));
+    }
+    ASSIGN_OR_RETURN(timing.forward_us, MedianMicros(device, options, [&]() -> absl::Status {
+                       SavedTensors saved;
+                       return join->ForwardJoin(ctx, x, skip, saved).status();
+                     }));
+    SavedTensors saved;
+    RETURN_IF_ERROR(join->ForwardJoin(ctx, x, skip, saved).status());
+    ASSIGN_OR_RETURN(timing.backward_us, MedianMicros(device, options, [&]() -> absl::Status {
+                       return join->BackwardJoin(ctx, saved, dy).status();
+                     }));
+    timing.backward_input_us = timing.backward_us;
+    return timing;
+  }
   ASSIGN_OR_RETURN(timing.forward_us, MedianMicros(device, options, [&]() -> absl::Status {
                      SavedTensors saved;
                      return layer.Forward(ctx, params, x, saved).status();
@@ -197,11 +217,16 @@ absl::StatusOr<std::string> ProfileAnalyzedPlanLayers(const AnalyzedPlan& analyz
         ") must be a multiple of pipeline.micro_batches (", micro_batches, ") to profile"));
   }
   const int64_t micro_batch = MicroBatchSize(plan);
+  ASSIGN_OR_RETURN(const std::vector<SkipEdge> edges, FindSkipEdges(plan.model()));
   std::string layers_json;
   for (int i = 0; i < plan.model().layers_size(); ++i) {
     const pb::Layer& spec = plan.model().layers(i);
+    const Shape* skip_shape = nullptr;
+    for (const SkipEdge& edge : edges) {
+      if (edge.join == i) skip_shape = &analyzed.layers[edge.producer].output_shape;
+    }
     absl::StatusOr<std::unique_ptr<Layer>> layer =
-        registry.Create(spec, analyzed.layers[i].input_shape);
+        registry.Create(spec, analyzed.layers[i].input_shape, skip_shape);
     RETURN_IF_ERROR(InLayer(layer.status(), i, spec.name()));
     absl::StatusOr<LayerTiming> timing =
         ProfileLayer(**layer, device, micro_batch, i, /*need_input_grad=*/i > 0, options);

@@ -7,10 +7,12 @@
 #include "absl/strings/str_format.h"
 #include "runtime/core/byte_format.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/estimate/sim_costs.h"
 #include "runtime/estimate/schedule_prediction.h"
+#include "runtime/estimate/sim_costs.h"
 #include "runtime/exec/gradient_buckets.h"
+#include "runtime/plan/boundary_dtype.h"
 #include "runtime/plan/plan_analysis.h"
+#include "runtime/plan/plan_program.h"
 #include "runtime/schedule/grid.h"
 
 namespace gpipe {
@@ -76,6 +78,32 @@ absl::StatusOr<std::string> FormatDataParallel(const AnalyzedPlan& plan) {
   return out;
 }
 
+// The skip connections whose ends sit on different parts: which stage sends what to which.
+absl::StatusOr<std::string> FormatSkipRoutes(const AnalyzedPlan& plan) {
+  const std::vector<pb::StageSpec> parts = ToStageSpecs(plan);
+  ASSIGN_OR_RETURN(const std::vector<schedule::SkipRoute> routes,
+                   SkipRoutesOf(plan.plan.model(), parts));
+  if (routes.empty()) return std::string();
+  const bool chunked = plan.plan.pipeline().virtual_stages() > 1;
+  const auto where = [&](int part) {
+    const StageInfo& info = plan.stages[part];
+    return chunked ? absl::StrCat("stage ", info.stage, " chunk ", info.chunk)
+                   : absl::StrCat("stage ", info.stage);
+  };
+  std::string out =
+      "\nskip connections across stages (each output sent straight to the stage that joins it, "
+      "its gradient straight back; per micro-batch)\n";
+  const int64_t samples = MicroBatchSize(plan.plan);
+  const int64_t element = SizeOf(BoundaryDType(plan.plan.training()));
+  for (const schedule::SkipRoute& route : routes) {
+    const LayerInfo& producer = plan.layers[route.producer];
+    absl::StrAppend(&out, "  ", plan.layers[route.layer].name, " <- ", producer.name, ": ",
+                    where(route.from), " -> ", where(route.to), ", ",
+                    FormatBytes(producer.output_shape.num_elements() * element * samples), "\n");
+  }
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
@@ -89,6 +117,8 @@ absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
           : std::string(),
       pipeline.micro_batches(), " micro-batches of ", MicroBatchSize(plan.plan), " samples\n\n");
   absl::StrAppend(&out, FormatStageTable(plan));
+  ASSIGN_OR_RETURN(const std::string skips, FormatSkipRoutes(plan));
+  absl::StrAppend(&out, skips);
   if (!with_schedule) return out;
 
   ASSIGN_OR_RETURN(const SchedulePrediction prediction, PredictSchedule(plan, registry));

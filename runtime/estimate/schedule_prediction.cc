@@ -6,7 +6,7 @@
 #include "runtime/estimate/flop_costs.h"
 #include "runtime/estimate/sim_schedule_costs.h"
 #include "runtime/exec/stage_executor.h"
-#include "runtime/schedule/build_program.h"
+#include "runtime/plan/plan_program.h"
 
 namespace gpipe {
 
@@ -19,7 +19,7 @@ absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
                                                    const LayerRegistry& registry) {
   const pb::Pipeline& pipeline = plan.plan.pipeline();
   SchedulePrediction out;
-  ASSIGN_OR_RETURN(out.program, schedule::BuildPipelineProgram(pipeline));
+  ASSIGN_OR_RETURN(out.program, TrainingProgramOf(plan));
   schedule::OpCosts costs = CostsFromFlops(plan);
   // On the simulated device the schedule is timed in milliseconds from runtime.sim's cost table
   // (the step time a SIM run should take); otherwise in relative FLOP units.

@@ -92,4 +92,25 @@ absl::Status Bf16Layer::BackwardWeight(const LayerContext& ctx, std::span<Tensor
   return inner_halves().BackwardWeight(InBf16(ctx), grads, wide_saved, wide_dy);
 }
 
+absl::StatusOr<Tensor> Bf16Layer::ForwardJoin(const LayerContext& ctx, const Tensor& x,
+                                              const Tensor& skip, SavedTensors& saved) const {
+  ASSIGN_OR_RETURN(const Tensor wide_x, WidenedFromBf16(ctx.device, x, MemoryKind::kWorkspace));
+  ASSIGN_OR_RETURN(const Tensor wide_skip,
+                   WidenedFromBf16(ctx.device, skip, MemoryKind::kWorkspace));
+  ASSIGN_OR_RETURN(const Tensor wide_y,
+                   inner_join().ForwardJoin(InBf16(ctx), wide_x, wide_skip, saved));
+  return NarrowedToBf16(ctx.device, wide_y, MemoryKind::kActivation);
+}
+
+absl::StatusOr<SkipJoin::Grads> Bf16Layer::BackwardJoin(const LayerContext& ctx,
+                                                        const SavedTensors& saved,
+                                                        const Tensor& dy) const {
+  ASSIGN_OR_RETURN(const Tensor wide_dy, WidenedFromBf16(ctx.device, dy, MemoryKind::kWorkspace));
+  ASSIGN_OR_RETURN(const Grads wide, inner_join().BackwardJoin(InBf16(ctx), saved, wide_dy));
+  Grads grads;
+  ASSIGN_OR_RETURN(grads.dx, NarrowedToBf16(ctx.device, wide.dx, MemoryKind::kActivation));
+  ASSIGN_OR_RETURN(grads.dskip, NarrowedToBf16(ctx.device, wide.dskip, MemoryKind::kActivation));
+  return grads;
+}
+
 }  // namespace gpipe

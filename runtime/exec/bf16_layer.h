@@ -39,6 +39,11 @@ class Bf16Layer final : public LayerDecorator {
                                        const SavedTensors& saved, const Tensor& dy) const override;
   absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
                               const SavedTensors& saved, const Tensor& dy) const override;
+  // A skip join: both inputs widened, the output and both input gradients rounded to bf16.
+  absl::StatusOr<Tensor> ForwardJoin(const LayerContext& ctx, const Tensor& x, const Tensor& skip,
+                                     SavedTensors& saved) const override;
+  absl::StatusOr<Grads> BackwardJoin(const LayerContext& ctx, const SavedTensors& saved,
+                                     const Tensor& dy) const override;
 
  private:
   // `saved` with every bf16 entry replaced by an f32 copy that lives for one call.

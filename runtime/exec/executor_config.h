@@ -4,6 +4,7 @@
 #define GPIPE_RUNTIME_EXEC_EXECUTOR_CONFIG_H_
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "absl/time/time.h"
@@ -17,6 +18,7 @@
 #include "runtime/exec/gradient_sync_gate.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/tied_gradients.h"
+#include "runtime/schedule/rank_layout.h"
 #include "runtime/schedule/topology.h"
 #include "runtime/trace/trace_recorder.h"
 
@@ -51,6 +53,11 @@ struct ExecutorConfig {
     int next = -1;
   };
   std::vector<Neighbours> neighbours;
+  // Skip connections across virtual stages with an end on this rank, by join layer (index in
+  // model.layers): the rank at the other end (the join's for outputs this rank sends, the
+  // producer's for those it receives; this rank itself when both ends are its chunks) and the
+  // chunk each end runs as on its rank.
+  std::map<int, schedule::SkipLinkEnds> skips;
   std::vector<int> replica_group;  // ranks holding this stage in every replica (this one included)
   absl::Duration wait_timeout = absl::Seconds(300);
   // Receives posted ahead of the instruction that consumes them.
@@ -64,6 +71,11 @@ struct ExecutorConfig {
   int NeighbourRank(int chunk, bool next) const {
     if (chunk < 0 || chunk >= static_cast<int>(neighbours.size())) return -1;
     return next ? neighbours[chunk].next : neighbours[chunk].prev;
+  }
+  // skips[join_layer].peer; -1 when this rank has no end of that connection.
+  int SkipPeerRank(int join_layer) const {
+    const auto it = skips.find(join_layer);
+    return it == skips.end() ? -1 : it->second.peer;
   }
 };
 

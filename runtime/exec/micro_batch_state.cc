@@ -43,7 +43,8 @@ void MicroBatchStates::ReleaseIfDone(int chunk, int m) {
   const MicroBatch& mb = it->second;
   const bool backward_done =
       forward_only_ ? mb.forwarded : mb.input_grad_done && !mb.weight_grad_pending;
-  if (backward_done && !mb.output.defined() && !mb.input_grad.defined()) {
+  if (backward_done && !mb.output.defined() && !mb.input_grad.defined() &&
+      mb.skip_outputs.empty() && mb.skip_grads_out.empty()) {
     state_.erase(it);
     finished_[slot] = true;
   }

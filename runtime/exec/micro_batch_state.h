@@ -8,6 +8,7 @@
 #define GPIPE_RUNTIME_EXEC_MICRO_BATCH_STATE_H_
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -36,6 +37,12 @@ struct MicroBatch {
   Tensor output_grad;                        // dL/d(output): received, or from the loss
   Tensor input_grad;                         // dL/d(input) awaiting SendGrad
   std::vector<DeferredWeightGrad> deferred;  // BackwardInput -> BackwardWeight
+  // Skip connections to and from other chunks, by join layer (model index). Received inputs are
+  // kept until the backward (a re-materialized forward joins them again), as `input` is.
+  std::map<int, Tensor> skip_inputs;
+  std::map<int, Tensor> skip_outputs;    // forward outputs awaiting SendSkip
+  std::map<int, Tensor> skip_grads_in;   // received, awaiting the backward
+  std::map<int, Tensor> skip_grads_out;  // produced by the backward, awaiting SendSkipGrad
   bool forwarded = false;
   bool input_grad_done = false;      // Backward or BackwardInput ran
   bool weight_grad_pending = false;  // BackwardInput ran, BackwardWeight not yet

@@ -93,17 +93,50 @@ absl::Status StageCompute::Gather(std::span<const int64_t> indices, bool inputs,
   return res_.device.CopyFromHost(staged.raw_data(), staged.bytes(), into);
 }
 
-absl::StatusOr<Tensor> StageCompute::RunLayers(int chunk, int m, const Tensor& input,
-                                               std::vector<SavedTensors>& saved,
+absl::StatusOr<Tensor> StageCompute::RunLayers(int chunk, int m, MicroBatch& mb,
                                                bool replay) const {
   const StageModel& model = *res_.chunks[chunk].model;
+  std::vector<SavedTensors>& saved = mb.saved;
   saved.assign(model.num_layers(), SavedTensors{});
-  Tensor x = input;
+  // Outputs this chunk's joins read, by producing model layer, while they are still to come.
+  std::map<int, Tensor> kept;
+  Tensor x = mb.input;
   for (int l = 0; l < model.num_layers(); ++l) {
-    auto y = model.layer(l).Forward(ContextFor(chunk, m, l, replay),
-                                    res_.chunks[chunk].parameters->values_of(l), x, saved[l]);
-    if (!y.ok()) {
-      return WithContext(y.status(), absl::StrCat("layer '", model.layer(l).name(), "'"));
+    const Layer& layer = model.layer(l);
+    const LayerContext ctx = ContextFor(chunk, m, l, replay);
+    absl::StatusOr<Tensor> y;
+    if (const SkipJoin* join = layer.skip_join()) {
+      const int producer = model.join_producer(l);
+      const int self = model.global_index(l);
+      const auto local = kept.find(producer);
+      const auto received = mb.skip_inputs.find(self);
+      if (model.Holds(producer) ? local == kept.end() : received == mb.skip_inputs.end()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("layer '", layer.name(), "' joins the output of '", join->skip_from(),
+                         "', which ", model.Holds(producer) ? "was not kept" : "has not arrived",
+                         " (RecvSkip(mb=", m, ", layer=", self, ") comes before Forward)"));
+      }
+      y = join->ForwardJoin(ctx, x, model.Holds(producer) ? local->second : received->second,
+                            saved[l]);
+    } else {
+      y = layer.Forward(ctx, res_.chunks[chunk].parameters->values_of(l), x, saved[l]);
+    }
+    if (!y.ok()) return WithContext(y.status(), absl::StrCat("layer '", layer.name(), "'"));
+    for (const int reader : model.skip_readers(l)) {
+      if (model.Holds(reader)) {
+        kept[model.global_index(l)] = *y;
+      } else if (!replay) {
+        mb.skip_outputs[reader] = *y;
+      }
+    }
+    // A kept output is dropped once its last reader on this chunk has joined it.
+    if (layer.skip_join() != nullptr && model.Holds(model.join_producer(l))) {
+      const int producer = model.join_producer(l);
+      bool more = false;
+      for (const int reader : model.skip_readers(producer - model.global_index(0))) {
+        more |= reader > model.global_index(l) && model.Holds(reader);
+      }
+      if (!more) kept.erase(producer);
     }
     // In inference mode nothing is kept for a backward; dropping as we go bounds memory to about
     // one layer's tensors.
@@ -154,18 +187,42 @@ absl::Status StageCompute::Backward(int chunk, int m, MicroBatch& mb, bool split
     return absl::FailedPreconditionError("the gradient of the stage output has not arrived");
   }
   if (mb.saved.empty()) {
-    RETURN_IF_ERROR(RunLayers(chunk, m, mb.input, mb.saved, /*replay=*/true).status());
+    RETURN_IF_ERROR(RunLayers(chunk, m, mb, /*replay=*/true).status());
   }
   const StageModel& model = *res_.chunks[chunk].model;
   ParameterStore& parameters = *res_.chunks[chunk].parameters;
   Tensor dy = std::move(mb.output_grad);
+  // Gradients of outputs of this chunk that its own joins read, by join layer.
+  std::map<int, Tensor> local_skip_grads;
   for (int l = model.num_layers() - 1; l >= 0; --l) {
     const Layer& layer = model.layer(l);
     const LayerContext ctx = ContextFor(chunk, m, l);
+    if (!model.skip_readers(l).empty()) {
+      ASSIGN_OR_RETURN(dy, AddSkipGrads(chunk, l, std::move(dy), local_skip_grads, mb));
+    }
     absl::StatusOr<Tensor> dx;
-    const SplitBackward* halves = split ? layer.split_backward() : nullptr;
-    const bool deferred = halves != nullptr;
-    if (deferred) {
+    bool deferred = false;
+    if (const SkipJoin* join = layer.skip_join()) {
+      absl::StatusOr<SkipJoin::Grads> grads = join->BackwardJoin(ctx, mb.saved[l], dy);
+      if (grads.ok()) {
+        const int self = model.global_index(l);
+        if (model.Holds(model.join_producer(l))) {
+          local_skip_grads[self] = std::move(grads->dskip);
+        } else {
+          // Its own storage, counted as a boundary gradient (skip_add's is dy itself, which the
+          // layers below still use).
+          ASSIGN_OR_RETURN(Tensor out,
+                           Tensor::Empty(res_.device, grads->dskip.shape(), grads->dskip.dtype(),
+                                         MemoryKind::kBoundaryGrad));
+          RETURN_IF_ERROR(res_.device.ops().tensor.Copy(grads->dskip, out));
+          mb.skip_grads_out[self] = std::move(out);
+        }
+        dx = std::move(grads->dx);
+      } else {
+        dx = grads.status();
+      }
+    } else if (const SplitBackward* halves = split ? layer.split_backward() : nullptr) {
+      deferred = true;
       dx = halves->BackwardInput(ctx, parameters.values_of(l), mb.saved[l], dy);
       if (dx.ok()) mb.deferred.push_back({l, std::move(mb.saved[l]), dy});
     } else {
@@ -178,6 +235,7 @@ absl::Status StageCompute::Backward(int chunk, int m, MicroBatch& mb, bool split
   }
   mb.saved.clear();
   mb.input = Tensor();
+  mb.skip_inputs.clear();
   mb.input_grad_done = true;
   // A split backward always has its BackwardWeight still to come, even when no layer of the
   // chunk deferred anything (a chunk without parameters): the state lives until then.
@@ -212,6 +270,48 @@ absl::Status StageCompute::BackwardWeight(int chunk, int m, MicroBatch& mb) {
   mb.deferred.clear();
   mb.weight_grad_pending = false;
   return absl::OkStatus();
+}
+
+absl::StatusOr<Tensor> StageCompute::AddSkipGrads(int chunk, int local_layer, Tensor dy,
+                                                  std::map<int, Tensor>& local,
+                                                  MicroBatch& mb) const {
+  const StageModel& model = *res_.chunks[chunk].model;
+  const TensorOps& ops = res_.device.ops().tensor;
+  // In f32: a bf16 gradient (mixed precision) is widened exactly.
+  const auto widened = [&](const Tensor& t) -> absl::StatusOr<Tensor> {
+    if (t.dtype() == DType::kF32) return t;
+    ASSIGN_OR_RETURN(Tensor wide,
+                     Tensor::Empty(res_.device, t.shape(), DType::kF32, MemoryKind::kActivation));
+    RETURN_IF_ERROR(ops.Cast(t, wide));
+    return wide;
+  };
+  ASSIGN_OR_RETURN(Tensor sum, widened(dy));
+  bool fresh = false;  // whether `sum` is storage of our own (else it is dy's)
+  for (const int reader : model.skip_readers(local_layer)) {
+    std::map<int, Tensor>& from = model.Holds(reader) ? local : mb.skip_grads_in;
+    const auto it = from.find(reader);
+    if (it == from.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("layer '", model.layer(local_layer).name(),
+                       "': the gradient from the skip connection of ", "layer ", reader,
+                       model.Holds(reader) ? " was not produced" : " has not arrived",
+                       model.Holds(reader) ? ""
+                                           : absl::StrCat(" (RecvSkipGrad(mb=..., layer=", reader,
+                                                          ") comes before the backward)")));
+    }
+    ASSIGN_OR_RETURN(const Tensor g, widened(it->second));
+    if (!fresh) {
+      ASSIGN_OR_RETURN(Tensor out, Tensor::Empty(res_.device, sum.shape(), DType::kF32,
+                                                 MemoryKind::kActivation));
+      RETURN_IF_ERROR(ops.Add(sum, g, out));
+      sum = std::move(out);
+      fresh = true;
+    } else {
+      RETURN_IF_ERROR(ops.Add(sum, g, sum));
+    }
+    from.erase(it);
+  }
+  return sum;
 }
 
 // With replicas, the layer's bucket's all-reduce starts once every layer of the bucket has all of

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -45,11 +46,11 @@ class StageCompute {
   // or class id fails here, naming the sample, position and range, and no kernel waits for the
   // host to learn of it.
   absl::Status Load(int chunk, int m, bool inputs, bool targets, MicroBatch& mb);
-  // Runs the chunk's layers on `input`; fills `saved` (one entry per layer) and returns the
-  // chunk's output. `replay` re-materializes a micro-batch already forwarded: layer buffers are
-  // not updated a second time.
-  absl::StatusOr<Tensor> RunLayers(int chunk, int m, const Tensor& input,
-                                   std::vector<SavedTensors>& saved, bool replay) const;
+  // Runs the chunk's layers on mb.input (skip joins reading mb.skip_inputs for outputs of other
+  // chunks); fills mb.saved (one entry per layer) and returns the chunk's output. The outputs other
+  // chunks join go into mb.skip_outputs for SendSkip. `replay` re-materializes a micro-batch
+  // already forwarded: layer buffers are not updated a second time and nothing is sent again.
+  absl::StatusOr<Tensor> RunLayers(int chunk, int m, MicroBatch& mb, bool replay) const;
   // The last chunk: the training loss of the output and its gradient, the loss added to the
   // step's totals.
   absl::StatusOr<Tensor> TrainingLoss(int chunk, const Tensor& output, const Tensor& targets);
@@ -73,6 +74,11 @@ class StageCompute {
   // host tensor before any copy.
   absl::Status Gather(std::span<const int64_t> indices, bool inputs,
                       const std::function<absl::Status(const Tensor&)>& check, Tensor& into) const;
+  // dy plus the gradients of the skip connections that read the layer's output, in the order of
+  // skip_readers (the same on any partition, so the sum has the same bits): those of this chunk's
+  // joins from `local`, the others received into mb.skip_grads_in. f32; dy itself when none.
+  absl::StatusOr<Tensor> AddSkipGrads(int chunk, int local_layer, Tensor dy,
+                                      std::map<int, Tensor>& local, MicroBatch& mb) const;
   // A layer's parameter gradients took one more micro-batch.
   absl::Status GradientsAccumulated(int chunk, int local_layer);
 

@@ -168,8 +168,8 @@ class StageExecutor::Step {
       return absl::FailedPreconditionError("the micro-batch's input has not arrived");
     }
     // A bf16 stage input (mixed precision) goes to the layers as it came: they take bf16.
-    ASSIGN_OR_RETURN(Tensor output, compute_.RunLayers(op.chunk, op.micro_batch, mb.input, mb.saved,
-                                                       /*replay=*/false));
+    ASSIGN_OR_RETURN(Tensor output,
+                     compute_.RunLayers(op.chunk, op.micro_batch, mb, /*replay=*/false));
     mb.forwarded = true;
     if (topology_.IsLast(At(op.chunk))) {
       if (!mb.targets.defined()) {
@@ -188,6 +188,7 @@ class StageExecutor::Step {
     }
     if (plan_.forward_only()) {
       mb.input = Tensor();
+      mb.skip_inputs.clear();
       mb.saved.clear();
     } else if (!plan_.KeepsActivations(op.chunk, op.micro_batch)) {
       // Re-materialized later from the input as received (a bf16 one is half the bytes).
@@ -261,6 +262,79 @@ class StageExecutor::Step {
                                          op.chunk));
     ReleaseIfDone(op);
     return absl::OkStatus();
+  }
+
+  // Skip connections across virtual stages: the output a join layer on another chunk reads goes
+  // to the rank that runs it (keyed by that join), its gradient comes back the same way.
+  absl::Status Execute(const schedule::SendSkip& op) {
+    ASSIGN_OR_RETURN(MicroBatch * mb, State(op));
+    auto it = mb->skip_outputs.find(op.skip_layer);
+    if (it == mb->skip_outputs.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no output for skip layer ", op.skip_layer,
+                       " to send (Forward of this chunk produces it, once)"));
+    }
+    RETURN_IF_ERROR(transfers_.StartSend(std::move(it->second), config_.SkipPeerRank(op.skip_layer),
+                                         SkipKey(op, TransferKind::kActivation,
+                                                 /*to_join=*/true),
+                                         op.chunk));
+    mb->skip_outputs.erase(it);
+    ReleaseIfDone(op);
+    return absl::OkStatus();
+  }
+
+  absl::Status Execute(const schedule::RecvSkip& op) {
+    ASSIGN_OR_RETURN(MicroBatch * mb, State(op));
+    if (mb->forwarded) {
+      return absl::FailedPreconditionError(
+          "the skip input arrives after the Forward that joins it");
+    }
+    ASSIGN_OR_RETURN(mb->skip_inputs[op.skip_layer], transfers_.CompleteReceive(scope_.position()));
+    return absl::OkStatus();
+  }
+
+  absl::Status Execute(const schedule::SendSkipGrad& op) {
+    ASSIGN_OR_RETURN(MicroBatch * mb, State(op));
+    auto it = mb->skip_grads_out.find(op.skip_layer);
+    if (it == mb->skip_grads_out.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("no gradient for the skip input of layer ", op.skip_layer,
+                       " to send (the backward of this chunk produces it, once)"));
+    }
+    RETURN_IF_ERROR(transfers_.StartSend(std::move(it->second), config_.SkipPeerRank(op.skip_layer),
+                                         SkipKey(op, TransferKind::kGradient,
+                                                 /*to_join=*/false),
+                                         op.chunk));
+    mb->skip_grads_out.erase(it);
+    ReleaseIfDone(op);
+    return absl::OkStatus();
+  }
+
+  absl::Status Execute(const schedule::RecvSkipGrad& op) {
+    ASSIGN_OR_RETURN(MicroBatch * mb, State(op));
+    if (mb->input_grad_done) {
+      return absl::FailedPreconditionError(
+          "the skip gradient arrives after the backward that adds it in");
+    }
+    ASSIGN_OR_RETURN(mb->skip_grads_in[op.skip_layer],
+                     transfers_.CompleteReceive(scope_.position()));
+    return absl::OkStatus();
+  }
+
+  // The key of a skip transfer: named by the receiving chunk, the join's (`to_join`) or the
+  // producer's, which the program's topology gives from the join layer's route.
+  template <typename Op>
+  TransferKey SkipKey(const Op& op, TransferKind kind, bool to_join) const {
+    return TransferKey{.step = command_.step(),
+                       .micro_batch = op.micro_batch,
+                       .chunk = ReceiverChunk(op.skip_layer, to_join),
+                       .kind = kind,
+                       .skip_layer = op.skip_layer};
+  }
+  int ReceiverChunk(int join_layer, bool to_join) const {
+    const auto it = config_.skips.find(join_layer);
+    if (it == config_.skips.end()) return 0;  // SkipPeerRank is -1 too: StartSend refuses
+    return to_join ? it->second.join_chunk : it->second.producer_chunk;
   }
 
   // The buckets still reducing (and the buffers, averaged) are waited for here: the time this

@@ -1,5 +1,8 @@
 // StageModel: the layers one stage owns (a contiguous slice of model.layers) and, on the last
-// stage, the loss. Built from the resolved plan; holds no tensors (see ParameterStore).
+// stage, the loss. Built from the resolved plan; holds no tensors (see ParameterStore). It also
+// knows the chunk's skip connections (plan: skip_add, skip_concat): which of its join layers read
+// an output kept on the chunk and which one received from another chunk, and which of its layers'
+// outputs other layers read, here or elsewhere.
 #ifndef GPIPE_RUNTIME_EXEC_STAGE_MODEL_H_
 #define GPIPE_RUNTIME_EXEC_STAGE_MODEL_H_
 
@@ -11,6 +14,7 @@
 #include "layers/layer.h"
 #include "layers/loss.h"
 #include "layers/registry.h"
+#include "layers/skip_edges.h"
 #include "proto/plan.pb.h"
 
 namespace gpipe {
@@ -18,7 +22,9 @@ namespace gpipe {
 class StageModel {
  public:
   // Layers [first_layer, end_layer) of `model`, whose first layer takes per-sample inputs of
-  // `input_shape`. The loss is built when `end_layer` is the model's last layer.
+  // `input_shape`. The loss is built when `end_layer` is the model's last layer. A join reading an
+  // earlier chunk's layer learns that output's shape by building the layers before it (from
+  // model.input), which hold no tensors.
   static absl::StatusOr<StageModel> Create(const pb::Model& model, int first_layer, int end_layer,
                                            const Shape& input_shape, const LayerRegistry& registry);
 
@@ -32,6 +38,22 @@ class StageModel {
   const Loss* loss() const { return loss_.get(); }
   // Whether local layer 0 is the model's first layer (its input gradient is never needed).
   bool holds_model_input() const { return first_layer_ == 0; }
+  // Whether model layer `global` is one of this chunk's.
+  bool Holds(int global) const {
+    return global >= first_layer_ && global < first_layer_ + num_layers();
+  }
+
+  // Skip connections. The model layer whose output local layer `local_index` joins (a skip_add or
+  // skip_concat), or -1 when it is no join.
+  int join_producer(int local_index) const { return join_producer_[local_index]; }
+  // The join layers (model indices, descending: the order their gradients are summed in) that read
+  // local layer `local_index`'s output, on this chunk or another.
+  const std::vector<int>& skip_readers(int local_index) const { return readers_[local_index]; }
+  // Join layers of this chunk whose input comes from another chunk, and join layers of other
+  // chunks that read one of this chunk's outputs (model indices, ascending).
+  const std::vector<int>& received_skips() const { return received_skips_; }
+  // The skip connections from this chunk's layers into other chunks (by join, ascending).
+  const std::vector<SkipEdge>& sent_skips() const { return sent_skips_; }
 
   // Replaces every layer (with its global index) and the loss, if any, by what the functions make
   // of them: decorators that keep the layer's interface (a simulated device's stand-ins).
@@ -44,6 +66,10 @@ class StageModel {
   StageModel() = default;
   int first_layer_ = 0;
   std::vector<std::unique_ptr<Layer>> layers_;
+  std::vector<int> join_producer_;         // per local layer
+  std::vector<std::vector<int>> readers_;  // per local layer
+  std::vector<int> received_skips_;
+  std::vector<SkipEdge> sent_skips_;
   std::unique_ptr<Loss> loss_;
 };
 

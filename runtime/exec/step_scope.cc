@@ -20,6 +20,10 @@ std::optional<TraceKind> TraceKindOf(const schedule::Instruction& instruction) {
                  [](const schedule::RecvGrad&) -> Kind { return TraceKind::kRecvGrad; },
                  [](const schedule::SendActivation&) -> Kind { return TraceKind::kSendActivation; },
                  [](const schedule::SendGrad&) -> Kind { return TraceKind::kSendGrad; },
+                 [](const schedule::RecvSkip&) -> Kind { return TraceKind::kRecvSkip; },
+                 [](const schedule::RecvSkipGrad&) -> Kind { return TraceKind::kRecvSkip; },
+                 [](const schedule::SendSkip&) -> Kind { return TraceKind::kSendSkip; },
+                 [](const schedule::SendSkipGrad&) -> Kind { return TraceKind::kSendSkip; },
                  [](const schedule::AllReduceGrads&) -> Kind { return TraceKind::kAllReduce; },
                  [](const schedule::OptimizerStep&) -> Kind { return std::nullopt; },
                  [](const schedule::ReportEval&) -> Kind { return std::nullopt; }},
@@ -63,6 +67,10 @@ std::optional<TraceEvent> StepScope::InstructionEvent(
     case TraceKind::kRecvGrad:
     case TraceKind::kSendActivation:
       event.peer = config_.NeighbourRank(event.chunk, /*next=*/true);
+      break;
+    case TraceKind::kRecvSkip:
+    case TraceKind::kSendSkip:
+      event.peer = config_.SkipPeerRank(*schedule::SkipLayerOf(instruction));
       break;
     default:
       break;

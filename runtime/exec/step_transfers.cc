@@ -11,7 +11,57 @@ namespace {
 
 bool IsReceive(const schedule::Instruction& instruction) {
   return std::holds_alternative<schedule::RecvActivation>(instruction) ||
-         std::holds_alternative<schedule::RecvGrad>(instruction);
+         std::holds_alternative<schedule::RecvGrad>(instruction) ||
+         std::holds_alternative<schedule::RecvSkip>(instruction) ||
+         std::holds_alternative<schedule::RecvSkipGrad>(instruction);
+}
+
+// What a receive brings: its per-sample shape, its kind and the rank that sends it; the skip
+// layer is -1 for the pipeline's own boundary.
+struct Incoming {
+  Shape per_sample;
+  TransferKind kind = TransferKind::kActivation;
+  int peer = -1;
+  int skip_layer = -1;
+};
+
+absl::StatusOr<Incoming> IncomingOf(const ExecutorConfig& config, const StageModel& model,
+                                    const schedule::Instruction& instruction) {
+  const int chunk = schedule::ChunkOf(instruction);
+  if (const std::optional<int> layer = schedule::SkipLayerOf(instruction)) {
+    const bool forward = std::holds_alternative<schedule::RecvSkip>(instruction);
+    const int peer = config.SkipPeerRank(*layer);
+    if (peer < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("stage ", config.stage, " has no skip connection into layer ", *layer));
+    }
+    if (forward) {
+      if (!model.Holds(*layer) ||
+          model.layer(*layer - model.global_index(0)).skip_join() == nullptr) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("layer ", *layer, " is no skip join of chunk ", chunk));
+      }
+      return Incoming{model.layer(*layer - model.global_index(0)).skip_join()->skip_shape(),
+                      TransferKind::kActivation, peer, *layer};
+    }
+    for (const SkipEdge& edge : model.sent_skips()) {
+      if (edge.join == *layer) {
+        return Incoming{model.layer(edge.producer - model.global_index(0)).output_shape(),
+                        TransferKind::kGradient, peer, *layer};
+      }
+    }
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk ", chunk, " sends no output to layer ", *layer));
+  }
+  const bool activation = std::holds_alternative<schedule::RecvActivation>(instruction);
+  const int peer = config.NeighbourRank(chunk, /*next=*/!activation);
+  if (peer < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("stage ", config.stage, " has no ",
+                                                   activation ? "previous" : "next",
+                                                   " stage to receive from"));
+  }
+  return Incoming{activation ? model.input_shape() : model.output_shape(),
+                  activation ? TransferKind::kActivation : TransferKind::kGradient, peer, -1};
 }
 
 }  // namespace
@@ -52,25 +102,21 @@ absl::Status StepTransfers::PostNextReceive() {
 absl::Status StepTransfers::PostReceive(size_t position) {
   const ExecutorConfig& config = scope_.config();
   const schedule::Instruction& instruction = program_.instructions[position];
-  const bool activation = std::holds_alternative<schedule::RecvActivation>(instruction);
   const int m = *schedule::MicroBatchOf(instruction);
   const int chunk = schedule::ChunkOf(instruction);
   RETURN_IF_ERROR(states_.Check(chunk, m));
-  const StageModel& model = *res_.chunks[chunk].model;
-  const Shape& per_sample = activation ? model.input_shape() : model.output_shape();
-  const int peer = config.NeighbourRank(chunk, /*next=*/!activation);
-  if (peer < 0) {
-    return absl::InvalidArgumentError(absl::StrCat("stage ", config.stage, " has no ",
-                                                   activation ? "previous" : "next",
-                                                   " stage to receive from"));
-  }
+  ASSIGN_OR_RETURN(const Incoming incoming,
+                   IncomingOf(config, *res_.chunks[chunk].model, instruction));
+  const bool activation = incoming.kind == TransferKind::kActivation;
+  const int peer = incoming.peer;
+  const Shape& per_sample = incoming.per_sample;
   PostedReceive& posted = receives_[position];
   // Transfers are keyed by the receiving side's chunk (the sender translates).
-  posted.key =
-      TransferKey{.step = scope_.command().step(),
-                  .micro_batch = m,
-                  .chunk = chunk,
-                  .kind = activation ? TransferKind::kActivation : TransferKind::kGradient};
+  posted.key = TransferKey{.step = scope_.command().step(),
+                           .micro_batch = m,
+                           .chunk = chunk,
+                           .kind = incoming.kind,
+                           .skip_layer = incoming.skip_layer};
   posted.chunk = chunk;
   posted.peer = peer;
   posted.posted_ns = scope_.TraceNow();
@@ -114,7 +160,8 @@ absl::StatusOr<Tensor> StepTransfers::CompleteReceive(size_t position) {
     RETURN_IF_ERROR(posted.handle->Wait(scope_.Deadline()));
     bytes_received_ += posted.buffer.bytes();
   }
-  scope_.RecordTransfer(posted.key.kind == TransferKind::kActivation
+  scope_.RecordTransfer(posted.key.skip_layer >= 0 ? TraceKind::kTransferSkipIn
+                        : posted.key.kind == TransferKind::kActivation
                             ? TraceKind::kTransferActivationIn
                             : TraceKind::kTransferGradIn,
                         posted.key, posted.chunk, posted.peer, posted.buffer.bytes(),
@@ -158,7 +205,8 @@ absl::StatusOr<Tensor> StepTransfers::TakeParked(const TransferKey& key) {
   for (auto it = parked_.begin(); it != parked_.end(); ++it) {
     const TransferKey& parked = it->first;
     if (parked.step != key.step || parked.micro_batch != key.micro_batch ||
-        parked.chunk != key.chunk || parked.kind != key.kind) {
+        parked.chunk != key.chunk || parked.kind != key.kind ||
+        parked.skip_layer != key.skip_layer) {
       continue;
     }
     Tensor tensor = std::move(it->second);
@@ -172,7 +220,8 @@ absl::StatusOr<Tensor> StepTransfers::TakeParked(const TransferKey& key) {
 }
 
 void StepTransfers::RecordSend(const InFlightSend& send) const {
-  scope_.RecordTransfer(send.key.kind == TransferKind::kActivation
+  scope_.RecordTransfer(send.key.skip_layer >= 0 ? TraceKind::kTransferSkipOut
+                        : send.key.kind == TransferKind::kActivation
                             ? TraceKind::kTransferActivationOut
                             : TraceKind::kTransferGradOut,
                         send.key, send.chunk, send.peer, send.bytes, send.posted_ns);

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "google/protobuf/descriptor.h"
+#include "layers/skip_edges.h"
 
 namespace gpipe {
 namespace {
@@ -154,7 +155,33 @@ void InferLayers(const pb::Model& model, const Shape& input, const LayerRegistry
     }
     const std::string context =
         absl::StrCat(LayerLabel(spec), " (", kind, ", input ", current.ToString(), "): ");
-    absl::StatusOr<std::unique_ptr<Layer>> layer = registry.Create(spec, current);
+    // A skip join reads an earlier layer's output: its shape is known by now.
+    std::optional<Shape> skip_shape;
+    if (IsSkipJoin(spec)) {
+      const std::string& from = SkipFromOf(spec);
+      const std::string field = absl::StrCat(LayerPath(i), ".", kind, ".from");
+      int producer = -1;
+      for (int j = 0; j < i; ++j) {
+        if (model.layers(j).name() == from) producer = j;
+      }
+      if (from.empty() || producer < 0) {
+        bool later = false;
+        for (int j = i; j < model.layers_size(); ++j) later |= model.layers(j).name() == from;
+        errors.Add(
+            field,
+            absl::StrCat(context,
+                         from.empty() ? "has no `from`; name the earlier layer it joins"
+                         : later      ? absl::StrCat("from '", from,
+                                                     "' is not an earlier layer; a skip "
+                                                          "connection reads an earlier layer's "
+                                                          "output")
+                                 : absl::StrCat("from '", from, "' names no layer of the model")));
+        return;
+      }
+      skip_shape = shapes.layers[producer].output_shape;
+    }
+    absl::StatusOr<std::unique_ptr<Layer>> layer =
+        registry.Create(spec, current, skip_shape ? &*skip_shape : nullptr);
     if (!layer.ok()) {
       errors.Add(LayerPath(i), absl::StrCat(context, layer.status().message()));
       return;

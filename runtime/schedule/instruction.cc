@@ -24,10 +24,19 @@ const char* NameOf() {
   if constexpr (std::is_same_v<T, BackwardInput>) return "BackwardInput";
   if constexpr (std::is_same_v<T, BackwardWeight>) return "BackwardWeight";
   if constexpr (std::is_same_v<T, SendGrad>) return "SendGrad";
+  if constexpr (std::is_same_v<T, SendSkip>) return "SendSkip";
+  if constexpr (std::is_same_v<T, RecvSkip>) return "RecvSkip";
+  if constexpr (std::is_same_v<T, SendSkipGrad>) return "SendSkipGrad";
+  if constexpr (std::is_same_v<T, RecvSkipGrad>) return "RecvSkipGrad";
   if constexpr (std::is_same_v<T, AllReduceGrads>) return "AllReduceGrads";
   if constexpr (std::is_same_v<T, OptimizerStep>) return "OptimizerStep";
   if constexpr (std::is_same_v<T, ReportEval>) return "ReportEval";
 }
+
+template <typename T>
+constexpr bool kIsSkipInstruction =
+    std::is_same_v<T, SendSkip> || std::is_same_v<T, RecvSkip> || std::is_same_v<T, SendSkipGrad> ||
+    std::is_same_v<T, RecvSkipGrad>;
 
 }  // namespace
 
@@ -35,7 +44,11 @@ std::string ToString(const Instruction& instruction) {
   return std::visit(
       [](const auto& op) -> std::string {
         using T = std::decay_t<decltype(op)>;
-        if constexpr (kIsMicroBatchInstruction<T>) {
+        if constexpr (kIsSkipInstruction<T>) {
+          return absl::StrCat(NameOf<T>(), "(mb=", op.micro_batch,
+                              op.chunk != 0 ? absl::StrCat(", chunk=", op.chunk) : "",
+                              ", layer=", op.skip_layer, ")");
+        } else if constexpr (kIsMicroBatchInstruction<T>) {
           if (op.chunk != 0) {
             return absl::StrCat(NameOf<T>(), "(mb=", op.micro_batch, ", chunk=", op.chunk, ")");
           }
@@ -68,6 +81,19 @@ int ChunkOf(const Instruction& instruction) {
           return op.chunk;
         } else {
           return 0;
+        }
+      },
+      instruction);
+}
+
+std::optional<int> SkipLayerOf(const Instruction& instruction) {
+  return std::visit(
+      [](const auto& op) -> std::optional<int> {
+        using T = std::decay_t<decltype(op)>;
+        if constexpr (kIsSkipInstruction<T>) {
+          return op.skip_layer;
+        } else {
+          return std::nullopt;
         }
       },
       instruction);

@@ -76,6 +76,44 @@ struct SendGrad {
   int chunk = 0;
   bool operator==(const SendGrad&) const = default;
 };
+// Skip connections across stages (plan: skip_add, skip_concat). Each names the join layer
+// `skip_layer` (its index in model.layers) that reads the output of an earlier layer on another
+// virtual stage (Program::skips has the route). The tensor goes straight from the stage that
+// computes it to the stage that reads it, and its gradient straight back.
+//
+// Send the output the join layer `skip_layer` reads, computed by Forward(m) of this chunk, to the
+// join's stage. Pairs with its RecvSkip(m).
+struct SendSkip {
+  int micro_batch = 0;
+  int chunk = 0;
+  int skip_layer = 0;
+  bool operator==(const SendSkip&) const = default;
+};
+// Receive the skip input of join layer `skip_layer` for micro-batch m; Forward(m) of this chunk
+// needs it. Pairs with its SendSkip(m).
+struct RecvSkip {
+  int micro_batch = 0;
+  int chunk = 0;
+  int skip_layer = 0;
+  bool operator==(const RecvSkip&) const = default;
+};
+// Send the gradient of the skip input of join layer `skip_layer`, produced by this chunk's
+// Backward(m) (or BackwardInput(m)), back to the stage that computed it. Pairs with its
+// RecvSkipGrad(m).
+struct SendSkipGrad {
+  int micro_batch = 0;
+  int chunk = 0;
+  int skip_layer = 0;
+  bool operator==(const SendSkipGrad&) const = default;
+};
+// Receive the gradient of the output this chunk sent for join layer `skip_layer`; this chunk's
+// Backward(m) (or BackwardInput(m)) adds it in. Pairs with its SendSkipGrad(m).
+struct RecvSkipGrad {
+  int micro_batch = 0;
+  int chunk = 0;
+  int skip_layer = 0;
+  bool operator==(const RecvSkipGrad&) const = default;
+};
 // Sum this stage's gradients across data-parallel replicas (no-op with one replica).
 struct AllReduceGrads {
   bool operator==(const AllReduceGrads&) const = default;
@@ -92,11 +130,13 @@ struct ReportEval {
   bool operator==(const ReportEval&) const = default;
 };
 
-using Instruction = std::variant<LoadMicroBatch, RecvActivation, Forward, SendActivation, RecvGrad,
-                                 Backward, BackwardInput, BackwardWeight, SendGrad, AllReduceGrads,
-                                 OptimizerStep, ReportEval>;
+using Instruction =
+    std::variant<LoadMicroBatch, RecvActivation, Forward, SendActivation, RecvGrad, Backward,
+                 BackwardInput, BackwardWeight, SendGrad, SendSkip, RecvSkip, SendSkipGrad,
+                 RecvSkipGrad, AllReduceGrads, OptimizerStep, ReportEval>;
 
-// "Forward(mb=3)", "OptimizerStep"; chunk shown only when non-zero: "Forward(mb=3, chunk=1)".
+// "Forward(mb=3)", "OptimizerStep"; chunk shown only when non-zero: "Forward(mb=3, chunk=1)";
+// the skip kinds name their join layer: "RecvSkip(mb=3, layer=9)".
 std::string ToString(const Instruction& instruction);
 
 // The micro-batch an instruction works on; nullopt for the step-level ones (AllReduceGrads,
@@ -105,6 +145,9 @@ std::optional<int> MicroBatchOf(const Instruction& instruction);
 
 // The virtual chunk an instruction works on (0 for the step-level ones).
 int ChunkOf(const Instruction& instruction);
+
+// The join layer a skip instruction carries; nullopt for every other kind.
+std::optional<int> SkipLayerOf(const Instruction& instruction);
 
 // Instructions of one stage for one step, in execution order.
 struct StageProgram {

@@ -20,6 +20,10 @@ Kind KindOfOp(const Backward&) { return pb::InstructionProto::BACKWARD; }
 Kind KindOfOp(const BackwardInput&) { return pb::InstructionProto::BACKWARD_INPUT; }
 Kind KindOfOp(const BackwardWeight&) { return pb::InstructionProto::BACKWARD_WEIGHT; }
 Kind KindOfOp(const SendGrad&) { return pb::InstructionProto::SEND_GRAD; }
+Kind KindOfOp(const SendSkip&) { return pb::InstructionProto::SEND_SKIP; }
+Kind KindOfOp(const RecvSkip&) { return pb::InstructionProto::RECV_SKIP; }
+Kind KindOfOp(const SendSkipGrad&) { return pb::InstructionProto::SEND_SKIP_GRAD; }
+Kind KindOfOp(const RecvSkipGrad&) { return pb::InstructionProto::RECV_SKIP_GRAD; }
 Kind KindOfOp(const AllReduceGrads&) { return pb::InstructionProto::ALL_REDUCE_GRADS; }
 Kind KindOfOp(const OptimizerStep&) { return pb::InstructionProto::OPTIMIZER_STEP; }
 Kind KindOfOp(const ReportEval&) { return pb::InstructionProto::REPORT_EVAL; }
@@ -36,6 +40,21 @@ Instruction MakeMicroBatchInstruction(int micro_batch, int chunk) {
   return op;
 }
 
+template <typename T>
+Instruction MakeSkipInstruction(int micro_batch, int chunk, int skip_layer) {
+  T op;
+  op.micro_batch = micro_batch;
+  op.chunk = chunk;
+  op.skip_layer = skip_layer;
+  return op;
+}
+
+bool IsSkipKind(Kind kind) {
+  return kind == pb::InstructionProto::SEND_SKIP || kind == pb::InstructionProto::RECV_SKIP ||
+         kind == pb::InstructionProto::SEND_SKIP_GRAD ||
+         kind == pb::InstructionProto::RECV_SKIP_GRAD;
+}
+
 absl::StatusOr<Instruction> FromInstructionProto(const pb::InstructionProto& proto) {
   if (!proto.has_kind()) {
     return absl::InvalidArgumentError("has no kind (or one this build does not know)");
@@ -45,7 +64,7 @@ absl::StatusOr<Instruction> FromInstructionProto(const pb::InstructionProto& pro
                           kind == pb::InstructionProto::OPTIMIZER_STEP ||
                           kind == pb::InstructionProto::REPORT_EVAL;
   if (step_level) {
-    if (proto.has_micro_batch() || proto.chunk() != 0) {
+    if (proto.has_micro_batch() || proto.chunk() != 0 || proto.has_skip_layer()) {
       return absl::InvalidArgumentError(
           absl::StrCat(pb::InstructionProto::Kind_Name(kind),
                        " is step-level and takes no micro_batch or chunk"));
@@ -66,7 +85,24 @@ absl::StatusOr<Instruction> FromInstructionProto(const pb::InstructionProto& pro
   if (c < 0) {
     return absl::InvalidArgumentError(absl::StrCat("chunk is ", c, "; it must be >= 0"));
   }
+  if (IsSkipKind(kind) != proto.has_skip_layer()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(pb::InstructionProto::Kind_Name(kind),
+                     IsSkipKind(kind) ? " has no skip_layer" : " takes no skip_layer"));
+  }
+  const int skip = proto.skip_layer();
+  if (skip < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("skip_layer is ", skip, "; it must be >= 0"));
+  }
   switch (kind) {
+    case pb::InstructionProto::SEND_SKIP:
+      return MakeSkipInstruction<SendSkip>(m, c, skip);
+    case pb::InstructionProto::RECV_SKIP:
+      return MakeSkipInstruction<RecvSkip>(m, c, skip);
+    case pb::InstructionProto::SEND_SKIP_GRAD:
+      return MakeSkipInstruction<SendSkipGrad>(m, c, skip);
+    case pb::InstructionProto::RECV_SKIP_GRAD:
+      return MakeSkipInstruction<RecvSkipGrad>(m, c, skip);
     case pb::InstructionProto::LOAD_MICRO_BATCH:
       return MakeMicroBatchInstruction<LoadMicroBatch>(m, c);
     case pb::InstructionProto::RECV_ACTIVATION:
@@ -95,6 +131,13 @@ absl::StatusOr<Instruction> FromInstructionProto(const pb::InstructionProto& pro
 
 }  // namespace
 
+const SkipRoute* Program::FindSkip(int layer) const {
+  for (const SkipRoute& route : skips) {
+    if (route.layer == layer) return &route;
+  }
+  return nullptr;
+}
+
 std::string DescribeInstruction(const Program& program, int stage, int index) {
   std::string text = absl::StrCat("stage ", stage, ", instruction #", index);
   if (stage >= 0 && stage < static_cast<int>(program.stage_programs.size())) {
@@ -115,6 +158,7 @@ pb::StageProgramProto ToProto(const StageProgram& program) {
     out->set_kind(KindOf(instruction));
     if (const std::optional<int> m = MicroBatchOf(instruction)) out->set_micro_batch(*m);
     if (const int chunk = ChunkOf(instruction); chunk != 0) out->set_chunk(chunk);
+    if (const std::optional<int> skip = SkipLayerOf(instruction)) out->set_skip_layer(*skip);
   }
   return proto;
 }

@@ -17,6 +17,18 @@
 
 namespace gpipe::schedule {
 
+// A skip connection (plan: skip_add, skip_concat) whose two ends sit on different virtual
+// stages: the join layer `layer` (index in model.layers) on virtual stage `to` reads the output
+// of layer `producer` on virtual stage `from` < `to`. Its transfers are SendSkip/RecvSkip forward
+// and SendSkipGrad/RecvSkipGrad back (instruction.h).
+struct SkipRoute {
+  int layer = 0;
+  int producer = 0;
+  int from = 0;
+  int to = 0;
+  bool operator==(const SkipRoute&) const = default;
+};
+
 struct Program {
   pb::Schedule kind = pb::GPIPE;
   int stages = 0;
@@ -26,10 +38,15 @@ struct Program {
   int chunks = 1;
   pb::Placement placement = pb::LOOPED;
   std::vector<StageProgram> stage_programs;  // index = stage
+  // The skip connections that cross virtual stages, by join layer (ascending); empty for a model
+  // without any.
+  std::vector<SkipRoute> skips;
 
   Topology topology() const { return {stages, chunks, placement}; }
   // EVAL: no backward side at all, and every stage ends with ReportEval.
   bool forward_only() const { return IsForwardOnly(kind); }
+  // The route of join layer `layer`, or null when no skip route reads into it.
+  const SkipRoute* FindSkip(int layer) const;
 };
 
 // "stage 1, instruction #7 Backward(mb=0)": how every message names an instruction.

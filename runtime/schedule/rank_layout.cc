@@ -47,6 +47,22 @@ std::vector<int> RankLayout::Neighbours(int rank, const Topology& topology) cons
   return peers;
 }
 
+std::map<int, SkipLinkEnds> RankLayout::SkipLinks(int rank, const Topology& topology,
+                                                  std::span<const SkipRoute> routes) const {
+  std::map<int, SkipLinkEnds> links;
+  const int stage = StageOf(rank);
+  for (const SkipRoute& route : routes) {
+    const StageChunk producer = topology.At(route.from);
+    const StageChunk join = topology.At(route.to);
+    if (producer.stage != stage && join.stage != stage) continue;
+    const int other = producer.stage == stage ? join.stage : producer.stage;
+    links[route.layer] = {.peer = RankOf(ReplicaOf(rank), other),
+                          .producer_chunk = producer.chunk,
+                          .join_chunk = join.chunk};
+  }
+  return links;
+}
+
 std::vector<int> RankLayout::ReplicaGroup(int stage) const {
   std::vector<int> group;
   for (int r = 0; r < replicas_; ++r) group.push_back(RankOf(r, stage));

@@ -6,13 +6,25 @@
 #ifndef GPIPE_RUNTIME_SCHEDULE_RANK_LAYOUT_H_
 #define GPIPE_RUNTIME_SCHEDULE_RANK_LAYOUT_H_
 
+#include <map>
+#include <span>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "proto/control.pb.h"
+#include "runtime/schedule/program.h"
 #include "runtime/schedule/topology.h"
 
 namespace gpipe::schedule {
+
+// One skip connection (SkipRoute) seen from a rank holding one of its ends: the rank at the other
+// end, in the same replica (the rank itself when both ends are its chunks), and the chunk each end
+// runs as on its rank.
+struct SkipLinkEnds {
+  int peer = -1;
+  int producer_chunk = 0;
+  int join_chunk = 0;
+};
 
 class RankLayout {
  public:
@@ -36,6 +48,9 @@ class RankLayout {
   int NeighbourRank(int rank, const Topology& topology, int chunk, bool next) const;
   // The other ranks `rank` exchanges boundary tensors with under `topology`, ascending.
   std::vector<int> Neighbours(int rank, const Topology& topology) const;
+  // The routes with an end on `rank`, by join layer. Precondition: topology.stages == stages().
+  std::map<int, SkipLinkEnds> SkipLinks(int rank, const Topology& topology,
+                                        std::span<const SkipRoute> routes) const;
   // The ranks that hold `stage` in every replica, ascending (its gradient all-reduce group).
   std::vector<int> ReplicaGroup(int stage) const;
 

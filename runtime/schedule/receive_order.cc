@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
+#include <tuple>
 #include <utility>
 
 #include "runtime/schedule/transfers.h"
@@ -15,8 +16,24 @@ std::vector<std::vector<int>> MatchReceivesToSends(Program& program) {
   std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> by_pair;  // (send idx, recv idx)
   for (const Link& link : transfers.links()) {
     if (link.from_stage == link.to_stage) continue;
-    const size_t n = std::min(link.sends.size(), link.recvs.size());
     std::vector<std::pair<int, int>>& pairs = by_pair[{link.from_stage, link.to_stage}];
+    if (link.kind == TransferKind::kSkip || link.kind == TransferKind::kSkipGrad) {
+      // A skip receive meets the send of its own item (micro-batch, chunk, join layer), wherever
+      // the two sit in their lists: one link may carry several routes, added per instruction.
+      std::map<std::tuple<int, int, int>, int> send_of;
+      for (const TransferEnd& send : link.sends) {
+        send_of.emplace(std::make_tuple(send.micro_batch, send.chunk, send.skip_layer), send.index);
+      }
+      for (const TransferEnd& recv : link.recvs) {
+        const auto it =
+            send_of.find(std::make_tuple(recv.micro_batch, recv.chunk, recv.skip_layer));
+        if (it != send_of.end()) pairs.emplace_back(it->second, recv.index);
+      }
+      continue;
+    }
+    // The pipeline's own links already pair in order (Transfers::Check): the n-th send meets the
+    // n-th receive.
+    const size_t n = std::min(link.sends.size(), link.recvs.size());
     for (size_t k = 0; k < n; ++k) pairs.emplace_back(link.sends[k].index, link.recvs[k].index);
   }
   // target[stage][old index] = the old index of the instruction it is placed before (itself when

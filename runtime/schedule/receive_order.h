@@ -8,8 +8,11 @@
 // This adds no deadlock: a receive moves only to right before the receive of an item its sender
 // sends later, so reaching its new place the stage would wait anyway, for that later item, which
 // cannot come before this one. Callers still verify the result (VerifyProgram). Local hand-offs
-// (a stage to itself) are left alone.
-// Precondition: the program's transfers pair up per link (Transfers::Check). Pure.
+// (a stage to itself) are left alone. A skip connection's receive (skip_transfers.h) is paired
+// with the send of its own item, so receives of several routes on one link, placed per
+// instruction, also come into the send order.
+// Precondition: the pipeline's own transfers pair up per link (Transfers::Check), and every skip
+// receive's item is sent on its link. Pure.
 #ifndef GPIPE_RUNTIME_SCHEDULE_RECEIVE_ORDER_H_
 #define GPIPE_RUNTIME_SCHEDULE_RECEIVE_ORDER_H_
 

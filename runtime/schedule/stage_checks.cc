@@ -19,6 +19,10 @@ std::optional<Step> StepOfOp(const Backward&) { return Step::kBackward; }
 std::optional<Step> StepOfOp(const BackwardInput&) { return Step::kBackwardInput; }
 std::optional<Step> StepOfOp(const BackwardWeight&) { return Step::kBackwardWeight; }
 std::optional<Step> StepOfOp(const SendGrad&) { return Step::kSendGrad; }
+std::optional<Step> StepOfOp(const SendSkip&) { return std::nullopt; }
+std::optional<Step> StepOfOp(const RecvSkip&) { return std::nullopt; }
+std::optional<Step> StepOfOp(const SendSkipGrad&) { return std::nullopt; }
+std::optional<Step> StepOfOp(const RecvSkipGrad&) { return std::nullopt; }
 std::optional<Step> StepOfOp(const AllReduceGrads&) { return std::nullopt; }
 std::optional<Step> StepOfOp(const OptimizerStep&) { return std::nullopt; }
 std::optional<Step> StepOfOp(const ReportEval&) { return std::nullopt; }
@@ -313,7 +317,9 @@ absl::StatusOr<StageWalk> WalkStage(const Program& program, int stage) {
       return fail(status);
     }
     const std::optional<Step> step = StepOf(instruction);
-    if (!step) {  // AllReduceGrads, OptimizerStep or ReportEval, in a place CheckPlace allows
+    const bool is_skip = SkipLayerOf(instruction).has_value();
+    if (!step &&
+        !is_skip) {  // AllReduceGrads, OptimizerStep or ReportEval, where CheckPlace allows
       if (std::holds_alternative<AllReduceGrads>(instruction)) walk.all_reduce_grads = i;
       if (std::holds_alternative<OptimizerStep>(instruction)) walk.optimizer_step = i;
       if (std::holds_alternative<ReportEval>(instruction)) walk.report_eval = i;
@@ -331,6 +337,12 @@ absl::StatusOr<StageWalk> WalkStage(const Program& program, int stage) {
       return fail(absl::InvalidArgumentError(
           absl::StrCat("chunk ", c, " is out of range: the program has ", program.chunks,
                        " chunk(s) per stage (0..", program.chunks - 1, ")")));
+    }
+    if (is_skip) {
+      const absl::Status status =
+          NoteSkipInstruction(program, stage, i, instruction, walk.micro_batches, walk.skips);
+      if (!status.ok()) return fail(status);
+      continue;
     }
     MicroBatchSteps& seen = walk.micro_batches[static_cast<size_t>(c) * m_count + m];
     const absl::Status status = CheckStep(program, {stage, c}, m, *step, seen);

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/schedule/program.h"
+#include "runtime/schedule/skip_checks.h"
 
 namespace gpipe::schedule {
 
@@ -55,6 +56,7 @@ struct StageWalk {
   // Backward, or no BackwardWeight after BackwardInput) at any point. 0 in forward-only
   // programs: nothing is kept for a backward there.
   int peak_live_activations = 0;
+  SkipSteps skips;  // the skip-connection transfers (skip_checks.h)
 };
 
 // Precondition: program.stages, micro_batches, chunks >= 1 and stage_programs.size() == stages.

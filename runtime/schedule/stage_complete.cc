@@ -2,6 +2,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
 #include "runtime/schedule/stage_checks.h"
 
 namespace gpipe::schedule {
@@ -95,6 +96,7 @@ absl::Status CheckStageComplete(const Program& program, int stage, const StageWa
       }
     }
   }
+  RETURN_IF_ERROR(CheckSkipsComplete(program, stage, walk.micro_batches, walk.skips));
   return CheckStepEnd(program, stage, walk);
 }
 

@@ -16,9 +16,34 @@ struct Endpoint {
   StageChunk peer;  // the other end's stage and chunk
 };
 
+// The far end of a skip instruction's route: the join's virtual stage for the forward send and
+// the gradient receive, the producer's for the other two. Null when no route has that layer
+// (the stage checks refuse such an instruction before transfers are collected).
+std::optional<Endpoint> SkipEndpointOf(const Program& program, const Instruction& instruction) {
+  const std::optional<int> layer = SkipLayerOf(instruction);
+  if (!layer) return std::nullopt;
+  const SkipRoute* route = program.FindSkip(*layer);
+  if (route == nullptr) return std::nullopt;
+  const Topology topology = program.topology();
+  const StageChunk producer = topology.At(route->from);
+  const StageChunk join = topology.At(route->to);
+  if (std::holds_alternative<SendSkip>(instruction)) {
+    return Endpoint{TransferKind::kSkip, true, join};
+  }
+  if (std::holds_alternative<RecvSkip>(instruction)) {
+    return Endpoint{TransferKind::kSkip, false, producer};
+  }
+  if (std::holds_alternative<SendSkipGrad>(instruction)) {
+    return Endpoint{TransferKind::kSkipGrad, true, producer};
+  }
+  return Endpoint{TransferKind::kSkipGrad, false, join};
+}
+
 // What a transfer instruction at `at` does, or nullopt for other instructions.
-std::optional<Endpoint> EndpointOf(const Topology& topology, StageChunk at,
+std::optional<Endpoint> EndpointOf(const Program& program, StageChunk at,
                                    const Instruction& instruction) {
+  const Topology topology = program.topology();
+  if (SkipLayerOf(instruction)) return SkipEndpointOf(program, instruction);
   if (std::holds_alternative<SendActivation>(instruction)) {
     return Endpoint{TransferKind::kActivation, true, topology.Next(at)};
   }
@@ -36,8 +61,23 @@ std::optional<Endpoint> EndpointOf(const Topology& topology, StageChunk at,
 
 // The instruction the other end of `end` must be, named as its own stage sees it.
 std::string Counterpart(const Link& link, const TransferEnd& end, bool end_is_send,
-                        const Topology& topology) {
+                        const Program& program) {
+  const Topology topology = program.topology();
   const int m = end.micro_batch;
+  if (link.kind == TransferKind::kSkip || link.kind == TransferKind::kSkipGrad) {
+    const SkipRoute* route = program.FindSkip(end.skip_layer);
+    const int l = end.skip_layer;
+    // The receiver's chunk, and the sender's: the route's other end.
+    const bool forward = link.kind == TransferKind::kSkip;
+    if (end_is_send) {
+      return forward ? ToString(RecvSkip{m, end.chunk, l})
+                     : ToString(RecvSkipGrad{m, end.chunk, l});
+    }
+    const int sender_chunk =
+        route == nullptr ? 0 : topology.At(forward ? route->from : route->to).chunk;
+    return forward ? ToString(SendSkip{m, sender_chunk, l})
+                   : ToString(SendSkipGrad{m, sender_chunk, l});
+  }
   if (end_is_send) {  // the receiver's instruction: chunk already in the receiver's terms
     return link.kind == TransferKind::kActivation ? ToString(RecvActivation{m, end.chunk})
                                                   : ToString(RecvGrad{m, end.chunk});
@@ -51,7 +91,7 @@ std::string Counterpart(const Link& link, const TransferEnd& end, bool end_is_se
 }
 
 bool SameItem(const TransferEnd& a, const TransferEnd& b) {
-  return a.micro_batch == b.micro_batch && a.chunk == b.chunk;
+  return a.micro_batch == b.micro_batch && a.chunk == b.chunk && a.skip_layer == b.skip_layer;
 }
 
 bool Contains(const std::vector<TransferEnd>& ends, const TransferEnd& item) {
@@ -60,13 +100,22 @@ bool Contains(const std::vector<TransferEnd>& ends, const TransferEnd& item) {
 }
 
 const char* Noun(TransferKind kind) {
-  return kind == TransferKind::kActivation ? "activations" : "gradients";
+  switch (kind) {
+    case TransferKind::kActivation:
+      return "activations";
+    case TransferKind::kGrad:
+      return "gradients";
+    case TransferKind::kSkip:
+      return "skip connections";
+    case TransferKind::kSkipGrad:
+      return "skip-connection gradients";
+  }
+  return "transfers";
 }
 
 }  // namespace
 
 Transfers Transfers::Collect(const Program& program) {
-  const Topology topology = program.topology();
   Transfers transfers;
   std::map<std::tuple<TransferKind, int, int>, int> link_ids;
   transfers.slots_.resize(program.stages);
@@ -75,7 +124,7 @@ Transfers Transfers::Collect(const Program& program) {
     transfers.slots_[stage].resize(instructions.size());
     for (int i = 0; i < static_cast<int>(instructions.size()); ++i) {
       const StageChunk at{stage, ChunkOf(instructions[i])};
-      const std::optional<Endpoint> endpoint = EndpointOf(topology, at, instructions[i]);
+      const std::optional<Endpoint> endpoint = EndpointOf(program, at, instructions[i]);
       if (!endpoint) continue;
       const int from = endpoint->is_send ? stage : endpoint->peer.stage;
       const int to = endpoint->is_send ? endpoint->peer.stage : stage;
@@ -91,7 +140,8 @@ Transfers Transfers::Collect(const Program& program) {
       Link& link = transfers.links_[it->second];
       // Name the item as the receiver does: a send's chunk becomes its peer's chunk.
       const int chunk = endpoint->is_send ? endpoint->peer.chunk : at.chunk;
-      const TransferEnd end{stage, i, *MicroBatchOf(instructions[i]), chunk};
+      const TransferEnd end{stage, i, *MicroBatchOf(instructions[i]), chunk,
+                            SkipLayerOf(instructions[i]).value_or(-1)};
       std::vector<TransferEnd>& ends = endpoint->is_send ? link.sends : link.recvs;
       transfers.slots_[stage][i] = {it->second, static_cast<int>(ends.size()), endpoint->is_send};
       ends.push_back(end);
@@ -101,7 +151,6 @@ Transfers Transfers::Collect(const Program& program) {
 }
 
 absl::Status Transfers::Check(const Program& program) const {
-  const Topology topology = program.topology();
   for (const Link& link : links_) {
     const size_t n = std::max(link.sends.size(), link.recvs.size());
     for (size_t k = 0; k < n; ++k) {
@@ -113,7 +162,7 @@ absl::Status Transfers::Check(const Program& program) const {
         const TransferEnd& recv = link.recvs[k];
         return absl::InvalidArgumentError(
             absl::StrCat(DescribeInstruction(program, recv.stage, recv.index), ": no matching ",
-                         Counterpart(link, recv, false, topology), " on stage ", link.from_stage,
+                         Counterpart(link, recv, false, program), " on stage ", link.from_stage,
                          "; this receive would wait forever"));
       }
       // A send whose item is never received on this link.
@@ -121,7 +170,7 @@ absl::Status Transfers::Check(const Program& program) const {
         const TransferEnd& send = link.sends[k];
         return absl::InvalidArgumentError(absl::StrCat(
             DescribeInstruction(program, send.stage, send.index), ": stage ", link.to_stage,
-            " never receives it (no matching ", Counterpart(link, send, true, topology), ")"));
+            " never receives it (no matching ", Counterpart(link, send, true, program), ")"));
       }
       // Both items exist on the other side, at other positions: the orders differ.
       const TransferEnd& recv = has_recv ? link.recvs[k] : link.recvs.back();

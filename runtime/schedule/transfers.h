@@ -12,7 +12,9 @@
 
 namespace gpipe::schedule {
 
-enum class TransferKind { kActivation, kGrad };
+// kSkip and kSkipGrad carry skip connections (Program::skips): the output a join layer reads,
+// sent straight from the virtual stage that computes it, and its gradient back.
+enum class TransferKind { kActivation, kGrad, kSkip, kSkipGrad };
 
 // One end of a transfer. `micro_batch` and `chunk` are as the receiving side names them
 // (a send's chunk is translated to its receiver's), so paired ends compare equal.
@@ -21,6 +23,7 @@ struct TransferEnd {
   int index = 0;  // instruction index on `stage`
   int micro_batch = 0;
   int chunk = 0;
+  int skip_layer = -1;  // the join layer of a skip transfer; -1 for the others
 };
 
 struct Link {

@@ -65,6 +65,14 @@ std::string EventName(const TraceEvent& e, int chunks) {
       return absl::StrCat("grad ", mb, " <- rank ", e.peer);
     case TraceKind::kAllReduceBucket:
       return absl::StrCat("allreduce bucket ", mb);
+    case TraceKind::kRecvSkip:
+      return absl::StrCat("recv skip ", mb);
+    case TraceKind::kSendSkip:
+      return absl::StrCat("send skip ", mb);
+    case TraceKind::kTransferSkipOut:
+      return absl::StrCat("skip ", mb, " -> rank ", e.peer);
+    case TraceKind::kTransferSkipIn:
+      return absl::StrCat("skip ", mb, " <- rank ", e.peer);
   }
   return "?";
 }

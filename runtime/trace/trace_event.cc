@@ -20,12 +20,16 @@ TraceTrack TrackOf(TraceKind kind) {
     case TraceKind::kSendActivation:
     case TraceKind::kSendGrad:
     case TraceKind::kSync:
+    case TraceKind::kRecvSkip:
+    case TraceKind::kSendSkip:
       return TraceTrack::kComm;
     case TraceKind::kTransferActivationOut:
     case TraceKind::kTransferGradOut:
     case TraceKind::kTransferActivationIn:
     case TraceKind::kTransferGradIn:
     case TraceKind::kAllReduceBucket:
+    case TraceKind::kTransferSkipOut:
+    case TraceKind::kTransferSkipIn:
       return TraceTrack::kTransfers;
   }
   return TraceTrack::kSteps;
@@ -66,6 +70,13 @@ const char* CategoryOf(TraceKind kind) {
       return "transfer";
     case TraceKind::kAllReduceBucket:
       return "allreduce_bucket";
+    case TraceKind::kRecvSkip:
+      return "recv_skip_wait";
+    case TraceKind::kSendSkip:
+      return "send_skip";
+    case TraceKind::kTransferSkipOut:
+    case TraceKind::kTransferSkipIn:
+      return "skip_transfer";
   }
   return "unknown";
 }

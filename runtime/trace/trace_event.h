@@ -35,8 +35,14 @@ enum class TraceKind : int32_t {
   // from its start (its last gradient is ready) to observed completion; `micro_batch` is the
   // bucket's index.
   kAllReduceBucket = 18,
+  // A skip connection's transfer (plan: skip_add, skip_concat), output or gradient: the receive
+  // and send instructions (comm track) and the transfer in flight (transfers track).
+  kRecvSkip = 19,
+  kSendSkip = 20,
+  kTransferSkipOut = 21,
+  kTransferSkipIn = 22,
 };
-inline constexpr int kTraceKinds = 19;
+inline constexpr int kTraceKinds = 23;
 
 struct TraceEvent {
   TraceKind kind = TraceKind::kStep;

@@ -22,21 +22,27 @@ TEST(TransferKeyTest, ToStringNamesKindStepAndMicroBatch) {
   EXPECT_EQ(ToString(TransferKey{.kind = static_cast<TransferKind>(9)}), "kind(9) step=0 mb=0");
 }
 
-TEST(TransferTagTest, TagsAreDistinctAcrossKindMicroBatchChunkAndPart) {
+TEST(TransferTagTest, TagsAreDistinctAcrossKindSkipMicroBatchChunkAndPart) {
   std::set<int> tags = {GroupTag(MessageClass::kGroupCheck), GroupTag(MessageClass::kGroupCreate)};
   int expected = 2;
   for (TransferKind kind : {TransferKind::kActivation, TransferKind::kGradient}) {
-    for (int micro_batch : {0, 1, 2, 255, 256, 1000, (1 << 20) - 1}) {
+    for (int micro_batch : {0, 1, 2, 255, 256, 1000, (1 << 15) - 1}) {
       for (int chunk : {0, 1, 7, 255}) {
         for (TransferPart part : {TransferPart::kHeader, TransferPart::kPayload}) {
-          const TransferKey key{
-              .step = 9, .micro_batch = micro_batch, .chunk = chunk, .kind = kind};
-          absl::StatusOr<int> tag = TransferTag(key, part, kOpenMpiTagUb);
-          ASSERT_TRUE(tag.ok()) << tag.status();
-          EXPECT_GE(*tag, 0);
-          EXPECT_LE(*tag, kOpenMpiTagUb);
-          tags.insert(*tag);
-          ++expected;
+          for (int skip_layer : {-1, 4, 5, 4095}) {
+            if (skip_layer >= 0 && chunk != 0) continue;  // a skip's layer implies its chunk
+            const TransferKey key{.step = 9,
+                                  .micro_batch = micro_batch,
+                                  .chunk = chunk,
+                                  .kind = kind,
+                                  .skip_layer = skip_layer};
+            absl::StatusOr<int> tag = TransferTag(key, part, kOpenMpiTagUb);
+            ASSERT_TRUE(tag.ok()) << tag.status();
+            EXPECT_GE(*tag, 0);
+            EXPECT_LE(*tag, kOpenMpiTagUb);
+            tags.insert(*tag);
+            ++expected;
+          }
         }
       }
     }
@@ -52,18 +58,39 @@ TEST(TransferTagTest, DecodeTagRecoversPartKindChunkAndMicroBatch) {
   EXPECT_EQ(decoded.part, TransferPart::kPayload);
   EXPECT_EQ(decoded.message_class, MessageClass::kGradient);
   EXPECT_EQ(decoded.chunk, 3);
+  EXPECT_EQ(decoded.skip_layer, -1);
   EXPECT_EQ(decoded.micro_batch, 77);
 }
 
+TEST(TransferTagTest, SkipTransfersAreTaggedByTheirJoinLayer) {
+  const TransferKey key{
+      .step = 4, .micro_batch = 77, .chunk = 3, .kind = TransferKind::kGradient, .skip_layer = 12};
+  absl::StatusOr<int> tag = TransferTag(key, TransferPart::kHeader, kOpenMpiTagUb);
+  ASSERT_TRUE(tag.ok()) << tag.status();
+  const DecodedTag decoded = DecodeTag(*tag);
+  EXPECT_EQ(decoded.part, TransferPart::kHeader);
+  EXPECT_EQ(decoded.message_class, MessageClass::kGradient);
+  EXPECT_EQ(decoded.skip_layer, 12);
+  EXPECT_EQ(decoded.chunk, -1);
+  EXPECT_EQ(decoded.micro_batch, 77);
+  // Two routes between the same ranks for one micro-batch never share a tag.
+  TransferKey other = key;
+  other.skip_layer = 13;
+  EXPECT_NE(*TransferTag(other, TransferPart::kHeader, kOpenMpiTagUb), *tag);
+  other.skip_layer = kMaxSkipLayers;
+  EXPECT_THAT(TransferTag(other, TransferPart::kHeader, kOpenMpiTagUb).status().message(),
+              ::testing::HasSubstr("into layers 0..4095"));
+}
+
 TEST(TransferTagTest, MicroBatchBeyondTheTagSpaceIsRejectedSayingTheLimit) {
-  // MPI only guarantees tags up to 32767: 16 micro-batches with this layout.
-  EXPECT_TRUE(TransferTag(TransferKey{.micro_batch = 15}, TransferPart::kPayload, 32767).ok());
+  // MPI only guarantees tags up to 32767: 8 micro-batches with this layout.
+  EXPECT_TRUE(TransferTag(TransferKey{.micro_batch = 7}, TransferPart::kPayload, 32767).ok());
   const absl::StatusOr<int> tag =
-      TransferTag(TransferKey{.step = 1, .micro_batch = 16}, TransferPart::kHeader, 32767);
+      TransferTag(TransferKey{.step = 1, .micro_batch = 8}, TransferPart::kHeader, 32767);
   ASSERT_EQ(tag.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(tag.status().message(),
-            "activation step=1 mb=16 cannot be encoded in an MPI tag: this MPI allows tags up "
-            "to 32767, which holds micro-batches 0..15 and chunks 0..255");
+            "activation step=1 mb=8 cannot be encoded in an MPI tag: this MPI allows tags up "
+            "to 32767, which holds micro-batches 0..7 and chunks 0..255");
 }
 
 TEST(TransferTagTest, NegativeMicroBatchAndOversizedChunkAreRejected) {
@@ -82,11 +109,14 @@ TEST(TransferTagTest, NegativeMicroBatchAndOversizedChunkAreRejected) {
 }
 
 TEST(TransferHeaderTest, RoundTripsKeyDtypeShapeAndSender) {
-  const TransferHeader header{
-      .key = {.step = 123456789012, .micro_batch = 31, .chunk = 2, .kind = TransferKind::kGradient},
-      .dtype = DType::kI64,
-      .shape = Shape({2, 3, 4, 5, 6, 7, 8, 9}),
-      .sender = 5};
+  const TransferHeader header{.key = {.step = 123456789012,
+                                      .micro_batch = 31,
+                                      .chunk = 2,
+                                      .kind = TransferKind::kGradient,
+                                      .skip_layer = 40},
+                              .dtype = DType::kI64,
+                              .shape = Shape({2, 3, 4, 5, 6, 7, 8, 9}),
+                              .sender = 5};
   absl::StatusOr<HeaderWords> words = EncodeHeader(header);
   ASSERT_TRUE(words.ok()) << words.status();
   absl::StatusOr<TransferHeader> decoded = DecodeHeader(*words);
@@ -94,6 +124,7 @@ TEST(TransferHeaderTest, RoundTripsKeyDtypeShapeAndSender) {
   EXPECT_TRUE(SameTransfer(*decoded, header));
   EXPECT_EQ(decoded->sender, 5);
   EXPECT_EQ(decoded->key.step, 123456789012);
+  EXPECT_EQ(decoded->key.skip_layer, 40);
   EXPECT_EQ(decoded->shape, Shape({2, 3, 4, 5, 6, 7, 8, 9}));
 }
 

@@ -117,6 +117,25 @@ TEST(ExampleTest, FashionMnistConvnetLearnsAndEvaluates) {
   EXPECT_GT(NumberField(lines.back(), "accuracy"), 0.6) << lines.back();
 }
 
+// The U-Net-style example's skip connections cross 1, 2 and 3 of its 4 stages: a short run
+// learns and evaluates.
+TEST(ExampleTest, UnetWithSkipsAcrossStagesLearnsAndEvaluates) {
+  const std::string metrics =
+      absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/unet_metrics.jsonl");
+  const testing::ProcessResult run = testing::RunProcess(
+      {testing::BinPath("gpipe-run"), testing::SourcePath("examples/unet/plan.pbtxt"), "--override",
+       "training { steps: 40 eval_every: 40 eval_samples: 500 }", "--metrics-out", metrics},
+      300);
+  ASSERT_EQ(run.exit_code, 0) << run.output;
+  EXPECT_TRUE(absl::StrContains(run.output, "eval after step 40 | loss")) << run.output;
+  std::ifstream in(metrics);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 41u);  // 40 steps and one evaluation
+  EXPECT_EQ(NumberField(lines.back(), "samples"), 500);
+  EXPECT_GT(NumberField(lines.back(), "accuracy"), 0.5) << lines.back();
+}
+
 TEST(ExampleTest, CharTransformerLearnsAndReportsBitsPerByte) {
   const std::string metrics =
       absl::StrCat(::gpipe::testing::ProcessScratchDir(), "/char_metrics.jsonl");

@@ -19,6 +19,7 @@
 #include "runtime/plan/boundary_dtype.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
+#include "runtime/plan/plan_program.h"
 #include "runtime/schedule/build_program.h"
 #include "runtime/schedule/rank_layout.h"
 #include "tests/exec/issue_order_channel.h"
@@ -171,7 +172,8 @@ class BadTargetDataset final : public Dataset {
 PipelineRun RunPipeline(const RunOptions& options) {
   std::vector<std::string> overrides = options.overrides;
   overrides.push_back(absl::StrCat("pipeline { stages: ", options.stages, " }"));
-  auto loaded = ParsePlanText(kPlan, "exec-test.pbtxt", ".", overrides);
+  auto loaded = ParsePlanText(options.plan != nullptr ? options.plan : kPlan, "exec-test.pbtxt",
+                              ".", overrides);
   GPIPE_CHECK(loaded.ok()) << loaded.status();
   const LayerRegistry registry = LayerRegistry::WithBuiltins();
   auto analyzed = AnalyzePlan(*loaded, registry);
@@ -181,10 +183,10 @@ PipelineRun RunPipeline(const RunOptions& options) {
   const int chunks = plan.pipeline().virtual_stages();
   const schedule::Topology topology = schedule::TopologyOf(plan.pipeline());
   const schedule::RankLayout layout = *schedule::RankLayout::Create(1, stages);
-  auto program = schedule::BuildPipelineProgram(plan.pipeline());
+  auto program = TrainingProgramOf(*analyzed);
   GPIPE_CHECK(program.ok()) << program.status();
   if (options.edit_program) options.edit_program(*program);
-  auto eval_program = schedule::BuildProgram(pb::EVAL, stages, plan.pipeline().micro_batches());
+  auto eval_program = EvalProgramOf(*analyzed);
   GPIPE_CHECK(eval_program.ok()) << eval_program.status();
   const std::vector<pb::StageSpec> parts = ToStageSpecs(*analyzed);
 
@@ -240,6 +242,7 @@ PipelineRun RunPipeline(const RunOptions& options) {
       config.neighbours.push_back({.prev = layout.NeighbourRank(s, topology, chunk, false),
                                    .next = layout.NeighbourRank(s, topology, chunk, true)});
     }
+    config.skips = layout.SkipLinks(s, topology, program->skips);
     StageExecutor executor(config, program->stage_programs[s],
                            ExecutorResources{device, params.refs(), dataset.get(), channel, gate});
     BatchSampler sampler(dataset->size(), plan.training().global_batch(), plan.data().shuffle(),

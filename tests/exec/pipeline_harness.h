@@ -37,6 +37,8 @@ struct PipelineRun {
 
 struct RunOptions {
   int stages = 1;
+  // The plan text; null for kPlan (an MLP on synthetic data).
+  const char* plan = nullptr;
   std::vector<std::string> overrides;
   LoopbackChannel::FaultHook fault;
   // Transfers matched as NCCL matches them (issue_order_channel.h) instead of by key; `fault`
@@ -53,7 +55,7 @@ struct RunOptions {
   std::function<void(schedule::Program&)> edit_program;
 };
 
-// Runs the plan (kPlan with `options.overrides`) on `options.stages` threads.
+// Runs the plan (options.plan or kPlan, with `options.overrides`) on `options.stages` threads.
 PipelineRun RunPipeline(const RunOptions& options);
 
 void ExpectSucceeded(const PipelineRun& run);

@@ -208,7 +208,8 @@ TEST(SavedSpecCoverageTest, EveryPlanLayerKindHasACase) {
   const auto* oneof = pb::Layer::descriptor()->FindOneofByName("kind");
   for (int i = 0; i < oneof->field_count(); ++i) {
     const std::string kind(oneof->field(i)->name());
-    if (kind == "custom") continue;
+    // Skip joins run through ForwardJoin, whose (empty) saved tensors skip_join_test.cc pins.
+    if (kind == "custom" || kind == "skip_add" || kind == "skip_concat") continue;
     bool covered = false;
     for (const SpecCase& c : Cases()) {
       covered = covered || LayerRegistry::KindOf(ParseLayer(c.spec)) == kind;

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "layers/skip_edges.h"
 #include "runtime/comm/mpi_status.h"
 #include "runtime/comm/nccl/nccl_data_channel.h"
 #include "runtime/core/status_macros.h"
@@ -16,12 +17,20 @@ namespace {
 
 // The ranks `rank` exchanges boundary tensors with: its replica's neighbouring stages under the
 // plan's placement (looped chunks wrap around; a V_SHAPE turn stays on the rank), as the
-// worker's RankLayout says.
+// worker's RankLayout says. A model with skip connections (skip_add, skip_concat) may send
+// between any two stages of a replica, so there every other stage of the replica is a peer.
 absl::StatusOr<std::vector<int>> PeersOf(const pb::Plan& plan, int rank) {
   const pb::Pipeline& pipeline = plan.pipeline();
   ASSIGN_OR_RETURN(const schedule::RankLayout layout,
                    schedule::RankLayout::Create(pipeline.data_parallel(), pipeline.stages()));
-  return layout.Neighbours(rank, schedule::TopologyOf(pipeline));
+  ASSIGN_OR_RETURN(const std::vector<SkipEdge> skips, FindSkipEdges(plan.model()));
+  if (skips.empty()) return layout.Neighbours(rank, schedule::TopologyOf(pipeline));
+  std::vector<int> peers;
+  for (int stage = 0; stage < layout.stages(); ++stage) {
+    const int peer = layout.RankOf(layout.ReplicaOf(rank), stage);
+    if (peer != rank) peers.push_back(peer);
+  }
+  return peers;
 }
 
 }  // namespace

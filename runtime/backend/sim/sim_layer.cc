@@ -101,4 +101,22 @@ absl::Status SimLayer::BackwardWeight(const LayerContext&, std::span<Tensor>, co
   return device_.Occupy(times_.backward_weight);
 }
 
+// A skip join (skip_add, skip_concat) is timed as any layer: its forward as the layer's forward,
+// its backward as the layer's backward; the skip gradient is shape-only, as dx is.
+absl::StatusOr<Tensor> SimLayer::ForwardJoin(const LayerContext& ctx, const Tensor& x,
+                                             const Tensor& skip, SavedTensors& saved) const {
+  RETURN_IF_ERROR(CheckBatched(skip, "the skip input"));
+  return Forward(ctx, {}, x, saved);
+}
+
+absl::StatusOr<SkipJoin::Grads> SimLayer::BackwardJoin(const LayerContext& ctx, const SavedTensors&,
+                                                       const Tensor& dy) const {
+  Grads grads;
+  ASSIGN_OR_RETURN(grads.dx, InputGradient(ctx, dy));
+  ASSIGN_OR_RETURN(grads.dskip, Tensor::Empty(ctx.device, skip_shape().WithBatch(dy.shape().dim(0)),
+                                              output_dtype(), MemoryKind::kActivation));
+  RETURN_IF_ERROR(device_.Occupy(times_.backward_input + times_.backward_weight));
+  return grads;
+}
+
 }  // namespace gpipe

@@ -37,6 +37,10 @@ class SimLayer final : public LayerDecorator {
                                   const Tensor& dy) const override;
   absl::StatusOr<Tensor> BackwardInput(const LayerContext& ctx, std::span<const Tensor> params,
                                        const SavedTensors& saved, const Tensor& dy) const override;
+  absl::StatusOr<Tensor> ForwardJoin(const LayerContext& ctx, const Tensor& x, const Tensor& skip,
+                                     SavedTensors& saved) const override;
+  absl::StatusOr<Grads> BackwardJoin(const LayerContext& ctx, const SavedTensors& saved,
+                                     const Tensor& dy) const override;
   absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
                               const SavedTensors& saved, const Tensor& dy) const override;
 

@@ -49,7 +49,7 @@ class SelfSideHandle final : public TransferHandle {
 }  // namespace
 
 NcclSelfLink::Key NcclSelfLink::KeyOf(const TransferKey& key) {
-  return {key.step, key.micro_batch, key.chunk, static_cast<int32_t>(key.kind)};
+  return {key.step, key.micro_batch, key.chunk, static_cast<int32_t>(key.kind), key.skip_layer};
 }
 
 absl::StatusOr<std::unique_ptr<TransferHandle>> NcclSelfLink::Send(const Tensor& tensor,

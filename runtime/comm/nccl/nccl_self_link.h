@@ -46,7 +46,8 @@ class NcclSelfLink {
   };
 
  private:
-  using Key = std::tuple<int64_t, int32_t, int32_t, int32_t>;  // step, micro-batch, chunk, kind
+  // step, micro-batch, chunk, kind, skip layer
+  using Key = std::tuple<int64_t, int32_t, int32_t, int32_t, int32_t>;
   static Key KeyOf(const TransferKey& key);
   absl::StatusOr<std::unique_ptr<TransferHandle>> Post(const Tensor& tensor, const TransferKey& key,
                                                        bool sending);

@@ -286,18 +286,15 @@ absl::StatusOr<Tensor> StageCompute::AddSkipGrads(int chunk, int local_layer, Te
     return wide;
   };
   ASSIGN_OR_RETURN(Tensor sum, widened(dy));
-  bool fresh = false;  // whether `sum` is storage of our own (else it is dy's)
+  bool fresh = dy.dtype() != DType::kF32;  // whether `sum` is storage of our own
   for (const int reader : model.skip_readers(local_layer)) {
     std::map<int, Tensor>& from = model.Holds(reader) ? local : mb.skip_grads_in;
     const auto it = from.find(reader);
     if (it == from.end()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("layer '", model.layer(local_layer).name(),
-                       "': the gradient from the skip connection of ", "layer ", reader,
-                       model.Holds(reader) ? " was not produced" : " has not arrived",
-                       model.Holds(reader) ? ""
-                                           : absl::StrCat(" (RecvSkipGrad(mb=..., layer=", reader,
-                                                          ") comes before the backward)")));
+      return absl::FailedPreconditionError(absl::StrCat(
+          "layer '", model.layer(local_layer).name(), "': the gradient of its output from layer ",
+          reader, model.Holds(reader) ? " was not produced" : " has not arrived",
+          model.Holds(reader) ? "" : " (RecvSkipGrad comes before the backward that adds it)"));
     }
     ASSIGN_OR_RETURN(const Tensor g, widened(it->second));
     if (!fresh) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "layers/registry.h"
 #include "runtime/estimate/activation_memory.h"
@@ -129,6 +130,23 @@ TEST(SkipConnectionsTest, EvaluationRunsTheSkipsForwardOnly) {
   ExpectSucceeded(four);
   EXPECT_GT(one.eval_loss, 0.0);
   EXPECT_EQ(four.eval_loss, one.eval_loss);
+}
+
+// A program the verifier would refuse (add3's input never received): the join's stage fails
+// naming the instruction and what is missing, and no stage hangs.
+TEST(SkipConnectionsTest, AMissingSkipInputFailsNamingTheInstruction) {
+  const PipelineRun run = RunPipeline(
+      {.stages = 4,
+       .overrides = {kModel, absl::StrCat("pipeline { schedule: GPIPE ", Boundaries(4), " }")},
+       .wait_seconds = 3,
+       .edit_program = [](schedule::Program& program) {
+         auto& list = program.stage_programs[3].instructions;
+         std::erase(list, schedule::Instruction(schedule::RecvSkip{0, 0, 9}));
+       }});
+  ASSERT_FALSE(run.statuses[3].ok());
+  EXPECT_THAT(std::string(run.statuses[3].message()),
+              ::testing::HasSubstr("instruction Forward(mb=0): layer 'add3' joins the output of "
+                                   "'act1', which has not arrived"));
 }
 
 TEST(SkipConnectionsTest, MemoryMatchesThePrediction) {

@@ -93,6 +93,24 @@ std::vector<MalformedCase> Cases() {
        {{3, "  layers { name: \"fc1\" linear { bias: false } }"}},
        {"bad.pbtxt:3:3: model.layers[0]: layer 'fc1' (linear, input [4]): linear.out_features "
         "must be set and >= 1"}},
+      {"SkipFromNamingNoLayer",
+       {{4, "  layers { name: \"act\" skip_add { from: \"nope\" } }"}},
+       {"bad.pbtxt:4:35: model.layers[1].skip_add.from: layer 'act' (skip_add, input [8]): from "
+        "'nope' names no layer of the model"}},
+      {"SkipFromNamingALaterLayer",
+       {{4, "  layers { name: \"act\" skip_add { from: \"fc2\" } }"}},
+       {"bad.pbtxt:4:35: model.layers[1].skip_add.from: layer 'act' (skip_add, input [8]): from "
+        "'fc2' is not an earlier layer; a skip connection reads an earlier layer's output"}},
+      {"SkipAddOfAnotherShape",
+       {{4, "  layers { name: \"act\" linear { out_features: 5 } }"},
+        {5, "  layers { name: \"fc2\" skip_add { from: \"fc1\" } }"}},
+       {"bad.pbtxt:5:3: model.layers[2]: layer 'fc2' (skip_add, input [5]): adds the output of "
+        "'fc1' [8] to its input [5]; the shapes must be equal (skip_concat joins different "
+        "ones)"}},
+      {"SkipConcatAxisOutsideTheShape",
+       {{4, "  layers { name: \"act\" skip_concat { from: \"fc1\" axis: 2 } }"}},
+       {"bad.pbtxt:4:3: model.layers[1]: layer 'act' (skip_concat, input [8]): axis 2 is outside "
+        "its input [8]; give 0..0 or -1..-1"}},
       {"DropoutProbabilityRejectedWithItsInputShape",
        {{4, "  layers { name: \"act\" dropout { p: 1.5 } }"}},
        {"bad.pbtxt:4:3: model.layers[1]: layer 'act' (dropout, input [8]): dropout.p must be "

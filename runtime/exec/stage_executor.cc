@@ -1,5 +1,6 @@
 #include "runtime/exec/stage_executor.h"
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <type_traits>
@@ -267,22 +268,14 @@ class StageExecutor::Step {
   // Skip connections across virtual stages: the output a join layer on another chunk reads goes
   // to the rank that runs it (keyed by that join), its gradient comes back the same way.
   absl::Status Execute(const schedule::SendSkip& op) {
-    ASSIGN_OR_RETURN(MicroBatch * mb, State(op));
-    auto it = mb->skip_outputs.find(op.skip_layer);
-    if (it == mb->skip_outputs.end()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("no output for skip layer ", op.skip_layer,
-                       " to send (Forward of this chunk produces it, once)"));
-    }
-    RETURN_IF_ERROR(transfers_.StartSend(std::move(it->second), config_.SkipPeerRank(op.skip_layer),
-                                         SkipKey(op, TransferKind::kActivation,
-                                                 /*to_join=*/true),
-                                         op.chunk));
-    mb->skip_outputs.erase(it);
-    ReleaseIfDone(op);
-    return absl::OkStatus();
+    return SendSkipTensor(op, &MicroBatch::skip_outputs, TransferKind::kActivation,
+                          "the output it reads (Forward of this chunk produces it, once)");
   }
-
+  absl::Status Execute(const schedule::SendSkipGrad& op) {
+    return SendSkipTensor(op, &MicroBatch::skip_grads_out, TransferKind::kGradient,
+                          "the gradient of its input (the backward of this chunk produces it, "
+                          "once)");
+  }
   absl::Status Execute(const schedule::RecvSkip& op) {
     ASSIGN_OR_RETURN(MicroBatch * mb, State(op));
     if (mb->forwarded) {
@@ -292,24 +285,6 @@ class StageExecutor::Step {
     ASSIGN_OR_RETURN(mb->skip_inputs[op.skip_layer], transfers_.CompleteReceive(scope_.position()));
     return absl::OkStatus();
   }
-
-  absl::Status Execute(const schedule::SendSkipGrad& op) {
-    ASSIGN_OR_RETURN(MicroBatch * mb, State(op));
-    auto it = mb->skip_grads_out.find(op.skip_layer);
-    if (it == mb->skip_grads_out.end()) {
-      return absl::FailedPreconditionError(
-          absl::StrCat("no gradient for the skip input of layer ", op.skip_layer,
-                       " to send (the backward of this chunk produces it, once)"));
-    }
-    RETURN_IF_ERROR(transfers_.StartSend(std::move(it->second), config_.SkipPeerRank(op.skip_layer),
-                                         SkipKey(op, TransferKind::kGradient,
-                                                 /*to_join=*/false),
-                                         op.chunk));
-    mb->skip_grads_out.erase(it);
-    ReleaseIfDone(op);
-    return absl::OkStatus();
-  }
-
   absl::Status Execute(const schedule::RecvSkipGrad& op) {
     ASSIGN_OR_RETURN(MicroBatch * mb, State(op));
     if (mb->input_grad_done) {
@@ -321,20 +296,35 @@ class StageExecutor::Step {
     return absl::OkStatus();
   }
 
-  // The key of a skip transfer: named by the receiving chunk, the join's (`to_join`) or the
-  // producer's, which the program's topology gives from the join layer's route.
+  // Sends the tensor `held` keeps for join layer op.skip_layer to the other end of its route:
+  // the join's chunk for an output (kActivation), the producer's for a gradient. The key names the
+  // receiving chunk, which the route gives.
   template <typename Op>
-  TransferKey SkipKey(const Op& op, TransferKind kind, bool to_join) const {
-    return TransferKey{.step = command_.step(),
-                       .micro_batch = op.micro_batch,
-                       .chunk = ReceiverChunk(op.skip_layer, to_join),
-                       .kind = kind,
-                       .skip_layer = op.skip_layer};
-  }
-  int ReceiverChunk(int join_layer, bool to_join) const {
-    const auto it = config_.skips.find(join_layer);
-    if (it == config_.skips.end()) return 0;  // SkipPeerRank is -1 too: StartSend refuses
-    return to_join ? it->second.join_chunk : it->second.producer_chunk;
+  absl::Status SendSkipTensor(const Op& op, std::map<int, Tensor> MicroBatch::*held,
+                              TransferKind kind, const char* what) {
+    ASSIGN_OR_RETURN(MicroBatch * mb, State(op));
+    std::map<int, Tensor>& tensors = mb->*held;
+    const auto it = tensors.find(op.skip_layer);
+    if (it == tensors.end()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("nothing to send for skip layer ", op.skip_layer, ": ", what));
+    }
+    const auto link = config_.skips.find(op.skip_layer);
+    const bool to_join = kind == TransferKind::kActivation;
+    const int receiver_chunk = link == config_.skips.end() ? 0
+                               : to_join                   ? link->second.join_chunk
+                                                           : link->second.producer_chunk;
+    const TransferKey key{.step = command_.step(),
+                          .micro_batch = op.micro_batch,
+                          .chunk = receiver_chunk,
+                          .kind = kind,
+                          .skip_layer = op.skip_layer};
+    // No route to this layer: SkipPeerRank is -1 and StartSend refuses, naming the key.
+    RETURN_IF_ERROR(transfers_.StartSend(std::move(it->second), config_.SkipPeerRank(op.skip_layer),
+                                         key, op.chunk));
+    tensors.erase(it);
+    ReleaseIfDone(op);
+    return absl::OkStatus();
   }
 
   // The buckets still reducing (and the buffers, averaged) are waited for here: the time this

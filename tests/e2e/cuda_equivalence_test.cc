@@ -85,6 +85,23 @@ TEST_F(CudaEquivalenceTest, EverySchedulePerformsTheSameUpdate) {
   }
 }
 
+// Skip connections across stages on the GPU (tests/e2e/testdata/skips.pbtxt: a skip_concat of
+// conv features, act1 read one, two and three stages on): every stage count within 1e-5 of one
+// stage (the CUDA kernels are not bit-stable across partitions as the CPU's are), V placement's
+// local hand-off too.
+TEST_F(CudaEquivalenceTest, SkipConnectionsAcrossStages) {
+  const std::string plan = "tests/e2e/testdata/skips.pbtxt";
+  const Weights one = Train(1, {}, plan);
+  ExpectClose(Train(4, {"pipeline { boundaries: ['fc2', 'act2', 'fc4'] }"}, plan), one, 1e-5);
+  ExpectClose(
+      Train(2, {"pipeline { boundaries: ['fc2', 'act2', 'fc4'] schedule: ZERO_BUBBLE_V }"}, plan),
+      one, 1e-5);
+  ExpectClose(
+      Train(4, {"pipeline { boundaries: ['fc2', 'act2', 'fc4'] }", "training { precision: BF16 }"},
+            plan),
+      Train(1, {"training { precision: BF16 }"}, plan), 1e-2);
+}
+
 // runtime.transport: NCCL on the one GPU: a single stage (its channel made and its groups of one,
 // no boundary). Pipelines across ranks need a GPU per rank under NCCL (below).
 TEST_F(CudaEquivalenceTest, NcclTransportOnOneGpuPerformsTheSameUpdate) {

@@ -1,4 +1,4 @@
-# Installing gpipe as a CMake package, and the namespaced names it is used by (README
+# Installing gpipe as a CMake package, and the namespaced names it is used by (docs/embedding.md,
 # "Installing and using gpipe from CMake"). Consumers link gpipe::<name> whether they
 # find_package(gpipe) an installed tree or add_subdirectory() the sources.
 #

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Checks gpipe as a CMake package, both ways a project embeds it (README "Installing and using
-# gpipe from CMake"), from an already-built tree (scripts/build.sh; GPIPE_BUILD_DIR, default
+# Checks gpipe as a CMake package, both ways a project embeds it (docs/embedding.md, "Installing
+# and using gpipe from CMake"), from an already-built tree (scripts/build.sh; GPIPE_BUILD_DIR, default
 # build/):
 #   1. `cmake --install` into a temporary prefix; a consumer (the argument, default
 #      examples/embed) is configured out of tree with find_package(gpipe) through

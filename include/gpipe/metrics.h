@@ -3,8 +3,8 @@
 // Contract: plain values, copied out of the runtime; valid on their own. They are produced on
 // rank 0 (the coordinator), which gathers every rank's report at each step's gradient-sync
 // barrier; the other ranks see none (see Runtime::history). The same numbers are what
-// gpipe-worker prints in its progress line and writes to runtime.metrics_out (README "Progress
-// line and metrics").
+// gpipe-worker prints in its progress line and writes to runtime.metrics_out (docs/metrics-and-traces.md,
+// "The progress line").
 #ifndef GPIPE_METRICS_H_
 #define GPIPE_METRICS_H_
 

@@ -11,7 +11,7 @@
 // emulation belongs to the process, so there two Acquires in one process do not exclude each
 // other. A mount with `nolock` or `local_lock=flock|all` keeps locks on the client: flock
 // succeeds and excludes only jobs on the same node, which gpipe cannot detect (say so to users:
-// README). Where the file system refuses locks (ENOLCK, EOPNOTSUPP: some FUSE or Lustre mount
+// docs/checkpoints.md). Where the file system refuses locks (ENOLCK, EOPNOTSUPP: some FUSE or Lustre mount
 // options) Acquire fails saying the check could not be made, rather than going on unprotected.
 // Not thread-safe; movable, not copyable.
 #ifndef GPIPE_RUNTIME_CKPT_CHECKPOINT_LOCK_H_

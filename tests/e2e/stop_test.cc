@@ -240,7 +240,8 @@ TEST_F(StopTest, AStopWithoutACheckpointWritesTheExport) {
 
 // SIGKILL of gpipe-run: mpirun gets SIGTERM (PR_SET_PDEATHSIG) and ends the job, which would
 // otherwise run its 100000 steps; whatever checkpoint `latest` names is complete. The time it
-// took is printed for the record (the README's bound), not asserted: a loaded machine is slower.
+// took is printed for the record (docs/checkpoints.md quotes it), not asserted: a loaded
+// machine is slower.
 TEST_F(StopTest, KillingGpipeRunEndsTheJob) {
   std::vector<pid_t> workers;
   std::vector<pid_t> launchers;
@@ -280,7 +281,7 @@ TEST_F(StopTest, KillingGpipeRunEndsTheJob) {
     EXPECT_GE(LatestCheckpointStep(), 5);
   }
   std::printf(
-      "[ stop ] gpipe-run killed: every rank gone %.2f s later (README's bound %.0f s), "
+      "[ stop ] gpipe-run killed: every rank gone %.2f s later (the documented bound %.0f s), "
       "%s\n",
       gone, kOrphanBoundSeconds,
       fs::exists(Path("ckpt/latest")) ? "a checkpoint was saved" : "no checkpoint");

@@ -1,6 +1,6 @@
 # Generates timeline_gpipe_4x8.json beside this script: a GPIPE K=4, M=8 run as gpipe's trace
 # writer records it (two steps 11 and 12, jittered durations, transfer latency, loads, optimizer,
-# recv waits, metadata), following the trace format in README.md ("Traces"). Run once;
+# recv waits, metadata), following the trace format in docs/metrics-and-traces.md ("Traces"). Run once;
 # the JSON is committed.
 import json, os, random
 random.seed(7)

@@ -9,30 +9,29 @@ namespace {
 
 constexpr int kPartBits = 1;
 constexpr int kClassBits = 2;
-constexpr int kSkipBits = 1;
 constexpr int kChunkBits = 8;
-constexpr int kChunkShift = kPartBits + kClassBits + kSkipBits;
+constexpr int kClassShift = kPartBits;
+constexpr int kChunkShift = kPartBits + kClassBits;
 constexpr int kMicroBatchShift = kChunkShift + kChunkBits;
-// A skip connection's transfers: the join layer in place of the chunk, and wider.
-constexpr int kSkipLayerBits = 12;
-constexpr int kSkipMicroBatchShift = kChunkShift + kSkipLayerBits;
 static_assert(kMaxChunks == 1 << kChunkBits);
-static_assert(kMaxSkipLayers == 1 << kSkipLayerBits);
 
 // "gpipeTH" + version 2 (version 2 added the skip layer word).
 constexpr int64_t kHeaderMagic = 0x6770697065544802;
 
 int ComposeTag(TransferPart part, MessageClass message_class, int chunk, int64_t micro_batch) {
   return static_cast<int>((micro_batch << kMicroBatchShift) | (int64_t{chunk} << kChunkShift) |
-                          (static_cast<int64_t>(message_class) << 1) | static_cast<int64_t>(part));
+                          (static_cast<int64_t>(message_class) << kClassShift) |
+                          static_cast<int64_t>(part));
 }
 
-int ComposeSkipTag(TransferPart part, MessageClass message_class, int skip_layer,
-                   int64_t micro_batch) {
-  return static_cast<int>((micro_batch << kSkipMicroBatchShift) |
-                          (int64_t{skip_layer} << kChunkShift) |
-                          (int64_t{1} << (kPartBits + kClassBits)) |
-                          (static_cast<int64_t>(message_class) << 1) | static_cast<int64_t>(part));
+// A skip connection's transfer: the bookkeeping classes (whose own tags leave every bit above the
+// class clear) with 1 + layer + micro-batch * kMaxSkipLayers above the class: the join layer
+// implies the chunk.
+int64_t SkipIndex(int skip_layer, int64_t micro_batch) {
+  return 1 + skip_layer + micro_batch * kMaxSkipLayers;
+}
+MessageClass SkipClass(TransferKind kind) {
+  return kind == TransferKind::kActivation ? MessageClass::kGroupCheck : MessageClass::kGroupCreate;
 }
 
 std::string DTypeText(DType dtype) {
@@ -47,20 +46,21 @@ absl::StatusOr<int> TransferTag(const TransferKey& key, TransferPart part, int t
     return absl::InvalidArgumentError(
         absl::StrCat("transfer kind ", static_cast<int32_t>(key.kind), " is not a TransferKind"));
   }
-  const MessageClass message_class =
-      key.kind == TransferKind::kActivation ? MessageClass::kActivation : MessageClass::kGradient;
   if (key.skip_layer >= 0) {
-    // The chunk is implied by the route (one join layer, one receiving chunk).
-    const int64_t max_micro_batches = (int64_t{tag_ub} >> kSkipMicroBatchShift) + 1;
+    const int64_t room = int64_t{tag_ub} >> kChunkShift;
     if (key.micro_batch < 0 || key.skip_layer >= kMaxSkipLayers ||
-        key.micro_batch >= max_micro_batches) {
+        SkipIndex(key.skip_layer, key.micro_batch) > room) {
       return absl::InvalidArgumentError(absl::StrCat(
           ToString(key), " cannot be encoded in an MPI tag: this MPI allows tags up to ", tag_ub,
-          ", which holds the skip connections of micro-batches 0..", max_micro_batches - 1,
-          " into layers 0..", kMaxSkipLayers - 1));
+          ", and a skip connection needs 1 + layer + ", kMaxSkipLayers, " * micro-batch <= ", room,
+          " with layer < ", kMaxSkipLayers));
     }
-    return ComposeSkipTag(part, message_class, key.skip_layer, key.micro_batch);
+    return static_cast<int>((SkipIndex(key.skip_layer, key.micro_batch) << kChunkShift) |
+                            (static_cast<int64_t>(SkipClass(key.kind)) << kClassShift) |
+                            static_cast<int64_t>(part));
   }
+  const MessageClass message_class =
+      key.kind == TransferKind::kActivation ? MessageClass::kActivation : MessageClass::kGradient;
   const int64_t max_micro_batches = (int64_t{tag_ub} >> kMicroBatchShift) + 1;
   if (key.micro_batch < 0 || key.chunk < 0 || key.chunk >= kMaxChunks ||
       key.micro_batch >= max_micro_batches) {
@@ -77,13 +77,26 @@ int GroupTag(MessageClass message_class) {
 }
 
 DecodedTag DecodeTag(int tag) {
-  const bool skip = ((tag >> (kPartBits + kClassBits)) & 1) != 0;
+  const auto message_class = static_cast<MessageClass>((tag >> kClassShift) & 3);
+  const int64_t above = tag >> kChunkShift;
+  const bool bookkeeping =
+      message_class == MessageClass::kGroupCheck || message_class == MessageClass::kGroupCreate;
+  if (bookkeeping && above > 0) {  // a skip connection's transfer
+    return DecodedTag{
+        .part = static_cast<TransferPart>(tag & 1),
+        .message_class = message_class == MessageClass::kGroupCheck ? MessageClass::kActivation
+                                                                    : MessageClass::kGradient,
+        .chunk = -1,
+        .skip_layer = static_cast<int>((above - 1) % kMaxSkipLayers),
+        .micro_batch = static_cast<int>((above - 1) / kMaxSkipLayers),
+    };
+  }
   return DecodedTag{
       .part = static_cast<TransferPart>(tag & 1),
-      .message_class = static_cast<MessageClass>((tag >> 1) & 3),
-      .chunk = skip ? -1 : (tag >> kChunkShift) & (kMaxChunks - 1),
-      .skip_layer = skip ? (tag >> kChunkShift) & (kMaxSkipLayers - 1) : -1,
-      .micro_batch = tag >> (skip ? kSkipMicroBatchShift : kMicroBatchShift),
+      .message_class = message_class,
+      .chunk = (tag >> kChunkShift) & (kMaxChunks - 1),
+      .skip_layer = -1,
+      .micro_batch = tag >> kMicroBatchShift,
   };
 }
 

@@ -18,12 +18,13 @@
 
 namespace gpipe {
 
-// Tag layout, low bits first: 1 bit part (header/payload), 2 bits message class, 1 bit skip
-// connection, then 8 bits chunk and the micro-batch above them, or, for a skip connection's
-// transfer, 12 bits join layer and the micro-batch above those (the layer implies the chunk).
-// Open MPI's tag limit (2^31 - 1) leaves room for 2^19 micro-batches (2^15 with skips). Every
-// transfer between two ranks in one step has a tag of its own: a payload receive, posted once its
-// header has arrived, can never take another transfer's payload.
+// Tag layout, low bits first: 1 bit part (header/payload), 2 bits message class, 8 bits chunk,
+// the rest micro-batch. Open MPI's tag limit (2^31 - 1) leaves room for 2^20 micro-batches. A skip
+// connection's transfer takes the class of the bookkeeping messages (kGroupCheck for outputs,
+// kGroupCreate for gradients), whose own tags have every higher bit clear, and above it
+// 1 + join layer + micro-batch * kMaxSkipLayers: room for 65,535 micro-batches under Open MPI's
+// limit. Every transfer between two ranks in one step has a tag of its own, so a payload
+// receive, posted once its header has arrived, can never take another transfer's payload.
 enum class TransferPart : int { kHeader = 0, kPayload = 1 };
 enum class MessageClass : int { kActivation = 0, kGradient = 1, kGroupCheck = 2, kGroupCreate = 3 };
 inline constexpr int kMaxChunks = 256;
@@ -37,9 +38,9 @@ int GroupTag(MessageClass message_class);
 
 struct DecodedTag {
   TransferPart part;
-  MessageClass message_class;
-  int chunk;       // -1 for a skip connection's transfer
-  int skip_layer;  // -1 for the pipeline's own transfers
+  MessageClass message_class;  // a skip connection's transfer: kActivation or kGradient
+  int chunk;                   // -1 for a skip connection's transfer
+  int skip_layer;              // -1 for every other message
   int micro_batch;
 };
 DecodedTag DecodeTag(int tag);

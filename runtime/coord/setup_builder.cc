@@ -194,6 +194,14 @@ absl::StatusOr<ResolvedJob> ResolveJob(const WorkerOptions& options, int world_s
   const pb::Pipeline& pipeline = job.analyzed.plan.pipeline();
   ASSIGN_OR_RETURN(schedule::Program program, TrainingProgramOf(job.analyzed));
   auto prediction = schedule::VerifyProgram(program, CostsFromFlops(job.analyzed));
+  if (!prediction.ok() && pipeline.schedule() == pb::CUSTOM && !program.skips.empty()) {
+    // The schedule passed plan check alone; with this model's skip connections added it does
+    // not (e.g. a rank's two chunks taking micro-batches in different orders).
+    return absl::InvalidArgumentError(absl::StrCat(
+        "pipeline.custom: the schedule with this model's skip connections across stages fails "
+        "verification: ",
+        prediction.status().message()));
+  }
   if (!prediction.ok()) {
     return absl::InternalError(
         absl::StrCat("the built schedule failed verification (a gpipe bug; please report it): ",

@@ -111,10 +111,11 @@ absl::StatusOr<Tensor> StageCompute::RunLayers(int chunk, int m, MicroBatch& mb,
       const auto local = kept.find(producer);
       const auto received = mb.skip_inputs.find(self);
       if (model.Holds(producer) ? local == kept.end() : received == mb.skip_inputs.end()) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("layer '", layer.name(), "' joins the output of '", join->skip_from(),
-                         "', which ", model.Holds(producer) ? "was not kept" : "has not arrived",
-                         " (RecvSkip(mb=", m, ", layer=", self, ") comes before Forward)"));
+        return absl::FailedPreconditionError(absl::StrCat(
+            "layer '", layer.name(), "' joins the output of '", join->skip_from(), "', which ",
+            model.Holds(producer) ? "this chunk did not keep"
+                                  : absl::StrCat("has not arrived (RecvSkip(mb=", m,
+                                                 ", layer=", self, ") comes before Forward)")));
       }
       y = join->ForwardJoin(ctx, x, model.Holds(producer) ? local->second : received->second,
                             saved[l]);

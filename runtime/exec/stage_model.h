@@ -49,8 +49,8 @@ class StageModel {
   // The join layers (model indices, descending: the order their gradients are summed in) that read
   // local layer `local_index`'s output, on this chunk or another.
   const std::vector<int>& skip_readers(int local_index) const { return readers_[local_index]; }
-  // Join layers of this chunk whose input comes from another chunk, and join layers of other
-  // chunks that read one of this chunk's outputs (model indices, ascending).
+  // Join layers of this chunk whose skip input comes from another chunk (model indices,
+  // ascending).
   const std::vector<int>& received_skips() const { return received_skips_; }
   // The skip connections from this chunk's layers into other chunks (by join, ascending).
   const std::vector<SkipEdge>& sent_skips() const { return sent_skips_; }

@@ -179,8 +179,17 @@ absl::Status StepTransfers::StartSend(Tensor tensor, int peer, const TransferKey
   ASSIGN_OR_RETURN(tensor, ToWire(std::move(tensor)));
   const int64_t bytes = tensor.bytes();
   if (peer == scope_.config().rank) {  // a local hand-off, complete at once
-    tensor.Retag(key.kind == TransferKind::kActivation ? MemoryKind::kBoundary
-                                                       : MemoryKind::kBoundaryGrad);
+    const MemoryKind kind =
+        key.kind == TransferKind::kActivation ? MemoryKind::kBoundary : MemoryKind::kBoundaryGrad;
+    if (key.skip_layer >= 0 && key.kind == TransferKind::kActivation) {
+      // A skip output is also the producer's output, which the layers after it keep: the
+      // parked copy is boundary memory of its own, as a received one would be.
+      ASSIGN_OR_RETURN(Tensor copy,
+                       Tensor::Empty(res_.device, tensor.shape(), tensor.dtype(), kind));
+      RETURN_IF_ERROR(res_.device.ops().tensor.Copy(tensor, copy));
+      tensor = std::move(copy);
+    }
+    tensor.Retag(kind);
     parked_.emplace_back(key, std::move(tensor));
     RecordSend({key, nullptr, chunk, peer, bytes, posted_ns});
     return absl::OkStatus();

@@ -26,7 +26,7 @@ TEST(TransferTagTest, TagsAreDistinctAcrossKindSkipMicroBatchChunkAndPart) {
   std::set<int> tags = {GroupTag(MessageClass::kGroupCheck), GroupTag(MessageClass::kGroupCreate)};
   int expected = 2;
   for (TransferKind kind : {TransferKind::kActivation, TransferKind::kGradient}) {
-    for (int micro_batch : {0, 1, 2, 255, 256, 1000, (1 << 15) - 1}) {
+    for (int micro_batch : {0, 1, 2, 255, 256, 1000, (1 << 15) - 1, (1 << 16) - 2}) {
       for (int chunk : {0, 1, 7, 255}) {
         for (TransferPart part : {TransferPart::kHeader, TransferPart::kPayload}) {
           for (int skip_layer : {-1, 4, 5, 4095}) {
@@ -79,18 +79,27 @@ TEST(TransferTagTest, SkipTransfersAreTaggedByTheirJoinLayer) {
   EXPECT_NE(*TransferTag(other, TransferPart::kHeader, kOpenMpiTagUb), *tag);
   other.skip_layer = kMaxSkipLayers;
   EXPECT_THAT(TransferTag(other, TransferPart::kHeader, kOpenMpiTagUb).status().message(),
-              ::testing::HasSubstr("into layers 0..4095"));
+              ::testing::HasSubstr("with layer < 4096"));
 }
 
 TEST(TransferTagTest, MicroBatchBeyondTheTagSpaceIsRejectedSayingTheLimit) {
-  // MPI only guarantees tags up to 32767: 8 micro-batches with this layout.
-  EXPECT_TRUE(TransferTag(TransferKey{.micro_batch = 7}, TransferPart::kPayload, 32767).ok());
+  // MPI only guarantees tags up to 32767: 16 micro-batches with this layout.
+  EXPECT_TRUE(TransferTag(TransferKey{.micro_batch = 15}, TransferPart::kPayload, 32767).ok());
   const absl::StatusOr<int> tag =
-      TransferTag(TransferKey{.step = 1, .micro_batch = 8}, TransferPart::kHeader, 32767);
+      TransferTag(TransferKey{.step = 1, .micro_batch = 16}, TransferPart::kHeader, 32767);
   ASSERT_EQ(tag.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(tag.status().message(),
-            "activation step=1 mb=8 cannot be encoded in an MPI tag: this MPI allows tags up "
-            "to 32767, which holds micro-batches 0..7 and chunks 0..255");
+            "activation step=1 mb=16 cannot be encoded in an MPI tag: this MPI allows tags up "
+            "to 32767, which holds micro-batches 0..15 and chunks 0..255");
+  // Skip connections there: micro-batch 0 only.
+  EXPECT_TRUE(
+      TransferTag(TransferKey{.micro_batch = 0, .skip_layer = 4094}, TransferPart::kPayload, 32767)
+          .ok());
+  EXPECT_THAT(
+      TransferTag(TransferKey{.micro_batch = 1, .skip_layer = 0}, TransferPart::kPayload, 32767)
+          .status()
+          .message(),
+      ::testing::HasSubstr("a skip connection needs 1 + layer + 4096 * micro-batch <= 4095"));
 }
 
 TEST(TransferTagTest, NegativeMicroBatchAndOversizedChunkAreRejected) {

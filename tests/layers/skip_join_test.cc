@@ -197,6 +197,10 @@ TEST(SkipJoinTest, ForwardAndBackwardAloneAreRefused) {
   auto y = layer->Forward(Ctx(device), {}, x, saved);
   EXPECT_EQ(y.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(y.status().message(), HasSubstr("joins the output of 'down'"));
+  std::vector<Tensor> no_grads;
+  auto dx = layer->Backward(Ctx(device), {}, no_grads, saved, x);
+  EXPECT_EQ(dx.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(dx.status().message(), HasSubstr("calls ForwardJoin and BackwardJoin"));
 }
 
 pb::Model ParseModel(const std::string& text) {

@@ -166,7 +166,10 @@ TEST(SkipTransfersTest, NcclOrderMismatchBetweenTwoRanksIsRefused) {
   const int skip = Find(program, 3, RecvSkip{0, 0, 8});
   const int activation = Find(program, 3, RecvActivation{0, 0});
   std::swap(list[skip], list[activation]);
-  EXPECT_THAT(VerifyError(program), HasSubstr("NCCL"));
+  EXPECT_THAT(VerifyError(program),
+              HasSubstr("RecvActivation(mb=0) is the receive number 0 stage 3 posts from stage 2, "
+                        "but the send number 0 stage 2 issues to it is stage 2, instruction #"));
+  EXPECT_THAT(VerifyError(program), HasSubstr("SendSkip(mb=0, layer=8)"));
 }
 
 TEST(SkipTransfersTest, BadRoutesAndProgramsAlreadyRoutedAreRefused) {

@@ -50,7 +50,7 @@ import json, re, sys
 show_path, metrics_path, schedule, remat = sys.argv[1:5]
 units = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
 size = re.compile(r"(\d+(?:\.\d+)?) (B|KiB|MiB|GiB)\b")
-# The show table: "stage live bubble parameters boundary activation boundary_grad total".
+# The show table: "stage live bubble parameters optimizer boundary activation boundary_grad total".
 lines = open(show_path).read().splitlines()
 header = next(i for i, l in enumerate(lines) if re.match(r"stage\s+live\s+bubble", l))
 predicted = []
@@ -58,7 +58,7 @@ for line in lines[header + 1:]:
     if not re.match(r"\d+\s", line):
         break
     values = [float(v) * units[u] for v, u in size.findall(line)]
-    _, boundary, activation, boundary_grad, _ = values
+    _, _, boundary, activation, boundary_grad, _ = values
     predicted.append({"activation": activation, "boundary": boundary,
                       "boundary_grad": boundary_grad})
 records = [json.loads(l) for l in open(metrics_path) if l.strip()]

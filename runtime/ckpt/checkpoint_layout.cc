@@ -83,8 +83,9 @@ absl::StatusOr<std::vector<CheckpointEntry>> Scan(const std::string& dir, bool s
 
 std::string CheckpointStepName(int64_t step) { return absl::StrFormat("step-%09d", step); }
 
-std::string CheckpointShardName(int stage, int stages) {
-  return absl::StrFormat("stage-%03d-of-%03d.safetensors", stage, stages);
+std::string CheckpointShardName(int stage, int stages, int replica) {
+  if (replica == 0) return absl::StrFormat("stage-%03d-of-%03d.safetensors", stage, stages);
+  return absl::StrFormat("stage-%03d-of-%03d-replica-%03d.safetensors", stage, stages, replica);
 }
 
 int64_t CheckpointStepOfName(absl::string_view name) {

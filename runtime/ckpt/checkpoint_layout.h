@@ -1,6 +1,8 @@
 // Where a checkpoint's files live, and the `latest` pointer. A checkpoint directory DIR holds one
 // directory per checkpoint, DIR/step-NNNNNNNNN (the steps completed, nine digits), with a shard
-// per stage (stage-SSS-of-KKK.safetensors) and manifest.pbtxt, which is written last: a
+// per stage (stage-SSS-of-KKK.safetensors; under training.shard_optimizer_state also one per
+// stage and further replica holding its parts of the optimizer state,
+// stage-SSS-of-KKK-replica-RRR.safetensors) and manifest.pbtxt, which is written last: a
 // checkpoint is complete exactly when its manifest is. DIR/latest holds the name of the newest
 // complete checkpoint and a newline, replaced atomically after its manifest is durable; it is a
 // regular file or absent, never a link. DIR/lock is the job's CheckpointDirLock
@@ -27,8 +29,8 @@ inline constexpr char kTemporaryInfix[] = ".tmp.";
 
 // "step-000000120".
 std::string CheckpointStepName(int64_t step);
-// "stage-003-of-004.safetensors".
-std::string CheckpointShardName(int stage, int stages);
+// "stage-003-of-004.safetensors" (replica 0), "stage-003-of-004-replica-002.safetensors".
+std::string CheckpointShardName(int stage, int stages, int replica = 0);
 // The step a step directory's name stands for ("step-000000120" -> 120), or -1 for another name.
 int64_t CheckpointStepOfName(absl::string_view name);
 

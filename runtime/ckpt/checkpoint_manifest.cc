@@ -1,9 +1,11 @@
 #include "runtime/ckpt/checkpoint_manifest.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <limits>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
@@ -94,12 +96,22 @@ absl::Status ValidateCheckpointManifest(const pb::CheckpointManifest& manifest,
     }
     if (shard.bytes() < 0) return Corrupt(source, absl::StrCat("shards[", i, "].bytes < 0"));
   }
-  absl::flat_hash_set<std::string> names;
+  // Per name: whether it is stored whole, and the element ranges of its parts with their shape.
+  struct Pieces {
+    bool whole = false;
+    std::vector<std::pair<int64_t, int64_t>> parts;
+    int64_t elements = 0;
+    int first = 0;  // index of its first entry
+  };
+  absl::flat_hash_map<std::string, Pieces> names;
   for (int i = 0; i < manifest.tensors_size(); ++i) {
     const pb::CheckpointTensor& tensor = manifest.tensors(i);
     const std::string where =
         absl::StrCat("tensors[", i, "] '", absl::CHexEscape(tensor.name()), "'");
-    if (tensor.name().empty() || !names.insert(tensor.name()).second) {
+    const bool part = tensor.has_element_begin() || tensor.has_element_end();
+    const auto [seen, first] = names.try_emplace(tensor.name(), Pieces{.first = i});
+    Pieces& pieces = seen->second;
+    if (tensor.name().empty() || pieces.whole || (!first && !part)) {
       return Corrupt(source, absl::StrCat(where, ": empty or listed twice"));
     }
     if (!tensor.has_kind()) return Corrupt(source, absl::StrCat(where, ": no kind"));
@@ -114,6 +126,37 @@ absl::Status ValidateCheckpointManifest(const pb::CheckpointManifest& manifest,
                                             "] is negative or too large"));
       }
       elements *= d;
+    }
+    if (!first && pieces.elements != elements) {
+      return Corrupt(source, absl::StrCat(where, ": its parts disagree on its shape"));
+    }
+    pieces.elements = elements;
+    if (!part) {
+      pieces.whole = true;
+      continue;
+    }
+    if (tensor.element_begin() < 0 || tensor.element_end() <= tensor.element_begin() ||
+        tensor.element_end() > elements) {
+      return Corrupt(source, absl::StrCat(where, ": elements [", tensor.element_begin(), ", ",
+                                          tensor.element_end(), ") of a tensor of ", elements));
+    }
+    pieces.parts.push_back({tensor.element_begin(), tensor.element_end()});
+  }
+  for (auto& [name, pieces] : names) {
+    if (pieces.whole) continue;
+    std::sort(pieces.parts.begin(), pieces.parts.end());
+    int64_t covered = 0;
+    for (const auto& [begin, end] : pieces.parts) {
+      if (begin != covered) {  // a gap or an overlap
+        covered = -1;
+        break;
+      }
+      covered = end;
+    }
+    if (covered != pieces.elements) {
+      return Corrupt(source, absl::StrCat("tensors[", pieces.first, "] '", absl::CHexEscape(name),
+                                          "': its parts do not cover its ", pieces.elements,
+                                          " elements exactly once"));
     }
   }
   return absl::OkStatus();

@@ -1,5 +1,6 @@
 #include "runtime/ckpt/checkpoint_reader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -42,19 +43,30 @@ absl::StatusOr<std::string> ReadShard(const std::string& path, const pb::Checkpo
 absl::StatusOr<std::vector<NamedTensorData>> ReadCheckpointTensors(
     const std::string& checkpoint, const pb::CheckpointManifest& manifest,
     std::span<const std::string> names) {
-  absl::flat_hash_map<std::string, const pb::CheckpointTensor*> entries;
-  for (const pb::CheckpointTensor& t : manifest.tensors()) entries.emplace(t.name(), &t);
-  // Wanted tensors by shard, so each shard is read once.
-  std::map<int, std::vector<size_t>> by_shard;
+  // A name's entries: one for a whole tensor, one per part of a sharded one.
+  absl::flat_hash_map<std::string, std::vector<const pb::CheckpointTensor*>> entries;
+  for (const pb::CheckpointTensor& t : manifest.tensors()) entries[t.name()].push_back(&t);
+  // Wanted entries by shard, so each shard is read once.
+  std::map<int, std::vector<std::pair<size_t, const pb::CheckpointTensor*>>> by_shard;
+  std::vector<NamedTensorData> out(names.size());
   for (size_t i = 0; i < names.size(); ++i) {
     const auto it = entries.find(names[i]);
     if (it == entries.end()) {
       return absl::NotFoundError(
           absl::StrCat("checkpoint ", checkpoint, " has no tensor '", names[i], "'"));
     }
-    by_shard[it->second->shard()].push_back(i);
+    const pb::CheckpointTensor& first = *it->second.front();
+    out[i].name = names[i];
+    out[i].shape.assign(first.shape().begin(), first.shape().end());
+    if (first.has_element_begin()) {
+      // Assembled from its parts (ValidateCheckpointManifest: they cover it exactly once).
+      int64_t elements = 1;
+      for (int64_t d : first.shape()) elements *= d;
+      out[i].values.resize(elements);
+    }
+    for (const pb::CheckpointTensor* entry : it->second)
+      by_shard[entry->shard()].push_back({i, entry});
   }
-  std::vector<NamedTensorData> out(names.size());
   for (const auto& [shard_index, wanted] : by_shard) {
     const pb::CheckpointShard& shard = manifest.shards(shard_index);
     const std::string path = (std::filesystem::path(checkpoint) / shard.file()).string();
@@ -66,21 +78,36 @@ absl::StatusOr<std::vector<NamedTensorData>> ReadCheckpointTensors(
     }
     absl::flat_hash_map<std::string, NamedTensorData*> held;
     for (NamedTensorData& t : contents->tensors) held.emplace(t.name, &t);
-    for (size_t i : wanted) {
-      const pb::CheckpointTensor& entry = *entries.at(names[i]);
+    for (const auto& [i, entry] : wanted) {
       const auto it = held.find(names[i]);
       if (it == held.end()) {
         return absl::DataLossError(absl::StrCat("checkpoint shard ", path, " lacks tensor '",
                                                 names[i], "' that the manifest places there"));
       }
-      const std::vector<int64_t> expected(entry.shape().begin(), entry.shape().end());
+      const bool part = entry->has_element_begin();
+      const std::vector<int64_t> expected =
+          part ? std::vector<int64_t>{entry->element_end() - entry->element_begin()}
+               : std::vector<int64_t>(entry->shape().begin(), entry->shape().end());
       if (it->second->shape != expected) {
         return absl::DataLossError(
             absl::StrCat("checkpoint shard ", path, ": tensor '", names[i], "' has shape [",
                          absl::StrJoin(it->second->shape, ", "), "], the manifest says [",
-                         absl::StrJoin(expected, ", "), "]"));
+                         absl::StrJoin(expected, ", "), "]",
+                         part ? absl::StrCat(" (elements [", entry->element_begin(), ", ",
+                                             entry->element_end(), ") of it)")
+                              : ""));
       }
-      out[i] = std::move(*it->second);
+      if (part) {
+        if (entry->element_begin() < 0 ||
+            entry->element_end() > static_cast<int64_t>(out[i].values.size())) {
+          return absl::DataLossError(absl::StrCat("checkpoint ", checkpoint, ": a part of '",
+                                                  names[i], "' lies outside it"));
+        }
+        std::copy(it->second->values.begin(), it->second->values.end(),
+                  out[i].values.begin() + entry->element_begin());
+      } else {
+        out[i] = std::move(*it->second);
+      }
     }
   }
   return out;

@@ -63,8 +63,8 @@ absl::StatusOr<std::string> PrepareCheckpoint(const std::string& dir, int64_t st
 
 absl::StatusOr<pb::CheckpointShard> WriteCheckpointShard(
     const std::string& checkpoint, int stage, int stages,
-    const std::vector<NamedTensorData>& tensors) {
-  const std::string file = CheckpointShardName(stage, stages);
+    const std::vector<NamedTensorData>& tensors, int replica) {
+  const std::string file = CheckpointShardName(stage, stages, replica);
   ASSIGN_OR_RETURN(const WrittenFile written,
                    WriteSafetensors((fs::path(checkpoint) / file).string(), tensors,
                                     {{"format", "gpipe-checkpoint"}}));
@@ -73,6 +73,7 @@ absl::StatusOr<pb::CheckpointShard> WriteCheckpointShard(
   shard.set_bytes(written.bytes);
   shard.set_crc32(written.crc32);
   shard.set_stage(stage);
+  shard.set_replica(replica);
   return shard;
 }
 

@@ -29,10 +29,11 @@ namespace gpipe {
 // naming the path on a file-system error.
 absl::StatusOr<std::string> PrepareCheckpoint(const std::string& dir, int64_t step);
 
-// One stage's shard in checkpoint directory `checkpoint`; returns its manifest entry.
+// One stage's shard (replica 0's, or another replica's parts of a sharded optimizer state) in
+// checkpoint directory `checkpoint`; returns its manifest entry.
 absl::StatusOr<pb::CheckpointShard> WriteCheckpointShard(
     const std::string& checkpoint, int stage, int stages,
-    const std::vector<NamedTensorData>& tensors);
+    const std::vector<NamedTensorData>& tensors, int replica = 0);
 
 // Rank 0, after every shard: writes `manifest` into `checkpoint` (= dir/step-N), points
 // dir/latest at it, then PruneCheckpoints with `retention`, removing temporaries older than this

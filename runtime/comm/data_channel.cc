@@ -22,4 +22,16 @@ std::string ToString(const TransferKey& key) {
   return text;
 }
 
+const char* CollectiveName(Collective collective) {
+  switch (collective) {
+    case Collective::kAllReduce:
+      return "all-reduce";
+    case Collective::kReduceScatter:
+      return "reduce-scatter";
+    case Collective::kAllGather:
+      return "all-gather";
+  }
+  return "collective";
+}
+
 }  // namespace gpipe

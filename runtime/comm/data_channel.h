@@ -48,21 +48,42 @@ class TransferHandle {
   virtual absl::Status Wait(absl::Time deadline) = 0;
 };
 
+// What a ReduceGroup start does with a bucket's tensors. The members are ordered by rank;
+// member m owns ShardRange(n, members, m) (runtime/core/element_range.h) of each tensor of n
+// elements.
+enum class Collective {
+  // Every member's tensors end up holding the elementwise sum over the members.
+  kAllReduce,
+  // Each member's tensors hold the sum in the elements it owns; their other elements are left
+  // unspecified.
+  kReduceScatter,
+  // Each member's tensors take, in every member's elements, that member's values.
+  kAllGather,
+};
+const char* CollectiveName(Collective collective);  // "all-reduce", "reduce-scatter", ...
+
 // A fixed set of ranks that sum fixed lists of f32 tensors together every step: a stage's
-// data-parallel replicas reducing their gradient buckets. Created once, at set-up, by
-// DataChannel::CreateReduceGroup on every member; each step, every member starts the buckets
-// in the same order (collectives on one group are ordered) and each start overlaps whatever the
-// caller does until it waits.
+// data-parallel replicas reducing their gradient buckets (and, with the optimizer state sharded,
+// gathering the updated parameters). Created once, at set-up, by DataChannel::CreateReduceGroup
+// on every member; each step, every member starts the same collectives in the same order
+// (collectives on one group are ordered) and each start overlaps whatever the caller does until
+// it waits.
 class ReduceGroup {
  public:
   virtual ~ReduceGroup() = default;
-  // Starts summing bucket `bucket`'s tensors in place over the group. `tensors` must match the
-  // element counts the bucket was created with, stay alive and unread until the handle is done,
-  // and be written by no one else meanwhile. On every member, buckets start in ascending order
-  // each step, after the previous step's all finished. The handle completes when the sums are
-  // in `tensors` (for a device whose memory the host cannot read, after the copy back).
-  virtual absl::StatusOr<std::unique_ptr<TransferHandle>> Start(int bucket,
-                                                                std::span<Tensor> tensors) = 0;
+  // Starts `collective` on bucket `bucket`'s tensors, in place over the group. `tensors` must
+  // match the element counts the bucket was created with, stay alive and unread until the handle
+  // is done, and be written by no one else meanwhile. Each step, on every member, the reductions
+  // (all-reduce or reduce-scatter) start in ascending bucket order, after the previous step's
+  // all finished; then the all-gathers of some of the buckets, in ascending order. The handle
+  // completes when the result is in `tensors` (for a device whose memory the host cannot read,
+  // after the copy back).
+  virtual absl::StatusOr<std::unique_ptr<TransferHandle>> StartCollective(
+      Collective collective, int bucket, std::span<Tensor> tensors) = 0;
+  // StartCollective(kAllReduce, bucket, tensors).
+  absl::StatusOr<std::unique_ptr<TransferHandle>> Start(int bucket, std::span<Tensor> tensors) {
+    return StartCollective(Collective::kAllReduce, bucket, tensors);
+  }
   // The bucket layout it was created with: element counts per tensor, per bucket.
   virtual const std::vector<std::vector<int64_t>>& buckets() const = 0;
 };

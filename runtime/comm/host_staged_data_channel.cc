@@ -109,15 +109,16 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> HostStagedDataChannel::Recv(
 
 namespace {
 
-// Stages each bucket to the host, reduces it there through the host channel's group and copies
-// the sums back when the reduction completes.
+// Stages each bucket to the host, runs the collective there through the host channel's group and
+// copies the results back when it completes (whole tensors: outside the elements a
+// reduce-scatter leaves summed they hold this rank's own values, which are unspecified anyway).
 class StagedReduceGroup final : public ReduceGroup {
  public:
   StagedReduceGroup(std::unique_ptr<ReduceGroup> host_group, Device& device)
       : host_group_(std::move(host_group)), device_(device) {}
 
-  absl::StatusOr<std::unique_ptr<TransferHandle>> Start(int bucket,
-                                                        std::span<Tensor> tensors) override {
+  absl::StatusOr<std::unique_ptr<TransferHandle>> StartCollective(
+      Collective collective, int bucket, std::span<Tensor> tensors) override {
     std::vector<Tensor> staged;
     staged.reserve(tensors.size());
     for (const Tensor& tensor : tensors) {
@@ -129,7 +130,7 @@ class StagedReduceGroup final : public ReduceGroup {
       staged.push_back(std::move(copy));
     }
     ASSIGN_OR_RETURN(std::unique_ptr<TransferHandle> host_handle,
-                     host_group_->Start(bucket, std::span<Tensor>(staged)));
+                     host_group_->StartCollective(collective, bucket, std::span<Tensor>(staged)));
     return std::unique_ptr<TransferHandle>(std::make_unique<StagedCopyBackHandle>(
         std::move(host_handle), std::move(staged),
         std::vector<Tensor>(tensors.begin(), tensors.end()), device_));

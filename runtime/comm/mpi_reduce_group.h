@@ -1,7 +1,8 @@
 // MpiReduceGroup: a ReduceGroup over MPI. Created collectively (the members first agree on the
 // ranks and the bucket layout, point-to-point under the deadline, then build the group's own
-// communicator with MPI_Comm_create_group). Start posts one MPI_Iallreduce per tensor of the
-// bucket, in place on host tensors, and returns at once; the handle's Done() tests (and so
+// communicator with MPI_Comm_create_group). A start posts one collective per tensor of the bucket
+// on host tensors (MPI_Iallreduce in place; MPI_Ireduce_scatter from a copy into the member's
+// part; MPI_Iallgatherv in place) and returns at once; the handle's Done() tests (and so
 // progresses) them. After a failed or abandoned reduction the communicator is unusable: the
 // group refuses further starts. Internal to comm/. Thread-compatible.
 #ifndef GPIPE_RUNTIME_COMM_MPI_REDUCE_GROUP_H_
@@ -32,13 +33,15 @@ class MpiReduceGroup final : public ReduceGroup {
       absl::Time deadline);
   ~MpiReduceGroup() override;
 
-  absl::StatusOr<std::unique_ptr<TransferHandle>> Start(int bucket,
-                                                        std::span<Tensor> tensors) override;
+  absl::StatusOr<std::unique_ptr<TransferHandle>> StartCollective(
+      Collective collective, int bucket, std::span<Tensor> tensors) override;
   const std::vector<std::vector<int64_t>>& buckets() const override { return layout_.buckets(); }
 
   // Shared with the handles: the communicator and whether a reduction on it failed.
   struct State {
     MPI_Comm comm = MPI_COMM_NULL;
+    int member = 0;  // this rank's place among the members, by rank
+    int members = 1;
     bool broken = false;
   };
 

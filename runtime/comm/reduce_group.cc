@@ -35,17 +35,21 @@ int64_t ReduceGroupLayout::TotalElements() const {
   return total;
 }
 
-absl::Status ReduceGroupLayout::Advance(int bucket, std::span<const Tensor> tensors,
+absl::Status ReduceGroupLayout::Advance(Collective collective, int bucket,
+                                        std::span<const Tensor> tensors,
                                         const std::string& description) {
+  int& next = collective == Collective::kAllGather ? next_gather_ : next_reduce_;
   const int count = static_cast<int>(buckets_.size());
   if (bucket < 0 || bucket >= count) {
     return absl::InvalidArgumentError(
         absl::StrCat(description, ": bucket ", bucket, " of a group of ", count, " buckets"));
   }
-  if (bucket != next_) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(description, ": bucket ", bucket, " started while bucket ", next_,
-                     " is next (every member starts the buckets in ascending order)"));
+  if (bucket != next) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        description, ": ", CollectiveName(collective), " of bucket ", bucket,
+        " started while bucket ", next,
+        " is next (every member starts the reductions in ascending bucket order, and the "
+        "gathers)"));
   }
   const std::vector<int64_t>& expected = buckets_[bucket];
   std::vector<int64_t> got;
@@ -62,7 +66,10 @@ absl::Status ReduceGroupLayout::Advance(int bucket, std::span<const Tensor> tens
                      absl::StrJoin(expected, ", "), "] elements, started with [",
                      absl::StrJoin(got, ", "), "]"));
   }
-  next_ = (bucket + 1) % count;
+  next = (bucket + 1) % count;
+  // A step's gathers follow its reductions and may leave buckets out (the buffers bucket is
+  // reduced, never gathered): each step's reductions begin a new round of gathers.
+  if (collective != Collective::kAllGather && bucket == 0) next_gather_ = 0;
   return absl::OkStatus();
 }
 
@@ -72,10 +79,11 @@ absl::StatusOr<std::unique_ptr<ReduceGroup>> SoloReduceGroup::Create(
   return std::unique_ptr<ReduceGroup>(new SoloReduceGroup(rank, std::move(layout)));
 }
 
-absl::StatusOr<std::unique_ptr<TransferHandle>> SoloReduceGroup::Start(int bucket,
-                                                                       std::span<Tensor> tensors) {
-  RETURN_IF_ERROR(
-      layout_.Advance(bucket, tensors, absl::StrCat("rank ", rank_, " all-reducing alone")));
+absl::StatusOr<std::unique_ptr<TransferHandle>> SoloReduceGroup::StartCollective(
+    Collective collective, int bucket, std::span<Tensor> tensors) {
+  RETURN_IF_ERROR(layout_.Advance(
+      collective, bucket, tensors,
+      absl::StrCat("rank ", rank_, " running a ", CollectiveName(collective), " alone")));
   return std::unique_ptr<TransferHandle>(std::make_unique<CompletedHandle>());
 }
 

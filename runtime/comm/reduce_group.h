@@ -15,7 +15,10 @@
 
 namespace gpipe {
 
-// A group's buckets (element counts per tensor, per bucket) and which bucket starts next.
+// A group's buckets (element counts per tensor, per bucket) and which bucket starts next: one
+// order for the reductions (all-reduce, reduce-scatter), and one for the all-gathers, which
+// start again from bucket 0 with each step's first reduction (a step gathers the buckets it
+// needs, in ascending order, after reducing them all).
 class ReduceGroupLayout {
  public:
   // INVALID_ARGUMENT for an empty layout, an empty bucket or a count < 1.
@@ -25,16 +28,18 @@ class ReduceGroupLayout {
   int64_t BucketElements(int bucket) const;
   int64_t TotalElements() const;
 
-  // Checks a start of `bucket` with `tensors` (the next bucket in order, defined f32 tensors of
-  // the bucket's counts) and moves the order on; FAILED_PRECONDITION or INVALID_ARGUMENT
-  // prefixed with `description` otherwise.
-  absl::Status Advance(int bucket, std::span<const Tensor> tensors, const std::string& description);
+  // Checks a start of `collective` on `bucket` with `tensors` (the next bucket in that
+  // collective's order, defined f32 tensors of the bucket's counts) and moves the order on;
+  // FAILED_PRECONDITION or INVALID_ARGUMENT prefixed with `description` otherwise.
+  absl::Status Advance(Collective collective, int bucket, std::span<const Tensor> tensors,
+                       const std::string& description);
 
  private:
   explicit ReduceGroupLayout(std::vector<std::vector<int64_t>> buckets)
       : buckets_(std::move(buckets)) {}
   std::vector<std::vector<int64_t>> buckets_;
-  int next_ = 0;
+  int next_reduce_ = 0;
+  int next_gather_ = 0;
 };
 
 // A handle whose transfer finished before it was made.
@@ -44,13 +49,14 @@ class CompletedHandle final : public TransferHandle {
   absl::Status Wait(absl::Time) override { return absl::OkStatus(); }
 };
 
-// The group of one rank: checks each start like any group, sums nothing.
+// The group of one rank: checks each start like any group, sums and moves nothing (it owns every
+// element).
 class SoloReduceGroup final : public ReduceGroup {
  public:
   static absl::StatusOr<std::unique_ptr<ReduceGroup>> Create(
       int rank, std::vector<std::vector<int64_t>> buckets);
-  absl::StatusOr<std::unique_ptr<TransferHandle>> Start(int bucket,
-                                                        std::span<Tensor> tensors) override;
+  absl::StatusOr<std::unique_ptr<TransferHandle>> StartCollective(
+      Collective collective, int bucket, std::span<Tensor> tensors) override;
   const std::vector<std::vector<int64_t>>& buckets() const override { return layout_.buckets(); }
 
  private:

@@ -1,5 +1,6 @@
 #include "runtime/coord/checkpoint_session.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -53,22 +54,21 @@ absl::Status CheckpointSession::Save(int64_t step, const StageChunks& parts,
   pb::CheckpointShardReport report;
   report.set_rank(setup_.rank());
   report.set_stage(setup_.stage());
-  // Replica 0's ranks are 0 .. stages - 1 (RankLayout); the other replicas hold the same values.
-  const bool writes = setup_.rank() < stages;
+  // Replica r's stage s is rank r * stages + s (RankLayout). Replica 0's ranks write their stages'
+  // values (the other replicas hold the same) and optimizer state; with the optimizer state
+  // sharded, every other replica's rank writes its parts of the state too.
+  const int replica = setup_.rank() / stages;
+  const bool writes = replica == 0 || parts.sharded_optimizer_state();
   absl::Status written = [&]() -> absl::Status {
     ASSIGN_OR_RETURN(const int64_t optimizer_steps, OptimizerSteps(parts));
     report.set_optimizer_steps(optimizer_steps);
     if (!writes) return absl::OkStatus();
-    ASSIGN_OR_RETURN(StageChunks::SavedTensors saved, parts.SaveState());
+    ASSIGN_OR_RETURN(StageChunks::SavedTensors saved, parts.SaveState(replica == 0));
+    if (saved.tensors.empty() && replica > 0) return absl::OkStatus();  // owns no state yet
     ASSIGN_OR_RETURN(
         *report.mutable_shard(),
-        WriteCheckpointShard(CheckpointPath(step), setup_.stage(), stages, saved.tensors));
-    for (size_t i = 0; i < saved.tensors.size(); ++i) {
-      pb::CheckpointTensor* entry = report.add_tensors();
-      entry->set_name(saved.tensors[i].name);
-      for (int64_t d : saved.tensors[i].shape) entry->add_shape(d);
-      entry->set_kind(saved.kinds[i]);
-    }
+        WriteCheckpointShard(CheckpointPath(step), setup_.stage(), stages, saved.tensors, replica));
+    for (pb::CheckpointTensor& entry : saved.entries) *report.add_tensors() = std::move(entry);
     return absl::OkStatus();
   }();
   if (!written.ok()) report.set_error(std::string(written.message()));
@@ -139,6 +139,12 @@ absl::StatusOr<pb::CheckpointManifest> CheckpointSession::BuildManifest(
     const int shard = manifest.shards_size();
     *manifest.add_shards() = report.shard();
     for (const pb::CheckpointTensor& tensor : report.tensors()) {
+      if (tensor.has_element_begin()) {  // a replica's part of a sharded optimizer state
+        pb::CheckpointTensor* entry = manifest.add_tensors();
+        *entry = tensor;
+        entry->set_shard(shard);
+        continue;
+      }
       const auto [it, inserted] = seen.emplace(tensor.name(), manifest.tensors_size());
       if (!inserted) {
         // A tied parameter's members on several stages hold the same value: the first is kept.
@@ -155,11 +161,14 @@ absl::StatusOr<pb::CheckpointManifest> CheckpointSession::BuildManifest(
       entry->set_shard(shard);
     }
   }
-  if (manifest.shards_size() != plan.pipeline().stages()) {
-    return absl::InternalError(
-        absl::StrCat(manifest.shards_size(), " shards for ", plan.pipeline().stages(), " stages"));
+  const int first_replica_shards = static_cast<int>(
+      std::count_if(manifest.shards().begin(), manifest.shards().end(),
+                    [](const pb::CheckpointShard& shard) { return shard.replica() == 0; }));
+  if (first_replica_shards != plan.pipeline().stages()) {
+    return absl::InternalError(absl::StrCat(first_replica_shards, " shards of replica 0 for ",
+                                            plan.pipeline().stages(), " stages"));
   }
-  return manifest;
+  return manifest;  // CommitCheckpoint validates it (the parts of each name cover it once)
 }
 
 absl::Status CheckpointSession::Restore(StageChunks& parts, int64_t dataset_size) {

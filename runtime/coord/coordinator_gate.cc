@@ -31,7 +31,7 @@ absl::StatusOr<pb::StepDecision> CoordinatorGate::Synchronize(const pb::StepRepo
     grad_norm_ = -1;
     if (apply && clip_grad_norm_ > 0) {
       // torch.nn.utils.clip_grad_norm_: scale by C / (norm + 1e-6) when that is below 1.
-      grad_norm_ = GlobalGradientNorm(reports_);
+      grad_norm_ = GlobalGradientNorm(reports_, sharded_gradients_);
       const double scale = clip_grad_norm_ / (grad_norm_ + 1e-6);
       if (scale < 1) decision.set_grad_scale(scale);
     }

@@ -21,13 +21,17 @@ namespace gpipe {
 class CoordinatorGate final : public GradientSyncGate {
  public:
   // `stop_requested`: WorkerOptions::stop_requested (may be null). `clip_grad_norm`:
-  // training.clip_grad_norm (0: no clipping). `control` must outlive this.
+  // training.clip_grad_norm (0: no clipping); `sharded_gradients`: the replicas report the squares
+  // of their parts (training.shard_optimizer_state, GlobalGradientNorm). `control` must outlive
+  // this.
   CoordinatorGate(ControlChannel& control, absl::Duration timeout,
-                  std::function<bool()> stop_requested, double clip_grad_norm = 0)
+                  std::function<bool()> stop_requested, double clip_grad_norm = 0,
+                  bool sharded_gradients = false)
       : control_(control),
         timeout_(timeout),
         stop_requested_(std::move(stop_requested)),
-        clip_grad_norm_(clip_grad_norm) {}
+        clip_grad_norm_(clip_grad_norm),
+        sharded_gradients_(sharded_gradients) {}
 
   absl::StatusOr<pb::StepDecision> Synchronize(const pb::StepReport& report) override;
 
@@ -45,6 +49,7 @@ class CoordinatorGate final : public GradientSyncGate {
   absl::Duration timeout_;
   std::function<bool()> stop_requested_;
   double clip_grad_norm_ = 0;
+  bool sharded_gradients_ = false;
   std::vector<pb::StepReport> reports_;
   bool applied_ = true;
   bool stop_ = false;

@@ -50,6 +50,7 @@ absl::StatusOr<ExecutorConfig> ConfigFor(const pb::Setup& setup, const schedule:
   config.global_batch = plan.training().global_batch();
   config.replica = layout.ReplicaOf(rank);
   config.replicas = layout.replicas();
+  config.shard_optimizer_state = plan.training().shard_optimizer_state() && config.replicas > 1;
   config.remat = plan.pipeline().remat();
   config.seed = plan.training().seed();
   config.placement = plan.pipeline().placement();
@@ -158,7 +159,7 @@ absl::Status BuildStage(const StageInputs& in, RankStage& stage) {
   ASSIGN_OR_RETURN(
       StageChunks parts,
       StageChunks::Create(device, plan, specs, in.layers.ForDevice(plan.runtime().device()), ties,
-                          stage.backend->ChunkAdapterFor(plan)));
+                          stage.backend->ChunkAdapterFor(plan), stage.replica));
   stage.chunks = std::make_unique<StageChunks>(std::move(parts));
   if (setup.has_init_from()) {
     ASSIGN_OR_RETURN(const HfCheckpoint checkpoint, HfCheckpoint::Open(setup.init_from()));
@@ -185,7 +186,8 @@ absl::Status BuildStage(const StageInputs& in, RankStage& stage) {
 
   ASSIGN_OR_RETURN(const ExecutorConfig config, ConfigFor(setup, layout, rank, stage.timeout));
   stage.gate = std::make_unique<CoordinatorGate>(
-      in.control, stage.timeout, in.options.stop_requested, plan.training().clip_grad_norm());
+      in.control, stage.timeout, in.options.stop_requested, plan.training().clip_grad_norm(),
+      config.shard_optimizer_state);
   TraceRecorder* recorder = in.trace != nullptr ? in.trace->recorder() : nullptr;
   ExecutorResources resources{device,         stage.chunks->refs(), stage.dataset.get(),
                               *stage.channel, *stage.gate,          recorder};

@@ -93,10 +93,16 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
     s.peak_boundary_bytes.push_back(kind("boundary"));
     s.peak_activation_bytes.push_back(kind("activation"));
     s.peak_boundary_grad_bytes.push_back(kind("boundary_grad"));
+    s.peak_optimizer_state_bytes.push_back(kind("optimizer_state"));
+    if (report.has_all_gather_ms()) {
+      s.all_gather_ms.resize(r, 0.0);
+      s.all_gather_ms.push_back(report.all_gather_ms());
+    }
     s.busy_ms.push_back(report.busy_ms());
     const double stage_ms = std::max(report.step_ms(), 1e-9);
     bubble_sum += std::clamp(1.0 - report.busy_ms() / stage_ms, 0.0, 1.0);
   }
+  if (!s.all_gather_ms.empty()) s.all_gather_ms.resize(reports.size(), 0.0);
   s.bubble = reports.empty() ? 0.0 : bubble_sum / reports.size();
   // Each replica's part is its samples' losses over the whole global batch: they add up.
   if (has_loss) {
@@ -124,6 +130,7 @@ Json ToMetricsRecord(const StepSummary& s) {
   json["peak_boundary_bytes"] = s.peak_boundary_bytes;
   json["peak_activation_bytes"] = s.peak_activation_bytes;
   json["peak_boundary_grad_bytes"] = s.peak_boundary_grad_bytes;
+  json["peak_optimizer_state_bytes"] = s.peak_optimizer_state_bytes;
   json["busy_ms"] = s.busy_ms;
   json["bytes_sent"] = s.bytes_sent;
   json["bytes_received"] = s.bytes_received;
@@ -135,6 +142,7 @@ Json ToMetricsRecord(const StepSummary& s) {
     json["replica"] = s.replica;
     json["all_reduce_ms"] = s.all_reduce_ms;
     json["all_reduce_exposed_ms"] = s.all_reduce_exposed_ms;
+    if (!s.all_gather_ms.empty()) json["all_gather_ms"] = s.all_gather_ms;
   }
   return json;
 }
@@ -175,9 +183,14 @@ std::string FormatProgressLine(const StepSummary& s, int64_t total_steps) {
   }
   if (s.replicas > 1 && !s.all_reduce_ms.empty()) {
     absl::StrAppendFormat(
-        &line, " | %d replicas, all-reduce %.2f ms (%.2f ms exposed)", s.replicas,
+        &line, " | %d replicas, %s %.2f ms (%.2f ms exposed)", s.replicas,
+        s.all_gather_ms.empty() ? "all-reduce" : "reduce-scatter",
         *std::max_element(s.all_reduce_ms.begin(), s.all_reduce_ms.end()),
         *std::max_element(s.all_reduce_exposed_ms.begin(), s.all_reduce_exposed_ms.end()));
+    if (!s.all_gather_ms.empty()) {
+      absl::StrAppendFormat(&line, ", all-gather %.2f ms",
+                            *std::max_element(s.all_gather_ms.begin(), s.all_gather_ms.end()));
+    }
   }
   if (!s.applied) absl::StrAppend(&line, " | SKIPPED (non-finite loss or gradients)");
   return line;

@@ -43,6 +43,7 @@ struct StepSummary {
   std::vector<int64_t> peak_boundary_bytes;
   std::vector<int64_t> peak_activation_bytes;
   std::vector<int64_t> peak_boundary_grad_bytes;
+  std::vector<int64_t> peak_optimizer_state_bytes;
   std::vector<double> busy_ms;
   // Boundary tensors sent and received (payload bytes).
   std::vector<int64_t> bytes_sent;
@@ -51,6 +52,9 @@ struct StepSummary {
   // and the part of it the step waited for at its end; 0 with one replica.
   std::vector<double> all_reduce_ms;
   std::vector<double> all_reduce_exposed_ms;
+  // training.shard_optimizer_state: each rank's all-gather after the previous update (empty
+  // otherwise); all_reduce_ms then times the reduce-scatter.
+  std::vector<double> all_gather_ms;
   // Achieved TFLOP/s: the rank's stage's model FLOPs (forward + backward, recomputation
   // excluded) over step_ms.
   std::vector<double> tflops_per_rank;
@@ -75,9 +79,10 @@ std::string FormatProgressLine(const StepSummary& summary, int64_t total_steps);
 // The metrics file's record of the step: step, loss, accuracy (classification only), applied,
 // lr, grad_norm (with gradient clipping), samples_per_s, tokens_per_s (token inputs), step_ms,
 // bubble, mfu (with a peak), and peak_bytes, peak_boundary_bytes, peak_activation_bytes,
-// peak_boundary_grad_bytes, busy_ms, bytes_sent, bytes_received and tflops_per_rank (when
-// set) as lists indexed by rank; with replicas also replicas, replica_loss (by replica),
-// stage and replica (by rank), all_reduce_ms and all_reduce_exposed_ms (by rank).
+// peak_boundary_grad_bytes, peak_optimizer_state_bytes, busy_ms, bytes_sent, bytes_received and
+// tflops_per_rank (when set) as lists indexed by rank; with replicas also replicas, replica_loss
+// (by replica), stage and replica (by rank), all_reduce_ms and all_reduce_exposed_ms (by rank),
+// and all_gather_ms (by rank) with the optimizer state sharded.
 Json ToMetricsRecord(const StepSummary& summary);
 
 }  // namespace gpipe

@@ -1,6 +1,7 @@
 #include "runtime/estimate/plan_balance.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -140,7 +141,6 @@ absl::StatusOr<BalanceResult> BalancePlan(const LoadedPlan& loaded, const LayerR
                    SimCosts::Create(at_k.plan.runtime().sim(), micro_batch_size));
 
   const bool remat = at_k.plan.pipeline().remat() != pb::NEVER;
-  const int state = OptimizerStateFactor(at_k.plan.training().optimizer());
   PartitionProblem problem;
   problem.stages = stages;
   problem.micro_batches = micro_batches;
@@ -156,7 +156,7 @@ absl::StatusOr<BalanceResult> BalancePlan(const LoadedPlan& loaded, const LayerR
     l.time = Ms(times.forward) * (remat ? 2 : 1) + Ms(times.backward_input + times.backward_weight);
     const int64_t input = layer.input_shape.num_elements() * 4 * micro_batch_size;
     l.cut_before = 2 * Ms(costs.Transfer(input));  // the stage input, then its gradient
-    l.fixed_bytes = layer.parameters * 4 * (2 + state);
+    l.fixed_bytes = std::llround(ParameterBytes(at_k.plan, layer.parameters));
     if (remat) {
       l.fixed_bytes += bytes.saved[i];  // one micro-batch rebuilt during its backward
       l.input_bytes = input;

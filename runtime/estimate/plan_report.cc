@@ -41,13 +41,21 @@ absl::StatusOr<std::string> FormatDataParallel(const AnalyzedPlan& plan) {
   if (TimedInMs(plan.plan)) {
     ASSIGN_OR_RETURN(costs, SimCosts::Create(plan.plan.runtime().sim(), MicroBatchSize(plan.plan)));
   }
-  std::string out = absl::StrCat(
-      "\ndata parallel: ", replicas, " replicas of the pipeline, ",
-      int64_t{pipeline.stages()} * replicas,
-      " processes; each step every stage sums its gradients over its replicas, in buckets of >= ",
-      FormatBytes(bucket_bytes), " started as the backward finishes them\n");
+  const bool sharded = plan.plan.training().shard_optimizer_state();
+  std::string out =
+      absl::StrCat("\ndata parallel: ", replicas, " replicas of the pipeline, ",
+                   int64_t{pipeline.stages()} * replicas, " processes; each step every stage ",
+                   sharded ? "reduce-scatters" : "sums",
+                   " its gradients over its replicas, in buckets of >= ", FormatBytes(bucket_bytes),
+                   " started as the backward finishes them",
+                   sharded ? ", and all-gathers the updated parameters after its optimizer step "
+                             "(training.shard_optimizer_state)"
+                           : "",
+                   "\n");
   absl::StrAppendFormat(&out, "%-6s %13s %8s%s\n", "stage", "gradients", "buckets",
-                        costs ? "  ring all-reduce (ms, back to back)" : "");
+                        !costs    ? ""
+                        : sharded ? "  ring reduce-scatter + all-gather (ms, back to back)"
+                                  : "  ring all-reduce (ms, back to back)");
   for (int s = 0; s < pipeline.stages(); ++s) {
     // The stage's parts from the last (its last chunk) to the first, layers last first: the
     // order the backward finishes them, cut by the runtime's rule.
@@ -66,14 +74,19 @@ absl::StatusOr<std::string> FormatDataParallel(const AnalyzedPlan& plan) {
       bucket_bytes_of[assigned[i]] += layer_bytes[i];
     }
     int64_t total = 0;
-    double ms = 0;
+    double ms = 0;  // the all-reduce, or the reduce-scatter (the all-gather takes as long)
     for (int64_t bytes : bucket_bytes_of) {
       total += bytes;
-      if (costs) ms += absl::ToDoubleMilliseconds(costs->AllReduce(bytes, replicas));
+      if (costs) {
+        ms += absl::ToDoubleMilliseconds(sharded ? costs->RingPass(bytes, replicas)
+                                                 : costs->AllReduce(bytes, replicas));
+      }
     }
+    std::string time;
+    if (costs)
+      time = sharded ? absl::StrFormat("  %.3f + %.3f", ms, ms) : absl::StrFormat("  %.3f", ms);
     absl::StrAppendFormat(&out, "%-6d %13s %8d%s\n", s, FormatBytes(total),
-                          static_cast<int>(bucket_bytes_of.size()),
-                          costs ? absl::StrFormat("  %.3f", ms) : std::string());
+                          static_cast<int>(bucket_bytes_of.size()), time);
   }
   return out;
 }
@@ -140,16 +153,24 @@ absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
                   plan.plan.training().precision() == pb::BF16 ? "bf16 activations" : "fp32",
                   ", remat ", pb::Remat_Name(pipeline.remat()),
                   "; live = most micro-batches forwarded and not yet backwarded)\n");
-  absl::StrAppendFormat(&out, "%-6s %6s %6s %13s %13s %13s %13s %13s\n", "stage", "live", "bubble",
-                        "parameters", "boundary", "activation", "boundary_grad", "total");
+  absl::StrAppendFormat(&out, "%-6s %6s %6s %13s %13s %13s %13s %13s %13s\n", "stage", "live",
+                        "bubble", "parameters", "optimizer", "boundary", "activation",
+                        "boundary_grad", "total");
   for (int s = 0; s < stages; ++s) {
     const StageActivationMemory& m = prediction.activations[s];
-    absl::StrAppendFormat(&out, "%-6d %6d %6s %13s %13s %13s %13s %13s\n", s,
-                          prediction.simulation.peak_live_activations[s],
-                          Percent(prediction.simulation.stage_bubble[s]),
-                          FormatBytes(prediction.parameter_bytes[s]), FormatBytes(m.boundary),
-                          FormatBytes(m.activation), FormatBytes(m.boundary_grad),
-                          FormatBytes(prediction.parameter_bytes[s] + m.total));
+    absl::StrAppendFormat(
+        &out, "%-6d %6d %6s %13s %13s %13s %13s %13s %13s\n", s,
+        prediction.simulation.peak_live_activations[s],
+        Percent(prediction.simulation.stage_bubble[s]),
+        FormatBytes(prediction.parameter_bytes[s] - prediction.optimizer_bytes[s]),
+        FormatBytes(prediction.optimizer_bytes[s]), FormatBytes(m.boundary),
+        FormatBytes(m.activation), FormatBytes(m.boundary_grad),
+        FormatBytes(prediction.parameter_bytes[s] + m.total));
+  }
+  if (plan.plan.training().shard_optimizer_state() && pipeline.data_parallel() > 1) {
+    absl::StrAppend(&out, "(parameters: f32 values and gradients; optimizer: this replica's 1/",
+                    pipeline.data_parallel(),
+                    " of the optimizer state, training.shard_optimizer_state)\n");
   }
   if (pipeline.data_parallel() > 1) {
     ASSIGN_OR_RETURN(const std::string data_parallel, FormatDataParallel(plan));

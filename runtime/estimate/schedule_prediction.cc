@@ -1,6 +1,7 @@
 #include "runtime/estimate/schedule_prediction.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "runtime/core/status_macros.h"
 #include "runtime/estimate/flop_costs.h"
@@ -13,6 +14,16 @@ namespace gpipe {
 int OptimizerStateFactor(const pb::Optimizer& optimizer) {
   if (optimizer.has_sgd()) return optimizer.sgd().momentum() != 0 ? 1 : 0;
   return 2;  // Adam, AdamW: two moments
+}
+
+double OptimizerBytesPerElement(const pb::Plan& plan) {
+  const double bytes = 4.0 * OptimizerStateFactor(plan.training().optimizer());
+  const int replicas = plan.pipeline().data_parallel();
+  return plan.training().shard_optimizer_state() && replicas > 1 ? bytes / replicas : bytes;
+}
+
+double ParameterBytes(const pb::Plan& plan, int64_t parameters) {
+  return static_cast<double>(parameters) * (8.0 + OptimizerBytesPerElement(plan));
 }
 
 absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
@@ -33,9 +44,11 @@ absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
   out.activations =
       PredictActivationMemory(out.program, parts, pipeline.remat(), kDefaultRecvLookahead);
   out.parameter_bytes.assign(pipeline.stages(), 0);
-  const int state = OptimizerStateFactor(plan.plan.training().optimizer());
+  out.optimizer_bytes.assign(pipeline.stages(), 0);
   for (const StageInfo& part : plan.stages) {
-    out.parameter_bytes[part.stage] += part.parameters * 4 * (2 + state);
+    out.parameter_bytes[part.stage] += std::llround(ParameterBytes(plan.plan, part.parameters));
+    out.optimizer_bytes[part.stage] +=
+        std::llround(static_cast<double>(part.parameters) * OptimizerBytesPerElement(plan.plan));
   }
   return out;
 }
@@ -43,10 +56,9 @@ absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
 absl::StatusOr<std::vector<pb::StageMemory>> PredictStageMemory(const AnalyzedPlan& plan,
                                                                 const LayerRegistry& registry) {
   const int stages = plan.plan.pipeline().stages();
-  const int state = OptimizerStateFactor(plan.plan.training().optimizer());
   std::vector<double> parameter_bytes(stages, 0.0);
   for (const StageInfo& part : plan.stages) {
-    parameter_bytes[part.stage] += static_cast<double>(part.parameters) * 4.0 * (2 + state);
+    parameter_bytes[part.stage] += ParameterBytes(plan.plan, part.parameters);
   }
   constexpr double kHuge = 4.6e18;  // 2^62: beyond any device, far from int64 overflow
   std::vector<pb::StageMemory> memory(stages);

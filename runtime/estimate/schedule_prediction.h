@@ -26,10 +26,18 @@ struct SchedulePrediction {
   schedule::VerifyResult simulation;               // costs from the parts' FLOPs
   std::vector<StageActivationMemory> activations;  // per stage
   std::vector<int64_t> parameter_bytes;            // per stage: values, gradients, optimizer
+  std::vector<int64_t> optimizer_bytes;            // per stage: the optimizer state among them
 };
 
 // Optimizer state elements per parameter element (SGD with momentum 1, Adam and AdamW 2).
 int OptimizerStateFactor(const pb::Optimizer& optimizer);
+// The optimizer state bytes one rank holds per parameter element of its stage: f32 elements of
+// OptimizerStateFactor, divided over the data-parallel replicas under
+// training.shard_optimizer_state (each replica keeps the state of 1/D of every parameter).
+double OptimizerBytesPerElement(const pb::Plan& plan);
+// Its parameters' bytes on one rank of a stage with `parameters` parameter elements: f32 values
+// and gradients, and the optimizer state.
+double ParameterBytes(const pb::Plan& plan, int64_t parameters);
 
 absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
                                                    const LayerRegistry& registry);

@@ -103,8 +103,14 @@ absl::Duration SimCosts::Transfer(int64_t bytes) const {
 absl::Duration SimCosts::AllReduce(int64_t bytes, int ranks) const {
   if (ranks <= 1) return absl::ZeroDuration();
   // Reduce-scatter then all-gather: 2(n-1) steps, each moving one n-th of the buffer.
+  return 2 * RingPass(bytes, ranks);
+}
+
+absl::Duration SimCosts::RingPass(int64_t bytes, int ranks) const {
+  if (ranks <= 1) return absl::ZeroDuration();
+  // ranks - 1 steps, each moving one ranks-th of the buffer.
   const int64_t chunk = (std::max<int64_t>(bytes, 0) + ranks - 1) / ranks;
-  return 2 * (ranks - 1) * Transfer(chunk);
+  return (ranks - 1) * Transfer(chunk);
 }
 
 }  // namespace gpipe

@@ -47,6 +47,8 @@ class SimCosts {
   absl::Duration Transfer(int64_t bytes) const;
   // A ring all-reduce of `bytes` over `ranks` ranks (zero for one rank).
   absl::Duration AllReduce(int64_t bytes, int ranks) const;
+  // A ring reduce-scatter or all-gather of `bytes` over `ranks` ranks: half an all-reduce.
+  absl::Duration RingPass(int64_t bytes, int ranks) const;
   absl::Duration loss() const { return loss_; }
   absl::Duration optimizer() const { return optimizer_; }
   int64_t micro_batch_size() const { return micro_batch_size_; }

@@ -41,6 +41,10 @@ struct ExecutorConfig {
   // [r * global_batch / replicas, (r + 1) * global_batch / replicas) of each step's command.
   int replica = 0;
   int replicas = 1;
+  // training.shard_optimizer_state with replicas > 1: the gradient buckets are reduce-scattered,
+  // the chunks' optimizers (ShardedOptimizer) update this replica's parts, and the updated
+  // parameters are all-gathered after the update.
+  bool shard_optimizer_state = false;
   pb::Remat remat = pb::EXCEPT_LAST;
   uint64_t seed = 0;
   // Where the chunks' virtual stages run (pipeline.placement; topology.h).

@@ -49,6 +49,7 @@ GradientBuckets GradientBuckets::Plan(std::span<const ChunkRefs> chunks, int64_t
       bucket.tensors.push_back(grad);
       bucket.bytes += grad.bytes();
     }
+    for (const Tensor& value : chunks[c].parameters->values_of(l)) bucket.values.push_back(value);
   }
   out.gradient_buckets_ = static_cast<int>(out.buckets_.size());
   Bucket buffers;

@@ -31,6 +31,9 @@ class GradientBuckets {
     // buffers bucket.
     std::vector<std::pair<int, int>> layers;
     std::vector<Tensor> tensors;  // gradients (or buffers), layer by layer
+    // The parameters of those gradients, in the same order (empty for the buffers bucket): what
+    // the replicas all-gather after a sharded optimizer step.
+    std::vector<Tensor> values;
     int64_t bytes = 0;
     bool buffers = false;
   };

@@ -3,10 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "runtime/core/element_range.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/ops.h"
 
@@ -38,13 +40,22 @@ std::vector<GradientNormTerm> GradientNormTermsFor(std::span<const ChunkRefs> ch
 
 absl::Status AddGradientSquareSums(std::span<const GradientNormTerm> terms,
                                    std::span<const ChunkRefs> chunks, Device& device,
-                                   pb::StepReport& report) {
-  if (terms.empty()) return absl::OkStatus();
+                                   pb::StepReport& report, int replica, int replicas) {
   std::vector<Tensor> grads;
+  std::vector<const GradientNormTerm*> counted;
   grads.reserve(terms.size());
   for (const GradientNormTerm& term : terms) {
-    grads.push_back(chunks[term.slot.chunk].parameters->grads()[term.slot.index]);
+    const Tensor& grad = chunks[term.slot.chunk].parameters->grads()[term.slot.index];
+    if (replicas == 1) {
+      grads.push_back(grad);
+    } else {
+      const ElementRange part = ShardRange(grad.num_elements(), replicas, replica);
+      if (part.empty()) continue;
+      ASSIGN_OR_RETURN(grads.emplace_back(), ElementView(grad, part));
+    }
+    counted.push_back(&term);
   }
+  if (grads.empty()) return absl::OkStatus();
   const std::string what = absl::StrCat("the squares of this stage's ", terms.size(),
                                         " gradients for training.clip_grad_norm");
   absl::StatusOr<Tensor> sums = Tensor::Empty(device, Shape{static_cast<int64_t>(grads.size())},
@@ -56,26 +67,26 @@ absl::Status AddGradientSquareSums(std::span<const GradientNormTerm> terms,
   RETURN_IF_ERROR(WithContext(
       device.CopyToHost(*sums, host.data(), static_cast<int64_t>(host.size() * sizeof(double))),
       absl::StrCat("reading the sums of ", what)));
-  for (size_t i = 0; i < terms.size(); ++i) {
+  for (size_t i = 0; i < counted.size(); ++i) {
     pb::GradSquareSum& out = *report.add_grad_square_sums();
-    out.set_layer(terms[i].layer);
-    out.set_parameter(terms[i].parameter);
+    out.set_layer(counted[i]->layer);
+    out.set_parameter(counted[i]->parameter);
     out.set_sum(host[i]);
   }
   return absl::OkStatus();
 }
 
-double GlobalGradientNorm(std::span<const pb::StepReport> reports) {
-  std::vector<const pb::GradSquareSum*> terms;
+double GlobalGradientNorm(std::span<const pb::StepReport> reports, bool sharded) {
+  std::vector<std::tuple<int, int, int, double>> terms;  // layer, parameter, replica, sum
   for (const pb::StepReport& report : reports) {
-    if (report.replica() != 0) continue;
-    for (const pb::GradSquareSum& term : report.grad_square_sums()) terms.push_back(&term);
+    if (!sharded && report.replica() != 0) continue;
+    for (const pb::GradSquareSum& term : report.grad_square_sums()) {
+      terms.emplace_back(term.layer(), term.parameter(), report.replica(), term.sum());
+    }
   }
-  std::sort(terms.begin(), terms.end(), [](const pb::GradSquareSum* a, const pb::GradSquareSum* b) {
-    return std::make_pair(a->layer(), a->parameter()) < std::make_pair(b->layer(), b->parameter());
-  });
+  std::sort(terms.begin(), terms.end());
   double sum = 0;
-  for (const pb::GradSquareSum* term : terms) sum += term->sum();
+  for (const auto& term : terms) sum += std::get<3>(term);
   return std::sqrt(sum);
 }
 

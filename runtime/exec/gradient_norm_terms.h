@@ -31,13 +31,18 @@ std::vector<GradientNormTerm> GradientNormTermsFor(std::span<const ChunkRefs> ch
 // Appends each term's sum of squares (in double; TensorOps::SumSquares, whose sums do not depend on
 // which other parameters the stage holds) to report.grad_square_sums. The sums are taken on the
 // device and read with one small copy per step (clipping only), not a copy of the gradients.
+// With `replicas` > 1 (training.shard_optimizer_state) only the part of each gradient that
+// replica `replica` owns counts (a term whose part is empty is left out): the replicas' reports
+// together cover every element once.
 absl::Status AddGradientSquareSums(std::span<const GradientNormTerm> terms,
                                    std::span<const ChunkRefs> chunks, Device& device,
-                                   pb::StepReport& report);
+                                   pb::StepReport& report, int replica = 0, int replicas = 1);
 
 // Rank 0: the L2 norm of the terms of every report of replica 0, added in (layer, parameter)
-// order. The replicas hold the same gradients after the all-reduce, so one is enough.
-double GlobalGradientNorm(std::span<const pb::StepReport> reports);
+// order. The replicas hold the same gradients after the all-reduce, so one is enough. `sharded`
+// (training.shard_optimizer_state): every replica's terms, each covering its part, added in
+// (layer, parameter, replica) order.
+double GlobalGradientNorm(std::span<const pb::StepReport> reports, bool sharded = false);
 
 // Multiplies every gradient of `chunks` by `scale` (clipping's C / (norm + 1e-6)).
 absl::Status ScaleGradients(std::span<const ChunkRefs> chunks, Device& device, float scale);

@@ -9,13 +9,15 @@
 namespace gpipe {
 
 GradientSync::GradientSync(GradientBuckets& buckets, ReduceGroup& group, Device& device,
-                           const StepScope& scope, int micro_batches, int replicas)
+                           const StepScope& scope, int micro_batches, int replicas,
+                           Collective reduction)
     : buckets_(buckets),
       group_(group),
       device_(device),
       scope_(scope),
       micro_batches_(micro_batches),
-      replicas_(replicas) {
+      replicas_(replicas),
+      reduction_(reduction) {
   for (const GradientBuckets::Bucket& bucket : buckets_.buckets()) {
     pending_layers_.push_back(static_cast<int>(bucket.layers.size()));
     for (const auto& [chunk, layer] : bucket.layers) {
@@ -66,12 +68,15 @@ absl::Status GradientSync::StartReady(bool all) {
     if (!all && (bucket.buffers || pending_layers_[next_] > 0)) break;
     InFlight started{.bucket = next_, .started_ns = scope_.TraceNow()};
     first_start_ = std::min(first_start_, absl::Now());
+    // The buffers are averaged whole on every replica, whatever the gradients do.
+    const Collective collective = bucket.buffers ? Collective::kAllReduce : reduction_;
     absl::StatusOr<std::unique_ptr<TransferHandle>> handle =
-        group_.Start(next_, std::span<Tensor>(bucket.tensors));
+        group_.StartCollective(collective, next_, std::span<Tensor>(bucket.tensors));
     if (!handle.ok()) {
       return WithContext(handle.status(),
-                         absl::StrCat("starting the all-reduce of gradient bucket ", next_, " (",
-                                      bucket.bytes, " bytes)"));
+                         absl::StrCat("starting the ", CollectiveName(collective), " of ",
+                                      bucket.buffers ? "the buffers bucket " : "gradient bucket ",
+                                      next_, " (", bucket.bytes, " bytes)"));
     }
     started.handle = *std::move(handle);
     in_flight_.push_back(std::move(started));
@@ -98,8 +103,9 @@ absl::Status GradientSync::Finish(absl::Time deadline) {
   const absl::Time begin = absl::Now();
   RETURN_IF_ERROR(StartReady(/*all=*/true));
   for (InFlight& flight : in_flight_) {
-    RETURN_IF_ERROR(WithContext(flight.handle->Wait(deadline),
-                                absl::StrCat("all-reducing gradient bucket ", flight.bucket)));
+    RETURN_IF_ERROR(WithContext(
+        flight.handle->Wait(deadline),
+        absl::StrCat("the ", CollectiveName(reduction_), " of bucket ", flight.bucket)));
     Completed(flight, absl::Now());
   }
   in_flight_.clear();

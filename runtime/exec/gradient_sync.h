@@ -5,7 +5,10 @@
 // replica) the bucket's all-reduce starts, overlapping the rest of the backward. At the step's
 // AllReduceGrads, Finish starts what is left (the buffers bucket, which is then divided by the
 // replica count: the running statistics are averaged), waits for everything and leaves the sums
-// in the gradients. Records each bucket's span in the trace. Lives for one step; single-threaded.
+// in the gradients. Under training.shard_optimizer_state the gradient buckets are
+// reduce-scattered instead: each replica is left with the sums of the parts it owns (the buffers
+// bucket is still all-reduced and averaged). Records each bucket's span in the trace. Lives for
+// one step; single-threaded.
 #ifndef GPIPE_RUNTIME_EXEC_GRADIENT_SYNC_H_
 #define GPIPE_RUNTIME_EXEC_GRADIENT_SYNC_H_
 
@@ -24,9 +27,10 @@ namespace gpipe {
 
 class GradientSync {
  public:
-  // All references must outlive the object; `micro_batches`, `replicas` >= 1.
+  // All references must outlive the object; `micro_batches`, `replicas` >= 1. `reduction`:
+  // kAllReduce, or kReduceScatter for a sharded optimizer state.
   GradientSync(GradientBuckets& buckets, ReduceGroup& group, Device& device, const StepScope& scope,
-               int micro_batches, int replicas);
+               int micro_batches, int replicas, Collective reduction = Collective::kAllReduce);
   GradientSync(const GradientSync&) = delete;
   GradientSync& operator=(const GradientSync&) = delete;
 
@@ -58,6 +62,7 @@ class GradientSync {
   const StepScope& scope_;
   const int micro_batches_;
   const int replicas_;
+  const Collective reduction_;
   std::vector<std::vector<int>> accumulated_;  // [chunk][layer]
   std::vector<int> pending_layers_;            // per gradient bucket: layers not yet final
   int next_ = 0;                               // the next bucket to start

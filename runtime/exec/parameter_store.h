@@ -38,6 +38,7 @@ class ParameterStore {
   std::span<Tensor> buffers_of(int local_layer);
   // All parameters of the stage, in order (for the optimizer).
   std::span<Tensor> values() { return values_; }
+  std::span<const Tensor> values() const { return values_; }
   std::span<const Tensor> grads() const { return grads_; }
   // The gradients to modify in place (gradient clipping's scale).
   std::span<Tensor> mutable_grads() { return grads_; }

@@ -1,5 +1,6 @@
 #include "runtime/exec/stage_chunks.h"
 
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -9,6 +10,7 @@
 #include "runtime/exec/bf16_loss.h"
 #include "runtime/train/optimizer_factory.h"
 #include "runtime/train/optimizer_state_io.h"
+#include "runtime/train/sharded_optimizer.h"
 
 namespace gpipe {
 
@@ -16,9 +18,18 @@ absl::StatusOr<StageChunks> StageChunks::Create(Device& device, const pb::Plan& 
                                                 const std::vector<ChunkSpec>& specs,
                                                 const LayerRegistry& registry,
                                                 std::span<const pb::TieGroup> ties,
-                                                const ChunkAdapter& adapter) {
+                                                const ChunkAdapter& adapter, int replica) {
   if (specs.empty()) return absl::InvalidArgumentError("a stage needs at least one chunk");
   StageChunks chunks;
+  const int replicas = plan.pipeline().data_parallel();
+  if (plan.training().shard_optimizer_state() && replicas > 1) {
+    if (replica < 0 || replica >= replicas) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("replica ", replica, " of ", replicas, " sharding the optimizer state"));
+    }
+    chunks.replica_ = replica;
+    chunks.replicas_ = replicas;
+  }
   for (size_t c = 0; c < specs.size(); ++c) {
     const ChunkSpec& spec = specs[c];
     auto model = StageModel::Create(plan.model(), spec.first_layer, spec.end_layer,
@@ -40,6 +51,10 @@ absl::StatusOr<StageChunks> StageChunks::Create(Device& device, const pb::Plan& 
     if (adapter != nullptr) {
       RETURN_IF_ERROR(
           WithContext(adapter(*chunks.models_.back(), optimizer), absl::StrCat("chunk ", c)));
+    }
+    if (chunks.replicas_ > 1) {
+      optimizer =
+          std::make_unique<ShardedOptimizer>(std::move(optimizer), replica, chunks.replicas_);
     }
     ASSIGN_OR_RETURN(ParameterStore store, ParameterStore::Create(device, *chunks.models_.back(),
                                                                   plan.training().seed(), ties));
@@ -99,21 +114,44 @@ absl::Status StageChunks::Import(const std::vector<NamedTensorData>& tensors) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<StageChunks::SavedTensors> StageChunks::SaveState() const {
+std::vector<ElementRange> StageChunks::OptimizerParts(int chunk) const {
+  if (replicas_ == 1) return {};
+  return ReplicaParts(parameters_[chunk]->values(), replica_, replicas_);
+}
+
+absl::StatusOr<StageChunks::SavedTensors> StageChunks::SaveState(bool with_values) const {
   SavedTensors saved;
+  const auto add = [&](NamedTensorData tensor, std::vector<int64_t> whole_shape,
+                       pb::CheckpointTensor::Kind kind, std::optional<ElementRange> part) {
+    pb::CheckpointTensor& entry = saved.entries.emplace_back();
+    entry.set_name(tensor.name);
+    for (int64_t d : whole_shape) entry.add_shape(d);
+    entry.set_kind(kind);
+    if (part.has_value()) {
+      entry.set_element_begin(part->begin);
+      entry.set_element_end(part->end);
+    }
+    saved.tensors.push_back(std::move(tensor));
+  };
   for (size_t c = 0; c < parameters_.size(); ++c) {
     const ParameterStore& store = *parameters_[c];
-    ASSIGN_OR_RETURN(std::vector<NamedTensorData> values, store.Export());
-    for (size_t i = 0; i < values.size(); ++i) {
-      saved.kinds.push_back(i < store.names().size() ? pb::CheckpointTensor::PARAMETER
-                                                     : pb::CheckpointTensor::BUFFER);
-      saved.tensors.push_back(std::move(values[i]));
+    if (with_values) {
+      ASSIGN_OR_RETURN(std::vector<NamedTensorData> values, store.Export());
+      for (size_t i = 0; i < values.size(); ++i) {
+        std::vector<int64_t> shape = values[i].shape;
+        add(std::move(values[i]), std::move(shape),
+            i < store.names().size() ? pb::CheckpointTensor::PARAMETER
+                                     : pb::CheckpointTensor::BUFFER,
+            std::nullopt);
+      }
     }
-    ASSIGN_OR_RETURN(std::vector<NamedTensorData> state,
-                     ExportOptimizerState(store.device(), *optimizers_[c], store.names()));
-    for (NamedTensorData& t : state) {
-      saved.kinds.push_back(pb::CheckpointTensor::OPTIMIZER_STATE);
-      saved.tensors.push_back(std::move(t));
+    const std::vector<ElementRange> parts = OptimizerParts(static_cast<int>(c));
+    ASSIGN_OR_RETURN(std::vector<ExportedState> state,
+                     ExportOptimizerState(store.device(), *optimizers_[c], store.names(),
+                                          store.values(), parts));
+    for (ExportedState& t : state) {
+      add(std::move(t.tensor), std::move(t.whole_shape), pb::CheckpointTensor::OPTIMIZER_STATE,
+          t.part);
     }
   }
   return saved;
@@ -143,7 +181,8 @@ absl::Status StageChunks::RestoreState(const std::vector<NamedTensorData>& tenso
     // Parameters first: a model that differs is reported as such, not as odd optimizer state.
     RETURN_IF_ERROR(store.Import(tensors));
     RETURN_IF_ERROR(ImportOptimizerState(store.device(), *optimizers_[c], optimizer_steps,
-                                         store.names(), store.values(), by_name));
+                                         store.names(), store.values(), by_name,
+                                         OptimizerParts(static_cast<int>(c))));
   }
   return absl::OkStatus();
 }

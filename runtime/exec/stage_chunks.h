@@ -18,6 +18,7 @@
 #include "proto/control.pb.h"
 #include "proto/plan.pb.h"
 #include "runtime/ckpt/safetensors.h"
+#include "runtime/core/element_range.h"
 #include "runtime/device/device.h"
 #include "runtime/exec/parameter_store.h"
 #include "runtime/exec/stage_model.h"
@@ -57,12 +58,13 @@ class StageChunks {
  public:
   // One chunk per spec, in chunk order, each adapted by `adapter` (when not null) before its
   // parameters are created. Parameters are initialized from `training.seed`. `ties`: the
-  // model's tied parameters (see ParameterStore::Create).
+  // model's tied parameters (see ParameterStore::Create). Under training.shard_optimizer_state
+  // each chunk's optimizer is a ShardedOptimizer of data-parallel replica `replica`.
   static absl::StatusOr<StageChunks> Create(Device& device, const pb::Plan& plan,
                                             const std::vector<ChunkSpec>& specs,
                                             const LayerRegistry& registry,
                                             std::span<const pb::TieGroup> ties = {},
-                                            const ChunkAdapter& adapter = nullptr);
+                                            const ChunkAdapter& adapter = nullptr, int replica = 0);
   // The specs of stage `stage`'s chunks from the resolved stage table (one entry per model
   // part, part j running where `topology` puts virtual stage j), chunk 0 first.
   static std::vector<ChunkSpec> SpecsForStage(const std::vector<pb::StageSpec>& parts, int stage,
@@ -82,12 +84,18 @@ class StageChunks {
   absl::Status Import(const std::vector<NamedTensorData>& tensors);
 
   // Checkpoints. Every tensor this stage saves: each chunk's parameters, buffers and optimizer
-  // state ("fc1.weight:exp_avg", none before the first update), with its kind.
+  // state ("fc1.weight:exp_avg", none before the first update; under
+  // training.shard_optimizer_state this replica's parts of it), with its manifest entry (name,
+  // whole shape, kind, and for a part its element range; no shard).
   struct SavedTensors {
     std::vector<NamedTensorData> tensors;
-    std::vector<pb::CheckpointTensor::Kind> kinds;  // one per tensor
+    std::vector<pb::CheckpointTensor> entries;  // one per tensor
   };
-  absl::StatusOr<SavedTensors> SaveState() const;
+  // `with_values` false leaves the parameters and buffers out (a replica other than the first
+  // saves only its parts of a sharded optimizer state).
+  absl::StatusOr<SavedTensors> SaveState(bool with_values = true) const;
+  // Whether the optimizer state is sharded over the replicas (each saves its own parts).
+  bool sharded_optimizer_state() const { return replicas_ > 1; }
   // The names a checkpoint must hold for this stage after `optimizer_steps` updates (the
   // optimizer state only when > 0).
   std::vector<std::string> StateNames(int64_t optimizer_steps) const;
@@ -102,6 +110,12 @@ class StageChunks {
   std::vector<std::unique_ptr<StageModel>> models_;
   std::vector<std::unique_ptr<ParameterStore>> parameters_;
   std::vector<std::unique_ptr<Optimizer>> optimizers_;
+  // Under training.shard_optimizer_state: this replica and the replica count (1: not sharded).
+  int replica_ = 0;
+  int replicas_ = 1;
+  // The parts of chunk `chunk`'s parameters this replica's optimizer keeps state for; empty
+  // when not sharded.
+  std::vector<ElementRange> OptimizerParts(int chunk) const;
 };
 
 }  // namespace gpipe

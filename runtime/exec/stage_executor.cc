@@ -9,11 +9,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/ops.h"
 #include "runtime/exec/device_busy_time.h"
 #include "runtime/exec/gradient_norm_terms.h"
 #include "runtime/exec/gradient_sync.h"
 #include "runtime/exec/micro_batch_plan.h"
 #include "runtime/exec/micro_batch_state.h"
+#include "runtime/exec/sharded_update.h"
 #include "runtime/exec/stage_compute.h"
 #include "runtime/exec/step_report_builder.h"
 #include "runtime/exec/step_scope.h"
@@ -31,8 +33,10 @@ std::unique_ptr<GradientSync> GradientSyncFor(const ExecutorConfig& config,
   if (plan.forward_only() || res.replica_reducer == nullptr || res.gradient_buckets == nullptr) {
     return nullptr;
   }
-  return std::make_unique<GradientSync>(*res.gradient_buckets, *res.replica_reducer, res.device,
-                                        scope, config.micro_batches, config.replicas);
+  return std::make_unique<GradientSync>(
+      *res.gradient_buckets, *res.replica_reducer, res.device, scope, config.micro_batches,
+      config.replicas,
+      config.shard_optimizer_state ? Collective::kReduceScatter : Collective::kAllReduce);
 }
 
 }  // namespace
@@ -53,6 +57,7 @@ class StageExecutor::Step {
         transfers_(scope_, program_, res_, states_, StageCompute::MicroBatchSize(config_)),
         report_builder_(scope_, res_.device),
         grad_sync_(GradientSyncFor(config_, res_, plan_, scope_)),
+        last_all_gather_(executor.last_all_gather_),
         compute_(config_, res_, plan_, command_, report_builder_, grad_sync_.get()),
         busy_(res_.device) {}
 
@@ -345,14 +350,23 @@ class StageExecutor::Step {
       RETURN_IF_ERROR(busy_.End());
     }
     ASSIGN_OR_RETURN(Tensor * flag, report_builder_.NonFiniteFlag());
-    for (const ChunkRefs& chunk : res_.chunks) {
-      RETURN_IF_ERROR(chunk.parameters->FlagNonFiniteGrads(*flag));
+    const bool sharded = config_.shard_optimizer_state;
+    if (sharded) {
+      // Only the owned parts hold sums; together the replicas check every element once.
+      ASSIGN_OR_RETURN(const std::vector<Tensor> owned,
+                       OwnedGradientParts(res_.chunks, config_.replica, config_.replicas));
+      RETURN_IF_ERROR(res_.device.ops().tensor.FlagNonFinite(owned, *flag));
+    } else {
+      for (const ChunkRefs& chunk : res_.chunks) {
+        RETURN_IF_ERROR(chunk.parameters->FlagNonFiniteGrads(*flag));
+      }
     }
     if (!res_.gradient_norm_terms.empty()) {
       // Gradient clipping: this stage's part of the global norm, sent with the report.
       RETURN_IF_ERROR(busy_.Begin());
-      RETURN_IF_ERROR(
-          AddGradientSquareSums(res_.gradient_norm_terms, res_.chunks, res_.device, report_));
+      RETURN_IF_ERROR(AddGradientSquareSums(res_.gradient_norm_terms, res_.chunks, res_.device,
+                                            report_, sharded ? config_.replica : 0,
+                                            sharded ? config_.replicas : 1));
       RETURN_IF_ERROR(busy_.End());
     }
     RETURN_IF_ERROR(FillReport());
@@ -373,6 +387,13 @@ class StageExecutor::Step {
             res_.device, command_.lr(), chunk.parameters->values(), chunk.parameters->grads()));
       }
       RETURN_IF_ERROR(chunk.parameters->ZeroGrads());
+    }
+    if (sharded && apply && res_.replica_reducer != nullptr) {
+      // Every replica updated its parts; the next forward needs them all.
+      const absl::Time begin = absl::Now();
+      RETURN_IF_ERROR(
+          AllGatherParameters(*res_.gradient_buckets, *res_.replica_reducer, scope_.Deadline()));
+      last_all_gather_ = absl::Now() - begin;
     }
     return absl::OkStatus();
   }
@@ -411,6 +432,9 @@ class StageExecutor::Step {
     report_.set_bytes_sent(transfers_.bytes_sent());
     report_.set_bytes_received(transfers_.bytes_received());
     if (grad_sync_ != nullptr) grad_sync_->Report(report_);
+    if (config_.shard_optimizer_state && !plan_.forward_only()) {
+      report_.set_all_gather_ms(absl::ToDoubleMilliseconds(last_all_gather_));
+    }
     return absl::OkStatus();
   }
 
@@ -426,6 +450,9 @@ class StageExecutor::Step {
   StepTransfers transfers_;
   StepReportBuilder report_builder_;
   std::unique_ptr<GradientSync> grad_sync_;  // with data-parallel replicas, training only
+  // Under training.shard_optimizer_state: the all-gather after the last update (the executor's,
+  // so that it outlives the step whose report cannot carry it: the update follows the report).
+  absl::Duration& last_all_gather_;
   StageCompute compute_;
 
   absl::Time start_;

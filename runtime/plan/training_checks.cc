@@ -199,6 +199,13 @@ void CheckTraining(const pb::Plan& plan, PlanErrors& errors) {
                absl::StrCat("is ", Show(training.clip_grad_norm()),
                             "; it must be > 0 (the largest gradient norm kept; 0: no clipping)"));
   }
+  if (training.shard_optimizer_state() && plan.pipeline().data_parallel() < 2) {
+    errors.Add(
+        "training.shard_optimizer_state",
+        absl::StrCat("is true but pipeline.data_parallel is ", plan.pipeline().data_parallel(),
+                     ": the optimizer state is sharded over a stage's data-parallel "
+                     "replicas, so it needs data_parallel >= 2 (or remove the field)"));
+  }
 }
 
 }  // namespace gpipe

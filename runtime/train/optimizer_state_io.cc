@@ -25,10 +25,15 @@ std::vector<std::string> OptimizerStateNames(const Optimizer& optimizer,
   return out;
 }
 
-absl::StatusOr<std::vector<NamedTensorData>> ExportOptimizerState(
-    Device& device, const Optimizer& optimizer, std::span<const std::string> names) {
+absl::StatusOr<std::vector<ExportedState>> ExportOptimizerState(
+    Device& device, const Optimizer& optimizer, std::span<const std::string> names,
+    std::span<const Tensor> values, std::span<const ElementRange> parts) {
   const std::vector<std::string> keys = optimizer.StateKeys();
-  std::vector<NamedTensorData> out;
+  if (values.size() != names.size() || (!parts.empty() && parts.size() != names.size())) {
+    return absl::InternalError(absl::StrCat("exporting the optimizer state of ", names.size(),
+                                            " named parameters with ", values.size(),
+                                            " values and ", parts.size(), " parts"));
+  }
   for (size_t k = 0; k < keys.size(); ++k) {
     const std::span<const Tensor> state = optimizer.State(static_cast<int>(k));
     if (state.empty()) continue;  // before the first Step
@@ -37,18 +42,30 @@ absl::StatusOr<std::vector<NamedTensorData>> ExportOptimizerState(
                                               " tensors for ", names.size(), " parameters"));
     }
   }
+  std::vector<ExportedState> out;
   for (size_t i = 0; i < names.size(); ++i) {
     for (size_t k = 0; k < keys.size(); ++k) {
       const std::span<const Tensor> state = optimizer.State(static_cast<int>(k));
       if (state.empty()) continue;
       const Tensor& tensor = state[i];
-      NamedTensorData data{StateName(names[i], keys[k]), tensor.shape().dims(),
-                           std::vector<float>(tensor.num_elements())};
-      RETURN_IF_ERROR(
-          WithContext(device.CopyToHost(tensor, data.values.data(),
-                                        static_cast<int64_t>(data.values.size() * sizeof(float))),
-                      absl::StrCat("saving '", data.name, "'")));
-      out.push_back(std::move(data));
+      if (!parts.empty() && parts[i].empty()) continue;  // the part of another replica
+      const int64_t expected = parts.empty() ? values[i].num_elements() : parts[i].size();
+      if (!tensor.defined() || tensor.num_elements() != expected) {
+        return absl::InternalError(absl::StrCat("the optimizer's ", keys[k], " of '", names[i],
+                                                "' is ", tensor.DebugString(), ", expected ",
+                                                expected, " elements"));
+      }
+      ExportedState exported{
+          .tensor = {StateName(names[i], keys[k]),
+                     parts.empty() ? tensor.shape().dims() : std::vector<int64_t>{expected},
+                     std::vector<float>(expected)},
+          .whole_shape = values[i].shape().dims()};
+      if (!parts.empty()) exported.part = parts[i];
+      RETURN_IF_ERROR(WithContext(
+          device.CopyToHost(tensor, exported.tensor.values.data(),
+                            static_cast<int64_t>(exported.tensor.values.size() * sizeof(float))),
+          absl::StrCat("saving '", exported.tensor.name, "'")));
+      out.push_back(std::move(exported));
     }
   }
   return out;
@@ -57,7 +74,12 @@ absl::StatusOr<std::vector<NamedTensorData>> ExportOptimizerState(
 absl::Status ImportOptimizerState(
     Device& device, Optimizer& optimizer, int64_t steps, std::span<const std::string> names,
     std::span<const Tensor> values,
-    const absl::flat_hash_map<std::string, const NamedTensorData*>& tensors) {
+    const absl::flat_hash_map<std::string, const NamedTensorData*>& tensors,
+    std::span<const ElementRange> parts) {
+  if (!parts.empty() && parts.size() != names.size()) {
+    return absl::InternalError(absl::StrCat("importing the optimizer state of ", names.size(),
+                                            " parameters with ", parts.size(), " parts"));
+  }
   const std::vector<std::string> keys = optimizer.StateKeys();
   std::vector<std::vector<Tensor>> state(keys.size());
   if (steps > 0) {
@@ -80,12 +102,23 @@ absl::Status ImportOptimizerState(
     }
     for (size_t k = 0; k < keys.size(); ++k) {
       for (size_t i = 0; i < names.size(); ++i) {
-        ASSIGN_OR_RETURN(Tensor tensor, Tensor::Empty(device, values[i].shape(), DType::kF32,
-                                                      MemoryKind::kOptimizerState));
         const NamedTensorData& source = *sources[k][i];
+        const ElementRange part =
+            parts.empty() ? ElementRange{0, values[i].num_elements()} : parts[i];
+        if (part.empty()) {
+          state[k].emplace_back();  // another replica's
+          continue;
+        }
+        Shape shape = values[i].shape();
+        if (!parts.empty()) {
+          ASSIGN_OR_RETURN(const Tensor view, ElementView(values[i], part));
+          shape = view.shape();
+        }
+        ASSIGN_OR_RETURN(Tensor tensor,
+                         Tensor::Empty(device, shape, DType::kF32, MemoryKind::kOptimizerState));
         RETURN_IF_ERROR(WithContext(
-            device.CopyFromHost(source.values.data(),
-                                static_cast<int64_t>(source.values.size() * sizeof(float)), tensor),
+            device.CopyFromHost(source.values.data() + part.begin,
+                                static_cast<int64_t>(part.size() * sizeof(float)), tensor),
             absl::StrCat("restoring '", source.name, "'")));
         state[k].push_back(std::move(tensor));
       }

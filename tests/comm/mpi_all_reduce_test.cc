@@ -1,5 +1,6 @@
 // MpiDataChannel's reduce groups over the whole job and over sub-groups (buckets started
-// asynchronously, in order), their checks and deadlines, run with 2 and 4 ranks.
+// asynchronously, in order; all-reduce, and the reduce-scatter and all-gather of a sharded
+// optimizer state), their checks and deadlines, run with 2 and 4 ranks.
 #include <mpi.h>
 
 #include <memory>
@@ -10,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "runtime/comm/mpi_data_channel.h"
+#include "runtime/core/element_range.h"
 #include "tests/comm/mpi_test_support.h"
 
 namespace gpipe {
@@ -222,6 +224,84 @@ TEST_F(MpiAllReduceTest, ReduceGroupOfOneRankSumsNothing) {
   ASSERT_TRUE(handle.ok()) << handle.status();
   EXPECT_TRUE((*handle)->Done());
   EXPECT_EQ(SumMismatches(tensors, {rank_}), 0);
+}
+
+// ---- sharded optimizer state: reduce-scatter, then all-gather ------------------------------
+
+// Checks a reduce-scatter over `group` (this rank being member `member`) and the all-gather
+// that follows: the member's parts hold the group's sums, then every element does.
+void ExpectScatterThenGather(ReduceGroup& group_reducer, std::vector<Tensor>& tensors,
+                             const std::vector<int>& group, int member, int rank) {
+  const int members = static_cast<int>(group.size());
+  absl::StatusOr<std::unique_ptr<TransferHandle>> scatter =
+      group_reducer.StartCollective(Collective::kReduceScatter, 0, tensors);
+  ASSERT_TRUE(scatter.ok()) << scatter.status();
+  ASSERT_TRUE((*scatter)->Wait(DeadlineIn(kGenerous)).ok());
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const ElementRange part = ShardRange(tensors[t].num_elements(), members, member);
+    for (int64_t i = part.begin; i < part.end; ++i) {
+      float expected = 0;
+      for (int r : group) expected += Contribution(r, static_cast<int>(t), i);
+      ASSERT_EQ(tensors[t].f32()[i], expected) << "tensor " << t << " element " << i;
+    }
+    // Outside its part a member's values are unspecified: spoil them, the gather replaces them.
+    for (int64_t i = 0; i < tensors[t].num_elements(); ++i) {
+      if (i < part.begin || i >= part.end) tensors[t].f32()[i] = -1.0f - rank;
+    }
+  }
+  absl::StatusOr<std::unique_ptr<TransferHandle>> gather =
+      group_reducer.StartCollective(Collective::kAllGather, 0, tensors);
+  ASSERT_TRUE(gather.ok()) << gather.status();
+  while (!(*gather)->Done()) absl::SleepFor(absl::Microseconds(50));
+  ASSERT_TRUE((*gather)->Wait(DeadlineIn(kGenerous)).ok());
+  int64_t mismatches = 0;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    for (int64_t i = 0; i < tensors[t].num_elements(); ++i) {
+      float expected = 0;
+      for (int r : group) expected += Contribution(r, static_cast<int>(t), i);
+      mismatches += tensors[t].f32()[i] != expected;
+    }
+  }
+  EXPECT_EQ(mismatches, 0);
+}
+
+TEST_F(MpiAllReduceTest, ReduceScatterThenAllGatherOverTheWholeJob) {
+  // Sizes the group divides, does not divide, and smaller than the group (the last member's).
+  const std::vector<Shape> shapes = {Shape({1}), Shape({3}), Shape({17}), Shape({64, 129}),
+                                     Shape({8})};
+  std::vector<int64_t> counts;
+  for (const Shape& shape : shapes) counts.push_back(shape.num_elements());
+  absl::StatusOr<std::unique_ptr<ReduceGroup>> reducer =
+      channel_->CreateReduceGroup(WholeJob(), {counts}, DeadlineIn(kGenerous));
+  ASSERT_TRUE(reducer.ok()) << reducer.status();
+  for (int step = 0; step < 2; ++step) {
+    std::vector<Tensor> tensors = Contributions(shapes);
+    ExpectScatterThenGather(**reducer, tensors, WholeJob(), rank_, rank_);
+  }
+}
+
+TEST_F(MpiAllReduceTest, ReduceScatterOrdersMembersByRankWhateverTheGroupOrder) {
+  if (size_ < 4) GTEST_SKIP() << "needs 4 ranks";
+  // Replica groups of a 2-stage, 2-replica job, given unsorted: member = place by rank.
+  const std::vector<int> given = rank_ % 2 == 0 ? std::vector<int>{2, 0} : std::vector<int>{3, 1};
+  const std::vector<int> sorted = {given[1], given[0]};
+  absl::StatusOr<std::unique_ptr<ReduceGroup>> reducer =
+      channel_->CreateReduceGroup(given, {{5, 1000}}, DeadlineIn(kGenerous));
+  ASSERT_TRUE(reducer.ok()) << reducer.status();
+  std::vector<Tensor> tensors = Contributions({Shape({5}), Shape({1000})});
+  ExpectScatterThenGather(**reducer, tensors, sorted, rank_ < 2 ? 0 : 1, rank_);
+}
+
+TEST_F(MpiAllReduceTest, GathersAndReductionsKeepTheirOwnBucketOrders) {
+  absl::StatusOr<std::unique_ptr<ReduceGroup>> reducer =
+      channel_->CreateReduceGroup(WholeJob(), {{4}, {8}}, DeadlineIn(kGenerous));
+  ASSERT_TRUE(reducer.ok()) << reducer.status();
+  std::vector<Tensor> eight = Contributions({Shape({8})});
+  absl::StatusOr<std::unique_ptr<TransferHandle>> early =
+      (*reducer)->StartCollective(Collective::kAllGather, 1, eight);
+  EXPECT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(early.status().message()),
+              HasSubstr("all-gather of bucket 1 started while bucket 0 is next"));
 }
 
 // The deadline case comes last: the description rank 0 sent is never received, and must not

@@ -254,6 +254,22 @@ TEST_F(NcclChannelTest, OneRankReduceGroupRunsTheNcclPath) {
     EXPECT_EQ(values[999], 2.0f * (step + 999));
     EXPECT_EQ(Read(second[0])[76], 2.5f + 76);
   }
+  // A sharded optimizer state's step: reduce-scatter both buckets, then all-gather them (one
+  // member owns everything: ncclReduceScatter and ncclAllGather of whole tensors, in place).
+  std::vector<Tensor> first = {Counting(1000, 1.0f), Counting(3, -5.0f)};
+  std::vector<Tensor> second = {Counting(77, 2.5f)};
+  for (Collective collective : {Collective::kReduceScatter, Collective::kAllGather}) {
+    SCOPED_TRACE(CollectiveName(collective));
+    auto a = (*reduce)->StartCollective(collective, 0, first);
+    ASSERT_TRUE(a.ok()) << a.status();
+    auto b = (*reduce)->StartCollective(collective, 1, second);
+    ASSERT_TRUE(b.ok()) << b.status();
+    ASSERT_TRUE((*a)->Wait(DeadlineIn(absl::Seconds(20))).ok());
+    ASSERT_TRUE((*b)->Wait(DeadlineIn(absl::Seconds(20))).ok());
+    EXPECT_EQ(Read(first[0])[999], 1.0f + 999);
+    EXPECT_EQ(Read(first[1])[2], -3.0f);
+    EXPECT_EQ(Read(second[0])[76], 2.5f + 76);
+  }
 }
 
 // A communicator whose other member never comes: the non-blocking initialization ends at the

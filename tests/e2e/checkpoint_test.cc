@@ -55,15 +55,7 @@ class CheckpointJobTest : public testing::EquivalenceHarness {
     return testing::RunProcess(argv, 180);
   }
 
-  static Weights Read(const std::string& path) {
-    Weights weights;
-    absl::StatusOr<std::vector<NamedTensorData>> read = ReadSafetensors(path);
-    EXPECT_TRUE(read.ok()) << read.status();
-    if (read.ok()) {
-      for (NamedTensorData& t : *read) weights[t.name] = std::move(t);
-    }
-    return weights;
-  }
+  static Weights Read(const std::string& path) { return ReadWeights(path); }
 
   // The "loss" field of every training record of a metrics file, as written.
   static std::vector<std::string> Losses(const std::string& path) {

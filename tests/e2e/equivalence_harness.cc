@@ -78,6 +78,16 @@ double EquivalenceHarness::MaxRelativeDifference(const Weights& a, const Weights
   return worst;
 }
 
+Weights EquivalenceHarness::ReadWeights(const std::string& path) {
+  Weights weights;
+  absl::StatusOr<std::vector<NamedTensorData>> read = ReadSafetensors(path);
+  EXPECT_TRUE(read.ok()) << read.status();
+  if (read.ok()) {
+    for (NamedTensorData& t : *read) weights[t.name] = std::move(t);
+  }
+  return weights;
+}
+
 Weights EquivalenceHarness::ParametersOnly(const Weights& weights) {
   Weights parameters;
   for (const auto& [name, tensor] : weights) {

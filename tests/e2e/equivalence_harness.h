@@ -47,6 +47,9 @@ class EquivalenceHarness : public ::testing::Test {
   static double MaxRelativeDifference(const Weights& a, const Weights& b);
   // The weights without layer buffers (batch norm's running_mean and running_var).
   static Weights ParametersOnly(const Weights& weights);
+  // The tensors of a safetensors file (an export), by name; empty, with a failed expectation,
+  // when it cannot be read.
+  static Weights ReadWeights(const std::string& path);
 
   // An --override applied before the test's own ("": the plan's device).
   std::string device_override_;

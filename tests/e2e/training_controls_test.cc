@@ -45,15 +45,7 @@ class TrainingControlsTest : public testing::EquivalenceHarness {
     return testing::RunProcess(argv, 180);
   }
 
-  static Weights Read(const std::string& path) {
-    Weights weights;
-    absl::StatusOr<std::vector<NamedTensorData>> read = ReadSafetensors(path);
-    EXPECT_TRUE(read.ok()) << read.status();
-    if (read.ok()) {
-      for (NamedTensorData& t : *read) weights[t.name] = std::move(t);
-    }
-    return weights;
-  }
+  static Weights Read(const std::string& path) { return ReadWeights(path); }
 
   // The value of `field` in every training record of a metrics file.
   static std::vector<double> Field(const std::string& path, const std::string& field) {

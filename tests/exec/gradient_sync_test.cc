@@ -62,15 +62,21 @@ class RecordingGroup final : public ReduceGroup {
   RecordingGroup(std::vector<std::vector<int64_t>> buckets, int replicas, int polls)
       : buckets_(std::move(buckets)), replicas_(replicas), polls_(polls) {}
 
-  absl::StatusOr<std::unique_ptr<TransferHandle>> Start(int bucket,
-                                                        std::span<Tensor> tensors) override {
+  absl::StatusOr<std::unique_ptr<TransferHandle>> StartCollective(
+      Collective collective, int bucket, std::span<Tensor> tensors) override {
+    if (collective == Collective::kAllGather) {
+      return absl::UnimplementedError(CollectiveName(collective));
+    }
+    // A reduce-scatter sums like the all-reduce here: a member may hold more than its part.
     started.push_back(bucket);
+    collectives.push_back(collective);
     return std::unique_ptr<TransferHandle>(std::make_unique<Handle>(
         std::vector<Tensor>(tensors.begin(), tensors.end()), replicas_, polls_));
   }
   const std::vector<std::vector<int64_t>>& buckets() const override { return buckets_; }
 
   std::vector<int> started;
+  std::vector<Collective> collectives;
 
  private:
   class Handle final : public TransferHandle {
@@ -141,6 +147,33 @@ TEST_F(GradientSyncTest, OneByteBucketsHoldOneLayerEachLastLayerFirstThenTheBuff
   EXPECT_EQ(buckets.BucketOf(0, 4), 0);
   EXPECT_EQ(buckets.BucketOf(0, 1), -1);  // relu: no parameters
   EXPECT_EQ(buckets.BucketOf(0, 3), -1);  // batch norm without affine parameters
+}
+
+TEST_F(GradientSyncTest, ShardedStateReduceScattersTheGradientsAndAllReducesTheBuffers) {
+  GradientBuckets buckets = GradientBuckets::Plan(chunks_->refs(), 1);
+  // Each bucket knows its gradients' parameters, which the replicas gather after the update.
+  for (const GradientBuckets::Bucket& bucket : buckets.buckets()) {
+    if (bucket.buffers) {
+      EXPECT_TRUE(bucket.values.empty());
+      continue;
+    }
+    ASSERT_EQ(bucket.values.size(), bucket.tensors.size());
+    for (size_t t = 0; t < bucket.values.size(); ++t) {
+      EXPECT_EQ(bucket.values[t].shape(), bucket.tensors[t].shape());
+    }
+  }
+  RecordingGroup group(buckets.Layout(), /*replicas=*/2, /*polls=*/1);
+  ExecutorConfig config;
+  pb::StepCommand command;
+  const StepScope scope(config, command, nullptr);
+  GradientSync sync(buckets, group, device_, scope, /*micro_batches=*/1, /*replicas=*/2,
+                    Collective::kReduceScatter);
+  for (int layer : {4, 3, 2, 1, 0}) ASSERT_TRUE(sync.Accumulated(0, layer).ok());
+  ASSERT_TRUE(sync.Finish(absl::Now() + absl::Seconds(1)).ok());
+  EXPECT_EQ(group.started, (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_EQ(group.collectives,
+            (std::vector<Collective>{Collective::kReduceScatter, Collective::kReduceScatter,
+                                     Collective::kReduceScatter, Collective::kAllReduce}));
 }
 
 TEST(AssignBucketsTest, ABucketClosesOnceItHoldsTheThresholdLayersWithoutBytesStayOut) {

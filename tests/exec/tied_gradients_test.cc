@@ -44,8 +44,11 @@ constexpr char kPlan[] = R"pb(
 // Sums as if the tie's other rank held the same values: x * 2.
 class DoublingGroup final : public ReduceGroup {
  public:
-  absl::StatusOr<std::unique_ptr<TransferHandle>> Start(int bucket,
-                                                        std::span<Tensor> tensors) override {
+  absl::StatusOr<std::unique_ptr<TransferHandle>> StartCollective(
+      Collective collective, int bucket, std::span<Tensor> tensors) override {
+    if (collective != Collective::kAllReduce) {
+      return absl::UnimplementedError(CollectiveName(collective));
+    }
     started.push_back(bucket);
     for (Tensor& t : tensors) {
       for (int64_t i = 0; i < t.num_elements(); ++i) t.f32()[i] *= 2.0f;

@@ -35,11 +35,15 @@ class SimReduceGroup final : public ReduceGroup {
   SimReduceGroup(ReduceGroupLayout layout, int ranks, SimCosts costs)
       : layout_(std::move(layout)), ranks_(ranks), costs_(std::move(costs)) {}
 
-  absl::StatusOr<std::unique_ptr<TransferHandle>> Start(int bucket,
-                                                        std::span<Tensor> tensors) override {
-    RETURN_IF_ERROR(layout_.Advance(bucket, tensors, "sim: a bucket all-reduce"));
+  absl::StatusOr<std::unique_ptr<TransferHandle>> StartCollective(
+      Collective collective, int bucket, std::span<Tensor> tensors) override {
+    RETURN_IF_ERROR(layout_.Advance(collective, bucket, tensors,
+                                    absl::StrCat("sim: a bucket ", CollectiveName(collective))));
     const int64_t bytes = layout_.BucketElements(bucket) * static_cast<int64_t>(sizeof(float));
-    link_free_ = std::max(link_free_, absl::Now()) + costs_.AllReduce(bytes, ranks_);
+    const absl::Duration time = collective == Collective::kAllReduce
+                                    ? costs_.AllReduce(bytes, ranks_)
+                                    : costs_.RingPass(bytes, ranks_);
+    link_free_ = std::max(link_free_, absl::Now()) + time;
     return std::unique_ptr<TransferHandle>(std::make_unique<SimReduceHandle>(link_free_));
   }
   const std::vector<std::vector<int64_t>>& buckets() const override { return layout_.buckets(); }

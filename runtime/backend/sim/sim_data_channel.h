@@ -2,11 +2,12 @@
 // communicator. Point-to-point transfers carry the header only (key, dtype, shape, still checked
 // by the receiver; sim_header_transfer.h) and complete no earlier than the link model's time for
 // the payload's bytes after their post. A reduce group's buckets move no data and run on the link
-// beside the compute: each completes a ring all-reduce's time (from the link model) after it
-// starts, or after the group's previous bucket completes (one link), without occupying the
-// device, so they overlap the backward as on a real accelerator. Approximation: the members do
-// not wait for each other inside the all-reduce (the step's gradient-sync barrier, which follows,
-// aligns them). Every rank of the job must use it. Thread-compatible.
+// beside the compute: each completes a ring all-reduce's time (a reduce-scatter's or
+// all-gather's: half of it) from the link model after it starts, or after the group's previous
+// bucket completes (one link), without occupying the device, so they overlap the backward as on a
+// real accelerator. Approximation: the members do not wait for each other inside the all-reduce
+// (the step's gradient-sync barrier, which follows, aligns them). Every rank of the job must use
+// it. Thread-compatible.
 #ifndef GPIPE_RUNTIME_BACKEND_SIM_SIM_DATA_CHANNEL_H_
 #define GPIPE_RUNTIME_BACKEND_SIM_SIM_DATA_CHANNEL_H_
 

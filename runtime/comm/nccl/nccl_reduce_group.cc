@@ -45,32 +45,31 @@ absl::StatusOr<std::unique_ptr<NcclReduceGroup>> NcclReduceGroup::Create(
                              communicator->stream());
       },
       deadline));
-  return std::unique_ptr<NcclReduceGroup>(
-      new NcclReduceGroup(std::move(communicator), compute_stream, *std::move(layout),
-                          std::move(description), issue_timeout));
+  return std::unique_ptr<NcclReduceGroup>(new NcclReduceGroup(
+      std::move(communicator), compute_stream, *std::move(layout), std::move(description),
+      issue_timeout, member, static_cast<int>(group.size())));
 }
 
-absl::StatusOr<std::unique_ptr<TransferHandle>> NcclReduceGroup::Start(int bucket,
-                                                                       std::span<Tensor> tensors) {
+absl::StatusOr<std::unique_ptr<TransferHandle>> NcclReduceGroup::StartCollective(
+    Collective collective, int bucket, std::span<Tensor> tensors) {
   if (communicator_->aborted()) {
     return absl::FailedPreconditionError(absl::StrCat(
         description_, ": an earlier reduction on this group failed; the group is unusable"));
   }
-  RETURN_IF_ERROR(layout_.Advance(bucket, tensors, description_));
+  RETURN_IF_ERROR(layout_.Advance(collective, bucket, tensors, description_));
   for (const Tensor& tensor : tensors) {
     if (tensor.allocator().host_accessible()) {
       return absl::FailedPreconditionError(
           absl::StrCat(description_, ": NCCL reduces device tensors; this one is in host memory"));
     }
   }
-  const std::string what = absl::StrCat(description_, " (bucket ", bucket, ")");
+  const std::string what =
+      absl::StrCat(description_, " (", CollectiveName(collective), " of bucket ", bucket, ")");
   RETURN_IF_ERROR(WithContext(communicator_->After(compute_stream_), what));
   RETURN_IF_ERROR(communicator_->Issue(
       [&] {
         for (Tensor& tensor : tensors) {
-          const ncclResult_t result = ncclAllReduce(
-              tensor.raw_data(), tensor.raw_data(), static_cast<size_t>(tensor.num_elements()),
-              ncclFloat32, ncclSum, communicator_->comm(), communicator_->stream());
+          const ncclResult_t result = IssueOne(collective, tensor);
           if (result != ncclSuccess) return result;
         }
         return ncclSuccess;
@@ -80,6 +79,36 @@ absl::StatusOr<std::unique_ptr<TransferHandle>> NcclReduceGroup::Start(int bucke
   auto kept = std::make_shared<std::vector<Tensor>>(tensors.begin(), tensors.end());
   return std::unique_ptr<TransferHandle>(std::make_unique<NcclTransferHandle>(
       communicator_, std::nullopt, NcclMilestone{std::move(done), {}}, std::move(kept), what));
+}
+
+ncclResult_t NcclReduceGroup::IssueOne(Collective collective, Tensor& tensor) const {
+  float* data = static_cast<float*>(tensor.raw_data());
+  const size_t elements = static_cast<size_t>(tensor.num_elements());
+  ncclComm_t comm = communicator_->comm();
+  cudaStream_t stream = communicator_->stream();
+  if (collective == Collective::kAllReduce) {
+    return ncclAllReduce(data, data, elements, ncclFloat32, ncclSum, comm, stream);
+  }
+  // ShardRange's parts: `part` elements per member in place, the remainder the last member's.
+  const size_t members = static_cast<size_t>(members_);
+  const size_t part = elements / members;
+  float* own = data + part * static_cast<size_t>(member_);
+  float* rest = data + part * members;
+  const size_t remainder = elements - part * members;
+  const int last = members_ - 1;
+  ncclResult_t result = ncclSuccess;
+  if (collective == Collective::kReduceScatter) {
+    if (part > 0) result = ncclReduceScatter(data, own, part, ncclFloat32, ncclSum, comm, stream);
+    if (result == ncclSuccess && remainder > 0) {
+      result = ncclReduce(rest, rest, remainder, ncclFloat32, ncclSum, last, comm, stream);
+    }
+    return result;
+  }
+  if (part > 0) result = ncclAllGather(own, data, part, ncclFloat32, comm, stream);
+  if (result == ncclSuccess && remainder > 0) {
+    result = ncclBroadcast(rest, rest, remainder, ncclFloat32, last, comm, stream);
+  }
+  return result;
 }
 
 }  // namespace gpipe

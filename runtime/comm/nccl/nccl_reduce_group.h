@@ -38,24 +38,31 @@ class NcclReduceGroup final : public ReduceGroup {
       absl::Time deadline, absl::Duration issue_timeout);
 
   // Device f32 tensors of the bucket's element counts.
-  absl::StatusOr<std::unique_ptr<TransferHandle>> Start(int bucket,
-                                                        std::span<Tensor> tensors) override;
+  absl::StatusOr<std::unique_ptr<TransferHandle>> StartCollective(
+      Collective collective, int bucket, std::span<Tensor> tensors) override;
   const std::vector<std::vector<int64_t>>& buckets() const override { return layout_.buckets(); }
 
  private:
   NcclReduceGroup(std::shared_ptr<NcclCommunicator> communicator, cudaStream_t compute_stream,
-                  ReduceGroupLayout layout, std::string description, absl::Duration issue_timeout)
+                  ReduceGroupLayout layout, std::string description, absl::Duration issue_timeout,
+                  int member, int members)
       : communicator_(std::move(communicator)),
         compute_stream_(compute_stream),
         layout_(std::move(layout)),
         description_(std::move(description)),
-        issue_timeout_(issue_timeout) {}
+        issue_timeout_(issue_timeout),
+        member_(member),
+        members_(members) {}
+  // One tensor's part of a start, inside the start's NCCL group.
+  ncclResult_t IssueOne(Collective collective, Tensor& tensor) const;
 
   std::shared_ptr<NcclCommunicator> communicator_;
   cudaStream_t compute_stream_;
   ReduceGroupLayout layout_;
   std::string description_;  // "rank 2 all-reducing gradient buckets over ranks [0, 2] (NCCL)"
   absl::Duration issue_timeout_;
+  int member_;  // this rank's place among the members, by rank (its NCCL rank)
+  int members_;
 };
 
 }  // namespace gpipe

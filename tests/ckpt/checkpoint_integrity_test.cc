@@ -1,5 +1,6 @@
 // What a checkpoint directory must look like to be trusted: the manifest's own checksum and its
-// step against the directory's name, an empty manifest named as such, `latest` a regular file,
+// step against the directory's name, a tensor saved in parts (a sharded optimizer state) covered
+// exactly once and read back whole, an empty manifest named as such, `latest` a regular file,
 // and symlink loops reported as loops wherever a path is examined.
 #include <sys/stat.h>
 #include <unistd.h>
@@ -78,6 +79,85 @@ TEST(ManifestStepTest, AStepDirectoryMustHoldItsOwnStep) {
   // A copy under another name is the user's: read as it is.
   fs::copy(dir + "/step-000000004", dir + "/before-the-change");
   EXPECT_EQ(ReadCheckpointManifest(dir + "/before-the-change")->step(), 4);
+}
+
+// A sharded optimizer state's tensor in parts: one entry per replica's element range.
+pb::CheckpointTensor Part(const std::string& name, int64_t begin, int64_t end, int shard,
+                          std::vector<int64_t> shape = {2, 5}) {
+  pb::CheckpointTensor entry;
+  entry.set_name(name);
+  for (int64_t d : shape) entry.add_shape(d);
+  entry.set_kind(pb::CheckpointTensor::OPTIMIZER_STATE);
+  entry.set_shard(shard);
+  entry.set_element_begin(begin);
+  entry.set_element_end(end);
+  return entry;
+}
+
+TEST(ManifestTest, ATensorInPartsMustBeCoveredExactlyOnce) {
+  pb::CheckpointManifest manifest;
+  manifest.set_format_version(kCheckpointFormatVersion);
+  for (int r = 0; r < 2; ++r) {
+    pb::CheckpointShard* shard = manifest.add_shards();
+    shard->set_file(CheckpointShardName(0, 1, r));
+    shard->set_replica(r);
+  }
+  const auto with = [&](std::vector<pb::CheckpointTensor> parts) {
+    pb::CheckpointManifest m = manifest;
+    for (pb::CheckpointTensor& part : parts) *m.add_tensors() = std::move(part);
+    return ValidateCheckpointManifest(m, "m");
+  };
+  EXPECT_TRUE(with({Part("w:exp_avg", 5, 10, 1), Part("w:exp_avg", 0, 5, 0)}).ok());
+  for (const auto& [what, parts] :
+       std::vector<std::pair<std::string, std::vector<pb::CheckpointTensor>>>{
+           {"a gap", {Part("w:exp_avg", 0, 4, 0), Part("w:exp_avg", 5, 10, 1)}},
+           {"an overlap", {Part("w:exp_avg", 0, 6, 0), Part("w:exp_avg", 5, 10, 1)}},
+           {"a repeat", {Part("w:exp_avg", 0, 10, 0), Part("w:exp_avg", 0, 10, 1)}},
+           {"a part missing", {Part("w:exp_avg", 0, 5, 0)}},
+           {"shapes that disagree",
+            {Part("w:exp_avg", 0, 5, 0), Part("w:exp_avg", 5, 10, 1, {10, 1, 2})}},
+           {"a range outside", {Part("w:exp_avg", 0, 5, 0), Part("w:exp_avg", 5, 11, 1)}}}) {
+    SCOPED_TRACE(what);
+    const absl::Status status = with(parts);
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+    EXPECT_TRUE(Contains(status, "'w:exp_avg'")) << status;
+  }
+  // A name saved whole and in parts.
+  pb::CheckpointTensor whole = Part("w:exp_avg", 0, 10, 0);
+  whole.clear_element_begin();
+  whole.clear_element_end();
+  EXPECT_EQ(with({whole, Part("w:exp_avg", 0, 10, 1)}).code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(ReaderTest, ATensorSavedInPartsComesBackWhole) {
+  const std::string dir = FreshTempDir();
+  pb::CheckpointManifest manifest;
+  manifest.set_format_version(kCheckpointFormatVersion);
+  // Replica 0 holds elements [0, 4) of a [2, 3] tensor, replica 1 [4, 6).
+  for (int r = 0; r < 2; ++r) {
+    const std::vector<float> values =
+        r == 0 ? std::vector<float>{0, 1, 2, 3} : std::vector<float>{4, 5};
+    absl::StatusOr<pb::CheckpointShard> shard = WriteCheckpointShard(
+        dir, 0, 1, {{"w:exp_avg", {static_cast<int64_t>(values.size())}, values}}, r);
+    ASSERT_TRUE(shard.ok()) << shard.status();
+    EXPECT_EQ(shard->file(),
+              r == 0 ? "stage-000-of-001.safetensors" : "stage-000-of-001-replica-001.safetensors");
+    *manifest.add_shards() = *shard;
+    *manifest.add_tensors() = Part("w:exp_avg", r == 0 ? 0 : 4, r == 0 ? 4 : 6, r, {2, 3});
+  }
+  ASSERT_TRUE(ValidateCheckpointManifest(manifest, "m").ok());
+  absl::StatusOr<std::vector<NamedTensorData>> read =
+      ReadCheckpointTensors(dir, manifest, std::vector<std::string>{"w:exp_avg"});
+  ASSERT_TRUE(read.ok()) << read.status();
+  ASSERT_EQ(read->size(), 1u);
+  EXPECT_EQ((*read)[0].shape, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ((*read)[0].values, (std::vector<float>{0, 1, 2, 3, 4, 5}));
+  // A part of another size than its range is refused naming it.
+  manifest.mutable_tensors(1)->set_element_begin(3);
+  const absl::Status status =
+      ReadCheckpointTensors(dir, manifest, std::vector<std::string>{"w:exp_avg"}).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_TRUE(Contains(status, "(elements [3, 6) of it)")) << status;
 }
 
 TEST(ManifestTest, AnEmptyManifestSaysSoNotAVersionMismatch) {

@@ -42,6 +42,15 @@ TEST_F(CudaEquivalenceTest, ReplicasSharingTheGpuAgree) {
   const Weights one_by_two = TrainReplicated(1, 2, {"pipeline { micro_batches: 2 }"});
   ExpectClose(two_by_two, one, 1e-5);
   ExpectClose(one_by_two, one, 1e-5);
+  // The optimizer state sharded over the replicas: the staged reduce-scatter and all-gather give
+  // the unsharded update (two replicas: every sum is a + b either way).
+  const std::string sharded = "training { shard_optimizer_state: true }";
+  ExpectBitIdentical(TrainReplicated(2, 2,
+                                     {"pipeline { micro_batches: 2 } runtime { "
+                                      "gradient_bucket_bytes: 1 }",
+                                      sharded}),
+                     two_by_two);
+  ExpectClose(TrainReplicated(1, 2, {"pipeline { micro_batches: 2 }", sharded}), one, 1e-5);
 }
 
 TEST_F(CudaEquivalenceTest, TrainingChangesTheWeights) {

@@ -110,6 +110,34 @@ int64_t StateElements(const Optimizer& optimizer) {
   return elements;
 }
 
+// Step `step` of the unsharded optimizer on `values` and of every replica on its copy, then the
+// replicas' gather.
+::testing::AssertionResult StepAll(CpuDevice& device, int step, Optimizer& whole,
+                                   std::vector<Tensor>& values, std::vector<Tensor>& grads,
+                                   std::vector<Replica>& replicas) {
+  SetGrads(grads, step);
+  if (absl::Status s = whole.Step(device, 0.1, values, grads); !s.ok()) {
+    return ::testing::AssertionFailure() << "unsharded: " << s;
+  }
+  for (Replica& replica : replicas) {
+    SetGrads(replica.grads, step);
+    if (absl::Status s = replica.optimizer->Step(device, 0.1, replica.values, replica.grads);
+        !s.ok()) {
+      return ::testing::AssertionFailure()
+             << "replica " << replica.optimizer->replica() << ": " << s;
+    }
+  }
+  Gather(replicas);
+  return ::testing::AssertionSuccess();
+}
+
+// `to` takes `from`'s values.
+void CopyValues(const std::vector<Tensor>& from, std::vector<Tensor>& to) {
+  for (size_t p = 0; p < from.size(); ++p) {
+    for (int64_t i = 0; i < from[p].num_elements(); ++i) to[p].f32()[i] = from[p].f32()[i];
+  }
+}
+
 class ShardedOptimizerTest : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(ShardedOptimizerTest, PartsPutTogetherAreTheUnshardedUpdate) {
@@ -119,13 +147,7 @@ TEST_P(ShardedOptimizerTest, PartsPutTogetherAreTheUnshardedUpdate) {
   std::unique_ptr<Optimizer> whole = Make(GetParam());
   std::vector<Replica> replicas = MakeReplicas(device, GetParam(), 3);
   for (int step = 0; step < 4; ++step) {
-    SetGrads(grads, step);
-    ASSERT_TRUE(whole->Step(device, 0.1, values, grads).ok());
-    for (Replica& replica : replicas) {
-      SetGrads(replica.grads, step);
-      ASSERT_TRUE(replica.optimizer->Step(device, 0.1, replica.values, replica.grads).ok());
-    }
-    Gather(replicas);
+    ASSERT_TRUE(StepAll(device, step, *whole, values, grads, replicas));
     for (const Replica& replica : replicas) {
       ExpectSame(replica.values, values, "step " + std::to_string(step));
     }
@@ -150,13 +172,7 @@ TEST_P(ShardedOptimizerTest, StateSavedInPartsResumesUnderAnotherReplicaCount) {
   std::unique_ptr<Optimizer> whole = Make(GetParam());
   std::vector<Replica> three = MakeReplicas(device, GetParam(), 3);
   for (int step = 0; step < 2; ++step) {
-    SetGrads(grads, step);
-    ASSERT_TRUE(whole->Step(device, 0.1, values, grads).ok());
-    for (Replica& replica : three) {
-      SetGrads(replica.grads, step);
-      ASSERT_TRUE(replica.optimizer->Step(device, 0.1, replica.values, replica.grads).ok());
-    }
-    Gather(three);
+    ASSERT_TRUE(StepAll(device, step, *whole, values, grads, three));
   }
   // Each replica exports its parts; put together by name as the checkpoint reader does.
   absl::flat_hash_map<std::string, NamedTensorData> assembled;
@@ -182,33 +198,19 @@ TEST_P(ShardedOptimizerTest, StateSavedInPartsResumesUnderAnotherReplicaCount) {
   // Two replicas continue from it, and so does an unsharded optimizer.
   std::vector<Replica> two = MakeReplicas(device, GetParam(), 2);
   for (int r = 0; r < 2; ++r) {
-    for (size_t p = 0; p < values.size(); ++p) {
-      for (int64_t i = 0; i < values[p].num_elements(); ++i) {
-        two[r].values[p].f32()[i] = values[p].f32()[i];
-      }
-    }
+    CopyValues(values, two[r].values);
     const absl::Status imported =
         ImportOptimizerState(device, *two[r].optimizer, 2, kNames, two[r].values, by_name,
                              ReplicaParts(two[r].values, r, 2));
     ASSERT_TRUE(imported.ok()) << imported;
   }
   std::vector<Tensor> resumed_values = Tensors(device, MemoryKind::kParameter);
-  for (size_t p = 0; p < values.size(); ++p) {
-    for (int64_t i = 0; i < values[p].num_elements(); ++i) {
-      resumed_values[p].f32()[i] = values[p].f32()[i];
-    }
-  }
+  CopyValues(values, resumed_values);
   std::unique_ptr<Optimizer> resumed = Make(GetParam());
   ASSERT_TRUE(ImportOptimizerState(device, *resumed, 2, kNames, resumed_values, by_name).ok());
   for (int step = 2; step < 4; ++step) {
-    SetGrads(grads, step);
-    ASSERT_TRUE(whole->Step(device, 0.1, values, grads).ok());
+    ASSERT_TRUE(StepAll(device, step, *whole, values, grads, two));
     ASSERT_TRUE(resumed->Step(device, 0.1, resumed_values, grads).ok());
-    for (Replica& replica : two) {
-      SetGrads(replica.grads, step);
-      ASSERT_TRUE(replica.optimizer->Step(device, 0.1, replica.values, replica.grads).ok());
-    }
-    Gather(two);
     ExpectSame(resumed_values, values, "unsharded, step " + std::to_string(step));
     for (const Replica& replica : two) {
       ExpectSame(replica.values, values, "two replicas, step " + std::to_string(step));

@@ -6,8 +6,10 @@
 # peak_boundary_grad_bytes (the largest over the steps), and takes the prediction from
 # `gpipe-plan show` under the same overrides. Prints a markdown section.
 #   bench/memory.sh [plan]
+# Then, with remat ALWAYS, the device and host peaks with and without activation offload
+# (pipeline.offload STAGE_INPUTS) on the CPU and on SIM, measured against predicted.
 # GPIPE_BIN=DIR takes gpipe-plan and gpipe-run from DIR instead of build/bin. About a minute on
-# 2 cores (15 runs of 4 processes).
+# 2 cores (23 runs of 4 processes).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 plan=${1:-examples/mlp/plan.pbtxt}
@@ -75,6 +77,62 @@ for stage, pred in enumerate(predicted):
         cells += [kib(m), kib(p), ratio]
     print("| " + " | ".join(cells) + " |")
 PY
+  done
+done
+
+# Activation offload: the same plan with remat ALWAYS, its stage inputs kept on the device and
+# offloaded to host memory (pipeline.offload STAGE_INPUTS), on the CPU and on SIM.
+echo
+echo "## Activation offload: device and host peaks per stage, measured against predicted"
+echo
+echo "\`$plan\` on $stages stages x $micro_batches micro-batches, remat ALWAYS, 2 training steps:"\
+     "the device's total peak (measured: metrics peak_bytes) and its boundary bytes, and the"\
+     "host memory holding offloaded stage inputs (measured: peak_offload_bytes; predicted: the"\
+     "host peak of \`gpipe-plan show\`'s offload table), the largest over the steps."
+echo
+echo "| device | schedule | stage inputs | stage | peak measured | boundary measured | predicted | host measured | predicted |"
+echo "|---|---|---|---|---|---|---|---|---|"
+for device in CPU SIM; do
+  for schedule in GPIPE ONE_F_ONE_B; do
+    for offload in KEEP_ON_DEVICE STAGE_INPUTS; do
+      overrides=(--override "pipeline { stages: $stages micro_batches: $micro_batches schedule: $schedule remat: ALWAYS offload: $offload }"
+                 --override "training { steps: 2 }" --override "runtime { log_every: 0 device: $device }")
+      "$bin/gpipe-plan" show "$plan" "${overrides[@]}" > "$out/show.txt" 2>&1 ||
+        { cat "$out/show.txt" >&2; exit 1; }
+      "$bin/gpipe-run" "$plan" -n "$stages" "${overrides[@]}" --metrics-out "$out/m.jsonl" \
+          > "$out/run.log" 2>&1 || { cat "$out/run.log" >&2; exit 1; }
+      python3 - "$out/show.txt" "$out/m.jsonl" "$device" "$schedule" "$offload" <<'PY'
+import json, re, sys
+show_path, metrics_path, device, schedule, offload = sys.argv[1:6]
+units = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+size = re.compile(r"(\d+(?:\.\d+)?) (B|KiB|MiB|GiB)\b")
+lines = open(show_path).read().splitlines()
+def table(starts):
+    header = next(i for i, l in enumerate(lines) if re.match(starts, l))
+    rows = []
+    for line in lines[header + 1:]:
+        if not re.match(r"\d+\s", line):
+            break
+        rows.append([float(v) * units[u] for v, u in size.findall(line)])
+    return rows
+boundary = [row[2] for row in table(r"stage\s+live\s+bubble")]
+host = [row[0] for row in table(r"stage\s+host peak")] if offload == "STAGE_INPUTS" else []
+records = [json.loads(l) for l in open(metrics_path) if l.strip() and not json.loads(l).get("eval")]
+def most(key, stage):
+    return max(r.get(key, [0] * (stage + 1))[stage] for r in records)
+def kib(b):
+    return f"{b / 1024:.1f} KiB"
+inputs = "host" if offload == "STAGE_INPUTS" else "device"
+for stage, predicted in enumerate(boundary):
+    cells = [device, schedule, inputs, str(stage), kib(most("peak_bytes", stage)),
+             kib(most("peak_boundary_bytes", stage)), kib(predicted)]
+    if host:
+        cells += [kib(most("peak_offload_bytes", stage)), kib(host[stage])]
+    else:
+        cells += ["–", "–"]
+    print("| " + " | ".join(cells) + " |")
+PY
+    done
   done
 done
 echo

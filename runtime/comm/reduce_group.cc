@@ -38,18 +38,24 @@ int64_t ReduceGroupLayout::TotalElements() const {
 absl::Status ReduceGroupLayout::Advance(Collective collective, int bucket,
                                         std::span<const Tensor> tensors,
                                         const std::string& description) {
-  int& next = collective == Collective::kAllGather ? next_gather_ : next_reduce_;
+  const bool gather = collective == Collective::kAllGather;
   const int count = static_cast<int>(buckets_.size());
   if (bucket < 0 || bucket >= count) {
     return absl::InvalidArgumentError(
         absl::StrCat(description, ": bucket ", bucket, " of a group of ", count, " buckets"));
   }
-  if (bucket != next) {
+  if (!gather && bucket != next_reduce_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(description, ": ", CollectiveName(collective), " of bucket ", bucket,
+                     " started while bucket ", next_reduce_,
+                     " is next (every member starts the reductions in ascending bucket order)"));
+  }
+  if (gather && bucket >= gather_below_) {
     return absl::FailedPreconditionError(absl::StrCat(
-        description, ": ", CollectiveName(collective), " of bucket ", bucket,
-        " started while bucket ", next,
-        " is next (every member starts the reductions in ascending bucket order, and the "
-        "gathers)"));
+        description, ": all-gather of bucket ", bucket, " started after that of bucket ",
+        gather_below_,
+        " (every member starts the gathers in descending bucket order, each once after the "
+        "step's reductions)"));
   }
   const std::vector<int64_t>& expected = buckets_[bucket];
   std::vector<int64_t> got;
@@ -66,10 +72,14 @@ absl::Status ReduceGroupLayout::Advance(Collective collective, int bucket,
                      absl::StrJoin(expected, ", "), "] elements, started with [",
                      absl::StrJoin(got, ", "), "]"));
   }
-  next = (bucket + 1) % count;
+  if (gather) {
+    gather_below_ = bucket;
+    return absl::OkStatus();
+  }
+  next_reduce_ = (bucket + 1) % count;
   // A step's gathers follow its reductions and may leave buckets out (the buffers bucket is
   // reduced, never gathered): each step's reductions begin a new round of gathers.
-  if (collective != Collective::kAllGather && bucket == 0) next_gather_ = 0;
+  if (bucket == 0) gather_below_ = count;
   return absl::OkStatus();
 }
 

@@ -15,10 +15,11 @@
 
 namespace gpipe {
 
-// A group's buckets (element counts per tensor, per bucket) and which bucket starts next: one
-// order for the reductions (all-reduce, reduce-scatter), and one for the all-gathers, which
-// start again from bucket 0 with each step's first reduction (a step gathers the buckets it
-// needs, in ascending order, after reducing them all).
+// A group's buckets (element counts per tensor, per bucket) and which bucket may start next: the
+// reductions (all-reduce, reduce-scatter) in ascending bucket order, round after round; the
+// all-gathers in descending order, each bucket at most once between two rounds of reductions
+// (a sharded optimizer step gathers the buckets it updated, the first layers' first, since
+// buckets are cut from the last layers and the next forward needs the first layers first).
 class ReduceGroupLayout {
  public:
   // INVALID_ARGUMENT for an empty layout, an empty bucket or a count < 1.
@@ -36,10 +37,10 @@ class ReduceGroupLayout {
 
  private:
   explicit ReduceGroupLayout(std::vector<std::vector<int64_t>> buckets)
-      : buckets_(std::move(buckets)) {}
+      : buckets_(std::move(buckets)), gather_below_(static_cast<int>(buckets_.size())) {}
   std::vector<std::vector<int64_t>> buckets_;
   int next_reduce_ = 0;
-  int next_gather_ = 0;
+  int gather_below_;  // the next gather's bucket is below this (buckets_.size(): any)
 };
 
 // A handle whose transfer finished before it was made.

@@ -256,6 +256,7 @@ absl::Status Coordinator::SaveCheckpointAfter(int64_t done, const WorkerCallback
   command.set_checkpoint(true);
   RETURN_IF_ERROR(
       control_.Broadcast(command, absl::Now() + stage_.timeout, kControlTagStepCommand));
+  RETURN_IF_ERROR(SettleParameters(stage_));
   RETURN_IF_ERROR(stage_.checkpoints->Save(done, *stage_.chunks, progress_));
   saved_step_ = done;
   if (callbacks.on_checkpoint != nullptr) {

@@ -32,6 +32,7 @@ absl::StatusOr<StageReduceGroups> StageReduceGroups::Make(
     if (!groups.buckets_->buckets().empty()) {
       ASSIGN_OR_RETURN(groups.replicas_, channel.CreateReduceGroup(
                                              replica_group, groups.buckets_->Layout(), deadline));
+      groups.gather_ = std::make_unique<ParameterGather>(*groups.buckets_, *groups.replicas_);
     }
   }
   for (const pb::TieGroup& tie : ties) {
@@ -67,6 +68,7 @@ absl::StatusOr<StageReduceGroups> StageReduceGroups::Make(
 void StageReduceGroups::AttachTo(ExecutorResources& resources) {
   resources.gradient_buckets = buckets_.get();
   resources.replica_reducer = replicas_.get();
+  resources.parameter_gather = gather_.get();
   resources.tied_gradients = tied_;
 }
 

@@ -18,6 +18,7 @@
 #include "runtime/comm/data_channel.h"
 #include "runtime/exec/executor_config.h"
 #include "runtime/exec/gradient_buckets.h"
+#include "runtime/exec/sharded_update.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/tied_gradients.h"
 
@@ -34,11 +35,15 @@ class StageReduceGroups {
 
   // Points the executor's resources at the groups (which must outlive it).
   void AttachTo(ExecutorResources& resources);
+  // The all-gather of the parameters after a sharded optimizer step (null without replicas);
+  // the evaluator's resources point at it too.
+  ParameterGather* parameter_gather() const { return gather_.get(); }
 
  private:
   StageReduceGroups() = default;
   std::unique_ptr<GradientBuckets> buckets_;        // with replicas only; stable address
   std::unique_ptr<ReduceGroup> replicas_;           // null without buckets
+  std::unique_ptr<ParameterGather> gather_;         // with the replica group
   std::vector<std::unique_ptr<ReduceGroup>> ties_;  // per tie; null where not a member
   std::vector<TiedGradientSum> tied_;               // per tie with members here, in tie order
 };

@@ -52,6 +52,7 @@ absl::StatusOr<ExecutorConfig> ConfigFor(const pb::Setup& setup, const schedule:
   config.replicas = layout.replicas();
   config.shard_optimizer_state = plan.training().shard_optimizer_state() && config.replicas > 1;
   config.remat = plan.pipeline().remat();
+  config.offload = plan.pipeline().offload();
   config.seed = plan.training().seed();
   config.placement = plan.pipeline().placement();
   const schedule::Topology topology = config.topology();
@@ -206,16 +207,25 @@ absl::Status BuildStage(const StageInputs& in, RankStage& stage) {
   if (setup.has_eval_program()) {
     ASSIGN_OR_RETURN(schedule::StageProgram eval_program,
                      schedule::FromProto(setup.eval_program()));
-    stage.evaluator = std::make_unique<StageExecutor>(
-        config, std::move(eval_program),
-        ExecutorResources{device, stage.chunks->refs(), stage.eval_dataset.get(), *stage.channel,
-                          *stage.gate, recorder});
+    ExecutorResources eval_resources{device,         stage.chunks->refs(), stage.eval_dataset.get(),
+                                     *stage.channel, *stage.gate,          recorder};
+    // An evaluation after a sharded update reads the parameters the gather brings.
+    eval_resources.parameter_gather = stage.reduce_groups->parameter_gather();
+    stage.evaluator =
+        std::make_unique<StageExecutor>(config, std::move(eval_program), eval_resources);
   }
   if (in.trace != nullptr) {
     RETURN_IF_ERROR(WithContext(in.trace->AlignClocks(in.control, absl::Now() + stage.timeout),
                                 "aligning the ranks' clocks for the trace"));
   }
   return absl::OkStatus();
+}
+
+absl::Status SettleParameters(RankStage& stage) {
+  ParameterGather* gather =
+      stage.reduce_groups != nullptr ? stage.reduce_groups->parameter_gather() : nullptr;
+  if (gather == nullptr) return absl::OkStatus();
+  return gather->WaitAll(absl::Now() + stage.timeout);
 }
 
 }  // namespace gpipe

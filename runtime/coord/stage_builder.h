@@ -88,6 +88,11 @@ struct StageInputs {
 // session) ends, so nothing is torn down before the other ranks hear of the failure.
 absl::Status BuildStage(const StageInputs& inputs, RankStage& stage);
 
+// Waits (until the stage's timeout) for the all-gather of the parameters a sharded optimizer
+// step left running (nothing without one): before the parameters are read outside a step (a
+// checkpoint, an export, the end of the job).
+absl::Status SettleParameters(RankStage& stage);
+
 }  // namespace gpipe
 
 #endif  // GPIPE_RUNTIME_COORD_STAGE_BUILDER_H_

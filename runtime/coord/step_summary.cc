@@ -98,11 +98,24 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
       s.all_gather_ms.resize(r, 0.0);
       s.all_gather_ms.push_back(report.all_gather_ms());
     }
+    if (report.has_peak_offload_bytes()) {
+      s.peak_offload_bytes.resize(r, 0);
+      s.offloaded_bytes.resize(r, 0);
+      s.offload_wait_ms.resize(r, 0.0);
+      s.peak_offload_bytes.push_back(report.peak_offload_bytes());
+      s.offloaded_bytes.push_back(report.offloaded_bytes());
+      s.offload_wait_ms.push_back(report.offload_wait_ms());
+    }
     s.busy_ms.push_back(report.busy_ms());
     const double stage_ms = std::max(report.step_ms(), 1e-9);
     bubble_sum += std::clamp(1.0 - report.busy_ms() / stage_ms, 0.0, 1.0);
   }
   if (!s.all_gather_ms.empty()) s.all_gather_ms.resize(reports.size(), 0.0);
+  if (!s.peak_offload_bytes.empty()) {
+    s.peak_offload_bytes.resize(reports.size(), 0);
+    s.offloaded_bytes.resize(reports.size(), 0);
+    s.offload_wait_ms.resize(reports.size(), 0.0);
+  }
   s.bubble = reports.empty() ? 0.0 : bubble_sum / reports.size();
   // Each replica's part is its samples' losses over the whole global batch: they add up.
   if (has_loss) {
@@ -135,6 +148,11 @@ Json ToMetricsRecord(const StepSummary& s) {
   json["bytes_sent"] = s.bytes_sent;
   json["bytes_received"] = s.bytes_received;
   if (!s.tflops_per_rank.empty()) json["tflops_per_rank"] = s.tflops_per_rank;
+  if (!s.peak_offload_bytes.empty()) {
+    json["peak_offload_bytes"] = s.peak_offload_bytes;
+    json["offloaded_bytes"] = s.offloaded_bytes;
+    json["offload_wait_ms"] = s.offload_wait_ms;
+  }
   if (s.replicas > 1) {
     json["replicas"] = s.replicas;
     json["replica_loss"] = s.replica_loss;
@@ -180,6 +198,12 @@ std::string FormatProgressLine(const StepSummary& s, int64_t total_steps) {
                         ? absl::StrCat(", replica ", s.replica[rank])
                         : std::string(),
                     ")");
+  }
+  if (!s.peak_offload_bytes.empty()) {
+    absl::StrAppendFormat(
+        &line, " | offload %s host (%.2f ms waited)",
+        FormatBytes(*std::max_element(s.peak_offload_bytes.begin(), s.peak_offload_bytes.end())),
+        *std::max_element(s.offload_wait_ms.begin(), s.offload_wait_ms.end()));
   }
   if (s.replicas > 1 && !s.all_reduce_ms.empty()) {
     absl::StrAppendFormat(

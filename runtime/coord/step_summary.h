@@ -55,6 +55,11 @@ struct StepSummary {
   // training.shard_optimizer_state: each rank's all-gather after the previous update (empty
   // otherwise); all_reduce_ms then times the reduce-scatter.
   std::vector<double> all_gather_ms;
+  // pipeline.offload STAGE_INPUTS (empty otherwise), by rank: the host memory's peak held for
+  // offloaded stage inputs, the bytes copied out, and the wait for copies back.
+  std::vector<int64_t> peak_offload_bytes;
+  std::vector<int64_t> offloaded_bytes;
+  std::vector<double> offload_wait_ms;
   // Achieved TFLOP/s: the rank's stage's model FLOPs (forward + backward, recomputation
   // excluded) over step_ms.
   std::vector<double> tflops_per_rank;
@@ -73,7 +78,8 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
 // FLOP rate is the ranks' mean, followed by "(max 1.61 TFLOP/s on stage 1)" when the stages
 // differ, and then by "| MFU 12.3%" with a peak; with replicas the peak names
 // "(stage 0, replica 1)" and the line ends "| 2 replicas, all-reduce 3.10 ms (0.42 ms exposed)"
-// (the slowest rank's).
+// (the slowest rank's); with pipeline.offload "| offload 12.0 MiB host (0.00 ms waited)" (the
+// fullest rank's host memory, the longest wait) follows the peak.
 std::string FormatProgressLine(const StepSummary& summary, int64_t total_steps);
 
 // The metrics file's record of the step: step, loss, accuracy (classification only), applied,
@@ -82,7 +88,8 @@ std::string FormatProgressLine(const StepSummary& summary, int64_t total_steps);
 // peak_boundary_grad_bytes, peak_optimizer_state_bytes, busy_ms, bytes_sent, bytes_received and
 // tflops_per_rank (when set) as lists indexed by rank; with replicas also replicas, replica_loss
 // (by replica), stage and replica (by rank), all_reduce_ms and all_reduce_exposed_ms (by rank),
-// and all_gather_ms (by rank) with the optimizer state sharded.
+// and all_gather_ms (by rank) with the optimizer state sharded; peak_offload_bytes,
+// offloaded_bytes and offload_wait_ms (by rank) with pipeline.offload.
 Json ToMetricsRecord(const StepSummary& summary);
 
 }  // namespace gpipe

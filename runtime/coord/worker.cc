@@ -226,6 +226,7 @@ class WorkerSession::Impl {
 
   absl::Status Export(const std::string& path, const std::string& note) {
     RETURN_IF_ERROR(CheckReady());
+    if (absl::Status settled = SettleParameters(*stage_); !settled.ok()) return Fail(settled);
     absl::Status exported = ExportParameters(
         *control_, *stage_->chunks,
         FileRole{.role = path == options_.export_path ? "--export" : "the export", .path = path},
@@ -242,6 +243,7 @@ class WorkerSession::Impl {
   absl::Status Finish() {
     RETURN_IF_ERROR(CheckReady());
     ready_ = false;
+    if (absl::Status settled = SettleParameters(*stage_); !settled.ok()) return Fail(settled);
     if (trace_ == nullptr) return absl::OkStatus();
     if (absl::Status written = trace_->Finish(*control_, absl::Now() + stage_->timeout);
         !written.ok()) {
@@ -332,6 +334,7 @@ class WorkerSession::Impl {
         continue;
       }
       if (command.checkpoint()) {
+        RETURN_IF_ERROR(SettleParameters(*stage_));
         RETURN_IF_ERROR(stage_->checkpoints->Save(command.step(), *stage_->chunks, {}));
         continue;
       }

@@ -35,6 +35,21 @@ class DeviceEvent {
   virtual ~DeviceEvent() = default;
 };
 
+// A copy between device memory and host memory running on the device's copy engine, alongside
+// the compute stream (Device::StartCopyToHost, StartCopyFromHost). It holds both tensors until the
+// copy has finished, so neither storage is reused under it; destroying an unfinished copy waits
+// for it.
+class AsyncCopy {
+ public:
+  virtual ~AsyncCopy() = default;
+  // Whether the copy has finished; never blocks. An error of the copy is returned here.
+  virtual absl::StatusOr<bool> Finished() = 0;
+  // Orders the work the device is given after this call after the copy: on a GPU the compute
+  // stream waits for it and the host goes on; a simulated device's compute waits (the host
+  // sleeps) until the modelled copy ends; on the CPU the copy is already done.
+  virtual absl::Status OrderComputeAfter() = 0;
+};
+
 class Device : public Allocator {
  public:
   // "cpu", "cuda:0", "sim".
@@ -56,6 +71,23 @@ class Device : public Allocator {
   // device that holds no values (SIM).
   virtual absl::Status CopyToHost(const Tensor& source, void* destination,
                                   int64_t destination_bytes) = 0;
+
+  // Host memory that holds tensors moved off the device until they come back (activation
+  // offload): pinned on a GPU, simulated on SIM; counted by offload_memory(), apart from the
+  // device's memory and from host_staging().
+  virtual Allocator& offload_host() = 0;
+  virtual MemoryTracker& offload_memory() = 0;
+  // Starts copying the whole of device tensor `source` into `destination` (offload_host()
+  // memory of the same bytes) after all work issued before, on the copy engine, overlapping the
+  // compute issued next. INVALID_ARGUMENT for tensors of other memory or sizes.
+  virtual absl::StatusOr<std::unique_ptr<AsyncCopy>> StartCopyToHost(Tensor source,
+                                                                     Tensor destination) = 0;
+  // Starts copying host tensor `source` (offload_host() memory) into device tensor `destination`
+  // of the same bytes on the copy engine, after the work issued before has let go of the
+  // destination's storage; ops that read `destination` must come after the copy's
+  // OrderComputeAfter().
+  virtual absl::StatusOr<std::unique_ptr<AsyncCopy>> StartCopyFromHost(Tensor source,
+                                                                       Tensor destination) = 0;
 
   // Marks the current end of the compute stream.
   virtual absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() = 0;

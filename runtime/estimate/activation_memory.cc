@@ -26,17 +26,18 @@ struct Held {
   int64_t output_grad = 0;
   int64_t input_grad = 0;
   int64_t deferred = 0;  // activation bytes kept from BackwardInput to BackwardWeight
+  bool offloaded = false;  // the input is in host memory (pipeline.offload)
 };
 
 class StageReplay {
  public:
   StageReplay(const schedule::Program& program, int stage, const std::vector<PartBytes>& parts,
-              pb::Remat remat, int lookahead)
+              pb::Remat remat, pb::Offload offload, int lookahead)
       : program_(program),
         stage_(stage),
         parts_(parts),
         topology_(program.topology()),
-        plan_(program.stage_programs[stage], program.chunks, program.micro_batches, remat),
+        plan_(program.stage_programs[stage], program.chunks, program.micro_batches, remat, offload),
         lookahead_(lookahead) {}
 
   StageActivationMemory Run() {
@@ -48,8 +49,17 @@ class StageReplay {
       }
     }
     PostUpTo();
-    for (const schedule::Instruction& instruction : instructions) {
-      std::visit([this](const auto& op) { Apply(op); }, instruction);
+    for (size_t i = 0; i < instructions.size(); ++i) {
+      // Copies back start before the instruction runs (and take device memory from then on).
+      for (const MicroBatchPlan::Slot& slot : plan_.RestoresBefore(i)) {
+        Held& held = held_[Key(slot.chunk, slot.micro_batch)];
+        if (!held.offloaded) continue;
+        held.offloaded = false;
+        host_ -= held.input;
+        now_.boundary += held.input;
+      }
+      Note();
+      std::visit([this](const auto& op) { Apply(op); }, instructions[i]);
     }
     return peak_;
   }
@@ -116,6 +126,7 @@ class StageReplay {
   }
 
   void Note() {
+    peak_.host = std::max(peak_.host, host_);
     peak_.boundary = std::max(peak_.boundary, now_.boundary);
     peak_.activation = std::max(peak_.activation, now_.activation);
     peak_.boundary_grad = std::max(peak_.boundary_grad, now_.boundary_grad);
@@ -245,6 +256,12 @@ class StageReplay {
       held.input = 0;
       held.skip_inputs = 0;
     }
+    if (plan_.Offloads(op.chunk, op.micro_batch)) {
+      held.offloaded = true;
+      now_.boundary -= held.input;
+      host_ += held.input;
+      peak_.offloaded += held.input;
+    }
     Note();
   }
 
@@ -265,6 +282,11 @@ class StageReplay {
   void Backpropagate(const Slot& s, bool split) {
     const PartBytes& part = s.part;
     Held& held = s.held;
+    if (held.offloaded) {  // taken back at the backward itself (no instruction came before)
+      held.offloaded = false;
+      host_ -= held.input;
+      now_.boundary += held.input;
+    }
     if (held.saved == 0) {  // re-materialization rebuilds them
       held.saved = part.saved + (part.output_saved ? part.output : 0);
       now_.activation += held.saved;
@@ -341,16 +363,18 @@ class StageReplay {
   absl::flat_hash_map<int64_t, Held> held_;
   StageActivationMemory now_;
   StageActivationMemory peak_;
+  int64_t host_ = 0;  // offloaded stage inputs in host memory
 };
 
 }  // namespace
 
 std::vector<StageActivationMemory> PredictActivationMemory(const schedule::Program& program,
                                                            const std::vector<PartBytes>& parts,
-                                                           pb::Remat remat, int recv_lookahead) {
+                                                           pb::Remat remat, pb::Offload offload,
+                                                           int recv_lookahead) {
   std::vector<StageActivationMemory> out;
   for (int s = 0; s < program.stages; ++s) {
-    out.push_back(StageReplay(program, s, parts, remat, recv_lookahead).Run());
+    out.push_back(StageReplay(program, s, parts, remat, offload, recv_lookahead).Run());
   }
   return out;
 }

@@ -24,6 +24,11 @@
 // input gradient and boundary tensor is bf16 (half the bytes), and so is what layers save of their
 // inputs and outputs; the data set's input, what layers save as new storage and the loss gradient
 // stay f32. The f32 copies a layer computes on live only inside its call (workspace, not counted).
+// Under pipeline.offload STAGE_INPUTS (MicroBatchPlan decides which micro-batches and when), an
+// offloaded stage input leaves the device's boundary bytes at the end of its Forward and is host
+// memory until its backward; it is boundary memory again from the start of the instruction that
+// starts its copy back. Copies are taken to finish at once for memory (on the CPU they do; a GPU
+// lets go of the device copy when the copy out has finished).
 // Sends are taken to complete at their instruction. The peaks are of held memory at instruction
 // boundaries plus the activations a Forward or a re-materializing backward builds; temporaries
 // inside one layer (an output about to be replaced, a gradient being formed) are not modelled,
@@ -70,6 +75,10 @@ struct StageActivationMemory {
   // Peak of the three together (at most the sum of their own peaks, which may come at
   // different instructions).
   int64_t total = 0;
+  // pipeline.offload: the peak of host memory holding offloaded stage inputs, and the bytes
+  // copied out per step (each comes back once).
+  int64_t host = 0;
+  int64_t offloaded = 0;
 };
 
 // Sizes of every part of the plan (index = part) for micro-batches of `micro_batch_size`
@@ -83,7 +92,8 @@ absl::StatusOr<std::vector<PartBytes>> MeasurePartBytes(const AnalyzedPlan& plan
 // MeasurePartBytes gives them.
 std::vector<StageActivationMemory> PredictActivationMemory(const schedule::Program& program,
                                                            const std::vector<PartBytes>& parts,
-                                                           pb::Remat remat, int recv_lookahead);
+                                                           pb::Remat remat, pb::Offload offload,
+                                                           int recv_lookahead);
 
 }  // namespace gpipe
 

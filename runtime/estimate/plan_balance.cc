@@ -112,10 +112,9 @@ absl::StatusOr<LayerBytes> MeasureLayerBytes(const AnalyzedPlan& plan,
   return out;
 }
 
-}  // namespace
-
-absl::StatusOr<BalanceResult> BalancePlan(const LoadedPlan& loaded, const LayerRegistry& registry,
-                                          const BalanceOptions& options) {
+// BalancePlan at the plan's pipeline.offload.
+absl::StatusOr<BalanceResult> BalanceAt(const LoadedPlan& loaded, const LayerRegistry& registry,
+                                        const BalanceOptions& options) {
   const pb::Pipeline& pipeline = loaded.plan.pipeline();
   if (pipeline.virtual_stages() > 1 || pipeline.schedule() == pb::CUSTOM) {
     return absl::InvalidArgumentError(
@@ -145,8 +144,12 @@ absl::StatusOr<BalanceResult> BalancePlan(const LoadedPlan& loaded, const LayerR
   problem.stages = stages;
   problem.micro_batches = micro_batches;
   problem.memory_limit = options.memory_limit;
+  // Offloaded stage inputs wait in host memory: on the device, the one in use and the one coming
+  // back (MicroBatchPlan's prefetch distance of one compute instruction).
+  const bool offload = at_k.plan.pipeline().offload() == pb::STAGE_INPUTS;
   for (int s = 0; s < stages; ++s) {
-    problem.live.push_back(std::max(1, schedule.simulation.peak_live_activations[s]));
+    const int live = std::max(1, schedule.simulation.peak_live_activations[s]);
+    problem.live.push_back(offload ? std::min(live, 2) : live);
   }
   for (int i = 0; i < layers; ++i) {
     const LayerInfo& layer = at_k.layers[i];
@@ -236,6 +239,25 @@ absl::StatusOr<BalanceResult> BalancePlan(const LoadedPlan& loaded, const LayerR
   return result;
 }
 
+}  // namespace
+
+absl::StatusOr<BalanceResult> BalancePlan(const LoadedPlan& loaded, const LayerRegistry& registry,
+                                          const BalanceOptions& options) {
+  absl::StatusOr<BalanceResult> result = BalanceAt(loaded, registry, options);
+  const pb::Pipeline& pipeline = loaded.plan.pipeline();
+  if (!absl::IsResourceExhausted(result.status()) || pipeline.offload() == pb::STAGE_INPUTS ||
+      pipeline.remat() == pb::NEVER) {
+    return result;
+  }
+  // Nothing fits with the stage inputs on the device: try again with them in host memory.
+  LoadedPlan offloaded = loaded;
+  offloaded.plan.mutable_pipeline()->set_offload(pb::STAGE_INPUTS);
+  absl::StatusOr<BalanceResult> with_offload = BalanceAt(offloaded, registry, options);
+  if (!with_offload.ok()) return result;  // the first reason says what the plan as written needs
+  with_offload->offload_chosen = true;
+  return with_offload;
+}
+
 absl::Status ResolveProfileBalance(LoadedPlan& loaded, const LayerRegistry& registry) {
   const pb::Pipeline& pipeline = loaded.plan.pipeline();
   if (pipeline.balance() != pb::PROFILE || pipeline.boundaries_size() > 0) {
@@ -251,6 +273,7 @@ absl::Status ResolveProfileBalance(LoadedPlan& loaded, const LayerRegistry& regi
                                      ": pipeline.balance: PROFILE: ", result.status().message()));
   }
   *loaded.plan.mutable_pipeline()->mutable_boundaries() = result->plan.pipeline().boundaries();
+  if (result->offload_chosen) loaded.plan.mutable_pipeline()->set_offload(pb::STAGE_INPUTS);
   return absl::OkStatus();
 }
 
@@ -276,7 +299,13 @@ std::string FormatBalance(const BalanceResult& result, int64_t memory_limit) {
       absl::StrJoin(
           pipeline.boundaries(), ", ",
           [](std::string* o, const std::string& b) { absl::StrAppend(o, "\"", b, "\""); }),
-      "] }'\n");
+      "]", result.offload_chosen ? " offload: STAGE_INPUTS" : "", " }'\n");
+  if (result.offload_chosen) {
+    absl::StrAppend(&out,
+                    "(no partition fits with the stage inputs on the device; "
+                    "pipeline.offload STAGE_INPUTS moves them to host memory between each "
+                    "micro-batch's forward and backward)\n");
+  }
   return out;
 }
 

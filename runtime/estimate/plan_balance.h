@@ -46,18 +46,22 @@ struct BalanceResult {
   // The fastest candidate that fits by the simulation (the partitioner's on ties; the flow-shop
   // model it optimizes and the schedule's simulation may differ by a little).
   size_t chosen = 0;
+  // No partition fit with the plan's pipeline.offload KEEP_ON_DEVICE, and one does with
+  // STAGE_INPUTS (re-materializing plans only): `plan` and the candidates have it set.
+  bool offload_chosen = false;
 };
 
 // INVALID_ARGUMENT for plans it cannot balance (interleaved stages, K outside [1, layers]);
 // RESOURCE_EXHAUSTED when no partition fits the limit (naming the least the fullest stage
-// needs).
+// needs), with the stage inputs offloaded too when the plan re-materializes.
 absl::StatusOr<BalanceResult> BalancePlan(const LoadedPlan& loaded, const LayerRegistry& registry,
                                           const BalanceOptions& options);
 
-// pipeline.balance: PROFILE without explicit boundaries: sets pipeline.boundaries to what
-// BalancePlan chooses for the plan's stages under runtime.memory_limit_bytes (errors carry the
-// location of pipeline.balance). Other plans are left as they are. Every entry point runs it
-// before AnalyzePlan, so rank 0, gpipe-run and gpipe-plan see the same partition.
+// pipeline.balance: PROFILE without explicit boundaries: sets pipeline.boundaries (and
+// pipeline.offload, when BalancePlan had to choose it) to what BalancePlan chooses for the plan's
+// stages under runtime.memory_limit_bytes (errors carry the location of pipeline.balance). Other
+// plans are left as they are. Every entry point runs it before AnalyzePlan, so rank 0, gpipe-run
+// and gpipe-plan see the same partition.
 absl::Status ResolveProfileBalance(LoadedPlan& loaded, const LayerRegistry& registry);
 
 // The candidates as a table, and the chosen boundaries as a plan override.

@@ -117,6 +117,28 @@ absl::StatusOr<std::string> FormatSkipRoutes(const AnalyzedPlan& plan) {
   return out;
 }
 
+// pipeline.offload: each stage's host memory and the copies the schedule must hide.
+std::string FormatOffload(const pb::Plan& plan,
+                          const std::vector<StageActivationMemory>& activations) {
+  const double gbps = plan.runtime().sim().host_link_gbps();
+  std::string out = absl::StrCat(
+      "\noffloaded stage inputs (pipeline.offload STAGE_INPUTS; the table's boundary column is "
+      "what stays on the device)\n");
+  absl::StrAppendFormat(&out, "%-6s %13s %13s %15s\n", "stage", "host peak", "moved/step",
+                        "copies ms/step");
+  for (size_t s = 0; s < activations.size(); ++s) {
+    const StageActivationMemory& m = activations[s];
+    // Out and back again, each direction at the host link's bandwidth.
+    const double copy_ms = 2.0 * static_cast<double>(m.offloaded) / (gbps * 1e9) * 1e3;
+    absl::StrAppendFormat(&out, "%-6d %13s %13s %15.3f\n", s, FormatBytes(m.host),
+                          FormatBytes(m.offloaded), copy_ms);
+  }
+  absl::StrAppend(&out, "(copies at ", absl::StrFormat("%g", gbps),
+                  " GB/s each way, runtime.sim.host_link_gbps; each copy back starts with the "
+                  "compute instruction before its backward and overlaps it)\n");
+  return out;
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
@@ -152,6 +174,7 @@ absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
   absl::StrAppend(&out, "\npredicted peak memory per stage (",
                   plan.plan.training().precision() == pb::BF16 ? "bf16 activations" : "fp32",
                   ", remat ", pb::Remat_Name(pipeline.remat()),
+                  pipeline.offload() == pb::STAGE_INPUTS ? ", offload STAGE_INPUTS" : "",
                   "; live = most micro-batches forwarded and not yet backwarded)\n");
   absl::StrAppendFormat(&out, "%-6s %6s %6s %13s %13s %13s %13s %13s %13s\n", "stage", "live",
                         "bubble", "parameters", "optimizer", "boundary", "activation",
@@ -171,6 +194,9 @@ absl::StatusOr<std::string> FormatPlanReport(const AnalyzedPlan& plan,
     absl::StrAppend(&out, "(parameters: f32 values and gradients; optimizer: this replica's 1/",
                     pipeline.data_parallel(),
                     " of the optimizer state, training.shard_optimizer_state)\n");
+  }
+  if (pipeline.offload() == pb::STAGE_INPUTS) {
+    absl::StrAppend(&out, FormatOffload(plan.plan, prediction.activations));
   }
   if (pipeline.data_parallel() > 1) {
     ASSIGN_OR_RETURN(const std::string data_parallel, FormatDataParallel(plan));

@@ -41,8 +41,8 @@ absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
   const int64_t micro_batch_size = MicroBatchSize(plan.plan);
   ASSIGN_OR_RETURN(const std::vector<PartBytes> parts,
                    MeasurePartBytes(plan, registry, micro_batch_size));
-  out.activations =
-      PredictActivationMemory(out.program, parts, pipeline.remat(), kDefaultRecvLookahead);
+  out.activations = PredictActivationMemory(out.program, parts, pipeline.remat(),
+                                            pipeline.offload(), kDefaultRecvLookahead);
   out.parameter_bytes.assign(pipeline.stages(), 0);
   out.optimizer_bytes.assign(pipeline.stages(), 0);
   for (const StageInfo& part : plan.stages) {

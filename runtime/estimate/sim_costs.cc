@@ -35,9 +35,12 @@ absl::StatusOr<SimCosts> SimCosts::Create(const pb::Sim& sim, int64_t micro_batc
     return absl::InvalidArgumentError(
         absl::StrCat("runtime.sim.peak_gflops must be > 0, got ", sim.peak_gflops()));
   }
-  if (!(std::isfinite(sim.link_gbps()) && sim.link_gbps() > 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("runtime.sim.link_gbps must be > 0, got ", sim.link_gbps()));
+  for (const auto& [name, value] : {std::pair<const char*, double>{"link_gbps", sim.link_gbps()},
+                                    {"host_link_gbps", sim.host_link_gbps()}}) {
+    if (!(std::isfinite(value) && value > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("runtime.sim.", name, " must be > 0, got ", value));
+    }
   }
   for (const auto& [name, value] :
        {std::pair<const char*, double>{"link_latency_us", sim.link_latency_us()},
@@ -53,6 +56,7 @@ absl::StatusOr<SimCosts> SimCosts::Create(const pb::Sim& sim, int64_t micro_batc
   costs.peak_flops_per_s_ = sim.peak_gflops() * 1e9;
   costs.link_latency_ = Us(sim.link_latency_us());
   costs.link_bytes_per_s_ = sim.link_gbps() * 1e9;
+  costs.host_link_bytes_per_s_ = sim.host_link_gbps() * 1e9;
   costs.loss_ = Us(sim.loss_us());
   costs.optimizer_ = Us(sim.optimizer_us());
   for (int i = 0; i < sim.layer_costs_size(); ++i) {
@@ -104,6 +108,10 @@ absl::Duration SimCosts::AllReduce(int64_t bytes, int ranks) const {
   if (ranks <= 1) return absl::ZeroDuration();
   // Reduce-scatter then all-gather: 2(n-1) steps, each moving one n-th of the buffer.
   return 2 * RingPass(bytes, ranks);
+}
+
+absl::Duration SimCosts::HostCopy(int64_t bytes) const {
+  return absl::Seconds(static_cast<double>(bytes) / host_link_bytes_per_s_);
 }
 
 absl::Duration SimCosts::RingPass(int64_t bytes, int ranks) const {

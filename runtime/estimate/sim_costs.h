@@ -37,8 +37,9 @@ struct SimOpTimes {
 class SimCosts {
  public:
   // Reads runtime.sim.profile when set (relative paths resolve against the working directory).
-  // Errors: an unreadable or malformed profile, non-positive peak_gflops or link_gbps, negative
-  // times (the plan checks report these earlier with the field's location).
+  // Errors: an unreadable or malformed profile, non-positive peak_gflops, link_gbps or
+  // host_link_gbps, negative times (the plan checks report these earlier with the field's
+  // location).
   static absl::StatusOr<SimCosts> Create(const pb::Sim& sim, int64_t micro_batch_size);
 
   // The times of the layer named `name` whose forward takes `forward_flops_per_sample`.
@@ -49,6 +50,8 @@ class SimCosts {
   absl::Duration AllReduce(int64_t bytes, int ranks) const;
   // A ring reduce-scatter or all-gather of `bytes` over `ranks` ranks: half an all-reduce.
   absl::Duration RingPass(int64_t bytes, int ranks) const;
+  // A copy of `bytes` between the device and host memory (runtime.sim.host_link_gbps).
+  absl::Duration HostCopy(int64_t bytes) const;
   absl::Duration loss() const { return loss_; }
   absl::Duration optimizer() const { return optimizer_; }
   int64_t micro_batch_size() const { return micro_batch_size_; }
@@ -60,6 +63,7 @@ class SimCosts {
   double peak_flops_per_s_ = 1e11;
   absl::Duration link_latency_;
   double link_bytes_per_s_ = 25e9;
+  double host_link_bytes_per_s_ = 25e9;
   absl::Duration loss_;
   absl::Duration optimizer_;
   absl::flat_hash_map<std::string, SimOpTimes> table_;  // layer_costs (first entry wins)

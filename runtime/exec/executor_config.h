@@ -16,6 +16,7 @@
 #include "runtime/exec/gradient_buckets.h"
 #include "runtime/exec/gradient_norm_terms.h"
 #include "runtime/exec/gradient_sync_gate.h"
+#include "runtime/exec/sharded_update.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/exec/tied_gradients.h"
 #include "runtime/schedule/rank_layout.h"
@@ -46,6 +47,9 @@ struct ExecutorConfig {
   // parameters are all-gathered after the update.
   bool shard_optimizer_state = false;
   pb::Remat remat = pb::EXCEPT_LAST;
+  // pipeline.offload: STAGE_INPUTS moves re-materialized micro-batches' stage inputs to host
+  // memory between their forward and backward (see MicroBatchPlan, StageInputOffload).
+  pb::Offload offload = pb::KEEP_ON_DEVICE;
   uint64_t seed = 0;
   // Where the chunks' virtual stages run (pipeline.placement; topology.h).
   pb::Placement placement = pb::LOOPED;
@@ -97,6 +101,10 @@ struct ExecutorResources {
   // both null with one replica.
   GradientBuckets* gradient_buckets = nullptr;
   ReduceGroup* replica_reducer = nullptr;
+  // With replicas > 1 (null otherwise): under training.shard_optimizer_state the optimizer step
+  // starts the all-gather of the updated parameters here, and every forward waits for the
+  // buckets of its layers (the training and evaluation executors share it).
+  ParameterGather* parameter_gather = nullptr;
   // The tie groups with members on this stage, resolved at set-up (tied_gradients.h): their
   // gradients are summed before each update.
   std::vector<TiedGradientSum> tied_gradients;

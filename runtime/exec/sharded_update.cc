@@ -1,6 +1,7 @@
 #include "runtime/exec/sharded_update.h"
 
 #include <memory>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/element_range.h"
@@ -21,26 +22,62 @@ absl::StatusOr<std::vector<Tensor>> OwnedGradientParts(std::span<const ChunkRefs
   return parts;
 }
 
-absl::Status AllGatherParameters(GradientBuckets& buckets, ReduceGroup& group,
-                                 absl::Time deadline) {
-  std::vector<std::unique_ptr<TransferHandle>> handles;
-  for (int b = 0; b < buckets.gradient_buckets(); ++b) {
-    GradientBuckets::Bucket& bucket = buckets.buckets()[b];
+absl::Status ParameterGather::Start() {
+  if (pending()) {
+    return absl::FailedPreconditionError(
+        "the all-gather of the parameters started while the previous one is still pending");
+  }
+  const int count = buckets_.gradient_buckets();
+  handles_.clear();
+  handles_.resize(count);
+  for (int b = count - 1; b >= 0; --b) {
+    GradientBuckets::Bucket& bucket = buckets_.buckets()[b];
     absl::StatusOr<std::unique_ptr<TransferHandle>> handle =
-        group.StartCollective(Collective::kAllGather, b, std::span<Tensor>(bucket.values));
+        group_.StartCollective(Collective::kAllGather, b, std::span<Tensor>(bucket.values));
     if (!handle.ok()) {
       return WithContext(handle.status(), absl::StrCat("starting the all-gather of the parameters "
                                                        "of gradient bucket ",
                                                        b, " (", bucket.bytes, " bytes)"));
     }
-    handles.push_back(*std::move(handle));
-  }
-  for (size_t b = 0; b < handles.size(); ++b) {
-    RETURN_IF_ERROR(
-        WithContext(handles[b]->Wait(deadline),
-                    absl::StrCat("all-gathering the parameters of gradient bucket ", b)));
+    handles_[b] = *std::move(handle);
   }
   return absl::OkStatus();
+}
+
+absl::Status ParameterGather::WaitForBucket(int bucket, absl::Time deadline) {
+  if (bucket < 0 || bucket >= static_cast<int>(handles_.size()) || handles_[bucket] == nullptr) {
+    return absl::OkStatus();
+  }
+  const absl::Time begin = absl::Now();
+  const absl::Status status = handles_[bucket]->Wait(deadline);
+  waited_ += absl::Now() - begin;
+  RETURN_IF_ERROR(WithContext(
+      status, absl::StrCat("all-gathering the parameters of gradient bucket ", bucket)));
+  handles_[bucket].reset();
+  return absl::OkStatus();
+}
+
+absl::Status ParameterGather::WaitForLayer(int chunk, int layer, absl::Time deadline) {
+  return WaitForBucket(buckets_.BucketOf(chunk, layer), deadline);
+}
+
+absl::Status ParameterGather::WaitAll(absl::Time deadline) {
+  // In the order they were started.
+  for (int b = static_cast<int>(handles_.size()) - 1; b >= 0; --b) {
+    RETURN_IF_ERROR(WaitForBucket(b, deadline));
+  }
+  return absl::OkStatus();
+}
+
+bool ParameterGather::pending() const {
+  for (const std::unique_ptr<TransferHandle>& handle : handles_) {
+    if (handle != nullptr) return true;
+  }
+  return false;
+}
+
+absl::Duration ParameterGather::TakeWaited() {
+  return std::exchange(waited_, absl::ZeroDuration());
 }
 
 }  // namespace gpipe

@@ -104,6 +104,11 @@ absl::StatusOr<Tensor> StageCompute::RunLayers(int chunk, int m, MicroBatch& mb,
   for (int l = 0; l < model.num_layers(); ++l) {
     const Layer& layer = model.layer(l);
     const LayerContext ctx = ContextFor(chunk, m, l, replay);
+    if (res_.parameter_gather != nullptr) {
+      // A sharded update's all-gather of this layer's bucket, overlapped with what came before.
+      RETURN_IF_ERROR(
+          res_.parameter_gather->WaitForLayer(chunk, l, absl::Now() + config_.wait_timeout));
+    }
     absl::StatusOr<Tensor> y;
     if (const SkipJoin* join = layer.skip_join()) {
       const int producer = model.join_producer(l);

@@ -17,6 +17,7 @@
 #include "runtime/exec/micro_batch_state.h"
 #include "runtime/exec/sharded_update.h"
 #include "runtime/exec/stage_compute.h"
+#include "runtime/exec/stage_input_offload.h"
 #include "runtime/exec/step_report_builder.h"
 #include "runtime/exec/step_scope.h"
 #include "runtime/exec/step_transfers.h"
@@ -57,8 +58,8 @@ class StageExecutor::Step {
         transfers_(scope_, program_, res_, states_, StageCompute::MicroBatchSize(config_)),
         report_builder_(scope_, res_.device),
         grad_sync_(GradientSyncFor(config_, res_, plan_, scope_)),
-        last_all_gather_(executor.last_all_gather_),
         compute_(config_, res_, plan_, command_, report_builder_, grad_sync_.get()),
+        offload_(res_.device),
         busy_(res_.device) {}
 
   absl::StatusOr<pb::StepReport> Run() {
@@ -67,6 +68,7 @@ class StageExecutor::Step {
     step_event.instruction = -1;
     const TraceSpan step_span(res_.trace, step_event);
     res_.device.memory().ResetPeaks();
+    res_.device.offload_memory().ResetPeaks();
     RETURN_IF_ERROR(CheckCommand());
     RETURN_IF_ERROR(WithContext(transfers_.PostReceivesUpTo(config_.recv_lookahead),
                                 absl::StrCat(scope_.Where(), "before the first instruction")));
@@ -79,8 +81,12 @@ class StageExecutor::Step {
         if (std::optional<TraceEvent> event = scope_.InstructionEvent(instruction)) {
           span.emplace(res_.trace, *event);
         }
-        status = std::visit([this](const auto& op) { return Execute(op); }, instruction);
+        status = StartRestores(i);
+        if (status.ok()) {
+          status = std::visit([this](const auto& op) { return Execute(op); }, instruction);
+        }
       }
+      if (status.ok()) status = offload_.Poll();
       if (status.ok()) status = transfers_.ReapFinishedSends();
       if (status.ok()) transfers_.PollPostedReceives();
       if (status.ok() && grad_sync_ != nullptr) status = grad_sync_->Poll();
@@ -123,6 +129,15 @@ class StageExecutor::Step {
                          " of the training batch is evaluation padding (-1); "
                          "only a forward-only program pads"));
       }
+    }
+    return absl::OkStatus();
+  }
+
+  // pipeline.offload: the copies back that start with instruction `index` (MicroBatchPlan).
+  absl::Status StartRestores(size_t index) {
+    for (const MicroBatchPlan::Slot& slot : plan_.RestoresBefore(index)) {
+      RETURN_IF_ERROR(WithContext(offload_.StartRestore(slot.chunk, slot.micro_batch),
+                                  "starting the copy back of an offloaded stage input"));
     }
     return absl::OkStatus();
   }
@@ -201,6 +216,10 @@ class StageExecutor::Step {
       mb.saved.clear();
     }
     RETURN_IF_ERROR(busy_.End());
+    if (plan_.Offloads(op.chunk, op.micro_batch)) {
+      // Waits in host memory until the instruction before its backward (pipeline.offload).
+      RETURN_IF_ERROR(offload_.Park(op.chunk, op.micro_batch, std::exchange(mb.input, Tensor())));
+    }
     ReleaseIfDone(op);
     return absl::OkStatus();
   }
@@ -238,6 +257,9 @@ class StageExecutor::Step {
     RETURN_IF_ERROR(states_.Check(op.chunk, op.micro_batch));
     RETURN_IF_ERROR(busy_.Begin());
     ASSIGN_OR_RETURN(MicroBatch * mb, states_.Get(op.chunk, op.micro_batch));
+    if (plan_.Offloads(op.chunk, op.micro_batch) && mb->forwarded && !mb->input_grad_done) {
+      ASSIGN_OR_RETURN(mb->input, offload_.Take(op.chunk, op.micro_batch));
+    }
     RETURN_IF_ERROR(compute_.Backward(op.chunk, op.micro_batch, *mb, kSplit));
     RETURN_IF_ERROR(busy_.End());
     ReleaseIfDone(op);
@@ -344,6 +366,11 @@ class StageExecutor::Step {
       return absl::FailedPreconditionError("a forward-only program cannot update parameters");
     }
     RETURN_IF_ERROR(FinishStep());
+    if (res_.parameter_gather != nullptr) {
+      // The previous update's gather is through before this one writes the parameters (the
+      // forwards waited for it already, bucket by bucket).
+      RETURN_IF_ERROR(res_.parameter_gather->WaitAll(scope_.Deadline()));
+    }
     for (const TiedGradientSum& tie : res_.tied_gradients) {
       RETURN_IF_ERROR(busy_.Begin());
       RETURN_IF_ERROR(SumTiedGradients(tie, res_.chunks, res_.device, scope_.Deadline()));
@@ -388,12 +415,9 @@ class StageExecutor::Step {
       }
       RETURN_IF_ERROR(chunk.parameters->ZeroGrads());
     }
-    if (sharded && apply && res_.replica_reducer != nullptr) {
-      // Every replica updated its parts; the next forward needs them all.
-      const absl::Time begin = absl::Now();
-      RETURN_IF_ERROR(
-          AllGatherParameters(*res_.gradient_buckets, *res_.replica_reducer, scope_.Deadline()));
-      last_all_gather_ = absl::Now() - begin;
+    if (sharded && apply && res_.parameter_gather != nullptr) {
+      // Every replica updated its parts; the next forward waits for them, layer by layer.
+      RETURN_IF_ERROR(res_.parameter_gather->Start());
     }
     return absl::OkStatus();
   }
@@ -412,6 +436,7 @@ class StageExecutor::Step {
   // Every send of the step completed and no micro-batch left anything behind.
   absl::Status FinishStep() {
     RETURN_IF_ERROR(transfers_.WaitForSends());
+    RETURN_IF_ERROR(offload_.Finish());
     return states_.CheckAllReleased();
   }
 
@@ -432,8 +457,14 @@ class StageExecutor::Step {
     report_.set_bytes_sent(transfers_.bytes_sent());
     report_.set_bytes_received(transfers_.bytes_received());
     if (grad_sync_ != nullptr) grad_sync_->Report(report_);
-    if (config_.shard_optimizer_state && !plan_.forward_only()) {
-      report_.set_all_gather_ms(absl::ToDoubleMilliseconds(last_all_gather_));
+    if (config_.shard_optimizer_state && !plan_.forward_only() &&
+        res_.parameter_gather != nullptr) {
+      report_.set_all_gather_ms(absl::ToDoubleMilliseconds(res_.parameter_gather->TakeWaited()));
+    }
+    if (config_.offload == pb::STAGE_INPUTS && !plan_.forward_only()) {
+      report_.set_peak_offload_bytes(res_.device.offload_memory().peak());
+      report_.set_offloaded_bytes(offload_.offloaded_bytes());
+      report_.set_offload_wait_ms(absl::ToDoubleMilliseconds(offload_.waited()));
     }
     return absl::OkStatus();
   }
@@ -450,10 +481,9 @@ class StageExecutor::Step {
   StepTransfers transfers_;
   StepReportBuilder report_builder_;
   std::unique_ptr<GradientSync> grad_sync_;  // with data-parallel replicas, training only
-  // Under training.shard_optimizer_state: the all-gather after the last update (the executor's,
-  // so that it outlives the step whose report cannot carry it: the update follows the report).
-  absl::Duration& last_all_gather_;
   StageCompute compute_;
+  // pipeline.offload STAGE_INPUTS: the stage inputs waiting in host memory.
+  StageInputOffload offload_;
 
   absl::Time start_;
   DeviceBusyTime busy_;
@@ -466,7 +496,7 @@ StageExecutor::StageExecutor(ExecutorConfig config, schedule::StageProgram progr
       program_(std::move(program)),
       resources_(std::move(resources)),
       plan_(std::make_unique<MicroBatchPlan>(program_, config_.chunks, config_.micro_batches,
-                                             config_.remat)) {}
+                                             config_.remat, config_.offload)) {}
 
 StageExecutor::~StageExecutor() = default;
 

@@ -47,9 +47,6 @@ class StageExecutor {
   schedule::StageProgram program_;
   ExecutorResources resources_;
   std::unique_ptr<MicroBatchPlan> plan_;
-  // training.shard_optimizer_state: how long the all-gather after the last update took (reported
-  // with the next step).
-  absl::Duration last_all_gather_ = absl::ZeroDuration();
 };
 
 }  // namespace gpipe

@@ -155,6 +155,12 @@ void CheckPipeline(const pb::Plan& plan, PlanErrors& errors) {
                absl::StrCat("is ", pipeline.data_parallel(),
                             "; it must be >= 1 (replicas of the whole pipeline)"));
   }
+  if (pipeline.offload() == pb::STAGE_INPUTS && pipeline.remat() == pb::NEVER) {
+    errors.Add("pipeline.offload",
+               "STAGE_INPUTS moves the stage inputs of re-materialized micro-batches, and remat "
+               "NEVER keeps every micro-batch's activations on the device (which hold the input "
+               "too); set pipeline.remat to ALWAYS or EXCEPT_LAST");
+  }
   CheckSchedule(pipeline, errors);
   CheckBoundaries(plan, errors);
 }

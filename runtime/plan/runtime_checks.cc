@@ -19,7 +19,8 @@ void CheckSim(const pb::Plan& plan, PlanErrors& errors) {
   const pb::Sim& sim = plan.runtime().sim();
   for (const auto& [name, value] :
        {std::pair<const char*, double>{"peak_gflops", sim.peak_gflops()},
-        {"link_gbps", sim.link_gbps()}}) {
+        {"link_gbps", sim.link_gbps()},
+        {"host_link_gbps", sim.host_link_gbps()}}) {
     if (!Positive(value)) {
       errors.Add(absl::StrCat("runtime.sim.", name),
                  absl::StrCat("is ", Show(value), "; it must be > 0"));

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/time/clock.h"
@@ -53,6 +54,16 @@ class CopyCountingDevice final : public Device {
                           int64_t destination_bytes) override {
     ++copies_to_host;
     return cpu_.CopyToHost(source, destination, destination_bytes);
+  }
+  Allocator& offload_host() override { return cpu_.offload_host(); }
+  MemoryTracker& offload_memory() override { return cpu_.offload_memory(); }
+  absl::StatusOr<std::unique_ptr<AsyncCopy>> StartCopyToHost(Tensor source,
+                                                             Tensor destination) override {
+    return cpu_.StartCopyToHost(std::move(source), std::move(destination));
+  }
+  absl::StatusOr<std::unique_ptr<AsyncCopy>> StartCopyFromHost(Tensor source,
+                                                               Tensor destination) override {
+    return cpu_.StartCopyFromHost(std::move(source), std::move(destination));
   }
   absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override { return cpu_.RecordEvent(); }
   absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) override {

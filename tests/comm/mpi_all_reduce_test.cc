@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -296,12 +297,27 @@ TEST_F(MpiAllReduceTest, GathersAndReductionsKeepTheirOwnBucketOrders) {
   absl::StatusOr<std::unique_ptr<ReduceGroup>> reducer =
       channel_->CreateReduceGroup(WholeJob(), {{4}, {8}}, DeadlineIn(kGenerous));
   ASSERT_TRUE(reducer.ok()) << reducer.status();
+  std::vector<Tensor> four = Contributions({Shape({4})});
   std::vector<Tensor> eight = Contributions({Shape({8})});
+  // Reductions ascend: bucket 1 cannot start first.
   absl::StatusOr<std::unique_ptr<TransferHandle>> early =
-      (*reducer)->StartCollective(Collective::kAllGather, 1, eight);
+      (*reducer)->StartCollective(Collective::kReduceScatter, 1, eight);
   EXPECT_EQ(early.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(std::string(early.status().message()),
-              HasSubstr("all-gather of bucket 1 started while bucket 0 is next"));
+              HasSubstr("reduce-scatter of bucket 1 started while bucket 0 is next"));
+  // Gathers descend, once each: after bucket 0, bucket 1 (or 0 again) is refused.
+  absl::StatusOr<std::unique_ptr<TransferHandle>> first =
+      (*reducer)->StartCollective(Collective::kAllGather, 0, four);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE((*first)->Wait(DeadlineIn(kGenerous)).ok());
+  for (int bucket : {1, 0}) {
+    absl::StatusOr<std::unique_ptr<TransferHandle>> late =
+        (*reducer)->StartCollective(Collective::kAllGather, bucket, bucket == 1 ? eight : four);
+    EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(std::string(late.status().message()),
+                HasSubstr(absl::StrCat("all-gather of bucket ", bucket,
+                                       " started after that of bucket 0")));
+  }
 }
 
 // The deadline case comes last: the description rank 0 sent is never received, and must not

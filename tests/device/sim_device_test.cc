@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <fstream>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -93,6 +94,40 @@ TEST(SimDeviceTest, OccupyAccountsForEveryDurationAndSleepsAtLeastThatLong) {
   ASSERT_TRUE(device.Occupy(absl::Microseconds(300)).ok());
   EXPECT_EQ(device.occupied(), absl::Microseconds(2300));
   EXPECT_EQ(device.Occupy(absl::Microseconds(-1)).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// Offload copies run on a modelled copy engine per direction at host_link_gbps: one copy at a
+// time per direction, both directions at once, the compute waiting only in OrderComputeAfter.
+// 4 MB at 1 GB/s is 4 ms.
+TEST(SimDeviceTest, OffloadCopiesTakeTheirBytesOverTheHostLink) {
+  SimDevice device(SimDeviceOptions{.host_link_gbps = 1});
+  const auto tensor = [](Allocator& memory) {
+    absl::StatusOr<Tensor> t =
+        Tensor::Empty(memory, Shape({1000000}), DType::kF32, MemoryKind::kBoundary);
+    GPIPE_CHECK(t.ok()) << t.status();
+    return *std::move(t);
+  };
+  const Tensor a = tensor(device), b = tensor(device);
+  const Tensor host_a = tensor(device.offload_host()), host_b = tensor(device.offload_host());
+  EXPECT_EQ(device.offload_memory().current(MemoryKind::kBoundary), 8000000);
+  EXPECT_EQ(device.memory().current(MemoryKind::kBoundary), 8000000);
+  const absl::Time begin = absl::Now();
+  absl::StatusOr<std::unique_ptr<AsyncCopy>> out_a = device.StartCopyToHost(a, host_a);
+  absl::StatusOr<std::unique_ptr<AsyncCopy>> out_b = device.StartCopyToHost(b, host_b);
+  absl::StatusOr<std::unique_ptr<AsyncCopy>> in = device.StartCopyFromHost(host_a, b);
+  ASSERT_TRUE(out_a.ok() && out_b.ok() && in.ok());
+  EXPECT_LT(absl::Now() - begin, absl::Milliseconds(2)) << "starting a copy does not wait";
+  EXPECT_FALSE(*(*out_b)->Finished());
+  // The other direction's engine: done after one copy's time.
+  ASSERT_TRUE((*in)->OrderComputeAfter().ok());
+  EXPECT_GE(absl::Now() - begin, absl::Milliseconds(4));
+  EXPECT_TRUE(*(*in)->Finished());
+  // The second copy out queued behind the first: two copies' time.
+  ASSERT_TRUE((*out_b)->OrderComputeAfter().ok());
+  EXPECT_GE(absl::Now() - begin, absl::Milliseconds(8));
+  EXPECT_TRUE(*(*out_a)->Finished());
+  EXPECT_EQ(device.occupied(), absl::ZeroDuration()) << "copies are not compute";
+  EXPECT_EQ(device.StartCopyToHost(a, b).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

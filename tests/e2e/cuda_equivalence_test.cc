@@ -53,6 +53,16 @@ TEST_F(CudaEquivalenceTest, ReplicasSharingTheGpuAgree) {
   ExpectClose(TrainReplicated(1, 2, {"pipeline { micro_batches: 2 }", sharded}), one, 1e-5);
 }
 
+// Activation offload on the GPU: stage inputs copied to pinned host memory on the offload stream
+// and back before their backward, overlapping the compute; the bytes come back as they left.
+TEST_F(CudaEquivalenceTest, OffloadedStageInputsChangeNoBit) {
+  const Weights kept = Train(2, {"pipeline { remat: ALWAYS }"});
+  ExpectBitIdentical(Train(2, {"pipeline { remat: ALWAYS offload: STAGE_INPUTS }"}), kept);
+  ExpectBitIdentical(Train(2, {"pipeline { remat: ALWAYS offload: STAGE_INPUTS schedule: "
+                               "ONE_F_ONE_B }"}),
+                     Train(2, {"pipeline { remat: ALWAYS schedule: ONE_F_ONE_B }"}));
+}
+
 TEST_F(CudaEquivalenceTest, TrainingChangesTheWeights) {
   const Weights trained = Train(2, {});
   const Weights untrained = Train(2, {"training { steps: 1 optimizer { sgd { lr: 1e-30 } } }"});

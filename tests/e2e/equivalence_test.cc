@@ -42,6 +42,9 @@ TEST_F(EquivalenceTest, RematPoliciesGiveBitIdenticalWeights) {
   const Weights always = Train(3, {"pipeline { remat: ALWAYS }"});
   ExpectBitIdentical(except_last, never);
   ExpectBitIdentical(always, never);
+  // Stage inputs waiting in host memory between forward and backward come back as they left.
+  ExpectBitIdentical(Train(3, {"pipeline { remat: ALWAYS offload: STAGE_INPUTS }"}), never);
+  ExpectBitIdentical(Train(3, {"pipeline { remat: EXCEPT_LAST offload: STAGE_INPUTS }"}), never);
 }
 
 TEST_F(EquivalenceTest, MicroBatchCountsAgreeWithinTolerance) {

@@ -3,7 +3,9 @@
 #include "runtime/exec/gradient_sync.h"
 
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -11,6 +13,7 @@
 #include "runtime/core/check.h"
 #include "runtime/device/cpu/cpu_device.h"
 #include "runtime/exec/gradient_buckets.h"
+#include "runtime/exec/sharded_update.h"
 #include "runtime/exec/stage_chunks.h"
 #include "runtime/plan/plan_analysis.h"
 #include "runtime/plan/plan_loader.h"
@@ -246,6 +249,75 @@ TEST_F(GradientSyncTest, MoreAccumulationsThanMicroBatchesIsAnError) {
   EXPECT_EQ(twice.message(),
             "chunk 0 layer 0 accumulated gradients 2 times in a step of 1 "
             "micro-batches");
+}
+
+// A group that records the all-gathers started and the buckets waited for; `failing` fails its
+// wait.
+class GatherRecordingGroup final : public ReduceGroup {
+ public:
+  explicit GatherRecordingGroup(std::vector<std::vector<int64_t>> buckets)
+      : buckets_(std::move(buckets)) {}
+
+  absl::StatusOr<std::unique_ptr<TransferHandle>> StartCollective(Collective collective, int bucket,
+                                                                  std::span<Tensor>) override {
+    EXPECT_EQ(collective, Collective::kAllGather);
+    started.push_back(bucket);
+    return std::unique_ptr<TransferHandle>(std::make_unique<Handle>(*this, bucket));
+  }
+  const std::vector<std::vector<int64_t>>& buckets() const override { return buckets_; }
+
+  std::vector<int> started;
+  std::vector<int> waited;
+  int failing = -1;
+
+ private:
+  class Handle final : public TransferHandle {
+   public:
+    Handle(GatherRecordingGroup& group, int bucket) : group_(group), bucket_(bucket) {}
+    bool Done() override { return false; }
+    absl::Status Wait(absl::Time) override {
+      group_.waited.push_back(bucket_);
+      if (bucket_ == group_.failing) return absl::DeadlineExceededError("no progress");
+      return absl::OkStatus();
+    }
+
+   private:
+    GatherRecordingGroup& group_;
+    int bucket_;
+  };
+  std::vector<std::vector<int64_t>> buckets_;
+};
+
+TEST_F(GradientSyncTest, ParameterGatherStartsTheFirstLayersFirstAndWaitsBucketByBucket) {
+  // One-byte buckets: fc3 is bucket 0, fc2 1, fc1 2, the buffers 3 (never gathered).
+  GradientBuckets buckets = GradientBuckets::Plan(chunks_->refs(), 1);
+  GatherRecordingGroup group(buckets.Layout());
+  ParameterGather gather(buckets, group);
+  const absl::Time deadline = absl::Now() + absl::Seconds(1);
+  EXPECT_FALSE(gather.pending());
+  ASSERT_TRUE(gather.WaitForLayer(0, 0, deadline).ok()) << "nothing pending";
+  ASSERT_TRUE(gather.Start().ok());
+  EXPECT_EQ(group.started, (std::vector<int>{2, 1, 0}));
+  EXPECT_TRUE(gather.pending());
+  EXPECT_EQ(gather.Start().code(), absl::StatusCode::kFailedPrecondition);
+  // The forward's first layer (fc1) needs bucket 2 only; relu none; fc1 again nothing more.
+  ASSERT_TRUE(gather.WaitForLayer(0, 0, deadline).ok());
+  ASSERT_TRUE(gather.WaitForLayer(0, 1, deadline).ok());
+  ASSERT_TRUE(gather.WaitForLayer(0, 0, deadline).ok());
+  EXPECT_EQ(group.waited, (std::vector<int>{2}));
+  ASSERT_TRUE(gather.WaitAll(deadline).ok());
+  EXPECT_EQ(group.waited, (std::vector<int>{2, 1, 0}));
+  EXPECT_FALSE(gather.pending());
+  EXPECT_GE(gather.TakeWaited(), absl::ZeroDuration());
+  EXPECT_EQ(gather.TakeWaited(), absl::ZeroDuration());
+  // The next update's gather; a wait that fails names its bucket.
+  ASSERT_TRUE(gather.Start().ok());
+  group.failing = 1;
+  const absl::Status failed = gather.WaitAll(deadline);
+  EXPECT_EQ(failed.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_NE(std::string(failed.message()).find("all-gathering the parameters of gradient bucket 1"),
+            std::string::npos)
+      << failed;
 }
 
 }  // namespace

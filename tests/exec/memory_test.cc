@@ -45,8 +45,9 @@ struct Prediction {
 };
 
 Prediction Predict(const std::string& schedule, const std::string& remat,
-                   const std::string& precision = "FP32") {
+                   const std::string& precision = "FP32", const std::string& extra = "") {
   std::vector<std::string> overrides = Overrides(schedule, remat, precision);
+  if (!extra.empty()) overrides.push_back(extra);
   overrides.push_back(absl::StrCat("pipeline { stages: ", StagesOf(schedule), " }"));
   auto loaded = ParsePlanText(testing::kPlan, "memory-test.pbtxt", ".", overrides);
   EXPECT_TRUE(loaded.ok()) << loaded.status();
@@ -59,7 +60,8 @@ Prediction Predict(const std::string& schedule, const std::string& remat,
   EXPECT_TRUE(program.ok()) << program.status();
   auto parts = MeasurePartBytes(*analyzed, registry, kMicroBatchSize);
   EXPECT_TRUE(parts.ok()) << parts.status();
-  return {PredictActivationMemory(*program, *parts, pipeline.remat(), /*recv_lookahead=*/2),
+  return {PredictActivationMemory(*program, *parts, pipeline.remat(), pipeline.offload(),
+                                  /*recv_lookahead=*/2),
           parts->front()};
 }
 
@@ -132,6 +134,69 @@ TEST(MemoryTest, PeaksFollowTheScheduleAndMatchThePrediction) {
   }
 }
 
+// pipeline.offload STAGE_INPUTS: the stage inputs of re-materialized micro-batches wait in the
+// CPU device's host arena. The device's boundary peak is the predicted one (exact), so is the
+// arena's peak and the bytes moved per step; the other kinds do not change; and the weights after
+// two steps are the same bits as without offload.
+TEST(MemoryTest, OffloadedStageInputsLeaveTheDeviceAsPredictedAndChangeNoBit) {
+  struct Case {
+    std::string schedule, remat, precision;
+  };
+  std::vector<Case> cases;
+  for (const char* schedule : {"GPIPE", "ONE_F_ONE_B", "INTERLEAVED_1F1B", "ZERO_BUBBLE_H1",
+                               "ZERO_BUBBLE_V", "DUALPIPE_V"}) {
+    for (const char* remat : {"ALWAYS", "EXCEPT_LAST"}) cases.push_back({schedule, remat, "FP32"});
+  }
+  cases.push_back({"GPIPE", "ALWAYS", "BF16"});
+  cases.push_back({"ONE_F_ONE_B", "ALWAYS", "BF16"});
+  const std::string offload = "pipeline { offload: STAGE_INPUTS }";
+  std::printf("%-17s %-12s %-5s %5s %21s %15s %13s\n", "schedule", "remat", "prec", "stage",
+              "boundary kept/offload", "host peak", "moved/step");
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.schedule + " " + c.remat + " " + c.precision);
+    const Prediction predicted = Predict(c.schedule, c.remat, c.precision, offload);
+    const Prediction kept = Predict(c.schedule, c.remat, c.precision);
+    std::vector<std::string> overrides = Overrides(c.schedule, c.remat, c.precision);
+    const testing::PipelineRun baseline =
+        testing::RunPipeline({.stages = StagesOf(c.schedule), .overrides = overrides});
+    testing::ExpectSucceeded(baseline);
+    overrides.push_back(offload);
+    const testing::PipelineRun run =
+        testing::RunPipeline({.stages = StagesOf(c.schedule), .overrides = overrides});
+    testing::ExpectSucceeded(run);
+    EXPECT_EQ(run.weights, baseline.weights) << "offload changed the arithmetic";
+    ASSERT_EQ(run.last_reports.size(), predicted.stages.size());
+    int64_t moved = 0;
+    for (const pb::StepReport& report : run.last_reports) {
+      const int s = report.stage();
+      SCOPED_TRACE(absl::StrCat("stage ", s));
+      const StageActivationMemory& p = predicted.stages[s];
+      std::printf("%-17s %-12s %-5s %5d %10lld/%-10lld %7lld/%-7lld %13lld\n", c.schedule.c_str(),
+                  c.remat.c_str(), c.precision.c_str(), s,
+                  static_cast<long long>(baseline.peak_boundary[s]),
+                  static_cast<long long>(run.peak_boundary[s]),
+                  static_cast<long long>(report.peak_offload_bytes()),
+                  static_cast<long long>(p.host), static_cast<long long>(report.offloaded_bytes()));
+      EXPECT_EQ(run.peak_boundary[s], p.boundary);
+      EXPECT_EQ(report.peak_offload_bytes(), p.host);
+      EXPECT_EQ(report.offloaded_bytes(), p.offloaded);
+      EXPECT_LE(run.peak_boundary[s], baseline.peak_boundary[s]);
+      EXPECT_EQ(run.peak_boundary_grad[s], baseline.peak_boundary_grad[s]);
+      EXPECT_EQ(run.peak_activation[s], baseline.peak_activation[s]);
+      EXPECT_EQ(kept.stages[s].host, 0);
+      moved += report.offloaded_bytes();
+    }
+    EXPECT_GT(moved, 0) << "nothing was offloaded";
+    // GPipe's first stage holds every micro-batch's input at its peak: offload leaves the one
+    // in use, the one coming back and the receive buffers posted ahead (none on stage 0).
+    if (c.schedule == "GPIPE") {
+      const int64_t input = predicted.stage0.input;
+      EXPECT_EQ(baseline.peak_boundary[0], kMicroBatches * input);
+      EXPECT_LE(run.peak_boundary[0], 3 * input);
+    }
+  }
+}
+
 // Views and composites: flatten's output is its input's storage, a dropout of p = 0 passes its
 // input through, and a residual's inner layers save each tensor once. Stage 0 is [conv, relu,
 // flatten] (relu saves its output, which flatten passes on as the stage output); stage 1 is
@@ -172,7 +237,8 @@ TEST(MemoryTest, ViewsAndCompositesMatchThePrediction) {
       EXPECT_TRUE(parts->front().output_saved);
       EXPECT_EQ(parts->front().saved, 0);
       const std::vector<StageActivationMemory> predicted =
-          PredictActivationMemory(*program, *parts, pipeline.remat(), /*recv_lookahead=*/2);
+          PredictActivationMemory(*program, *parts, pipeline.remat(), pipeline.offload(),
+                                  /*recv_lookahead=*/2);
       const testing::PipelineRun run = testing::RunPipeline({.stages = 2, .overrides = overrides});
       testing::ExpectSucceeded(run);
       for (size_t s = 0; s < predicted.size(); ++s) {
@@ -223,7 +289,8 @@ TEST(MemoryTest, TransformerBlocksMatchThePredictionInBothPrecisions) {
         auto parts = MeasurePartBytes(*analyzed, registry, kBatch);
         ASSERT_TRUE(parts.ok()) << parts.status();
         const std::vector<StageActivationMemory> predicted =
-            PredictActivationMemory(*program, *parts, pipeline.remat(), /*recv_lookahead=*/2);
+            PredictActivationMemory(*program, *parts, pipeline.remat(), pipeline.offload(),
+                                    /*recv_lookahead=*/2);
         const testing::PipelineRun run =
             testing::RunPipeline({.stages = 2, .overrides = overrides});
         testing::ExpectSucceeded(run);

@@ -233,6 +233,7 @@ PipelineRun RunPipeline(const RunOptions& options) {
                           .micro_batches = plan.pipeline().micro_batches(),
                           .global_batch = plan.training().global_batch(),
                           .remat = plan.pipeline().remat(),
+                          .offload = plan.pipeline().offload(),
                           .seed = plan.training().seed(),
                           .placement = plan.pipeline().placement(),
                           .replica_group = {s},

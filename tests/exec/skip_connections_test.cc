@@ -173,7 +173,8 @@ TEST(SkipConnectionsTest, MemoryMatchesThePrediction) {
       EXPECT_EQ(parts->front().skips.size(), 3u);
       EXPECT_EQ(parts->front().skips.at(3), 8 * 4 * 4);
       const std::vector<StageActivationMemory> predicted =
-          PredictActivationMemory(*program, *parts, analyzed->plan.pipeline().remat(), 2);
+          PredictActivationMemory(*program, *parts, analyzed->plan.pipeline().remat(),
+                                  analyzed->plan.pipeline().offload(), 2);
       const PipelineRun run = RunSkips(stages, pipeline);
       ExpectSucceeded(run);
       for (size_t s = 0; s < predicted.size(); ++s) {

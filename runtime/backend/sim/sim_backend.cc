@@ -26,7 +26,8 @@ absl::StatusOr<SimCosts> CostsOf(const pb::Plan& plan) {
 class SimBackend final : public Backend {
  public:
   explicit SimBackend(const pb::Runtime& runtime)
-      : device_(SimDeviceOptions{.memory_limit_bytes = runtime.memory_limit_bytes()}) {}
+      : device_(SimDeviceOptions{.memory_limit_bytes = runtime.memory_limit_bytes(),
+                                 .host_link_gbps = runtime.sim().host_link_gbps()}) {}
 
   Device& device() override { return device_; }
 

@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/device/ops/offload_copy.h"
 
 namespace gpipe {
 namespace {
@@ -23,6 +25,7 @@ class CpuEvent final : public DeviceEvent {
 CpuDevice::CpuDevice(CpuDeviceOptions options)
     : memory_("cpu", options.memory_limit_bytes),
       staging_("staging"),
+      offload_("offload"),
       dnnl_(options.threads),
       matmul_ops_(dnnl_),
       conv_ops_(dnnl_, memory_),
@@ -65,6 +68,20 @@ absl::Status CpuDevice::CopyToHost(const Tensor& source, void* destination,
   }
   if (destination_bytes > 0) std::memcpy(destination, source.raw_data(), destination_bytes);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<AsyncCopy>> CpuDevice::StartCopyToHost(Tensor source,
+                                                                      Tensor destination) {
+  RETURN_IF_ERROR(CheckOffloadCopy(name(), *this, offload_, source, destination));
+  if (source.bytes() > 0) std::memcpy(destination.raw_data(), source.raw_data(), source.bytes());
+  return std::make_unique<CompletedCopy>();
+}
+
+absl::StatusOr<std::unique_ptr<AsyncCopy>> CpuDevice::StartCopyFromHost(Tensor source,
+                                                                        Tensor destination) {
+  RETURN_IF_ERROR(CheckOffloadCopy(name(), *this, offload_, destination, source));
+  if (source.bytes() > 0) std::memcpy(destination.raw_data(), source.raw_data(), source.bytes());
+  return std::make_unique<CompletedCopy>();
 }
 
 absl::StatusOr<std::unique_ptr<DeviceEvent>> CpuDevice::RecordEvent() {

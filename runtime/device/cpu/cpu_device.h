@@ -52,6 +52,14 @@ class CpuDevice final : public Device {
   absl::Status CopyFromHost(const void* source, int64_t source_bytes, Tensor& destination) override;
   absl::Status CopyToHost(const Tensor& source, void* destination,
                           int64_t destination_bytes) override;
+  // A host arena of its own, so the device's memory drops by what moved there.
+  Allocator& offload_host() override { return offload_; }
+  MemoryTracker& offload_memory() override { return offload_.memory(); }
+  // Plain copies, done when the call returns.
+  absl::StatusOr<std::unique_ptr<AsyncCopy>> StartCopyToHost(Tensor source,
+                                                             Tensor destination) override;
+  absl::StatusOr<std::unique_ptr<AsyncCopy>> StartCopyFromHost(Tensor source,
+                                                               Tensor destination) override;
   absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override;
   absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) override;
   absl::Status Synchronize() override { return absl::OkStatus(); }
@@ -59,6 +67,7 @@ class CpuDevice final : public Device {
  private:
   HostAllocator memory_;
   HostAllocator staging_;
+  HostAllocator offload_;
   DnnlContext dnnl_;
   CpuTensorOps tensor_ops_;
   CpuMatmulOps matmul_ops_;

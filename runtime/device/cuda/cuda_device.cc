@@ -22,6 +22,7 @@
 #include "runtime/device/cuda/cuda_tensor_ops.h"
 #include "runtime/device/cuda/pinned_host_allocator.h"
 #include "runtime/device/ops.h"
+#include "runtime/device/ops/offload_copy.h"
 
 namespace gpipe {
 namespace {
@@ -46,6 +47,7 @@ struct CudaDeviceParts {
   int multiprocessors = 0;
   cuda::Stream compute_stream;
   cuda::Stream host_to_device_stream;
+  cuda::Stream offload_stream;
   cuda::Event compute_ready;
   cuda::Event copy_done;
   cuda::MemPool pool;
@@ -70,6 +72,7 @@ absl::StatusOr<CudaDeviceParts> CreateParts(const CudaDeviceOptions& options) {
       &parts.multiprocessors, cudaDevAttrMultiProcessorCount, options.ordinal));
   ASSIGN_OR_RETURN(parts.compute_stream, cuda::CreateStream());
   ASSIGN_OR_RETURN(parts.host_to_device_stream, cuda::CreateStream());
+  ASSIGN_OR_RETURN(parts.offload_stream, cuda::CreateStream());
   ASSIGN_OR_RETURN(parts.compute_ready, cuda::CreateEvent(/*timing=*/false));
   ASSIGN_OR_RETURN(parts.copy_done, cuda::CreateEvent(/*timing=*/false));
   ASSIGN_OR_RETURN(parts.pool, cuda::CreateMemPool(options.ordinal));
@@ -80,9 +83,51 @@ absl::StatusOr<CudaDeviceParts> CreateParts(const CudaDeviceOptions& options) {
   return parts;
 }
 
+// An offload copy issued on the device's offload stream: `done` is recorded after it. Holds both
+// tensors until it has finished (the device storage is freed in compute-stream order, which
+// knows nothing of the offload stream); an unfinished copy is waited for when destroyed.
+class CudaCopy final : public AsyncCopy {
+ public:
+  CudaCopy(Tensor source, Tensor destination, cuda::Event done, cudaStream_t compute,
+           const Logger& logger)
+      : source_(std::move(source)),
+        destination_(std::move(destination)),
+        done_(std::move(done)),
+        compute_(compute),
+        logger_(logger) {}
+  CudaCopy(const CudaCopy&) = delete;
+  CudaCopy& operator=(const CudaCopy&) = delete;
+  ~CudaCopy() override {
+    if (const cudaError_t error = cudaEventSynchronize(done_.get()); error != cudaSuccess) {
+      logger_.Error(absl::StrCat("an offload copy failed: ", cudaGetErrorString(error)));
+    }
+  }
+
+  absl::StatusOr<bool> Finished() override {
+    const cudaError_t query = cudaEventQuery(done_.get());
+    if (query == cudaErrorNotReady) return false;
+    GPIPE_CUDA_RETURN_IF_ERROR(query);
+    return true;
+  }
+  absl::Status OrderComputeAfter() override {
+    GPIPE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(compute_, done_.get(), 0));
+    return absl::OkStatus();
+  }
+
+ private:
+  Tensor source_;
+  Tensor destination_;
+  cuda::Event done_;
+  cudaStream_t compute_;
+  const Logger& logger_;
+};
+
 // Streams: every op, allocation, free and device-to-host copy is issued on the compute stream,
 // so they run in issue order. Host-to-device copies from pinned memory run on their own copy
-// stream, ordered against the compute stream by events both ways (see CopyFromHost).
+// stream, ordered against the compute stream by events both ways (see CopyFromHost). Offload
+// copies (activation offload) run on a third stream in both directions, one after another, each
+// after the compute stream's end when it was issued; the compute stream waits for a copy back
+// only when the copy's OrderComputeAfter says so, so both overlap the compute issued meanwhile.
 class CudaDevice final : public Device {
  public:
   explicit CudaDevice(CudaDeviceParts parts)
@@ -90,11 +135,13 @@ class CudaDevice final : public Device {
         logger_(/*rank=*/-1),
         compute_stream_(std::move(parts.compute_stream)),
         host_to_device_stream_(std::move(parts.host_to_device_stream)),
+        offload_stream_(std::move(parts.offload_stream)),
         compute_ready_(std::move(parts.compute_ready)),
         copy_done_(std::move(parts.copy_done)),
         memory_(name_, std::move(parts.pool), compute_stream_.get(),
                 parts.options.memory_limit_bytes, logger_),
         staging_(absl::StrCat(name_, " staging"), logger_),
+        offload_(absl::StrCat(name_, " offload"), logger_),
         cublas_(std::move(parts.cublas)),
         cublas_lt_(std::move(parts.cublas_lt)),
         cudnn_(std::move(parts.cudnn)),
@@ -156,11 +203,40 @@ class CudaDevice final : public Device {
   absl::Status CopyFromHost(const void* source, int64_t source_bytes, Tensor& destination) override;
   absl::Status CopyToHost(const Tensor& source, void* destination,
                           int64_t destination_bytes) override;
+  Allocator& offload_host() override { return offload_; }
+  MemoryTracker& offload_memory() override { return offload_.memory(); }
+  absl::StatusOr<std::unique_ptr<AsyncCopy>> StartCopyToHost(Tensor source,
+                                                             Tensor destination) override {
+    RETURN_IF_ERROR(CheckOffloadCopy(name_, *this, offload_, source, destination));
+    return StartOffloadCopy(std::move(source), std::move(destination), cudaMemcpyDeviceToHost);
+  }
+  absl::StatusOr<std::unique_ptr<AsyncCopy>> StartCopyFromHost(Tensor source,
+                                                               Tensor destination) override {
+    RETURN_IF_ERROR(CheckOffloadCopy(name_, *this, offload_, destination, source));
+    return StartOffloadCopy(std::move(source), std::move(destination), cudaMemcpyHostToDevice);
+  }
   absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override;
   absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) override;
   absl::Status Synchronize() override;
 
  private:
+  // The offload stream first waits for the compute stream's current end: a device source is
+  // written by the work issued before, and a device destination came from the pool in
+  // compute-stream order, so work issued before may still use its storage.
+  absl::StatusOr<std::unique_ptr<AsyncCopy>> StartOffloadCopy(Tensor source, Tensor destination,
+                                                              cudaMemcpyKind kind) {
+    cudaStream_t offload = offload_stream_.get();
+    ASSIGN_OR_RETURN(cuda::Event compute_end, cuda::CreateEvent(/*timing=*/false));
+    ASSIGN_OR_RETURN(cuda::Event done, cuda::CreateEvent(/*timing=*/false));
+    GPIPE_CUDA_RETURN_IF_ERROR(cudaEventRecord(compute_end.get(), compute_stream_.get()));
+    GPIPE_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(offload, compute_end.get(), 0));
+    GPIPE_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(destination.raw_data(), source.raw_data(),
+                                               static_cast<size_t>(source.bytes()), kind, offload));
+    GPIPE_CUDA_RETURN_IF_ERROR(cudaEventRecord(done.get(), offload));
+    return std::make_unique<CudaCopy>(std::move(source), std::move(destination), std::move(done),
+                                      compute_stream_.get(), logger_);
+  }
+
   // Whether `tensor` lives in this device's memory (not another device's, not host memory).
   bool OnThisDevice(const Tensor& tensor) const {
     return tensor.defined() && &tensor.allocator() == this;
@@ -171,10 +247,12 @@ class CudaDevice final : public Device {
   Logger logger_;  // rank-less: the device is built before it knows of any rank's logger
   cuda::Stream compute_stream_;
   cuda::Stream host_to_device_stream_;
+  cuda::Stream offload_stream_;
   cuda::Event compute_ready_;  // the compute stream's end, for the copy stream to wait on
   cuda::Event copy_done_;      // the end of the last host-to-device copy
   CudaMemoryPool memory_;
   PinnedHostAllocator staging_;
+  PinnedHostAllocator offload_;
   cuda::CublasHandle cublas_;
   cuda::CublasLtHandle cublas_lt_;
   cuda::CudnnHandle cudnn_;
@@ -282,6 +360,8 @@ absl::Status CudaDevice::Synchronize() {
       CudaStatus(cudaStreamSynchronize(compute_stream_.get()), "cudaStreamSynchronize(compute)");
   status.Update(CudaStatus(cudaStreamSynchronize(host_to_device_stream_.get()),
                            "cudaStreamSynchronize(host_to_device)"));
+  status.Update(
+      CudaStatus(cudaStreamSynchronize(offload_stream_.get()), "cudaStreamSynchronize(offload)"));
   status.Update(CudaStatus(cudaGetLastError(), "cudaGetLastError"));
   return status;
 }

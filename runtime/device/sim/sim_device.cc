@@ -3,10 +3,14 @@
 #include <sys/prctl.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
+#include "runtime/device/ops/offload_copy.h"
 
 namespace gpipe {
 namespace {
@@ -28,11 +32,54 @@ class SimEvent final : public DeviceEvent {
   absl::Duration occupied_;
 };
 
+// The monotonic clock as a duration since its epoch (boot).
+absl::Duration MonotonicNow() {
+  timespec now{};
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return absl::DurationFromTimespec(now);
+}
+
+// Sleeps (never spins) until the monotonic clock reads `deadline`: an absolute deadline, so
+// oversleeping one wake-up is not added again by a retry after a signal, and wall-clock steps
+// cannot stretch the wait.
+void SleepUntil(absl::Duration deadline) {
+  const timespec at = absl::ToTimespec(deadline);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &at, nullptr) == EINTR) {
+  }
+}
+
+// A modelled copy: finished once the monotonic clock passes its end. It holds its tensors (the
+// simulated storage stays counted) until it is destroyed, which waits for the end as a real
+// device's copy would be waited for.
+class SimCopy final : public AsyncCopy {
+ public:
+  SimCopy(Tensor source, Tensor destination, absl::Duration end)
+      : source_(std::move(source)), destination_(std::move(destination)), end_(end) {}
+  SimCopy(const SimCopy&) = delete;
+  SimCopy& operator=(const SimCopy&) = delete;
+  ~SimCopy() override {
+    if (MonotonicNow() < end_) SleepUntil(end_);
+  }
+  absl::StatusOr<bool> Finished() override { return MonotonicNow() >= end_; }
+  absl::Status OrderComputeAfter() override {
+    if (MonotonicNow() < end_) SleepUntil(end_);
+    return absl::OkStatus();
+  }
+
+ private:
+  Tensor source_;
+  Tensor destination_;
+  absl::Duration end_;
+};
+
 }  // namespace
+
+SimMemory::SimMemory(const char* label, int64_t limit_bytes)
+    : label_(label), limit_bytes_(limit_bytes), next_address_(kFirstAddress) {}
 
 SimDevice::SimDevice(SimDeviceOptions options)
     : options_(options),
-      next_address_(kFirstAddress),
+      memory_("sim", options.memory_limit_bytes),
       ops_{.tensor = tensor_ops_,
            .matmul = matmul_ops_,
            .activation = activation_ops_,
@@ -45,12 +92,12 @@ SimDevice::SimDevice(SimDeviceOptions options)
   prctl(PR_SET_TIMERSLACK, kTimerSlackNs, 0, 0, 0);  // best effort: only precision suffers
 }
 
-absl::StatusOr<void*> SimDevice::Allocate(int64_t bytes, MemoryKind kind) {
+absl::StatusOr<void*> SimMemory::Allocate(int64_t bytes, MemoryKind kind) {
   if (bytes < 0) return absl::InvalidArgumentError("negative allocation size");
-  if (options_.memory_limit_bytes > 0 && memory_.current() + bytes > options_.memory_limit_bytes) {
+  if (limit_bytes_ > 0 && memory_.current() + bytes > limit_bytes_) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "sim: allocating ", bytes, " bytes (", MemoryKindName(kind), ") exceeds the limit of ",
-        options_.memory_limit_bytes, " bytes (", memory_.current(), " in use)"));
+        label_, ": allocating ", bytes, " bytes (", MemoryKindName(kind), ") exceeds the limit of ",
+        limit_bytes_, " bytes (", memory_.current(), " in use)"));
   }
   // Address space is never reused, so live allocations never overlap; 2^64 bytes of it last.
   const uintptr_t rounded =
@@ -61,9 +108,9 @@ absl::StatusOr<void*> SimDevice::Allocate(int64_t bytes, MemoryKind kind) {
   return reinterpret_cast<void*>(address);
 }
 
-void SimDevice::Free(void* /*ptr*/, int64_t bytes, MemoryKind kind) { memory_.Freed(kind, bytes); }
+void SimMemory::Free(void* /*ptr*/, int64_t bytes, MemoryKind kind) { memory_.Freed(kind, bytes); }
 
-void SimDevice::Recount(int64_t bytes, MemoryKind from, MemoryKind to) {
+void SimMemory::Recount(int64_t bytes, MemoryKind from, MemoryKind to) {
   memory_.Moved(from, to, bytes);
 }
 
@@ -86,6 +133,26 @@ absl::Status SimDevice::CopyToHost(const Tensor& source, void* destination,
   return absl::OkStatus();
 }
 
+absl::Duration SimDevice::ScheduleCopy(int64_t bytes, absl::Duration& engine_free) const {
+  const absl::Duration start = std::max(MonotonicNow(), engine_free);
+  engine_free = start + absl::Seconds(static_cast<double>(bytes) / (options_.host_link_gbps * 1e9));
+  return engine_free;
+}
+
+absl::StatusOr<std::unique_ptr<AsyncCopy>> SimDevice::StartCopyToHost(Tensor source,
+                                                                      Tensor destination) {
+  RETURN_IF_ERROR(CheckOffloadCopy(name(), *this, offload_, source, destination));
+  const absl::Duration end = ScheduleCopy(source.bytes(), to_host_free_);
+  return std::make_unique<SimCopy>(std::move(source), std::move(destination), end);
+}
+
+absl::StatusOr<std::unique_ptr<AsyncCopy>> SimDevice::StartCopyFromHost(Tensor source,
+                                                                        Tensor destination) {
+  RETURN_IF_ERROR(CheckOffloadCopy(name(), *this, offload_, destination, source));
+  const absl::Duration end = ScheduleCopy(source.bytes(), from_host_free_);
+  return std::make_unique<SimCopy>(std::move(source), std::move(destination), end);
+}
+
 absl::StatusOr<std::unique_ptr<DeviceEvent>> SimDevice::RecordEvent() {
   return std::make_unique<SimEvent>(occupied_);
 }
@@ -106,13 +173,7 @@ absl::Status SimDevice::Occupy(absl::Duration duration) {
   }
   occupied_ += duration;
   if (duration == absl::ZeroDuration()) return absl::OkStatus();
-  // An absolute deadline on the monotonic clock: oversleeping one wake-up is not added again by
-  // a retry after a signal, and wall-clock steps cannot stretch the op.
-  timespec now{};
-  clock_gettime(CLOCK_MONOTONIC, &now);
-  const timespec deadline = absl::ToTimespec(absl::DurationFromTimespec(now) + duration);
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &deadline, nullptr) == EINTR) {
-  }
+  SleepUntil(MonotonicNow() + duration);
   return absl::OkStatus();
 }
 

@@ -51,14 +51,13 @@ TEST_P(OffloadCopyTest, BytesComeBackAsTheyLeftWhileOtherWorkRuns) {
 
   absl::StatusOr<std::unique_ptr<AsyncCopy>> out = device().StartCopyToHost(source, *host);
   ASSERT_TRUE(out.ok()) << out.status();
-  // Work issued after the copy started may not disturb it: the source is held by the copy.
-  const Tensor source_view = source;
+  // Work issued after the copy started may not disturb it: only the copy holds the source now,
+  // so a copy that let go of it early would see its storage reused by `other` below.
   source = Tensor();
   Tensor other = Uninitialized(Shape{4099});
   ASSERT_TRUE(ops().tensor.Fill(other, 3.0).ok());
   ExpectFinishes(**out);
   out->reset();
-  EXPECT_EQ(source_view.bytes(), host->bytes());
 
   Tensor back = Uninitialized(Shape{4099});
   absl::StatusOr<std::unique_ptr<AsyncCopy>> in = device().StartCopyFromHost(*host, back);

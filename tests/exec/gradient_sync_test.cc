@@ -308,8 +308,8 @@ TEST_F(GradientSyncTest, ParameterGatherStartsTheFirstLayersFirstAndWaitsBucketB
   ASSERT_TRUE(gather.WaitAll(deadline).ok());
   EXPECT_EQ(group.waited, (std::vector<int>{2, 1, 0}));
   EXPECT_FALSE(gather.pending());
-  EXPECT_GE(gather.TakeWaited(), absl::ZeroDuration());
-  EXPECT_EQ(gather.TakeWaited(), absl::ZeroDuration());
+  gather.TakeWaited();
+  EXPECT_EQ(gather.TakeWaited(), absl::ZeroDuration()) << "taking the waits resets them";
   // The next update's gather; a wait that fails names its bucket.
   ASSERT_TRUE(gather.Start().ok());
   group.failing = 1;

@@ -24,6 +24,12 @@ function(gpipe_pch_define)
   target_link_libraries(gpipe_pch PRIVATE gpipe_proto absl::flat_hash_map absl::status
                         absl::statusor absl::strings)
   target_precompile_headers(gpipe_pch PRIVATE ${GPIPE_PCH_HEADERS})
+  if(CMAKE_CXX_COMPILER_LAUNCHER)
+    # Through ccache: the stale header goes before it is rebuilt (cmake/fresh-pch.sh says why),
+    # so an unchanged header and every compile that reuses it hit the cache.
+    set_target_properties(gpipe_pch PROPERTIES CXX_COMPILER_LAUNCHER
+                          "${PROJECT_SOURCE_DIR}/cmake/fresh-pch.sh;${CMAKE_CXX_COMPILER_LAUNCHER}")
+  endif()
 endfunction()
 
 # Every C++ library and executable under `dir` (recursively) reuses gpipe_pch, but for the ones

@@ -26,7 +26,7 @@ struct Held {
   int64_t output_grad = 0;
   int64_t input_grad = 0;
   int64_t deferred = 0;  // activation bytes kept from BackwardInput to BackwardWeight
-  bool offloaded = false;  // the input is in host memory (pipeline.offload)
+  bool offloaded = false;  // the input and skip inputs are in host memory (pipeline.offload)
 };
 
 class StageReplay {
@@ -54,9 +54,7 @@ class StageReplay {
       for (const MicroBatchPlan::Slot& slot : plan_.RestoresBefore(i)) {
         Held& held = held_[Key(slot.chunk, slot.micro_batch)];
         if (!held.offloaded) continue;
-        held.offloaded = false;
-        host_ -= held.input;
-        now_.boundary += held.input;
+        Restore(held);
       }
       Note();
       std::visit([this](const auto& op) { Apply(op); }, instructions[i]);
@@ -123,6 +121,14 @@ class StageReplay {
   const PartBytes& Part(int chunk) const { return parts_[topology_.VirtualStage({stage_, chunk})]; }
   int64_t Key(int chunk, int m) const {
     return static_cast<int64_t>(chunk) * program_.micro_batches + m;
+  }
+
+  // An offloaded micro-batch's copies back take device memory from their start.
+  void Restore(Held& held) {
+    held.offloaded = false;
+    const int64_t bytes = held.input + held.skip_inputs;
+    host_ -= bytes;
+    now_.boundary += bytes;
   }
 
   void Note() {
@@ -258,9 +264,10 @@ class StageReplay {
     }
     if (plan_.Offloads(op.chunk, op.micro_batch)) {
       held.offloaded = true;
-      now_.boundary -= held.input;
-      host_ += held.input;
-      peak_.offloaded += held.input;
+      const int64_t bytes = held.input + held.skip_inputs;
+      now_.boundary -= bytes;
+      host_ += bytes;
+      peak_.offloaded += bytes;
     }
     Note();
   }
@@ -282,11 +289,8 @@ class StageReplay {
   void Backpropagate(const Slot& s, bool split) {
     const PartBytes& part = s.part;
     Held& held = s.held;
-    if (held.offloaded) {  // taken back at the backward itself (no instruction came before)
-      held.offloaded = false;
-      host_ -= held.input;
-      now_.boundary += held.input;
-    }
+    // Taken back at the backward itself when no instruction came before it.
+    if (held.offloaded) Restore(held);
     if (held.saved == 0) {  // re-materialization rebuilds them
       held.saved = part.saved + (part.output_saved ? part.output : 0);
       now_.activation += held.saved;

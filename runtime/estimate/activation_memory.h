@@ -25,7 +25,8 @@
 // inputs and outputs; the data set's input, what layers save as new storage and the loss gradient
 // stay f32. The f32 copies a layer computes on live only inside its call (workspace, not counted).
 // Under pipeline.offload STAGE_INPUTS (MicroBatchPlan decides which micro-batches and when), an
-// offloaded stage input leaves the device's boundary bytes at the end of its Forward and is host
+// offloaded stage input (with the skip connections it received) leaves the device's boundary
+// bytes at the end of its Forward and is host
 // memory until its backward; it is boundary memory again from the start of the instruction that
 // starts its copy back. Copies are taken to finish at once for memory (on the CPU they do; a GPU
 // lets go of the device copy when the copy out has finished).

@@ -9,19 +9,17 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/status_macros.h"
-#include "runtime/device/ops.h"
 #include "runtime/exec/device_busy_time.h"
-#include "runtime/exec/gradient_norm_terms.h"
 #include "runtime/exec/gradient_sync.h"
 #include "runtime/exec/micro_batch_plan.h"
 #include "runtime/exec/micro_batch_state.h"
 #include "runtime/exec/sharded_update.h"
 #include "runtime/exec/stage_compute.h"
 #include "runtime/exec/stage_input_offload.h"
+#include "runtime/exec/stage_update.h"
 #include "runtime/exec/step_report_builder.h"
 #include "runtime/exec/step_scope.h"
 #include "runtime/exec/step_transfers.h"
-#include "runtime/exec/tied_gradients.h"
 #include "runtime/schedule/topology.h"
 
 namespace gpipe {
@@ -218,7 +216,9 @@ class StageExecutor::Step {
     RETURN_IF_ERROR(busy_.End());
     if (plan_.Offloads(op.chunk, op.micro_batch)) {
       // Waits in host memory until the instruction before its backward (pipeline.offload).
-      RETURN_IF_ERROR(offload_.Park(op.chunk, op.micro_batch, std::exchange(mb.input, Tensor())));
+      RETURN_IF_ERROR(offload_.Park(op.chunk, op.micro_batch,
+                                    {.input = std::exchange(mb.input, Tensor()),
+                                     .skips = std::exchange(mb.skip_inputs, {})}));
     }
     ReleaseIfDone(op);
     return absl::OkStatus();
@@ -258,7 +258,9 @@ class StageExecutor::Step {
     RETURN_IF_ERROR(busy_.Begin());
     ASSIGN_OR_RETURN(MicroBatch * mb, states_.Get(op.chunk, op.micro_batch));
     if (plan_.Offloads(op.chunk, op.micro_batch) && mb->forwarded && !mb->input_grad_done) {
-      ASSIGN_OR_RETURN(mb->input, offload_.Take(op.chunk, op.micro_batch));
+      ASSIGN_OR_RETURN(StageInputs inputs, offload_.Take(op.chunk, op.micro_batch));
+      mb->input = std::move(inputs.input);
+      mb->skip_inputs = std::move(inputs.skips);
     }
     RETURN_IF_ERROR(compute_.Backward(op.chunk, op.micro_batch, *mb, kSplit));
     RETURN_IF_ERROR(busy_.End());
@@ -366,60 +368,17 @@ class StageExecutor::Step {
       return absl::FailedPreconditionError("a forward-only program cannot update parameters");
     }
     RETURN_IF_ERROR(FinishStep());
-    if (res_.parameter_gather != nullptr) {
-      // The previous update's gather is through before this one writes the parameters (the
-      // forwards waited for it already, bucket by bucket).
-      RETURN_IF_ERROR(res_.parameter_gather->WaitAll(scope_.Deadline()));
-    }
-    for (const TiedGradientSum& tie : res_.tied_gradients) {
-      RETURN_IF_ERROR(busy_.Begin());
-      RETURN_IF_ERROR(SumTiedGradients(tie, res_.chunks, res_.device, scope_.Deadline()));
-      RETURN_IF_ERROR(busy_.End());
-    }
     ASSIGN_OR_RETURN(Tensor * flag, report_builder_.NonFiniteFlag());
-    const bool sharded = config_.shard_optimizer_state;
-    if (sharded) {
-      // Only the owned parts hold sums; together the replicas check every element once.
-      ASSIGN_OR_RETURN(const std::vector<Tensor> owned,
-                       OwnedGradientParts(res_.chunks, config_.replica, config_.replicas));
-      RETURN_IF_ERROR(res_.device.ops().tensor.FlagNonFinite(owned, *flag));
-    } else {
-      for (const ChunkRefs& chunk : res_.chunks) {
-        RETURN_IF_ERROR(chunk.parameters->FlagNonFiniteGrads(*flag));
-      }
-    }
-    if (!res_.gradient_norm_terms.empty()) {
-      // Gradient clipping: this stage's part of the global norm, sent with the report.
-      RETURN_IF_ERROR(busy_.Begin());
-      RETURN_IF_ERROR(AddGradientSquareSums(res_.gradient_norm_terms, res_.chunks, res_.device,
-                                            report_, sharded ? config_.replica : 0,
-                                            sharded ? config_.replicas : 1));
-      RETURN_IF_ERROR(busy_.End());
-    }
+    StageUpdate update(config_, res_, busy_);
+    RETURN_IF_ERROR(update.Prepare(scope_.Deadline(), *flag, report_));
     RETURN_IF_ERROR(FillReport());
     pb::StepDecision decision;
     {
       const TraceSpan sync(res_.trace, scope_.EventAt(TraceKind::kSync));
       ASSIGN_OR_RETURN(decision, res_.gate.Synchronize(report_));
     }
-    const TraceSpan update(res_.trace, scope_.EventAt(TraceKind::kOptimizer));
-    const bool apply = decision.apply();
-    if (apply && decision.grad_scale() != 1) {
-      RETURN_IF_ERROR(
-          ScaleGradients(res_.chunks, res_.device, static_cast<float>(decision.grad_scale())));
-    }
-    for (const ChunkRefs& chunk : res_.chunks) {
-      if (apply) {
-        RETURN_IF_ERROR(chunk.optimizer->Step(
-            res_.device, command_.lr(), chunk.parameters->values(), chunk.parameters->grads()));
-      }
-      RETURN_IF_ERROR(chunk.parameters->ZeroGrads());
-    }
-    if (sharded && apply && res_.parameter_gather != nullptr) {
-      // Every replica updated its parts; the next forward waits for them, layer by layer.
-      RETURN_IF_ERROR(res_.parameter_gather->Start());
-    }
-    return absl::OkStatus();
+    const TraceSpan span(res_.trace, scope_.EventAt(TraceKind::kOptimizer));
+    return update.Apply(decision, command_.lr());
   }
 
   absl::Status Execute(const schedule::ReportEval&) {

@@ -14,8 +14,8 @@
 // stage_executor.cc holds the dispatch loop and one small handler per instruction; the parts of
 // a step live beside it: StepScope (where, deadlines, trace), MicroBatchStates, StageCompute (the
 // layers' forward and backward, loading, loss), StepTransfers (posted receives, sends in
-// flight), GradientSync, SumTiedGradients, StepReportBuilder (device scalars read once),
-// DeviceBusyTime.
+// flight), GradientSync, StageInputOffload, StageUpdate (the optimizer step around the gate),
+// StepReportBuilder (device scalars read once), DeviceBusyTime.
 // Single-threaded.
 #ifndef GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_
 #define GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_

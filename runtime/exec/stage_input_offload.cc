@@ -1,13 +1,25 @@
 #include "runtime/exec/stage_input_offload.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "runtime/core/status_macros.h"
 
 namespace gpipe {
 
-absl::Status StageInputOffload::Park(int chunk, int m, Tensor input) {
-  if (!input.defined()) {
+absl::StatusOr<StageInputOffload::Piece> StageInputOffload::StartCopyOut(int skip_layer,
+                                                                         Tensor tensor) {
+  Piece piece{.skip_layer = skip_layer};
+  ASSIGN_OR_RETURN(piece.host, Tensor::Empty(device_.offload_host(), tensor.shape(), tensor.dtype(),
+                                             tensor.memory_kind()));
+  ASSIGN_OR_RETURN(piece.out, device_.StartCopyToHost(tensor, piece.host));
+  piece.device = std::move(tensor);
+  return piece;
+}
+
+absl::Status StageInputOffload::Park(int chunk, int m, StageInputs inputs) {
+  if (!inputs.input.defined()) {
     return absl::FailedPreconditionError(
         absl::StrCat("micro-batch ", m, " (chunk ", chunk, ") has no stage input to offload"));
   }
@@ -15,14 +27,22 @@ absl::Status StageInputOffload::Park(int chunk, int m, Tensor input) {
     return absl::FailedPreconditionError(
         absl::StrCat("micro-batch ", m, " (chunk ", chunk, ")'s stage input is already offloaded"));
   }
-  ASSIGN_OR_RETURN(Tensor host, Tensor::Empty(device_.offload_host(), input.shape(), input.dtype(),
-                                              input.memory_kind()));
-  ASSIGN_OR_RETURN(std::unique_ptr<AsyncCopy> out, device_.StartCopyToHost(input, host));
-  offloaded_bytes_ += input.bytes();
-  Parked& parked = parked_[{chunk, m}];
-  parked.device = std::move(input);
-  parked.host = std::move(host);
-  parked.out = std::move(out);
+  Parked parked;
+  parked.pieces.reserve(1 + inputs.skips.size());
+  int64_t bytes = inputs.input.bytes();
+  ASSIGN_OR_RETURN(Piece input, StartCopyOut(-1, std::move(inputs.input)));
+  parked.pieces.push_back(std::move(input));
+  for (auto& [layer, skip] : inputs.skips) {
+    if (!skip.defined()) {
+      return absl::FailedPreconditionError(absl::StrCat("micro-batch ", m, " (chunk ", chunk,
+                                                        ") has no skip input for layer ", layer));
+    }
+    bytes += skip.bytes();
+    ASSIGN_OR_RETURN(Piece piece, StartCopyOut(layer, std::move(skip)));
+    parked.pieces.push_back(std::move(piece));
+  }
+  offloaded_bytes_ += bytes;
+  parked_.emplace(std::make_pair(chunk, m), std::move(parked));
   return Poll();
 }
 
@@ -38,61 +58,76 @@ absl::StatusOr<StageInputOffload::Parked*> StageInputOffload::Find(int chunk, in
   return &it->second;
 }
 
+absl::Status StageInputOffload::StartCopyBack(Piece& piece) {
+  if (piece.device.defined()) {
+    // The copy out is still running: the tensor has not left the device.
+    piece.restored = piece.device;
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(piece.restored, Tensor::Empty(device_, piece.host.shape(), piece.host.dtype(),
+                                                 piece.host.memory_kind()));
+  ASSIGN_OR_RETURN(piece.in, device_.StartCopyFromHost(piece.host, piece.restored));
+  // On the CPU the copy is done: its host memory goes at once.
+  return Release(piece).status();
+}
+
 absl::Status StageInputOffload::StartRestore(int chunk, int m) {
   ASSIGN_OR_RETURN(Parked * parked, Find(chunk, m, "restore"));
   if (parked->restoring) return absl::OkStatus();
   parked->restoring = true;
-  if (parked->device.defined()) {
-    // The copy out is still running: the input has not left the device.
-    parked->restored = parked->device;
-    return absl::OkStatus();
-  }
-  ASSIGN_OR_RETURN(parked->restored,
-                   Tensor::Empty(device_, parked->host.shape(), parked->host.dtype(),
-                                 parked->host.memory_kind()));
-  ASSIGN_OR_RETURN(parked->in, device_.StartCopyFromHost(parked->host, parked->restored));
-  return Release(*parked);  // on the CPU the copy is done: its host memory goes at once
+  for (Piece& piece : parked->pieces) RETURN_IF_ERROR(StartCopyBack(piece));
+  return absl::OkStatus();
 }
 
-absl::StatusOr<Tensor> StageInputOffload::Take(int chunk, int m) {
+absl::StatusOr<StageInputs> StageInputOffload::Take(int chunk, int m) {
   RETURN_IF_ERROR(StartRestore(chunk, m));
   ASSIGN_OR_RETURN(Parked * parked, Find(chunk, m, "take back"));
-  if (parked->in != nullptr) {
-    const absl::Time begin = absl::Now();
-    RETURN_IF_ERROR(parked->in->OrderComputeAfter());
-    waited_ += absl::Now() - begin;
+  StageInputs inputs;
+  for (Piece& piece : parked->pieces) {
+    if (piece.in != nullptr) {
+      const absl::Time begin = absl::Now();
+      RETURN_IF_ERROR(piece.in->OrderComputeAfter());
+      waited_ += absl::Now() - begin;
+    }
+    Tensor restored = std::exchange(piece.restored, Tensor());
+    piece.device = Tensor();  // the copy out holds it while it runs
+    if (piece.skip_layer < 0) {
+      inputs.input = std::move(restored);
+    } else {
+      inputs.skips.emplace(piece.skip_layer, std::move(restored));
+    }
   }
   parked->taken = true;
-  Tensor restored = std::move(parked->restored);
-  parked->restored = Tensor();
-  parked->device = Tensor();  // the copy out holds it while it runs
   RETURN_IF_ERROR(Poll());
-  return restored;
+  return inputs;
 }
 
-absl::Status StageInputOffload::Release(Parked& parked) {
-  if (parked.out != nullptr) {
-    ASSIGN_OR_RETURN(const bool finished, parked.out->Finished());
+absl::StatusOr<bool> StageInputOffload::Release(Piece& piece) {
+  if (piece.out != nullptr) {
+    ASSIGN_OR_RETURN(const bool finished, piece.out->Finished());
     if (finished) {
-      parked.out.reset();
-      parked.device = Tensor();
+      piece.out.reset();
+      piece.device = Tensor();
     }
   }
-  if (parked.in != nullptr) {
-    ASSIGN_OR_RETURN(const bool finished, parked.in->Finished());
+  if (piece.in != nullptr) {
+    ASSIGN_OR_RETURN(const bool finished, piece.in->Finished());
     if (finished) {
-      parked.in.reset();
-      parked.host = Tensor();
+      piece.in.reset();
+      piece.host = Tensor();
     }
   }
-  return absl::OkStatus();
+  return piece.out == nullptr && piece.in == nullptr;
 }
 
 absl::Status StageInputOffload::Poll() {
   for (auto it = parked_.begin(); it != parked_.end();) {
-    RETURN_IF_ERROR(Release(it->second));
-    const Parked& parked = it->second;
-    if (parked.taken && parked.out == nullptr && parked.in == nullptr) {
+    bool idle = true;
+    for (Piece& piece : it->second.pieces) {
+      ASSIGN_OR_RETURN(const bool done, Release(piece));
+      idle = idle && done;
+    }
+    if (it->second.taken && idle) {
       it = parked_.erase(it);
     } else {
       ++it;

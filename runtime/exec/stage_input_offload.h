@@ -1,5 +1,7 @@
 // StageInputOffload: the stage inputs one step keeps in host memory (pipeline.offload
-// STAGE_INPUTS), by (chunk, micro-batch), between a micro-batch's Forward and its backward.
+// STAGE_INPUTS), by (chunk, micro-batch), between a micro-batch's Forward and its backward: the
+// input from the previous stage and the skip connections received from other chunks, which a
+// re-materialized forward joins again.
 //
 // Park starts the copy out on the device's copy engine right after the Forward was issued; the
 // device storage is let go once that copy has finished (Poll, which the executor runs after every
@@ -9,7 +11,8 @@
 // released once that copy has finished (at once on the CPU). Take orders the compute after the
 // copy back and hands the tensor to the backward. A restore that finds the copy out still running
 // takes the device tensor as it is (nothing has left). The bytes are copied as they are, so the
-// backward sees the same bits as without offload.
+// backward sees the same bits as without offload. Each tensor of a micro-batch moves on its own
+// copy; the micro-batch is taken back whole.
 //
 // Single-threaded; lives for one step. Destruction waits for copies still running.
 #ifndef GPIPE_RUNTIME_EXEC_STAGE_INPUT_OFFLOAD_H_
@@ -19,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -28,6 +32,13 @@
 
 namespace gpipe {
 
+// What a micro-batch keeps for its backward: the stage input and the received skip
+// connections, by join layer (MicroBatch::input and ::skip_inputs).
+struct StageInputs {
+  Tensor input;
+  std::map<int, Tensor> skips;
+};
+
 class StageInputOffload {
  public:
   // `device` must outlive the object.
@@ -35,16 +46,16 @@ class StageInputOffload {
   StageInputOffload(const StageInputOffload&) = delete;
   StageInputOffload& operator=(const StageInputOffload&) = delete;
 
-  // Starts moving micro-batch `m`'s stage input `input` (device memory) to host memory.
-  // FAILED_PRECONDITION when that micro-batch's input is already parked; the device's error when
-  // host memory or the copy cannot be had.
-  absl::Status Park(int chunk, int m, Tensor input);
+  // Starts moving micro-batch `m`'s stage inputs (device memory) to host memory.
+  // FAILED_PRECONDITION when the input is missing or that micro-batch is already parked; the
+  // device's error when host memory or a copy cannot be had (nothing is parked then).
+  absl::Status Park(int chunk, int m, StageInputs inputs);
   // Starts bringing it back (nothing when already started). FAILED_PRECONDITION when nothing is
   // parked for (chunk, m) or it was taken.
   absl::Status StartRestore(int chunk, int m);
-  // The stage input on the device, ordered before any work issued next (the restore starts here
+  // The stage inputs on the device, ordered before any work issued next (the restore starts here
   // when it has not yet). FAILED_PRECONDITION as StartRestore.
-  absl::StatusOr<Tensor> Take(int chunk, int m);
+  absl::StatusOr<StageInputs> Take(int chunk, int m);
   // Lets go of what finished copies no longer need (a parked input's device storage, a restored
   // input's host memory) and forgets the inputs taken whose copies have all finished.
   absl::Status Poll();
@@ -59,18 +70,25 @@ class StageInputOffload {
   absl::Duration waited() const { return waited_; }
 
  private:
-  struct Parked {
-    Tensor device;  // the input, until the copy out has finished
+  // One tensor on its way out and back.
+  struct Piece {
+    int skip_layer = -1;  // the join layer of a skip input; -1 for the stage input
+    Tensor device;        // until the copy out has finished
     Tensor host;
     std::unique_ptr<AsyncCopy> out;
     std::unique_ptr<AsyncCopy> in;
     Tensor restored;  // from StartRestore to Take
+  };
+  struct Parked {
+    std::vector<Piece> pieces;  // the stage input first
     bool restoring = false;
     bool taken = false;
   };
+  absl::StatusOr<Piece> StartCopyOut(int skip_layer, Tensor tensor);
+  absl::Status StartCopyBack(Piece& piece);
   absl::StatusOr<Parked*> Find(int chunk, int m, const char* what);
-  // Lets go of what the record's finished copies no longer need.
-  absl::Status Release(Parked& parked);
+  // Lets go of what the piece's finished copies no longer need; whether none is running.
+  absl::StatusOr<bool> Release(Piece& piece);
 
   Device& device_;
   std::map<std::pair<int, int>, Parked> parked_;  // by (chunk, micro-batch)

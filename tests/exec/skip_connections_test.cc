@@ -149,8 +149,35 @@ TEST(SkipConnectionsTest, AMissingSkipInputFailsNamingTheInstruction) {
                                    "'act1', which has not arrived"));
 }
 
-TEST(SkipConnectionsTest, MemoryMatchesThePrediction) {
+// The plan with kModel at `stages` stages and `pipeline`: its training program, its parts' bytes
+// for micro-batches of 4 samples, the stage each part runs on, and the analyzed pipeline.
+struct Measured {
+  schedule::Program program;
+  std::vector<PartBytes> parts;
+  std::vector<int> part_stage;
+  pb::Pipeline pipeline;
+};
+Measured MeasureSkips(int stages, const std::string& pipeline) {
   const LayerRegistry registry = LayerRegistry::WithBuiltins();
+  auto loaded =
+      ParsePlanText(testing::kPlan, "skip-memory.pbtxt", ".",
+                    {kModel, absl::StrCat("pipeline { stages: ", stages, " ", pipeline, " }")});
+  EXPECT_TRUE(loaded.ok()) << loaded.status();
+  if (!loaded.ok()) return {};
+  auto analyzed = AnalyzePlan(*loaded, registry);
+  EXPECT_TRUE(analyzed.ok()) << analyzed.status();
+  if (!analyzed.ok()) return {};
+  auto program = TrainingProgramOf(*analyzed);
+  EXPECT_TRUE(program.ok()) << program.status();
+  auto parts = MeasurePartBytes(*analyzed, registry, /*micro_batch_size=*/4);
+  EXPECT_TRUE(parts.ok()) << parts.status();
+  if (!program.ok() || !parts.ok()) return {};
+  Measured measured{*std::move(program), *std::move(parts), {}, analyzed->plan.pipeline()};
+  for (const auto& part : analyzed->stages) measured.part_stage.push_back(part.stage);
+  return measured;
+}
+
+TEST(SkipConnectionsTest, MemoryMatchesThePrediction) {
   // One chunk per stage at K = 4, and ZERO_BUBBLE_V at K = 2 (add3's input a local hand-off).
   for (const char* schedule : {"GPIPE", "ONE_F_ONE_B", "ZERO_BUBBLE_H1", "ZERO_BUBBLE_V"}) {
     for (const char* remat : {"NEVER", "ALWAYS"}) {
@@ -158,23 +185,13 @@ TEST(SkipConnectionsTest, MemoryMatchesThePrediction) {
       const std::string pipeline =
           absl::StrCat("schedule: ", schedule, " remat: ", remat, " ", Boundaries(4));
       SCOPED_TRACE(pipeline);
-      auto loaded =
-          ParsePlanText(testing::kPlan, "skip-memory.pbtxt", ".",
-                        {kModel, absl::StrCat("pipeline { stages: ", stages, " ", pipeline, " }")});
-      ASSERT_TRUE(loaded.ok()) << loaded.status();
-      auto analyzed = AnalyzePlan(*loaded, registry);
-      ASSERT_TRUE(analyzed.ok()) << analyzed.status();
-      auto program = TrainingProgramOf(*analyzed);
-      ASSERT_TRUE(program.ok()) << program.status();
-      ASSERT_EQ(program->skips.size(), 4u);  // add1, cat1, add2, add3
-      auto parts = MeasurePartBytes(*analyzed, registry, /*micro_batch_size=*/4);
-      ASSERT_TRUE(parts.ok()) << parts.status();
+      const Measured m = MeasureSkips(stages, pipeline);
+      ASSERT_EQ(m.program.skips.size(), 4u);  // add1, cat1, add2, add3
       // act1 ([8] f32 x 4 samples) leaves part 0 three times.
-      EXPECT_EQ(parts->front().skips.size(), 3u);
-      EXPECT_EQ(parts->front().skips.at(3), 8 * 4 * 4);
+      EXPECT_EQ(m.parts.front().skips.size(), 3u);
+      EXPECT_EQ(m.parts.front().skips.at(3), 8 * 4 * 4);
       const std::vector<StageActivationMemory> predicted =
-          PredictActivationMemory(*program, *parts, analyzed->plan.pipeline().remat(),
-                                  analyzed->plan.pipeline().offload(), 2);
+          PredictActivationMemory(m.program, m.parts, m.pipeline.remat(), m.pipeline.offload(), 2);
       const PipelineRun run = RunSkips(stages, pipeline);
       ExpectSucceeded(run);
       for (size_t s = 0; s < predicted.size(); ++s) {
@@ -183,10 +200,10 @@ TEST(SkipConnectionsTest, MemoryMatchesThePrediction) {
         // The gradients of the skip inputs are counted over the whole backward pass: an upper
         // bound by at most the stage's output gradients and one skip tensor per route.
         int64_t slack = 0;
-        for (size_t part = 0; part < parts->size(); ++part) {
-          if (analyzed->stages[part].stage != static_cast<int>(s)) continue;
-          slack += (*parts)[part].output + (*parts)[part].loss_grad;
-          for (const auto& [layer, bytes] : (*parts)[part].skips) slack += bytes;
+        for (size_t part = 0; part < m.parts.size(); ++part) {
+          if (m.part_stage[part] != static_cast<int>(s)) continue;
+          slack += m.parts[part].output + m.parts[part].loss_grad;
+          for (const auto& [layer, bytes] : m.parts[part].skips) slack += bytes;
         }
         EXPECT_LE(run.peak_boundary_grad[s], predicted[s].boundary_grad);
         EXPECT_GE(run.peak_boundary_grad[s], predicted[s].boundary_grad - slack);
@@ -194,6 +211,43 @@ TEST(SkipConnectionsTest, MemoryMatchesThePrediction) {
         // gradient sum a [4, 16] tensor.
         EXPECT_GE(run.peak_activation[s], predicted[s].activation);
         EXPECT_LE(run.peak_activation[s], predicted[s].activation + 4 * 4 * 16 * 4);
+      }
+    }
+  }
+}
+
+// pipeline.offload STAGE_INPUTS: a re-materialized micro-batch's skip inputs (received from
+// other chunks, joined again by its replay) go to host memory with its input. The bytes are
+// what PredictActivationMemory says and training keeps the bits it has without offload.
+TEST(SkipConnectionsTest, OffloadMovesTheSkipInputsWithTheStageInput) {
+  for (const char* schedule : {"GPIPE", "ONE_F_ONE_B", "ZERO_BUBBLE_H1", "ZERO_BUBBLE_V"}) {
+    const int stages = std::string(schedule) == "ZERO_BUBBLE_V" ? 2 : 4;
+    const std::string pipeline =
+        absl::StrCat("schedule: ", schedule, " remat: ALWAYS ", Boundaries(4));
+    const std::string offloaded = pipeline + " offload: STAGE_INPUTS";
+    SCOPED_TRACE(offloaded);
+    const Measured m = MeasureSkips(stages, offloaded);
+    ASSERT_EQ(m.program.skips.size(), 4u);
+    const std::vector<StageActivationMemory> predicted =
+        PredictActivationMemory(m.program, m.parts, m.pipeline.remat(), m.pipeline.offload(), 2);
+    ASSERT_EQ(m.pipeline.offload(), pb::STAGE_INPUTS);
+    const PipelineRun kept = RunSkips(stages, pipeline);
+    const PipelineRun run = RunSkips(stages, offloaded);
+    ExpectSucceeded(kept);
+    ExpectSucceeded(run);
+    EXPECT_EQ(run.weights, kept.weights) << "offload changed the arithmetic";
+    ASSERT_EQ(run.last_reports.size(), predicted.size());
+    for (const pb::StepReport& report : run.last_reports) {
+      const int s = report.stage();
+      SCOPED_TRACE(absl::StrCat("stage ", s));
+      EXPECT_EQ(run.peak_boundary[s], predicted[s].boundary);
+      EXPECT_EQ(report.peak_offload_bytes(), predicted[s].host);
+      EXPECT_EQ(report.offloaded_bytes(), predicted[s].offloaded);
+      EXPECT_LE(run.peak_boundary[s], kept.peak_boundary[s]);
+      if (std::string(schedule) == "GPIPE" && s == 3) {
+        // The last stage offloads micro-batches 0, 1 and 2 of 4, each its input (cat1's [16])
+        // and the skips into add2 (fc3's [8]) and add3 (act1's [8]): 4 samples of f32.
+        EXPECT_EQ(report.offloaded_bytes(), 3 * (16 + 8 + 8) * 4 * 4);
       }
     }
   }

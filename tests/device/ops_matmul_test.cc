@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -75,6 +76,62 @@ std::vector<double> GemmOracle(const std::vector<float>& a, const HostView& av,
   return out;
 }
 
+// A dense [rows, cols] view of a whole tensor.
+HostView Dense(int64_t rows, int64_t cols) { return {.rows = rows, .cols = cols, .ld = cols}; }
+
+// One product of the bf16 tests: tensor sizes, views, options.
+struct GemmCase {
+  int64_t a_size = 0;
+  HostView av;
+  int64_t b_size = 0;
+  HostView bv;
+  int64_t c_size = 0;
+  HostView cv;
+  OracleOptions o;
+  std::string what;
+};
+
+// The shape families at ProductPrecision::kBF16: every transpose at m = 5 and 70, plain and with
+// alpha, beta and `bias` (f32 [7]), and attention's strided heads (batched, with an offset).
+std::vector<GemmCase> Bf16Cases(const std::vector<float>* bias) {
+  std::vector<GemmCase> cases;
+  for (int64_t m : {5, 70}) {
+    constexpr int64_t n = 7, k = 40;
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        const HostView av = ta ? Dense(k, m) : Dense(m, k);
+        const HostView bv = tb ? Dense(n, k) : Dense(k, n);
+        const std::string where = absl::StrCat("m ", m, " ta ", ta, " tb ", tb);
+        cases.push_back(
+            {m * k, av, k * n, bv, m * n, Dense(m, n), {.ta = ta, .tb = tb, .bf16 = true}, where});
+        cases.push_back(
+            {m * k,
+             av,
+             k * n,
+             bv,
+             m * n,
+             Dense(m, n),
+             {.ta = ta, .tb = tb, .alpha = 0.5, .beta = 1.0, .bias = bias, .bf16 = true},
+             where + " alpha beta bias"});
+      }
+    }
+  }
+  constexpr int64_t kHeads = 3, kT = 6, kDh = 8, kWidth = 3 * kHeads * kDh + 2, kOffset = 5;
+  const HostView q{.offset = kOffset, .rows = kT, .cols = kDh, .ld = kWidth, .batch_stride = kDh};
+  const HostView kv{
+      .offset = kOffset + kHeads * kDh, .rows = kT, .cols = kDh, .ld = kWidth, .batch_stride = kDh};
+  const HostView scores{.offset = 3, .rows = kT, .cols = kT, .ld = kT, .batch_stride = kT * kT};
+  cases.push_back({kOffset + kT * kWidth,
+                   q,
+                   kOffset + kT * kWidth,
+                   kv,
+                   3 + kHeads * kT * kT + 4,
+                   scores,
+                   {.tb = true, .alpha = 0.5, .batch = kHeads, .bf16 = true},
+                   "scores"});
+  return cases;
+}
+
 class MatmulOpsTest : public OpsConformanceTest {
  protected:
   // Runs one Gemm on fresh tensors of the given sizes holding TestValues (C's from `c_init`
@@ -114,11 +171,6 @@ class MatmulOpsTest : public OpsConformanceTest {
       }
       EXPECT_GT(largest, 1e-4) << what << ": the bf16 product matches the unrounded one";
     }
-  }
-
-  // Dense [rows, cols] views of whole tensors.
-  static HostView Dense(int64_t rows, int64_t cols) {
-    return {.rows = rows, .cols = cols, .ld = cols};
   }
 };
 
@@ -207,29 +259,64 @@ TEST_P(MatmulOpsTest, BatchedStridedViewsWithOffsetsLeaveTheRestUntouched) {
 // theirs.
 TEST_P(MatmulOpsTest, Bf16ProductsRoundTheirInputsAndAccumulateInF32) {
   const std::vector<float> bias = TestValues(9, 7);
-  for (int64_t m : {5, 70}) {
-    constexpr int64_t n = 7, k = 40;
-    for (bool ta : {false, true}) {
-      for (bool tb : {false, true}) {
-        const HostView av = ta ? Dense(k, m) : Dense(m, k);
-        const HostView bv = tb ? Dense(n, k) : Dense(k, n);
-        const std::string where = absl::StrCat("bf16 m ", m, " ta ", ta, " tb ", tb);
-        CheckGemm(m * k, av, k * n, bv, m * n, Dense(m, n), {.ta = ta, .tb = tb, .bf16 = true},
-                  where);
-        CheckGemm(m * k, av, k * n, bv, m * n, Dense(m, n),
-                  {.ta = ta, .tb = tb, .alpha = 0.5, .beta = 1.0, .bias = &bias, .bf16 = true},
-                  where + " alpha beta bias");
+  for (const GemmCase& c : Bf16Cases(&bias)) {
+    CheckGemm(c.a_size, c.av, c.b_size, c.bv, c.c_size, c.cv, c.o, "bf16 " + c.what);
+  }
+}
+
+// At kBF16, A and B may view bf16 tensors: the values enter as they are (no rounding, no packed
+// copy where the backend reads views in place). Every mix of bf16 and f32 operands, transposes,
+// alpha/beta/bias and attention's strided batched heads agrees with the rounded-input oracle as
+// tightly as f32 operands do; the CPU, which packs both kinds into the same dense copy, gives the
+// same bits as the f32 operands those bf16 values came from (cuBLAS may pick another kernel for
+// another leading dimension, so CUDA is held to the oracle only).
+TEST_P(MatmulOpsTest, Bf16OperandsEnterAsTheyAre) {
+  const bool same_bits = GetParam().name == "cpu";
+  const std::vector<float> bias_values = TestValues(9, 7);
+  const Tensor bias = Upload(bias_values, Shape{7});
+  // Runs the product with A and/or B narrowed to bf16 tensors and checks it.
+  const auto check = [&](int64_t a_size, const HostView& av, int64_t b_size, const HostView& bv,
+                         int64_t c_size, const HostView& cv, const OracleOptions& o,
+                         const std::string& what) {
+    const std::vector<float> a = TestValues(1, a_size);
+    const std::vector<float> b = TestValues(2, b_size);
+    const std::vector<float> c = TestValues(3, c_size);
+    const Tensor a32 = Upload(a, Shape{a_size});
+    const Tensor b32 = Upload(b, Shape{b_size});
+    Tensor a16 = Uninitialized(Shape{a_size}, DType::kBF16);
+    Tensor b16 = Uninitialized(Shape{b_size}, DType::kBF16);
+    ASSERT_TRUE(ops().tensor.Cast(a32, a16).ok());
+    ASSERT_TRUE(ops().tensor.Cast(b32, b16).ok());
+    const GemmOptions options{.transpose_a = o.ta,
+                              .transpose_b = o.tb,
+                              .alpha = static_cast<float>(o.alpha),
+                              .beta = static_cast<float>(o.beta),
+                              .batch = o.batch,
+                              .bias = o.bias != nullptr ? &bias : nullptr,
+                              .precision = ProductPrecision::kBF16};
+    const auto run = [&](const Tensor& at, const Tensor& bt) {
+      const Tensor ct = Upload(c, Shape{c_size});
+      const absl::Status status =
+          ops().matmul.Gemm(OnDevice(at, av), OnDevice(bt, bv), OnDevice(ct, cv), options);
+      EXPECT_TRUE(status.ok()) << what << ": " << status;
+      return Download(ct);
+    };
+    const std::vector<float> from_f32 = run(a32, b32);
+    const std::vector<double> oracle = GemmOracle(a, av, b, bv, c, cv, o);
+    using Mix = std::tuple<const Tensor*, const Tensor*, const char*>;
+    for (const auto& [at, bt, which] :
+         {Mix{&a16, &b32, "A bf16"}, Mix{&a32, &b16, "B bf16"}, Mix{&a16, &b16, "A and B bf16"}}) {
+      const std::string where = absl::StrCat(what, ", ", which);
+      const std::vector<float> result = run(*at, *bt);
+      ExpectNear(result, oracle, kGemmRelTol, kGemmAbsTol, where);
+      if (same_bits) {
+        EXPECT_EQ(result, from_f32) << where;
       }
     }
+  };
+  for (const GemmCase& c : Bf16Cases(&bias_values)) {
+    check(c.a_size, c.av, c.b_size, c.bv, c.c_size, c.cv, c.o, c.what);
   }
-  // Strided heads (attention's layout), batched, with an offset.
-  constexpr int64_t kHeads = 3, kT = 6, kDh = 8, kWidth = 3 * kHeads * kDh + 2, kOffset = 5;
-  const HostView q{.offset = kOffset, .rows = kT, .cols = kDh, .ld = kWidth, .batch_stride = kDh};
-  const HostView kv{
-      .offset = kOffset + kHeads * kDh, .rows = kT, .cols = kDh, .ld = kWidth, .batch_stride = kDh};
-  const HostView scores{.offset = 3, .rows = kT, .cols = kT, .ld = kT, .batch_stride = kT * kT};
-  CheckGemm(kOffset + kT * kWidth, q, kOffset + kT * kWidth, kv, 3 + kHeads * kT * kT + 4, scores,
-            {.tb = true, .alpha = 0.5, .batch = kHeads, .bf16 = true}, "bf16 scores");
 }
 
 TEST_P(MatmulOpsTest, BetaZeroDoesNotReadC) {
@@ -267,6 +354,7 @@ TEST_P(MatmulOpsTest, RejectsBadViewsBeforeTouchingMemory) {
   const Tensor c = Upload(c_values, Shape{12});
   const Tensor bias = Upload(TestValues(4, 5), Shape{5});
   const Tensor ids = UploadIds(std::vector<int64_t>(12, 0), Shape{12});
+  const Tensor half = Zeros(Shape{12}, DType::kBF16);
   const MatrixView a34 = WholeMatrix(a, 3, 4);
   const MatrixView b43 = WholeMatrix(b, 4, 3);
   const MatrixView c33{.tensor = c, .rows = 3, .cols = 3, .ld = 3};
@@ -288,6 +376,14 @@ TEST_P(MatmulOpsTest, RejectsBadViewsBeforeTouchingMemory) {
       {"bias of the wrong size", a34, b43, c33, {.bias = &bias}},
       {"i64 tensor", a34, b43, {ids, 0, 3, 3, 3, 0}, {}},
       {"undefined tensor", {Tensor(), 0, 3, 4, 4, 0}, b43, c33, {}},
+      {"bf16 A at f32 precision", {half, 0, 3, 4, 4, 0}, b43, c33, {}},
+      {"bf16 B at f32 precision", a34, {half, 0, 4, 3, 3, 0}, c33, {}},
+      {"bf16 C", a34, b43, {half, 0, 3, 3, 3, 0}, {.precision = ProductPrecision::kBF16}},
+      {"bf16 A past its end",
+       {half, 1, 3, 4, 4, 0},
+       b43,
+       c33,
+       {.precision = ProductPrecision::kBF16}},
   };
   for (const Case& test : cases) {
     const absl::Status status = ops().matmul.Gemm(test.a, test.b, test.c, test.options);

@@ -14,16 +14,26 @@ namespace {
 
 using dnnl::memory;
 
-// The stored matrices of `view` (batch x rows x cols), densely packed, rounded to bf16.
-std::vector<uint16_t> Pack(const MatrixView& view, int64_t batch) {
-  std::vector<uint16_t> packed(static_cast<size_t>(batch * view.rows * view.cols));
-  const float* base = static_cast<const float*>(view.tensor.raw_data()) + view.offset;
-  uint16_t* out = packed.data();
+// The stored matrices of `view` (batch x rows x cols), densely packed: f32 values rounded to
+// bf16, bf16 values copied as they are.
+template <typename T, typename Convert>
+void PackRows(const MatrixView& view, int64_t batch, Convert convert, uint16_t* out) {
+  const T* base = static_cast<const T*>(view.tensor.raw_data()) + view.offset;
   for (int64_t b = 0; b < batch; ++b) {
     for (int64_t i = 0; i < view.rows; ++i) {
-      const float* __restrict row = base + b * view.batch_stride + i * view.ld;
-      for (int64_t j = 0; j < view.cols; ++j) *out++ = ToBf16(row[j]);
+      const T* __restrict row = base + b * view.batch_stride + i * view.ld;
+      for (int64_t j = 0; j < view.cols; ++j) *out++ = convert(row[j]);
     }
+  }
+}
+std::vector<uint16_t> Pack(const MatrixView& view, int64_t batch) {
+  std::vector<uint16_t> packed(static_cast<size_t>(batch * view.rows * view.cols));
+  if (view.tensor.dtype() == DType::kBF16) {
+    PackRows<uint16_t>(
+        view, batch, [](uint16_t v) { return v; }, packed.data());
+  } else {
+    PackRows<float>(
+        view, batch, [](float v) { return ToBf16(v); }, packed.data());
   }
   return packed;
 }

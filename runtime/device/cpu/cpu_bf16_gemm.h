@@ -1,10 +1,11 @@
 // CpuBf16Gemm: the CPU backend's products at ProductPrecision::kBF16 on oneDNN's bf16 matmul
 // (native bf16 dot products on CPUs with AVX512_BF16 or AMX, f32 accumulation). A and B are packed
-// into dense bf16 copies (round to nearest even; the views' strides and transposes become the
-// copies' memory descriptors), C and the bias stay f32. One primitive per shape, built on first use
-// and cached. Where oneDNN offers only a reference implementation, the same arithmetic runs as f32
-// dnnl_sgemm on the rounded values (a product of two bf16 values is exact in f32). Used by
-// CpuMatmulOps after its checks; one thread at a time, like every op.
+// into dense bf16 copies (f32 views rounded to nearest even, bf16 views copied as they are; the
+// views' strides and transposes become the copies' memory descriptors), C and the bias stay f32.
+// One primitive per shape, built on first use and cached. Where oneDNN offers only a reference
+// implementation, the same arithmetic runs as f32 dnnl_sgemm on the rounded values (a product of
+// two bf16 values is exact in f32). Used by CpuMatmulOps after its checks; one thread at a time,
+// like every op.
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_BF16_GEMM_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_BF16_GEMM_H_
 

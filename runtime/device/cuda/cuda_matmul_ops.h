@@ -3,6 +3,10 @@
 #ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_MATMUL_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_MATMUL_OPS_H_
 
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "runtime/core/tensor.h"
 #include "runtime/device/cuda/cuda_context.h"
 #include "runtime/device/ops/matmul_ops.h"
 
@@ -16,6 +20,14 @@ class CudaMatmulOps final : public MatmulOps {
   absl::Status DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                       const GemmOptions& options) const override;
 
+  // A kBF16 product's operand as cuBLAS reads it: a bf16 view in place, an f32 one packed.
+  struct Bf16Operand {
+    Tensor packed;               // the workspace copy of an f32 view; undefined for a bf16 one
+    const void* data = nullptr;  // __nv_bfloat16: the first matrix's first element
+    int64_t ld = 0;
+    int64_t batch_stride = 0;
+  };
+  absl::StatusOr<Bf16Operand> Bf16OperandOf(const MatrixView& view, int64_t batch) const;
   // The stored matrices of `view` (batch of them) packed densely into a bf16 workspace tensor.
   absl::StatusOr<Tensor> Pack(const MatrixView& view, int64_t batch) const;
 

@@ -15,9 +15,9 @@
 
 namespace gpipe {
 
-// A row-major f32 matrix, or `batch` of them, inside a tensor's storage: element (b, i, j) is
-// tensor element offset + b * batch_stride + i * ld + j. rows x cols is the stored matrix
-// (before any transpose). ld >= cols.
+// A row-major matrix, or `batch` of them, inside a tensor's storage: element (b, i, j) is
+// tensor element offset + b * batch_stride + i * ld + j (in elements of the tensor's dtype).
+// rows x cols is the stored matrix (before any transpose). ld >= cols.
 struct MatrixView {
   Tensor tensor;
   int64_t offset = 0;
@@ -43,13 +43,16 @@ struct GemmOptions {
   // Optional f32 [n]: added to every row of the product (c = alpha op(a) op(b) + beta c + bias).
   const Tensor* bias = nullptr;
   // kBF16: A and B rounded to bf16, f32 accumulation (product_precision.h); C, alpha, beta
-  // and the bias stay f32.
+  // and the bias stay f32. At kBF16 A and B may also view bf16 tensors, which enter the product
+  // as they are: nothing to round, and no packed copy where the backend reads the view in place
+  // (CUDA). The result has the same bits as the f32 operands those bf16 values widen to.
   ProductPrecision precision = ProductPrecision::kF32;
 };
 
-// The checks MatmulOps::Gemm makes before any backend touches memory: f32 views of defined tensors,
-// non-negative sizes, ld >= cols, matching m/n/k, every element of every batch inside its
-// tensor, bias f32 [n]. INVALID_ARGUMENT naming `op` and the views otherwise.
+// The checks MatmulOps::Gemm makes before any backend touches memory: views of defined tensors
+// (C f32; A and B f32, or bf16 at ProductPrecision::kBF16), non-negative sizes, ld >= cols,
+// matching m/n/k, every element of every batch inside its tensor, bias f32 [n]. INVALID_ARGUMENT
+// naming `op` and the views otherwise.
 absl::Status ValidateGemm(const char* op, const MatrixView& a, const MatrixView& b,
                           const MatrixView& c, const GemmOptions& options);
 

@@ -17,12 +17,17 @@ std::string MatrixViewString(const MatrixView& view) {
 
 namespace {
 
-// Whether every element of `batch` matrices of `view` lies inside its f32 tensor.
-absl::Status CheckView(const char* op, const char* which, const MatrixView& view, int64_t batch) {
+// Whether `view` is of a defined tensor of an accepted dtype (f32, or bf16 where `bf16` allows
+// it) and every element of `batch` matrices lies inside it.
+absl::Status CheckView(const char* op, const char* which, const MatrixView& view, int64_t batch,
+                       bool bf16) {
   const Tensor& t = view.tensor;
-  if (!t.defined() || t.dtype() != DType::kF32) {
+  if (!t.defined() || !(t.dtype() == DType::kF32 || (bf16 && t.dtype() == DType::kBF16))) {
+    const bool bf16_refused = t.defined() && t.dtype() == DType::kBF16;
     return absl::InvalidArgumentError(absl::StrCat(
-        op, ": ", which, " must view a defined f32 tensor, got ", MatrixViewString(view)));
+        op, ": ", which, " must view a defined f32", bf16 ? " or bf16" : "", " tensor, got ",
+        MatrixViewString(view),
+        bf16_refused && which[0] != 'C' ? " (a bf16 operand needs ProductPrecision::kBF16)" : ""));
   }
   if (view.rows < 0 || view.cols < 0 || view.offset < 0 || view.batch_stride < 0 ||
       view.ld < view.cols) {
@@ -53,9 +58,11 @@ absl::Status ValidateGemm(const char* op, const MatrixView& a, const MatrixView&
   if (options.batch < 0) {
     return absl::InvalidArgumentError(absl::StrCat(op, ": negative batch ", options.batch));
   }
+  const bool bf16_operands = options.precision == ProductPrecision::kBF16;
   for (auto [which, view] :
        {std::pair<const char*, const MatrixView*>{"A", &a}, {"B", &b}, {"C", &c}}) {
-    if (absl::Status s = CheckView(op, which, *view, options.batch); !s.ok()) return s;
+    const bool bf16 = bf16_operands && which[0] != 'C';
+    if (absl::Status s = CheckView(op, which, *view, options.batch, bf16); !s.ok()) return s;
   }
   const int64_t m = options.transpose_a ? a.cols : a.rows;
   const int64_t k = options.transpose_a ? a.rows : a.cols;

@@ -42,9 +42,11 @@ CausalSelfAttention::CausalSelfAttention(std::string name, const Shape& input_sh
 std::vector<ParamSpec> CausalSelfAttention::parameter_specs() const {
   const double bound = 1.0 / std::sqrt(static_cast<double>(features_));
   std::vector<ParamSpec> specs;
-  specs.push_back({"qkv.weight", Shape{3 * features_, features_}, ParamInit::kUniform, bound});
+  specs.push_back({"qkv.weight", Shape{3 * features_, features_}, ParamInit::kUniform, bound,
+                   /*product_operand=*/true});
   if (bias_) specs.push_back({"qkv.bias", Shape{3 * features_}, ParamInit::kUniform, bound});
-  specs.push_back({"proj.weight", Shape{features_, features_}, ParamInit::kUniform, bound});
+  specs.push_back({"proj.weight", Shape{features_, features_}, ParamInit::kUniform, bound,
+                   /*product_operand=*/true});
   if (bias_) specs.push_back({"proj.bias", Shape{features_}, ParamInit::kUniform, bound});
   return specs;
 }

@@ -35,9 +35,14 @@ GatedMlp::GatedMlp(std::string name, const Shape& input_shape, int64_t intermedi
       intermediate_(intermediate_size) {}
 
 std::vector<ParamSpec> GatedMlp::parameter_specs() const {
-  return {{"gate_proj.weight", Shape{intermediate_, features_}, ParamInit::kNormal, kInitStddev},
-          {"up_proj.weight", Shape{intermediate_, features_}, ParamInit::kNormal, kInitStddev},
-          {"down_proj.weight", Shape{features_, intermediate_}, ParamInit::kNormal, kInitStddev}};
+  // Each weight enters only its product.
+  constexpr bool kProduct = true;
+  return {{"gate_proj.weight", Shape{intermediate_, features_}, ParamInit::kNormal, kInitStddev,
+           kProduct},
+          {"up_proj.weight", Shape{intermediate_, features_}, ParamInit::kNormal, kInitStddev,
+           kProduct},
+          {"down_proj.weight", Shape{features_, intermediate_}, ParamInit::kNormal, kInitStddev,
+           kProduct}};
 }
 
 double GatedMlp::ForwardFlopsPerSample() const {

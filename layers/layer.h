@@ -34,6 +34,12 @@ struct ParamSpec {
   Shape shape;
   ParamInit init = ParamInit::kZeros;
   double bound = 0.0;  // for kUniform and kNormal
+  // The layer reads the parameter only as a matrix product's operand (the weight of
+  // DenseForward / DenseInputGrad). Under training.precision BF16 the runtime may then hand the
+  // layer a bf16 copy of it in its place, made from the f32 value once per update: the product
+  // rounds its operands to bf16 anyway, so the bits are the same and the rounding is not redone
+  // for every product (ParameterStore::ProductOperandsOf).
+  bool product_operand = false;
 };
 
 // Everything a layer call needs besides tensors.

@@ -32,7 +32,8 @@ Linear::Linear(std::string name, Shape input_shape, int64_t out_features, bool b
 std::vector<ParamSpec> Linear::parameter_specs() const {
   const double bound = 1.0 / std::sqrt(static_cast<double>(in_features_));
   std::vector<ParamSpec> specs;
-  specs.push_back({"weight", Shape{out_features_, in_features_}, ParamInit::kUniform, bound});
+  specs.push_back({"weight", Shape{out_features_, in_features_}, ParamInit::kUniform, bound,
+                   /*product_operand=*/true});
   if (bias_) specs.push_back({"bias", Shape{out_features_}, ParamInit::kUniform, bound});
   return specs;
 }

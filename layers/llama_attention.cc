@@ -57,10 +57,13 @@ LlamaAttention::LlamaAttention(std::string name, const Shape& input_shape,
       config_(config) {}
 
 std::vector<ParamSpec> LlamaAttention::parameter_specs() const {
-  return {{"q_proj.weight", Shape{features_, features_}, ParamInit::kNormal, kInitStddev},
-          {"k_proj.weight", Shape{kv_width_, features_}, ParamInit::kNormal, kInitStddev},
-          {"v_proj.weight", Shape{kv_width_, features_}, ParamInit::kNormal, kInitStddev},
-          {"o_proj.weight", Shape{features_, features_}, ParamInit::kNormal, kInitStddev}};
+  // Each weight enters only its product.
+  constexpr bool kProduct = true;
+  return {
+      {"q_proj.weight", Shape{features_, features_}, ParamInit::kNormal, kInitStddev, kProduct},
+      {"k_proj.weight", Shape{kv_width_, features_}, ParamInit::kNormal, kInitStddev, kProduct},
+      {"v_proj.weight", Shape{kv_width_, features_}, ParamInit::kNormal, kInitStddev, kProduct},
+      {"o_proj.weight", Shape{features_, features_}, ParamInit::kNormal, kInitStddev, kProduct}};
 }
 
 double LlamaAttention::ForwardFlopsPerSample() const {

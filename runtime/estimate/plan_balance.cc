@@ -159,7 +159,8 @@ absl::StatusOr<BalanceResult> BalanceAt(const LoadedPlan& loaded, const LayerReg
     l.time = Ms(times.forward) * (remat ? 2 : 1) + Ms(times.backward_input + times.backward_weight);
     const int64_t input = layer.input_shape.num_elements() * 4 * micro_batch_size;
     l.cut_before = 2 * Ms(costs.Transfer(input));  // the stage input, then its gradient
-    l.fixed_bytes = std::llround(ParameterBytes(at_k.plan, layer.parameters));
+    l.fixed_bytes =
+        std::llround(ParameterBytes(at_k.plan, layer.parameters, layer.product_parameters));
     if (remat) {
       l.fixed_bytes += bytes.saved[i];  // one micro-batch rebuilt during its backward
       l.input_bytes = input;

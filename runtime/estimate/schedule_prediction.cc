@@ -22,8 +22,9 @@ double OptimizerBytesPerElement(const pb::Plan& plan) {
   return plan.training().shard_optimizer_state() && replicas > 1 ? bytes / replicas : bytes;
 }
 
-double ParameterBytes(const pb::Plan& plan, int64_t parameters) {
-  return static_cast<double>(parameters) * (8.0 + OptimizerBytesPerElement(plan));
+double ParameterBytes(const pb::Plan& plan, int64_t parameters, int64_t product_parameters) {
+  const double copies = plan.training().precision() == pb::BF16 ? 2.0 * product_parameters : 0.0;
+  return static_cast<double>(parameters) * (8.0 + OptimizerBytesPerElement(plan)) + copies;
 }
 
 absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
@@ -46,7 +47,8 @@ absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
   out.parameter_bytes.assign(pipeline.stages(), 0);
   out.optimizer_bytes.assign(pipeline.stages(), 0);
   for (const StageInfo& part : plan.stages) {
-    out.parameter_bytes[part.stage] += std::llround(ParameterBytes(plan.plan, part.parameters));
+    out.parameter_bytes[part.stage] +=
+        std::llround(ParameterBytes(plan.plan, part.parameters, part.product_parameters));
     out.optimizer_bytes[part.stage] +=
         std::llround(static_cast<double>(part.parameters) * OptimizerBytesPerElement(plan.plan));
   }
@@ -58,7 +60,8 @@ absl::StatusOr<std::vector<pb::StageMemory>> PredictStageMemory(const AnalyzedPl
   const int stages = plan.plan.pipeline().stages();
   std::vector<double> parameter_bytes(stages, 0.0);
   for (const StageInfo& part : plan.stages) {
-    parameter_bytes[part.stage] += ParameterBytes(plan.plan, part.parameters);
+    parameter_bytes[part.stage] +=
+        ParameterBytes(plan.plan, part.parameters, part.product_parameters);
   }
   constexpr double kHuge = 4.6e18;  // 2^62: beyond any device, far from int64 overflow
   std::vector<pb::StageMemory> memory(stages);

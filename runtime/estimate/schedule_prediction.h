@@ -25,7 +25,8 @@ struct SchedulePrediction {
   schedule::Program program;
   schedule::VerifyResult simulation;               // costs from the parts' FLOPs
   std::vector<StageActivationMemory> activations;  // per stage
-  std::vector<int64_t> parameter_bytes;            // per stage: values, gradients, optimizer
+  // Per stage: values, gradients, optimizer state (and the bf16 product copies under BF16).
+  std::vector<int64_t> parameter_bytes;
   std::vector<int64_t> optimizer_bytes;            // per stage: the optimizer state among them
 };
 
@@ -35,9 +36,10 @@ int OptimizerStateFactor(const pb::Optimizer& optimizer);
 // OptimizerStateFactor, divided over the data-parallel replicas under
 // training.shard_optimizer_state (each replica keeps the state of 1/D of every parameter).
 double OptimizerBytesPerElement(const pb::Plan& plan);
-// Its parameters' bytes on one rank of a stage with `parameters` parameter elements: f32 values
-// and gradients, and the optimizer state.
-double ParameterBytes(const pb::Plan& plan, int64_t parameters);
+// Its parameters' bytes on one rank of a stage with `parameters` parameter elements, of which
+// `product_parameters` only enter matrix products: f32 values and gradients, the optimizer state,
+// and under training.precision BF16 a bf16 copy of each product operand (ParameterStore).
+double ParameterBytes(const pb::Plan& plan, int64_t parameters, int64_t product_parameters);
 
 absl::StatusOr<SchedulePrediction> PredictSchedule(const AnalyzedPlan& plan,
                                                    const LayerRegistry& registry);

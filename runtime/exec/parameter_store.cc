@@ -10,7 +10,8 @@ namespace gpipe {
 
 absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const StageModel& model,
                                                       uint64_t seed,
-                                                      std::span<const pb::TieGroup> ties) {
+                                                      std::span<const pb::TieGroup> ties,
+                                                      bool bf16_product_copies) {
   absl::flat_hash_map<std::string, const pb::TieGroup*> tie_of;
   for (const pb::TieGroup& tie : ties) {
     for (const std::string& name : tie.parameters()) tie_of[name] = &tie;
@@ -38,11 +39,19 @@ absl::StatusOr<ParameterStore> ParameterStore::Create(Device& device, const Stag
       ASSIGN_OR_RETURN(Tensor grad,
                        Tensor::Empty(device, specs[p].shape, DType::kF32, MemoryKind::kGradient));
       RETURN_IF_ERROR(device.ops().tensor.Fill(grad, 0.0));
+      Tensor copy;
+      if (bf16_product_copies && specs[p].product_operand) {
+        ASSIGN_OR_RETURN(
+            copy, Tensor::Empty(device, specs[p].shape, DType::kBF16, MemoryKind::kParameter));
+      }
+      store.operands_.push_back(copy.defined() ? copy : value);
+      store.copies_.push_back(std::move(copy));
       store.values_.push_back(std::move(value));
       store.grads_.push_back(std::move(grad));
       store.names_.push_back(name);
     }
     store.layer_offsets_.push_back(store.values_.size());
+    store.copies_stale_.push_back(true);
     const std::vector<ParamSpec> buffer_specs = layer.buffer_specs();
     for (int b = 0; b < static_cast<int>(buffer_specs.size()); ++b) {
       ASSIGN_OR_RETURN(Tensor value, Tensor::Empty(device, buffer_specs[b].shape, DType::kF32,
@@ -65,6 +74,24 @@ std::span<Tensor> ParameterStore::buffers_of(int local_layer) {
 std::span<const Tensor> ParameterStore::values_of(int local_layer) const {
   const size_t begin = layer_offsets_[local_layer];
   return std::span<const Tensor>(values_).subspan(begin, layer_offsets_[local_layer + 1] - begin);
+}
+
+absl::StatusOr<std::span<const Tensor>> ParameterStore::ProductOperandsOf(int local_layer) {
+  const size_t begin = layer_offsets_[local_layer];
+  const size_t end = layer_offsets_[local_layer + 1];
+  if (copies_stale_[local_layer]) {
+    for (size_t i = begin; i < end; ++i) {
+      if (copies_[i].defined()) RETURN_IF_ERROR(device_->ops().tensor.Cast(values_[i], copies_[i]));
+    }
+    copies_stale_[local_layer] = false;
+  }
+  return std::span<const Tensor>(operands_).subspan(begin, end - begin);
+}
+
+int64_t ParameterStore::product_copy_bytes() const {
+  int64_t bytes = 0;
+  for (const Tensor& copy : copies_) bytes += copy.defined() ? copy.bytes() : 0;
+  return bytes;
 }
 
 std::span<Tensor> ParameterStore::grads_of(int local_layer) {
@@ -123,6 +150,7 @@ absl::Status ParameterStore::Import(const std::vector<NamedTensorData>& tensors)
     ASSIGN_OR_RETURN(const NamedTensorData* t, find("buffer", buffer_names_[i], buffers_[i]));
     copies.emplace_back(t, &buffers_[i]);
   }
+  copies_stale_.assign(copies_stale_.size(), true);
   for (const auto& [t, into] : copies) {
     RETURN_IF_ERROR(WithContext(
         device_->CopyFromHost(t->values.data(),

@@ -7,6 +7,11 @@
 // Every value lives on the stage's device and is touched only through its Ops and copies, so the
 // store is the same on every backend (a simulated device's tensors hold no values: its ops
 // compute nothing and Export fails).
+// Under training.precision BF16 the store also keeps a bf16 copy of every parameter that only
+// enters matrix products (ParamSpec::product_operand), counted as parameter memory. A copy is
+// made again from the f32 value the first time a layer's operands are asked for after the values
+// may have changed (mutable access to values(), Import): once per update, not per product, with
+// the same bits as the rounding a bf16 product does of an f32 operand.
 #ifndef GPIPE_RUNTIME_EXEC_PARAMETER_STORE_H_
 #define GPIPE_RUNTIME_EXEC_PARAMETER_STORE_H_
 
@@ -27,17 +32,30 @@ class ParameterStore {
  public:
   // Members of `ties` other than the first are initialized as the first one is (its init kind,
   // bound and random stream), so tied parameters start equal on whichever stage they live.
+  // `bf16_product_copies`: keep the bf16 copies (training.precision BF16).
   static absl::StatusOr<ParameterStore> Create(Device& device, const StageModel& model,
                                                uint64_t seed,
-                                               std::span<const pb::TieGroup> ties = {});
+                                               std::span<const pb::TieGroup> ties = {},
+                                               bool bf16_product_copies = false);
 
   // Parameters of local layer `local_layer`, in its parameter_specs() order.
   std::span<const Tensor> values_of(int local_layer) const;
+  // The same parameters as the layer's calls take them: each product operand's bf16 copy (made
+  // again first when the values may have changed since it was made), the f32 value for every
+  // other parameter and for all of them without bf16 copies. Valid until the next call for the
+  // layer.
+  absl::StatusOr<std::span<const Tensor>> ProductOperandsOf(int local_layer);
+  // Bytes of the bf16 copies (0 without them).
+  int64_t product_copy_bytes() const;
   std::span<Tensor> grads_of(int local_layer);
   // Buffers of local layer `local_layer`, in its buffer_specs() order.
   std::span<Tensor> buffers_of(int local_layer);
-  // All parameters of the stage, in order (for the optimizer).
-  std::span<Tensor> values() { return values_; }
+  // All parameters of the stage, in order (for the optimizer). Whoever takes them mutable may
+  // write them: the bf16 copies are made again before their next use.
+  std::span<Tensor> values() {
+    copies_stale_.assign(copies_stale_.size(), true);
+    return values_;
+  }
   std::span<const Tensor> values() const { return values_; }
   std::span<const Tensor> grads() const { return grads_; }
   // The gradients to modify in place (gradient clipping's scale).
@@ -66,6 +84,11 @@ class ParameterStore {
   std::vector<Tensor> grads_;
   std::vector<std::string> names_;
   std::vector<size_t> layer_offsets_;  // values_[layer_offsets_[l] .. layer_offsets_[l + 1])
+  // Parallel to values_: the bf16 copy of a product operand (undefined for other parameters and
+  // without copies), and what ProductOperandsOf hands out (the copy, else the value).
+  std::vector<Tensor> copies_;
+  std::vector<Tensor> operands_;
+  std::vector<bool> copies_stale_;  // per layer
   std::vector<Tensor> buffers_;
   std::vector<std::string> buffer_names_;
   std::vector<size_t> buffer_offsets_;  // buffers_[buffer_offsets_[l] .. buffer_offsets_[l + 1])

@@ -56,8 +56,10 @@ absl::StatusOr<StageChunks> StageChunks::Create(Device& device, const pb::Plan& 
       optimizer =
           std::make_unique<ShardedOptimizer>(std::move(optimizer), replica, chunks.replicas_);
     }
-    ASSIGN_OR_RETURN(ParameterStore store, ParameterStore::Create(device, *chunks.models_.back(),
-                                                                  plan.training().seed(), ties));
+    ASSIGN_OR_RETURN(
+        ParameterStore store,
+        ParameterStore::Create(device, *chunks.models_.back(), plan.training().seed(), ties,
+                               /*bf16_product_copies=*/plan.training().precision() == pb::BF16));
     chunks.parameters_.push_back(std::make_unique<ParameterStore>(std::move(store)));
     chunks.optimizers_.push_back(std::move(optimizer));
   }

@@ -109,6 +109,9 @@ absl::StatusOr<Tensor> StageCompute::RunLayers(int chunk, int m, MicroBatch& mb,
       RETURN_IF_ERROR(
           res_.parameter_gather->WaitForLayer(chunk, l, absl::Now() + config_.wait_timeout));
     }
+    // After the wait: a product operand's bf16 copy is made from the gathered value.
+    ASSIGN_OR_RETURN(const std::span<const Tensor> params,
+                     res_.chunks[chunk].parameters->ProductOperandsOf(l));
     absl::StatusOr<Tensor> y;
     if (const SkipJoin* join = layer.skip_join()) {
       const int producer = model.join_producer(l);
@@ -125,7 +128,7 @@ absl::StatusOr<Tensor> StageCompute::RunLayers(int chunk, int m, MicroBatch& mb,
       y = join->ForwardJoin(ctx, x, model.Holds(producer) ? local->second : received->second,
                             saved[l]);
     } else {
-      y = layer.Forward(ctx, res_.chunks[chunk].parameters->values_of(l), x, saved[l]);
+      y = layer.Forward(ctx, params, x, saved[l]);
     }
     if (!y.ok()) return WithContext(y.status(), absl::StrCat("layer '", layer.name(), "'"));
     for (const int reader : model.skip_readers(l)) {
@@ -206,6 +209,7 @@ absl::Status StageCompute::Backward(int chunk, int m, MicroBatch& mb, bool split
     if (!model.skip_readers(l).empty()) {
       ASSIGN_OR_RETURN(dy, AddSkipGrads(chunk, l, std::move(dy), local_skip_grads, mb));
     }
+    ASSIGN_OR_RETURN(const std::span<const Tensor> params, parameters.ProductOperandsOf(l));
     absl::StatusOr<Tensor> dx;
     bool deferred = false;
     if (const SkipJoin* join = layer.skip_join()) {
@@ -229,10 +233,10 @@ absl::Status StageCompute::Backward(int chunk, int m, MicroBatch& mb, bool split
       }
     } else if (const SplitBackward* halves = split ? layer.split_backward() : nullptr) {
       deferred = true;
-      dx = halves->BackwardInput(ctx, parameters.values_of(l), mb.saved[l], dy);
+      dx = halves->BackwardInput(ctx, params, mb.saved[l], dy);
       if (dx.ok()) mb.deferred.push_back({l, std::move(mb.saved[l]), dy});
     } else {
-      dx = layer.Backward(ctx, parameters.values_of(l), parameters.grads_of(l), mb.saved[l], dy);
+      dx = layer.Backward(ctx, params, parameters.grads_of(l), mb.saved[l], dy);
     }
     if (!dx.ok()) return WithContext(dx.status(), absl::StrCat("layer '", layer.name(), "'"));
     if (!deferred) RETURN_IF_ERROR(GradientsAccumulated(chunk, l));

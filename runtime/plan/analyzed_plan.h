@@ -22,6 +22,9 @@ struct LayerInfo {
   Shape input_shape;   // per sample
   Shape output_shape;  // per sample
   int64_t parameters = 0;
+  // Of those, the elements of parameters that only enter matrix products
+  // (ParamSpec::product_operand): under training.precision BF16 each has a bf16 copy too.
+  int64_t product_parameters = 0;
   double flops_per_sample = 0;  // forward + backward = 3x forward
   // Whether its backward splits into input- and weight-gradient halves (Layer::SplitsBackward).
   bool splits_backward = false;
@@ -57,7 +60,8 @@ struct StageInfo {
   Shape input_shape;
   Shape output_shape;
   int64_t parameters = 0;
-  double flops_per_sample = 0;  // forward + backward
+  int64_t product_parameters = 0;  // see LayerInfo
+  double flops_per_sample = 0;     // forward + backward
   // The part of flops_per_sample in layers whose backward splits (zero-bubble schedules defer
   // their weight gradients; the rest of the backward runs whole in BackwardInput).
   double split_flops_per_sample = 0;

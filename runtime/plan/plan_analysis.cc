@@ -60,6 +60,7 @@ std::vector<StageInfo> BuildStages(const std::vector<int>& starts,
     stage.output_shape = layers[stage.end_layer - 1].output_shape;
     for (int l = stage.first_layer; l < stage.end_layer; ++l) {
       stage.parameters += layers[l].parameters;
+      stage.product_parameters += layers[l].product_parameters;
       stage.flops_per_sample += layers[l].flops_per_sample;
       if (layers[l].splits_backward) stage.split_flops_per_sample += layers[l].flops_per_sample;
     }

@@ -124,6 +124,7 @@ LayerInfo Describe(const Layer& layer, const std::string& kind) {
   info.output_shape = layer.output_shape();
   for (const ParamSpec& spec : layer.parameter_specs()) {
     info.parameters += spec.shape.num_elements();
+    if (spec.product_operand) info.product_parameters += spec.shape.num_elements();
   }
   info.flops_per_sample = 3.0 * layer.ForwardFlopsPerSample();
   info.splits_backward = layer.SplitsBackward();

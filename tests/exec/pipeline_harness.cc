@@ -206,9 +206,10 @@ PipelineRun RunPipeline(const RunOptions& options) {
 
   auto stage_main = [&](int s) -> absl::Status {
     CpuDevice& device = *devices[s];
-    ASSIGN_OR_RETURN(StageChunks params,
-                     StageChunks::Create(device, plan,
-                                         StageChunks::SpecsForStage(parts, s, topology), registry));
+    ASSIGN_OR_RETURN(
+        StageChunks params,
+        StageChunks::Create(device, plan, StageChunks::SpecsForStage(parts, s, topology), registry,
+                            /*ties=*/{}, options.adapter));
     DataRequirements req{
         .input_shape = analyzed->layers.front().input_shape,
         .input_dtype = plan.model().input().type() == pb::INT64 ? DType::kI64 : DType::kF32,

@@ -13,6 +13,7 @@
 
 #include "absl/status/status.h"
 #include "proto/control.pb.h"
+#include "runtime/exec/stage_chunks.h"
 #include "runtime/schedule/program.h"
 #include "tests/exec/loopback_channel.h"
 
@@ -53,6 +54,8 @@ struct RunOptions {
   // Edits the built program before it runs (to feed the executor programs the verifier would
   // reject).
   std::function<void(schedule::Program&)> edit_program;
+  // Adapts every chunk after it is built (StageChunks::Create's adapter); null: none.
+  ChunkAdapter adapter;
 };
 
 // Runs the plan (options.plan or kPlan, with `options.overrides`) on `options.stages` threads.

@@ -163,6 +163,11 @@ class Layer {
   // run in mixed precision (runtime/exec/bf16_layer.h), which also takes bf16 inputs and output
   // gradients where input_dtype() is f32.
   virtual DType output_dtype() const { return DType::kF32; }
+  // Whether, under ProductPrecision::kBF16, Forward takes a bf16 input and the backward calls
+  // bf16 saved inputs, entering them into matrix products as they are (Gemm reads bf16
+  // operands): the results are those of their exact f32 widening, and a mixed-precision wrapper
+  // (runtime/exec/bf16_layer.h) hands them over without an f32 copy.
+  virtual bool TakesBf16Inputs() const { return false; }
   const Shape& output_shape() const { return output_shape_; }
   // Parameters in a fixed order; Forward/Backward receive tensors in this order.
   virtual std::vector<ParamSpec> parameter_specs() const { return {}; }

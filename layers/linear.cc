@@ -44,11 +44,13 @@ double Linear::ForwardFlopsPerSample() const {
 
 absl::StatusOr<Tensor> Linear::Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                        const Tensor& x, SavedTensors& saved) const {
-  if (!x.defined() || x.dtype() != DType::kF32 || x.shape().rank() < 1 ||
-      x.shape().last() != in_features_) {
-    return absl::InvalidArgumentError(absl::StrCat("linear layer '", name(),
-                                                   "' expects f32 input [..., ", in_features_,
-                                                   "], got ", x.DebugString()));
+  // bf16 only where the products take it as it is (TakesBf16Inputs).
+  const bool bf16_ok = ctx.product_precision == ProductPrecision::kBF16;
+  if (!x.defined() || !(x.dtype() == DType::kF32 || (bf16_ok && x.dtype() == DType::kBF16)) ||
+      x.shape().rank() < 1 || x.shape().last() != in_features_) {
+    return absl::InvalidArgumentError(absl::StrCat("linear layer '", name(), "' expects f32",
+                                                   bf16_ok ? " or bf16" : "", " input [..., ",
+                                                   in_features_, "], got ", x.DebugString()));
   }
   const int64_t rows = x.shape().rows();
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, x.shape().WithLast(out_features_),

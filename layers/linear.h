@@ -17,6 +17,8 @@ class Linear final : public SplitBackwardLayer {
                                                        const Shape& input_shape);
 
   std::string_view type() const override { return "linear"; }
+  // Its input only enters products (x W^T forward, dy^T x for the weight gradient).
+  bool TakesBf16Inputs() const override { return true; }
   std::vector<ParamSpec> parameter_specs() const override;
   double ForwardFlopsPerSample() const override;
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,

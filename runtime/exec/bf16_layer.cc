@@ -24,7 +24,8 @@ bool IsWholeOf(const Tensor& entry, const Tensor& tensor) {
 
 }  // namespace
 
-absl::StatusOr<SavedTensors> Bf16Layer::Widened(Device& device, const SavedTensors& saved) {
+absl::StatusOr<SavedTensors> Bf16Layer::Widened(Device& device, const SavedTensors& saved) const {
+  if (inner().TakesBf16Inputs()) return saved;  // its saved inputs go to products as they are
   SavedTensors wide;
   wide.tensors.reserve(saved.tensors.size());
   for (const Tensor& entry : saved.tensors) {
@@ -41,7 +42,11 @@ absl::StatusOr<SavedTensors> Bf16Layer::Widened(Device& device, const SavedTenso
 // way stays as it is; should one be part of the output, the output is rounded in place first.
 absl::StatusOr<Tensor> Bf16Layer::Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                           const Tensor& x, SavedTensors& saved) const {
-  ASSIGN_OR_RETURN(const Tensor wide_x, WidenedFromBf16(ctx.device, x, MemoryKind::kWorkspace));
+  // A layer that hands its input only to products takes it as it is (TakesBf16Inputs).
+  Tensor wide_x = x;
+  if (!inner().TakesBf16Inputs()) {
+    ASSIGN_OR_RETURN(wide_x, WidenedFromBf16(ctx.device, x, MemoryKind::kWorkspace));
+  }
   ASSIGN_OR_RETURN(Tensor wide_y, inner().Forward(InBf16(ctx), params, wide_x, saved));
   if (wide_y.dtype() != DType::kF32) return wide_y;
   const bool y_views_x = wide_y.SharesStorageWith(wide_x);

@@ -2,7 +2,9 @@
 // produces bf16 tensors: its output and its input gradient are bf16 tensors (rounded to nearest
 // even), and what the inner layer saves of its input or its output for backward is kept as the
 // bf16 tensor (half the bytes). It also takes f32 inputs (the data set's) and f32 output gradients
-// (the loss's). The inner layer computes in f32 on exact f32 copies that live for one call, its
+// (the loss's). The inner layer computes in f32 on exact f32 copies that live for one call (a
+// layer that only hands its input to products, Layer::TakesBf16Inputs, gets the bf16 input and
+// saved inputs themselves, which the products read as they are), its
 // matrix products and convolutions rounding their operands to bf16 and accumulating in f32
 // (LayerContext::product_precision); norms, pooling and softmax compute in f32. A composite inner
 // layer keeps the activations it saves inside (its inner layers' outputs, attention's qkv and O)
@@ -46,8 +48,9 @@ class Bf16Layer final : public LayerDecorator {
                                      const Tensor& dy) const override;
 
  private:
-  // `saved` with every bf16 entry replaced by an f32 copy that lives for one call.
-  static absl::StatusOr<SavedTensors> Widened(Device& device, const SavedTensors& saved);
+  // `saved` with every bf16 entry replaced by an f32 copy that lives for one call; as it is for
+  // an inner layer that takes bf16 inputs (Layer::TakesBf16Inputs).
+  absl::StatusOr<SavedTensors> Widened(Device& device, const SavedTensors& saved) const;
 };
 
 }  // namespace gpipe

@@ -83,7 +83,7 @@ class SimDevice final : public Device {
   // its finite check passes). The coordinator refuses weight files for SIM plans.
   absl::Status CopyToHost(const Tensor& source, void* destination,
                           int64_t destination_bytes) override;
-  // Events carry the modelled busy time (occupied()) at their recording.
+  // A simulated arena of its own (SimMemory), counted apart.
   Allocator& offload_host() override { return offload_; }
   MemoryTracker& offload_memory() override { return offload_.memory(); }
   // Modelled on the copy engine of the copy's direction (see above).
@@ -91,6 +91,7 @@ class SimDevice final : public Device {
                                                              Tensor destination) override;
   absl::StatusOr<std::unique_ptr<AsyncCopy>> StartCopyFromHost(Tensor source,
                                                                Tensor destination) override;
+  // Events carry the modelled busy time (occupied()) at their recording.
   absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override;
   absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) override;
   absl::Status Synchronize() override { return absl::OkStatus(); }

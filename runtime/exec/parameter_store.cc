@@ -88,12 +88,6 @@ absl::StatusOr<std::span<const Tensor>> ParameterStore::ProductOperandsOf(int lo
   return std::span<const Tensor>(operands_).subspan(begin, end - begin);
 }
 
-int64_t ParameterStore::product_copy_bytes() const {
-  int64_t bytes = 0;
-  for (const Tensor& copy : copies_) bytes += copy.defined() ? copy.bytes() : 0;
-  return bytes;
-}
-
 std::span<Tensor> ParameterStore::grads_of(int local_layer) {
   const size_t begin = layer_offsets_[local_layer];
   return std::span<Tensor>(grads_).subspan(begin, layer_offsets_[local_layer + 1] - begin);

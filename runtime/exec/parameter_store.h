@@ -45,8 +45,6 @@ class ParameterStore {
   // other parameter and for all of them without bf16 copies. Valid until the next call for the
   // layer.
   absl::StatusOr<std::span<const Tensor>> ProductOperandsOf(int local_layer);
-  // Bytes of the bf16 copies (0 without them).
-  int64_t product_copy_bytes() const;
   std::span<Tensor> grads_of(int local_layer);
   // Buffers of local layer `local_layer`, in its buffer_specs() order.
   std::span<Tensor> buffers_of(int local_layer);

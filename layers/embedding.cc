@@ -86,6 +86,8 @@ absl::StatusOr<Tensor> Embedding::Forward(const LayerContext& ctx, std::span<con
   const int64_t batch = x.shape().dim(0);
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, output_shape().WithBatch(batch), DType::kF32,
                                            MemoryKind::kActivation));
+  // A device that checks ids without waiting (CUDA) reports a bad one from its next wait, in
+  // the op's words; the data path's host check before the upload has already said it in ours.
   const absl::Status gathered = ctx.device.ops().embedding.Gather(params[0], x, y);
   if (!gathered.ok()) {
     const std::optional<BadId> bad = BadIdOf(gathered);

@@ -46,6 +46,12 @@ class OpsConformanceTest : public ::testing::TestWithParam<BackendUnderTest> {
 
   Device& device() { return *device_; }
   const Ops& ops() { return device_->ops(); }
+  // An id-checking op's status as the caller finally sees it: an error the op returned, else what
+  // the device's next wait reports (a device that checks ids without waiting, CUDA, reports a
+  // bad id there; embedding_ops.h).
+  absl::Status ReportedBy(absl::Status op_status) {
+    return op_status.ok() ? device_->Synchronize() : op_status;
+  }
 
   // A device tensor holding `values` (f32) / `ids` (i64) / zeros, counted as activations.
   Tensor Upload(const std::vector<float>& values, const Shape& shape);

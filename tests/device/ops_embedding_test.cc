@@ -53,7 +53,8 @@ TEST_P(EmbeddingOpsTest, GatherReportsTheFirstIdOutOfRange) {
        std::vector<std::tuple<std::vector<int64_t>, int64_t, int64_t>>{
            {{0, 1, 7, 9}, 2, 7}, {{-1, 1, 2, 3}, 0, -1}, {{0, 1, 2, 4}, 3, 4}}) {
     Tensor out = Uninitialized(Shape{4, 2});
-    const absl::Status status = ops().embedding.Gather(table, UploadIds(ids, Shape{4}), out);
+    const absl::Status status =
+        ReportedBy(ops().embedding.Gather(table, UploadIds(ids, Shape{4}), out));
     ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
     EXPECT_THAT(std::string(status.message()),
                 StartsWith("index " + std::to_string(index) + " has id " + std::to_string(id)));
@@ -62,6 +63,40 @@ TEST_P(EmbeddingOpsTest, GatherReportsTheFirstIdOutOfRange) {
     EXPECT_EQ(bad->index, index);
     EXPECT_EQ(bad->id, id);
   }
+}
+
+TEST_P(EmbeddingOpsTest, ScatterAddReportsTheFirstIdOutOfRange) {
+  Tensor dtable = Zeros(Shape{4, 2});
+  const absl::Status status = ReportedBy(ops().embedding.ScatterAdd(
+      UploadIds({3, 0, 2, 1, -5, 9}, Shape{2, 3}), Upload(TestValues(2, 12), Shape{6, 2}), dtable));
+  ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(std::string(status.message()), StartsWith("index 4 has id -5, outside [0, 4)"));
+  const std::optional<BadId> bad = BadIdOf(status);
+  ASSERT_TRUE(bad.has_value());
+  EXPECT_EQ(bad->index, 4);
+  EXPECT_EQ(bad->id, -5);
+}
+
+// Of several calls with bad ids, the first call's first bad id is the one reported (a device that
+// reports at its next wait keeps the earliest), and the device is usable afterwards.
+TEST_P(EmbeddingOpsTest, TheEarliestBadCallIsReportedAndTheNextCallsAreClean) {
+  const Tensor table = Upload(TestValues(1, 4 * 2), Shape{4, 2});
+  Tensor out = Uninitialized(Shape{4, 2});
+  absl::Status status = ops().embedding.Gather(table, UploadIds({0, 1, 2, 3}, Shape{4}), out);
+  if (status.ok()) status = ops().embedding.Gather(table, UploadIds({0, 1, 6, 3}, Shape{4}), out);
+  if (status.ok()) status = ops().embedding.Gather(table, UploadIds({8, 1, 2, 3}, Shape{4}), out);
+  status = ReportedBy(status);
+  ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(std::string(status.message()), StartsWith("index 2 has id 6"));
+  // Reported once: good calls after it succeed and compute the right rows.
+  ASSERT_TRUE(
+      ReportedBy(ops().embedding.Gather(table, UploadIds({3, 2, 1, 0}, Shape{4}), out)).ok());
+  const std::vector<float> values = TestValues(1, 4 * 2);
+  std::vector<double> expected;
+  for (int64_t id : {3, 2, 1, 0}) {
+    for (int d = 0; d < 2; ++d) expected.push_back(values[id * 2 + d]);
+  }
+  ExpectNear(Download(out), expected, kExact, kExact, "out");
 }
 
 TEST_P(EmbeddingOpsTest, GatherRejectsMismatchedShapes) {

@@ -15,6 +15,13 @@ struct SumOp {
   }
 };
 
+struct MinOp {
+  template <typename T>
+  __device__ T operator()(T a, T b) const {
+    return b < a ? b : a;
+  }
+};
+
 // NaN wins, so a row holding NaN keeps it (as std::max_element over the row lets it through
 // when NaN comes first; the CPU and GPU then both produce NaN rows).
 struct MaxOp {

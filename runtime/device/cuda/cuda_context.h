@@ -12,6 +12,9 @@
 #include "runtime/core/allocator.h"
 
 namespace gpipe {
+namespace cuda {
+class IdChecks;
+}  // namespace cuda
 
 struct CudaContext {
   int ordinal = 0;                  // the CUDA device id (current on the thread that issues)
@@ -24,6 +27,9 @@ struct CudaContext {
   // MemoryKind::kWorkspace). Its storage is freed in stream order, so a scratch tensor may be
   // dropped as soon as the kernels that use it are issued.
   Allocator* workspace = nullptr;
+  // Where ops check the ids they index with, without waiting (id_check.h); the device reports
+  // what it found after each of its waits.
+  cuda::IdChecks* id_checks = nullptr;
   // fp32 GEMMs and convolutions may use TF32 tensor cores (runtime.cuda.allow_tf32).
   bool allow_tf32 = false;
   // Convolution algorithms timed by cuDNN, or its heuristic ranking

@@ -20,6 +20,7 @@
 #include "runtime/device/cuda/cuda_optimizer_ops.h"
 #include "runtime/device/cuda/cuda_status.h"
 #include "runtime/device/cuda/cuda_tensor_ops.h"
+#include "runtime/device/cuda/id_check.h"
 #include "runtime/device/cuda/pinned_host_allocator.h"
 #include "runtime/device/ops.h"
 #include "runtime/device/ops/offload_copy.h"
@@ -54,11 +55,13 @@ struct CudaDeviceParts {
   cuda::CublasHandle cublas;
   cuda::CublasLtHandle cublas_lt;
   cuda::CudnnHandle cudnn;
+  cuda::IdChecks id_checks;
 };
 
 absl::StatusOr<CudaDeviceParts> CreateParts(const CudaDeviceOptions& options) {
-  CudaDeviceParts parts;
-  parts.options = options;
+  ASSIGN_OR_RETURN(cuda::IdChecks id_checks,
+                   cuda::IdChecks::Create(absl::StrCat("cuda:", options.ordinal)));
+  CudaDeviceParts parts{.options = options, .id_checks = std::move(id_checks)};
   int pools_supported = 0;
   GPIPE_CUDA_RETURN_IF_ERROR(
       cudaDeviceGetAttribute(&pools_supported, cudaDevAttrMemoryPoolsSupported, options.ordinal));
@@ -145,6 +148,7 @@ class CudaDevice final : public Device {
         cublas_(std::move(parts.cublas)),
         cublas_lt_(std::move(parts.cublas_lt)),
         cudnn_(std::move(parts.cudnn)),
+        id_checks_(std::move(parts.id_checks)),
         context_{.ordinal = parts.options.ordinal,
                  .multiprocessors = parts.multiprocessors,
                  .stream = compute_stream_.get(),
@@ -152,6 +156,7 @@ class CudaDevice final : public Device {
                  .cublas_lt = cublas_lt_.get(),
                  .cudnn = cudnn_.get(),
                  .workspace = this,
+                 .id_checks = &id_checks_,
                  .allow_tf32 = parts.options.allow_tf32,
                  .measure_conv_algorithms = parts.options.measure_conv_algorithms},
         tensor_ops_(context_),
@@ -256,6 +261,7 @@ class CudaDevice final : public Device {
   cuda::CublasHandle cublas_;
   cuda::CublasLtHandle cublas_lt_;
   cuda::CudnnHandle cudnn_;
+  cuda::IdChecks id_checks_;  // read after each wait for the compute stream
   CudaContext context_;
   CudaTensorOps tensor_ops_;
   CudaMatmulOps matmul_ops_;
@@ -317,7 +323,8 @@ absl::Status CudaDevice::CopyFromPinned(const void* source, int64_t bytes, void*
 }
 
 // Issued on the compute stream after all work before it, then waited for: the Device contract
-// returns with the bytes in place, whether `destination` is pinned or pageable.
+// returns with the bytes in place, whether `destination` is pinned or pageable. A bad id an op
+// found before it is reported here (the wait is the first chance).
 absl::Status CudaDevice::CopyToHost(const Tensor& source, void* destination,
                                     int64_t destination_bytes) {
   if (!OnThisDevice(source) || source.bytes() != destination_bytes) {
@@ -330,7 +337,7 @@ absl::Status CudaDevice::CopyToHost(const Tensor& source, void* destination,
                                              static_cast<size_t>(destination_bytes),
                                              cudaMemcpyDeviceToHost, compute_stream_.get()));
   GPIPE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(compute_stream_.get()));
-  return absl::OkStatus();
+  return id_checks_.TakeReport();
 }
 
 absl::StatusOr<std::unique_ptr<DeviceEvent>> CudaDevice::RecordEvent() {
@@ -353,8 +360,9 @@ absl::StatusOr<double> CudaDevice::ElapsedSeconds(const DeviceEvent& start,
   return static_cast<double>(milliseconds) / 1000.0;
 }
 
-// Waits for both streams even when the first reports an error, so that nothing is left
-// running; returns the first error, then any launch error not yet reported.
+// Waits for every stream even when the first reports an error, so that nothing is left
+// running; returns the first error, then any launch error not yet reported, then an id outside
+// its range that an op's check found meanwhile (id_check.h).
 absl::Status CudaDevice::Synchronize() {
   absl::Status status =
       CudaStatus(cudaStreamSynchronize(compute_stream_.get()), "cudaStreamSynchronize(compute)");
@@ -363,6 +371,7 @@ absl::Status CudaDevice::Synchronize() {
   status.Update(
       CudaStatus(cudaStreamSynchronize(offload_stream_.get()), "cudaStreamSynchronize(offload)"));
   status.Update(CudaStatus(cudaGetLastError(), "cudaGetLastError"));
+  status.Update(id_checks_.TakeReport());
   return status;
 }
 

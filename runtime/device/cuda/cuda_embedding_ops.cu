@@ -9,18 +9,18 @@
 #include "runtime/device/cuda/device_pointer.h"
 #include "runtime/device/cuda/id_check.h"
 #include "runtime/device/cuda/kernel_launch.h"
-#include "runtime/device/ops/embedding_checks.h"
 
 namespace gpipe {
 namespace {
 
-__global__ void GatherKernel(const float* table, const int64_t* ids, int64_t n, int64_t dim,
-                             float* out) {
+// An id outside [0, rows) reads nothing (its row is zeros): the id check reports it later.
+__global__ void GatherKernel(const float* table, int64_t rows, const int64_t* ids, int64_t n,
+                             int64_t dim, float* out) {
   const int64_t total = n * dim;
   for (int64_t e = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; e < total;
        e += int64_t{gridDim.x} * blockDim.x) {
-    const int64_t r = e / dim;
-    out[e] = table[ids[r] * dim + e % dim];
+    const int64_t id = ids[e / dim];
+    out[e] = id >= 0 && id < rows ? table[id * dim + e % dim] : 0.0f;
   }
 }
 
@@ -37,11 +37,15 @@ __global__ void IotaKernel(int64_t n, int64_t* out) {
 // that id's table row; its threads take columns (grid-stride over y) and add the run's dout rows
 // to the row in position order, one float add after another: the same additions, in the same
 // order, as the CPU's loop over r (bit-identical). Blocks at a k inside a run return at once.
+// An id outside [0, rows) (negative ones are huge as uint64) adds nothing; the id check reports
+// it later. (The sort looks only at the bits of valid ids, so a bad id may split a valid id's
+// run; the values are then unspecified, but nothing outside dtable is written.)
 __global__ void ScatterAddRunsKernel(const uint64_t* sorted_ids, const int64_t* positions,
-                                     int64_t n, const float* dout, int64_t dim, float* dtable) {
+                                     int64_t n, const float* dout, int64_t dim, uint64_t rows,
+                                     float* dtable) {
   for (int64_t k = blockIdx.x; k < n; k += gridDim.x) {
     const uint64_t id = sorted_ids[k];
-    if (k > 0 && sorted_ids[k - 1] == id) continue;
+    if (id >= rows || (k > 0 && sorted_ids[k - 1] == id)) continue;
     int64_t end = k + 1;
     while (end < n && sorted_ids[end] == id) ++end;
     float* table_row = dtable + static_cast<int64_t>(id) * dim;
@@ -75,13 +79,13 @@ __global__ void AddRowBroadcastKernel(const float* in, const float* row, int64_t
 
 absl::Status CudaEmbeddingOps::DoGather(const Tensor& table, const Tensor& ids, Tensor& out) const {
   const int64_t rows = table.shape().dim(0);
-  ASSIGN_OR_RETURN(std::optional<BadId> bad, cuda::FirstBadId(context_, ids, rows));
-  if (bad.has_value()) return op_checks::EmbeddingBadId(*bad, rows);
+  RETURN_IF_ERROR(
+      context_.id_checks->Issue(context_.stream, ids, rows, cuda::IdUse::kEmbeddingRow));
   const int64_t dim = table.shape().dim(1);
   const int64_t total = ids.num_elements() * dim;
   if (total == 0) return absl::OkStatus();
   GatherKernel<<<cuda::BlocksFor(total), cuda::kThreadsPerBlock, 0, context_.stream>>>(
-      DevicePointer<float>(table), DevicePointer<int64_t>(ids), ids.num_elements(), dim,
+      DevicePointer<float>(table), rows, DevicePointer<int64_t>(ids), ids.num_elements(), dim,
       DevicePointer<float>(out));
   return cuda::LaunchStatus("embedding gather");
 }
@@ -92,8 +96,8 @@ absl::Status CudaEmbeddingOps::DoGather(const Tensor& table, const Tensor& ids, 
 absl::Status CudaEmbeddingOps::DoScatterAdd(const Tensor& ids, const Tensor& dout,
                                             Tensor& dtable) const {
   const int64_t rows = dtable.shape().dim(0);
-  ASSIGN_OR_RETURN(std::optional<BadId> bad, cuda::FirstBadId(context_, ids, rows));
-  if (bad.has_value()) return op_checks::EmbeddingBadId(*bad, rows);
+  RETURN_IF_ERROR(
+      context_.id_checks->Issue(context_.stream, ids, rows, cuda::IdUse::kEmbeddingRow));
   const int64_t dim = dtable.shape().dim(1);
   const int64_t n = ids.num_elements();
   if (n == 0 || dim == 0) return absl::OkStatus();
@@ -127,7 +131,7 @@ absl::Status CudaEmbeddingOps::DoScatterAdd(const Tensor& ids, const Tensor& dou
   const dim3 grid(cuda::BlocksFor(n, 1), cuda::BlocksFor(dim, kScatterColumns));
   ScatterAddRunsKernel<<<grid, kScatterColumns, 0, context_.stream>>>(
       sorted_keys, DevicePointer<int64_t>(sorted_positions), n, DevicePointer<float>(dout), dim,
-      DevicePointer<float>(dtable));
+      static_cast<uint64_t>(rows), DevicePointer<float>(dtable));
   return cuda::LaunchStatus("embedding scatter-add");
 }
 

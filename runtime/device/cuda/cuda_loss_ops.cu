@@ -8,7 +8,6 @@
 #include "runtime/device/cuda/device_pointer.h"
 #include "runtime/device/cuda/id_check.h"
 #include "runtime/device/cuda/kernel_launch.h"
-#include "runtime/device/ops/loss_checks.h"
 
 namespace gpipe {
 namespace {
@@ -46,10 +45,13 @@ __global__ void CrossEntropyRowsKernel(const float* logits, const int64_t* ids, 
     for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) sum_exp += exp(row[c] - max_logit);
     sum_exp = cuda::BlockReduce(sum_exp, cuda::SumOp(), sum_scratch);
     const double log_sum_exp = max_logit + log(sum_exp);
+    // A target outside [0, classes) reads nothing (the row adds nothing to the totals, its
+    // gradient is the softmax's): the id check reports it later.
     const int64_t target = ids[i];
+    const bool known = target >= 0 && target < classes;
     if (threadIdx.x == 0) {
-      row_loss[i] = log_sum_exp - row[target];
-      row_hit[i] = argmax == target ? 1.0 : 0.0;
+      row_loss[i] = known ? log_sum_exp - row[target] : 0.0;
+      row_hit[i] = known && argmax == target ? 1.0 : 0.0;
     }
     for (int64_t c = threadIdx.x; c < classes; c += blockDim.x) {
       const double softmax = exp(row[c] - log_sum_exp);
@@ -100,8 +102,8 @@ absl::Status CudaLossOps::DoSoftmaxCrossEntropy(const Tensor& logits, const Tens
                                                 double scale, Tensor& grad, Tensor& totals) const {
   const int64_t classes = logits.shape().last();
   const int64_t rows = ids.num_elements();
-  ASSIGN_OR_RETURN(std::optional<BadId> bad, cuda::FirstBadId(context_, ids, classes));
-  if (bad.has_value()) return op_checks::CrossEntropyBadId(*bad, classes);
+  RETURN_IF_ERROR(
+      context_.id_checks->Issue(context_.stream, ids, classes, cuda::IdUse::kClassTarget));
   if (rows == 0) return absl::OkStatus();
   ASSIGN_OR_RETURN(Tensor per_row, Tensor::Empty(*context_.workspace, Shape{2, rows}, DType::kF64,
                                                  MemoryKind::kWorkspace));

@@ -1,27 +1,84 @@
-// Finding ids outside [0, limit) in an i64 device tensor before an op uses them as indices
-// (embedding gather and scatter, cross-entropy targets). The op's contract returns the first bad
-// one as a BadId status, so this is the one place these ops wait for the GPU: a check kernel, then
-// one small copy of its result to the host. In training the data path has already checked the
-// same ids on the host before their upload (Layer::CheckHostInput, Loss::CheckHostTargets), so
-// this is a backstop for ids that reach an op another way; it still waits, which a step captured
-// in a CUDA graph cannot do (issue 28 item 4: a device flag read with the step report instead).
+// IdChecks: ids in an i64 device tensor checked against [0, limit) before an op uses them as
+// indices (embedding gather and scatter-add, cross-entropy targets), without the host waiting
+// for the GPU. Each check is one single-block kernel on the compute stream that finds the lowest
+// bad index of its call and, when its call is the earliest with a bad id since the last report,
+// writes (call, index, id, limit, use) into a small record in mapped pinned host memory. Nothing
+// is copied back and nothing waits: the device reads the record after each of its own waits
+// (Synchronize, CopyToHost) and returns the op's own BadId status from there (Device's contract:
+// errors of queued work surface from the next call that synchronizes). So the step can run
+// ahead of the GPU and be captured in a CUDA graph (issue 28 item 4).
+//
+// In training the data path has checked the same ids on the host before their upload
+// (Layer::CheckHostInput, Loss::CheckHostTargets) and said which sample and position in the
+// layer's words; this is the backstop for ids that reach an op another way. The ops' kernels
+// treat a bad id as no row (they read and write nothing outside their tensors), so the outputs
+// of a call with a bad id are unspecified until its error is reported.
+// Thread-compatible (the device's one issuing thread).
 #ifndef GPIPE_RUNTIME_DEVICE_CUDA_ID_CHECK_H_
 #define GPIPE_RUNTIME_DEVICE_CUDA_ID_CHECK_H_
 
-#include <cstdint>
-#include <optional>
+#include <cuda_runtime_api.h>
 
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "runtime/core/tensor.h"
-#include "runtime/device/cuda/cuda_context.h"
-#include "runtime/device/ops/bad_id.h"
 
 namespace gpipe::cuda {
 
-// The lowest flat index whose id is outside [0, limit), with that id; nullopt when all are in
-// range. `ids` is a defined i64 tensor on the context's device.
-absl::StatusOr<std::optional<BadId>> FirstBadId(const CudaContext& context, const Tensor& ids,
-                                                int64_t limit);
+// What the ids index: the op whose BadId status a bad one is reported as.
+enum class IdUse : int32_t {
+  kEmbeddingRow = 0,  // op_checks::EmbeddingBadId ("index <r> has id <id>, outside [0, rows)")
+  kClassTarget = 1,   // op_checks::CrossEntropyBadId ("row <r> has class id <id>, ...")
+};
+
+// Where a check kernel leaves its finding; lives in mapped pinned host memory.
+struct IdFaultRecord {
+  // (call << kIndexBits) | index of the earliest bad id, kNoFault when none.
+  unsigned long long key;
+  long long id;
+  long long limit;
+  int32_t use;  // IdUse
+};
+
+class IdChecks {
+ public:
+  static constexpr int kIndexBits = 40;  // flat indices below 2^40
+  static constexpr unsigned long long kNoFault = ~0ULL;
+
+  // Allocates the record. `device_name` words the reports ("cuda:0").
+  static absl::StatusOr<IdChecks> Create(std::string device_name);
+
+  IdChecks(IdChecks&&) = default;
+  IdChecks& operator=(IdChecks&&) = default;
+
+  // Issues the check of `ids` (a defined i64 tensor on the stream's device) on `stream`; the op
+  // that uses them is issued after it. INVALID_ARGUMENT only for a tensor of 2^40 or more ids.
+  absl::Status Issue(cudaStream_t stream, const Tensor& ids, int64_t limit, IdUse use);
+
+  // Called after the stream the checks ran on has been waited for: the status of the earliest
+  // checked call since the last report that saw an id outside its range (the op's own message
+  // and BadId payload, and that it was found after the call returned), OK when none. Clears the
+  // record and starts counting calls again.
+  absl::Status TakeReport();
+
+ private:
+  struct RecordDeleter {
+    void operator()(IdFaultRecord* record) const;
+  };
+
+  IdChecks(std::string device_name, std::unique_ptr<IdFaultRecord, RecordDeleter> record,
+           IdFaultRecord* on_device)
+      : device_name_(std::move(device_name)), record_(std::move(record)), on_device_(on_device) {}
+
+  std::string device_name_;
+  std::unique_ptr<IdFaultRecord, RecordDeleter> record_;  // host view
+  IdFaultRecord* on_device_;                              // the same memory as the GPU sees it
+  unsigned long long next_call_ = 0;                      // calls issued since the last report
+};
 
 }  // namespace gpipe::cuda
 

@@ -23,9 +23,13 @@ class EmbeddingOps {
   // [n, dim]. An id outside [0, rows) is INVALID_ARGUMENT whose message starts with
   // "index <r> has id <id>" and which carries BadId{r, id} (bad_id.h) for the first such r,
   // so the caller can say which sample and position that is; `out` is then left unwritten.
+  // A device that runs ops asynchronously (CUDA) may instead return OK and report that status
+  // from its next call that waits for the device (Device::Synchronize, CopyToHost; the earliest
+  // bad call's), checking on the device without a host wait; `out` is then unspecified, and
+  // nothing outside it is read or written.
   absl::Status Gather(const Tensor& table, const Tensor& ids, Tensor& out) const;
   // dtable[ids[r], :] += dout[r, :], in order of r; ids out of range are rejected as by
-  // Gather, before anything is added.
+  // Gather, before anything is added (or, reported later as by Gather, with dtable unspecified).
   absl::Status ScatterAdd(const Tensor& ids, const Tensor& dout, Tensor& dtable) const;
   // out[b, :] = in[b, :] + row[:] for in/out f32 viewed as [batch, n] (the same element
   // count, a multiple of n) and the first n elements of `row` (f32). out may be in.
@@ -34,7 +38,7 @@ class EmbeddingOps {
  protected:
   // The backend's kernels, one per entry above, called only with operands the entry has
   // checked. DoGather and DoScatterAdd reject ids outside [0, rows) themselves, with
-  // op_checks::EmbeddingBadId, before writing anything.
+  // op_checks::EmbeddingBadId, before writing anything, or report it later as above.
   virtual absl::Status DoGather(const Tensor& table, const Tensor& ids, Tensor& out) const = 0;
   virtual absl::Status DoScatterAdd(const Tensor& ids, const Tensor& dout,
                                     Tensor& dtable) const = 0;

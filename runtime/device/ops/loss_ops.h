@@ -26,7 +26,9 @@ class LossOps {
   // overwritten). totals[kLossSum] += scale * sum of row losses (summed in double in row
   // order); totals[kLossCorrect] += rows whose argmax (lowest index on ties) is the id.
   // An id outside [0, classes) is INVALID_ARGUMENT starting "row <r> has class id <id>" and
-  // carrying BadId{r, id} (bad_id.h) for the first such r; nothing is written then.
+  // carrying BadId{r, id} (bad_id.h) for the first such r; nothing is written then. A device
+  // that runs ops asynchronously (CUDA) may instead report it from its next wait, as
+  // EmbeddingOps::Gather says; grad and totals are then unspecified.
   absl::Status SoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
                                    Tensor& grad, Tensor& totals) const;
   // output, targets f32 (same element count): diff = output - target in double;
@@ -38,7 +40,7 @@ class LossOps {
  protected:
   // The backend's kernels, one per entry above, called only with operands the entry has
   // checked. DoSoftmaxCrossEntropy rejects class ids outside [0, classes) itself, with
-  // op_checks::CrossEntropyBadId, before writing anything.
+  // op_checks::CrossEntropyBadId, before writing anything, or report it later as above.
   virtual absl::Status DoSoftmaxCrossEntropy(const Tensor& logits, const Tensor& ids, double scale,
                                              Tensor& grad, Tensor& totals) const = 0;
   virtual absl::Status DoMeanSquaredError(const Tensor& output, const Tensor& targets, double scale,

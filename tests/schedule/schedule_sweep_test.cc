@@ -3,16 +3,20 @@
 // to M = 64, and INTERLEAVED_1F1B's full groups, M a multiple of K, up to 256) is built and passes
 // VerifyProgram; the zero-bubble schedules also reach their unit-cost makespan, 3M+K-1 for
 // M >= K and 2K+2M-1 for M < K, and ZB-H1 holds min(K, M) micro-batches on every stage. Slow
-// (minutes), so it is its own binary with the ctest label `sweep`; it prints how many programs
-// it verified and how long that took.
+// (minutes of CPU), so it is its own binary with the ctest label `sweep`; the kinds are swept on
+// one thread each, as many at once as the machine has cores, and each prints how many programs it
+// verified and how long that took.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gtest/gtest.h"
 #include "runtime/schedule/build_program.h"
+#include "runtime/schedule/schedule_shape.h"
 #include "runtime/schedule/verifier.h"
 #include "tests/schedule/schedule_test_util.h"
 
@@ -70,40 +74,80 @@ std::string ZeroBubbleMismatch(pb::Schedule kind, int k, int m, const VerifyResu
   return "";
 }
 
-TEST(ScheduleSweepTest, EveryKindVerifiesForEveryShapeUpTo64StagesAnd256MicroBatches) {
+// What sweeping one kind found: "" and the counts when every shape verified, else the first
+// failure.
+struct KindSweep {
+  std::string failure;
+  long long verified = 0;
+  long long instructions = 0;
+  double seconds = 0;
+};
+
+// Builds and verifies every shape of `kind` in the sweep, up to the first failure. Uses no gtest
+// assertion, so it may run on any thread.
+KindSweep SweepKind(pb::Schedule kind) {
   const auto start = std::chrono::steady_clock::now();
-  long long total = 0;
-  for (pb::Schedule kind : AllSchedules()) {
-    const auto kind_start = std::chrono::steady_clock::now();
-    long long verified = 0;
-    long long instructions = 0;
-    for (int k = 1; k <= kMaxStages; ++k) {
-      for (int m = 1; m <= kMaxMicroBatches; ++m) {
-        if (!InSweep(kind, k, m)) continue;
-        for (int v : VirtualStagesToTry(kind)) {
-          ASSERT_TRUE(CheckScheduleShape(kind, k, m, v).ok()) << ShapeName(kind, k, m, v);
-          const absl::StatusOr<Program> program = BuildProgram(kind, k, m, v);
-          ASSERT_TRUE(program.ok()) << ShapeName(kind, k, m, v) << ": " << program.status();
-          const absl::StatusOr<VerifyResult> result = VerifyProgram(*program, OpCosts{});
-          ASSERT_TRUE(result.ok()) << ShapeName(kind, k, m, v) << ": " << result.status();
-          const std::string mismatch = ZeroBubbleMismatch(kind, k, m, *result);
-          ASSERT_EQ(mismatch, "");
-          ++verified;
-          for (const StageProgram& stage : program->stage_programs) {
-            instructions += static_cast<long long>(stage.instructions.size());
-          }
+  KindSweep sweep;
+  for (int k = 1; k <= kMaxStages && sweep.failure.empty(); ++k) {
+    for (int m = 1; m <= kMaxMicroBatches && sweep.failure.empty(); ++m) {
+      if (!InSweep(kind, k, m)) continue;
+      for (int v : VirtualStagesToTry(kind)) {
+        if (const absl::Status shape = CheckScheduleShape(kind, k, m, v); !shape.ok()) {
+          sweep.failure = ShapeName(kind, k, m, v) + ": refused: " + shape.ToString();
+          break;
+        }
+        const absl::StatusOr<Program> program = BuildProgram(kind, k, m, v);
+        if (!program.ok()) {
+          sweep.failure = ShapeName(kind, k, m, v) + ": " + program.status().ToString();
+          break;
+        }
+        const absl::StatusOr<VerifyResult> result = VerifyProgram(*program, OpCosts{});
+        if (!result.ok()) {
+          sweep.failure = ShapeName(kind, k, m, v) + ": " + result.status().ToString();
+          break;
+        }
+        sweep.failure = ZeroBubbleMismatch(kind, k, m, *result);
+        if (!sweep.failure.empty()) break;
+        ++sweep.verified;
+        for (const StageProgram& stage : program->stage_programs) {
+          sweep.instructions += static_cast<long long>(stage.instructions.size());
         }
       }
     }
-    EXPECT_EQ(verified, ExpectedShapes(kind)) << pb::Schedule_Name(kind);
-    total += verified;
-    std::printf(
-        "%-16s verified %6lld programs (%10lld instructions) in %6.1f s\n",
-        pb::Schedule_Name(kind).c_str(), verified, instructions,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - kind_start).count());
   }
-  std::printf("all kinds: verified %lld programs in %.1f s\n", total,
-              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  sweep.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return sweep;
+}
+
+TEST(ScheduleSweepTest, EveryKindVerifiesForEveryShapeUpTo64StagesAnd256MicroBatches) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<pb::Schedule> kinds = AllSchedules();
+  std::vector<KindSweep> sweeps(kinds.size());
+  // Workers take the kinds in order, the biggest (interleaved's) among the first.
+  std::atomic<size_t> next{0};
+  const auto work = [&] {
+    for (size_t i = next++; i < kinds.size(); i = next++) sweeps[i] = SweepKind(kinds[i]);
+  };
+  const size_t workers = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, kinds.size());
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < workers; ++w) threads.emplace_back(work);
+  work();
+  for (std::thread& thread : threads) thread.join();
+
+  long long total = 0;
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    const KindSweep& sweep = sweeps[i];
+    EXPECT_EQ(sweep.failure, "") << pb::Schedule_Name(kinds[i]);
+    if (!sweep.failure.empty()) continue;
+    EXPECT_EQ(sweep.verified, ExpectedShapes(kinds[i])) << pb::Schedule_Name(kinds[i]);
+    total += sweep.verified;
+    std::printf("%-16s verified %6lld programs (%10lld instructions) in %6.1f s\n",
+                pb::Schedule_Name(kinds[i]).c_str(), sweep.verified, sweep.instructions,
+                sweep.seconds);
+  }
+  std::printf("all kinds: verified %lld programs in %.1f s on %zu threads\n", total,
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(),
+              workers);
 }
 
 }  // namespace

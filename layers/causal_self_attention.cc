@@ -81,11 +81,13 @@ FusedAttentionArgs CausalSelfAttention::AttentionArgs(int64_t batch,
 absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
                                                     std::span<const Tensor> params, const Tensor& x,
                                                     SavedTensors& saved) const {
-  if (!x.defined() || x.dtype() != DType::kF32 || x.shape().rank() != 3 ||
-      x.shape().WithoutBatch() != input_shape()) {
-    return absl::InvalidArgumentError(absl::StrCat("causal_self_attention layer '", name(),
-                                                   "' expects f32 input [batch, ", positions_, ", ",
-                                                   features_, "], got ", x.DebugString()));
+  // bf16 only where the products take it as it is (TakesBf16Inputs).
+  const bool bf16_ok = ctx.product_precision == ProductPrecision::kBF16;
+  if (!x.defined() || !(x.dtype() == DType::kF32 || (bf16_ok && x.dtype() == DType::kBF16)) ||
+      x.shape().rank() != 3 || x.shape().WithoutBatch() != input_shape()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "causal_self_attention layer '", name(), "' expects f32", bf16_ok ? " or bf16" : "",
+        " input [batch, ", positions_, ", ", features_, "], got ", x.DebugString()));
   }
   Device& device = ctx.device;
   const int64_t batch = x.shape().dim(0);

@@ -30,6 +30,9 @@ class CausalSelfAttention final : public Layer {
                                                        const Shape& input_shape);
 
   std::string_view type() const override { return "causal_self_attention"; }
+  // Its input only enters products (the qkv projection and its weight gradient): at
+  // ProductPrecision::kBF16 it takes a bf16 x as it is, with the same bits as its f32 widening.
+  bool TakesBf16Inputs() const override { return true; }
   std::vector<ParamSpec> parameter_specs() const override;
   // The four products, the score and P v ones counted over the full T x T (model FLOPs).
   double ForwardFlopsPerSample() const override;

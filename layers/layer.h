@@ -168,6 +168,11 @@ class Layer {
   // operands): the results are those of their exact f32 widening, and a mixed-precision wrapper
   // (runtime/exec/bf16_layer.h) hands them over without an f32 copy.
   virtual bool TakesBf16Inputs() const { return false; }
+  // Whether the backward calls take bf16 saved tensors as they are: the layer widens what it
+  // reads in f32 itself (a composite, per inner layer: LayerSequence) or only hands it to products
+  // (TakesBf16Inputs). A mixed-precision wrapper, or a composite around this layer, otherwise
+  // widens every bf16 saved tensor into an f32 copy for the call.
+  virtual bool TakesBf16Saved() const { return TakesBf16Inputs(); }
   const Shape& output_shape() const { return output_shape_; }
   // Parameters in a fixed order; Forward/Backward receive tensors in this order.
   virtual std::vector<ParamSpec> parameter_specs() const { return {}; }

@@ -27,6 +27,7 @@ class LayerDecorator : public Layer, public SplitBackward, public SkipJoin {
   DType input_dtype() const override { return inner_->input_dtype(); }
   DType output_dtype() const override { return inner_->output_dtype(); }
   bool TakesBf16Inputs() const override { return inner_->TakesBf16Inputs(); }
+  bool TakesBf16Saved() const override { return inner_->TakesBf16Saved(); }
   std::vector<ParamSpec> parameter_specs() const override { return inner_->parameter_specs(); }
   std::vector<ParamSpec> buffer_specs() const override { return inner_->buffer_specs(); }
   double ForwardFlopsPerSample() const override { return inner_->ForwardFlopsPerSample(); }

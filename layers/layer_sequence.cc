@@ -121,6 +121,12 @@ double LayerSequence::ForwardFlopsPerSample() const {
   return flops;
 }
 
+bool LayerSequence::HandsBf16To(const LayerContext& ctx, int i) const {
+  return i > 0 && storage_[i - 1] >= 0 && children_[i]->TakesBf16Inputs() &&
+         ctx.product_precision == ProductPrecision::kBF16 &&
+         ctx.saved_activation_dtype == DType::kBF16;
+}
+
 LayerContext LayerSequence::ChildContext(const LayerContext& ctx, int i) const {
   LayerContext child = ctx;
   child.seed = MixKey({ctx.seed, kChildSeedTag, static_cast<uint64_t>(i)});
@@ -147,6 +153,9 @@ absl::StatusOr<Tensor> LayerSequence::Forward(const LayerContext& ctx,
   for (int i = 0; i < size(); ++i) {
     SavedTensors kept;
     const Layer& child = *children_[i];
+    if (HandsBf16To(ctx, i)) {
+      ASSIGN_OR_RETURN(current, StoredActivation(ctx, current));
+    }
     auto y = child.Forward(ChildContext(ctx, i),
                            params.subspan(param_offsets_[i], param_offsets_[i + 1] - param_offsets_[i]),
                            current, kept);
@@ -188,11 +197,16 @@ absl::StatusOr<Tensor> LayerSequence::Backward(const LayerContext& ctx,
   for (int i = size() - 1; i >= 0; --i) {
     const Layer& child = *children_[i];
     // The child computes on f32: what was kept as bf16 (inner outputs, a residual's f, attention's
-    // qkv and O) is widened for this call.
+    // qkv and O) is widened for this call, unless the child takes bf16 saved tensors as they are
+    // (Layer::TakesBf16Saved: a linear, or a composite that widens per inner layer itself).
     SavedTensors kept;
     for (int slot : slot_of_[i]) {
-      ASSIGN_OR_RETURN(kept.tensors.emplace_back(),
-                       WidenedFromBf16(ctx.device, saved.tensors[slot], MemoryKind::kWorkspace));
+      if (child.TakesBf16Saved()) {
+        kept.tensors.push_back(saved.tensors[slot]);
+      } else {
+        ASSIGN_OR_RETURN(kept.tensors.emplace_back(),
+                         WidenedFromBf16(ctx.device, saved.tensors[slot], MemoryKind::kWorkspace));
+      }
     }
     const size_t first = param_offsets_[i];
     const size_t count = param_offsets_[i + 1] - first;

@@ -14,7 +14,11 @@
 // tensors are widened back to f32 for its backward call. The forward computes on the f32 values;
 // a child's backward reads them rounded to bf16, which changes no bits where it reads them as
 // product operands (rounded there anyway: a linear's or attention's input) and does where it reads
-// them in f32 (a layer norm's or gelu's input: see transformer_block.h).
+// them in f32 (a layer norm's or gelu's input: see transformer_block.h). A child that takes bf16
+// inputs (Layer::TakesBf16Inputs: a linear, an attention) gets an inner output rounded to bf16
+// once, in the forward, and keeps that; a child that takes bf16 saved tensors
+// (Layer::TakesBf16Saved: those, and composites, which widen per inner layer) gets its saved
+// tensors as they are in the backward, with no f32 copy: the same bits.
 // A child's random streams (dropout) are keyed by the composite's layer index and a seed mixed
 // with the child's position, so two children never share a mask.
 // Immutable after Create; all methods const (thread-compatible).
@@ -64,6 +68,10 @@ class LayerSequence {
   explicit LayerSequence(std::vector<std::unique_ptr<Layer>> children);
   // The context child `i` runs in: its buffers, its own dropout seed, and whether it may skip dx.
   LayerContext ChildContext(const LayerContext& ctx, int i) const;
+  // Whether child `i` gets its input as the bf16 tensor the sequence keeps of it: under bf16
+  // storage, for a child that takes bf16 inputs (Layer::TakesBf16Inputs) reading an earlier
+  // child's own output (not the sequence input, which is the caller's).
+  bool HandsBf16To(const LayerContext& ctx, int i) const;
 
   std::vector<std::unique_ptr<Layer>> children_;
   std::vector<size_t> param_offsets_;   // child i: params [param_offsets_[i], [i + 1])

@@ -29,6 +29,8 @@ class Residual final : public Layer {
   static absl::StatusOr<std::unique_ptr<Layer>> Wrap(std::string name, LayerSequence body);
 
   std::string_view type() const override { return "residual"; }
+  // Its body widens per inner layer what that layer reads in f32 (LayerSequence).
+  bool TakesBf16Saved() const override { return true; }
   std::vector<ParamSpec> parameter_specs() const override { return body_.parameter_specs(); }
   std::vector<ParamSpec> buffer_specs() const override { return body_.buffer_specs(); }
   double ForwardFlopsPerSample() const override;

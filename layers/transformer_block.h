@@ -35,6 +35,8 @@ class TransformerBlock final : public Layer {
                                                        InnerLayerBuilder build_inner);
 
   std::string_view type() const override { return "transformer_block"; }
+  // Its body widens per inner layer what that layer reads in f32 (LayerSequence).
+  bool TakesBf16Saved() const override { return true; }
   std::vector<ParamSpec> parameter_specs() const override { return body_.parameter_specs(); }
   std::vector<ParamSpec> buffer_specs() const override { return body_.buffer_specs(); }
   double ForwardFlopsPerSample() const override { return body_.ForwardFlopsPerSample(); }

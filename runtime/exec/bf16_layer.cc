@@ -25,7 +25,7 @@ bool IsWholeOf(const Tensor& entry, const Tensor& tensor) {
 }  // namespace
 
 absl::StatusOr<SavedTensors> Bf16Layer::Widened(Device& device, const SavedTensors& saved) const {
-  if (inner().TakesBf16Inputs()) return saved;  // its saved inputs go to products as they are
+  if (inner().TakesBf16Saved()) return saved;  // it widens what it needs itself, or needs none
   SavedTensors wide;
   wide.tensors.reserve(saved.tensors.size());
   for (const Tensor& entry : saved.tensors) {

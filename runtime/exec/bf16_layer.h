@@ -49,7 +49,8 @@ class Bf16Layer final : public LayerDecorator {
 
  private:
   // `saved` with every bf16 entry replaced by an f32 copy that lives for one call; as it is for
-  // an inner layer that takes bf16 inputs (Layer::TakesBf16Inputs).
+  // an inner layer that takes bf16 saved tensors (Layer::TakesBf16Saved: one that takes bf16
+  // inputs, a composite that widens per inner layer).
   absl::StatusOr<SavedTensors> Widened(Device& device, const SavedTensors& saved) const;
 };
 

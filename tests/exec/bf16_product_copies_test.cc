@@ -13,7 +13,6 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/text_format.h"
 #include "gtest/gtest.h"
-#include "layers/layer_decorator.h"
 #include "layers/registry.h"
 #include "runtime/core/bf16.h"
 #include "runtime/core/check.h"
@@ -24,6 +23,7 @@
 #include "runtime/exec/parameter_store.h"
 #include "runtime/exec/stage_model.h"
 #include "tests/exec/pipeline_harness.h"
+#include "tests/layers/pass_through_layer.h"
 
 namespace gpipe {
 namespace {
@@ -245,38 +245,14 @@ TEST(Bf16ProductCopiesTest, EveryLayerComputesTheSameBitsFromItsCopies) {
 
 // Clears every parameter's product_operand flag: the store then keeps no copies and the products
 // round the f32 weights, as before the copies existed.
-class WithoutProductCopies final : public LayerDecorator {
+class WithoutProductCopies final : public testing::PassThroughLayer {
  public:
-  explicit WithoutProductCopies(std::unique_ptr<Layer> inner) : LayerDecorator(std::move(inner)) {}
+  explicit WithoutProductCopies(std::unique_ptr<Layer> inner)
+      : PassThroughLayer(std::move(inner)) {}
   std::vector<ParamSpec> parameter_specs() const override {
     std::vector<ParamSpec> specs = inner().parameter_specs();
     for (ParamSpec& spec : specs) spec.product_operand = false;
     return specs;
-  }
-  absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
-                                 const Tensor& x, SavedTensors& saved) const override {
-    return inner().Forward(ctx, params, x, saved);
-  }
-  absl::StatusOr<Tensor> Backward(const LayerContext& ctx, std::span<const Tensor> params,
-                                  std::span<Tensor> grads, const SavedTensors& saved,
-                                  const Tensor& dy) const override {
-    return inner().Backward(ctx, params, grads, saved, dy);
-  }
-  absl::StatusOr<Tensor> BackwardInput(const LayerContext& ctx, std::span<const Tensor> params,
-                                       const SavedTensors& saved, const Tensor& dy) const override {
-    return inner_halves().BackwardInput(ctx, params, saved, dy);
-  }
-  absl::Status BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
-                              const SavedTensors& saved, const Tensor& dy) const override {
-    return inner_halves().BackwardWeight(ctx, grads, saved, dy);
-  }
-  absl::StatusOr<Tensor> ForwardJoin(const LayerContext& ctx, const Tensor& x, const Tensor& skip,
-                                     SavedTensors& saved) const override {
-    return inner_join().ForwardJoin(ctx, x, skip, saved);
-  }
-  absl::StatusOr<Grads> BackwardJoin(const LayerContext& ctx, const SavedTensors& saved,
-                                     const Tensor& dy) const override {
-    return inner_join().BackwardJoin(ctx, saved, dy);
   }
 };
 

@@ -8,7 +8,7 @@ bash scripts/build.sh -DGPIPE_BUILD_TESTS=ON
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Twice as many tests as cores: the multi-process and end-to-end tests mostly wait (on their
 # ranks, mpirun and deadlines; measured here, 210 s of CPU in 421 s on 2 cores), so the in-process
-# suites (the schedule sweep's kinds, the conformance suites) fill the cores meanwhile.
+# suites (the schedule sweep's threads, the conformance suites) use the cores meanwhile.
 ctest --test-dir build --output-on-failure --no-tests=error -j "$((2 * $(nproc)))"
 # The installed CMake package and examples/embed built against it, run under mpirun.
 bash scripts/package_test.sh

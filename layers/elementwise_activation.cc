@@ -7,12 +7,14 @@
 namespace gpipe {
 namespace {
 
-absl::Status CheckF32(std::string_view layer_type, const std::string& layer_name, const char* what,
-                      const Tensor& t) {
-  if (!t.defined() || t.dtype() != DType::kF32) {
+// f32, or bf16 under bf16 products (KeepsBf16).
+absl::Status CheckDType(const LayerContext& ctx, std::string_view layer_type,
+                        const std::string& layer_name, const char* what, const Tensor& t) {
+  const bool bf16_ok = ctx.product_precision == ProductPrecision::kBF16;
+  if (!t.defined() || !(t.dtype() == DType::kF32 || (bf16_ok && t.dtype() == DType::kBF16))) {
     return absl::InvalidArgumentError(absl::StrCat(std::string(layer_type), " layer '", layer_name,
-                                                   "' expects an f32 ", what, ", got ",
-                                                   t.DebugString()));
+                                                   "' expects an f32", bf16_ok ? " or bf16 " : " ",
+                                                   what, ", got ", t.DebugString()));
   }
   return absl::OkStatus();
 }
@@ -36,9 +38,9 @@ std::vector<SavedSpec> ElementwiseActivation::SavedPerSample() const {
 absl::StatusOr<Tensor> ElementwiseActivation::Forward(const LayerContext& ctx,
                                                       std::span<const Tensor> params,
                                                       const Tensor& x, SavedTensors& saved) const {
-  RETURN_IF_ERROR(CheckF32(type(), name(), "input", x));
+  RETURN_IF_ERROR(CheckDType(ctx, type(), name(), "input", x));
   ASSIGN_OR_RETURN(Tensor y,
-                   Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
+                   Tensor::Empty(ctx.device, x.shape(), x.dtype(), MemoryKind::kActivation));
   RETURN_IF_ERROR(ctx.device.ops().activation.Forward(activation_, x, y));
   saved.tensors.push_back(ActivationBackwardReadsInput(activation_) ? x : y);
   return y;
@@ -52,14 +54,14 @@ absl::StatusOr<Tensor> ElementwiseActivation::Backward(const LayerContext& ctx,
   if (!ctx.need_input_grad) return Tensor();
   GPIPE_CHECK(saved.tensors.size() == 1) << name() << ": Backward without a matching Forward";
   const Tensor& kept = saved.tensors[0];
-  RETURN_IF_ERROR(CheckF32(type(), name(), "output gradient", dy));
+  RETURN_IF_ERROR(CheckDType(ctx, type(), name(), "output gradient", dy));
   if (dy.shape() != kept.shape()) {
     return absl::InvalidArgumentError(
         absl::StrCat(std::string(type()), " layer '", name(), "': output gradient ",
                      dy.DebugString(), " does not match the forward's ", kept.DebugString()));
   }
   ASSIGN_OR_RETURN(Tensor dx,
-                   Tensor::Empty(ctx.device, dy.shape(), DType::kF32, MemoryKind::kActivation));
+                   Tensor::Empty(ctx.device, dy.shape(), dy.dtype(), MemoryKind::kActivation));
   RETURN_IF_ERROR(ctx.device.ops().activation.Backward(activation_, kept, dy, dx));
   return dx;
 }

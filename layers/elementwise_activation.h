@@ -2,7 +2,9 @@
 // tanh, gelu). Output shape = input shape. Forward saves one tensor for Backward, either its
 // input or its output (whichever the derivative needs; both share storage with a tensor that
 // exists anyway), so an activation costs no memory beyond its output. Subclasses only name
-// their Activation; the math runs on the device through ActivationOps.
+// their Activation; the math runs on the device through ActivationOps. Under bf16 products
+// (mixed precision) bf16 passes through (Layer::KeepsBf16): a bf16 input gives a bf16 output and
+// a bf16 output gradient a bf16 input gradient, computed in f32 and rounded once.
 #ifndef GPIPE_LAYERS_ELEMENTWISE_ACTIVATION_H_
 #define GPIPE_LAYERS_ELEMENTWISE_ACTIVATION_H_
 
@@ -15,6 +17,9 @@ namespace gpipe {
 
 class ElementwiseActivation : public Layer {
  public:
+  bool TakesBf16Inputs() const final { return true; }
+  bool TakesBf16OutputGrads() const final { return true; }
+  bool KeepsBf16() const final { return true; }
   double ForwardFlopsPerSample() const final;
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                  const Tensor& x, SavedTensors& saved) const final;

@@ -173,6 +173,15 @@ class Layer {
   // (TakesBf16Inputs). A mixed-precision wrapper, or a composite around this layer, otherwise
   // widens every bf16 saved tensor into an f32 copy for the call.
   virtual bool TakesBf16Saved() const { return TakesBf16Inputs(); }
+  // Whether, under ProductPrecision::kBF16, the backward calls take a bf16 output gradient as it
+  // is: products read it as they are and a bias gradient sums its exact values, so the results
+  // are those of its f32 widening (a linear).
+  virtual bool TakesBf16OutputGrads() const { return false; }
+  // Whether, under ProductPrecision::kBF16, bf16 passes through: a bf16 input gives a bf16 output
+  // and a bf16 output gradient a bf16 input gradient, each computed in f32 on the exact widening
+  // and rounded to nearest even (the element-wise activations). Such a layer takes bf16 inputs
+  // and output gradients; a composite hands it bf16 only where the next layer takes bf16 too.
+  virtual bool KeepsBf16() const { return false; }
   const Shape& output_shape() const { return output_shape_; }
   // Parameters in a fixed order; Forward/Backward receive tensors in this order.
   virtual std::vector<ParamSpec> parameter_specs() const { return {}; }

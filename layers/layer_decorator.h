@@ -28,6 +28,8 @@ class LayerDecorator : public Layer, public SplitBackward, public SkipJoin {
   DType output_dtype() const override { return inner_->output_dtype(); }
   bool TakesBf16Inputs() const override { return inner_->TakesBf16Inputs(); }
   bool TakesBf16Saved() const override { return inner_->TakesBf16Saved(); }
+  bool TakesBf16OutputGrads() const override { return inner_->TakesBf16OutputGrads(); }
+  bool KeepsBf16() const override { return inner_->KeepsBf16(); }
   std::vector<ParamSpec> parameter_specs() const override { return inner_->parameter_specs(); }
   std::vector<ParamSpec> buffer_specs() const override { return inner_->buffer_specs(); }
   double ForwardFlopsPerSample() const override { return inner_->ForwardFlopsPerSample(); }

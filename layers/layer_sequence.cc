@@ -14,6 +14,12 @@ namespace {
 // Mixed into a child's seed ("SEQCHILD" in ASCII), with the child's position.
 constexpr uint64_t kChildSeedTag = 0x534551434849444Cull;
 
+// Mixed precision's bf16 storage (training.precision BF16).
+bool Bf16Storage(const LayerContext& ctx) {
+  return ctx.product_precision == ProductPrecision::kBF16 &&
+         ctx.saved_activation_dtype == DType::kBF16;
+}
+
 }  // namespace
 
 absl::StatusOr<LayerSequence> LayerSequence::Create(std::vector<std::unique_ptr<Layer>> children) {
@@ -64,6 +70,21 @@ LayerSequence::LayerSequence(std::vector<std::unique_ptr<Layer>> children)
     }
     return it->second;
   };
+  // Where bf16 may flow (the chains end at a child that does not pass bf16 on).
+  bf16_input_ok_.assign(size(), false);
+  for (int i = last; i >= 0; --i) {
+    const Layer& child = *children_[i];
+    bf16_input_ok_[i] =
+        child.TakesBf16Inputs() && (!child.KeepsBf16() || (i < last && bf16_input_ok_[i + 1]));
+  }
+  std::vector<bool> takes_bf16_grad(size(), false);
+  bf16_grad_ok_.assign(size(), false);
+  for (int j = 0; j <= last; ++j) {
+    const Layer& child = *children_[j];
+    takes_bf16_grad[j] =
+        child.TakesBf16OutputGrads() && (!child.KeepsBf16() || (j > 0 && takes_bf16_grad[j - 1]));
+    bf16_grad_ok_[j] = child.KeepsBf16() && takes_bf16_grad[j];
+  }
   for (int i = 0; i <= last; ++i) {
     const Layer& layer = *children_[i];
     param_offsets_.push_back(param_offsets_.back() + layer.parameter_specs().size());
@@ -122,9 +143,11 @@ double LayerSequence::ForwardFlopsPerSample() const {
 }
 
 bool LayerSequence::HandsBf16To(const LayerContext& ctx, int i) const {
-  return i > 0 && storage_[i - 1] >= 0 && children_[i]->TakesBf16Inputs() &&
-         ctx.product_precision == ProductPrecision::kBF16 &&
-         ctx.saved_activation_dtype == DType::kBF16;
+  return i > 0 && storage_[i - 1] >= 0 && bf16_input_ok_[i] && Bf16Storage(ctx);
+}
+
+bool LayerSequence::HandsBf16GradTo(const LayerContext& ctx, int j) const {
+  return j < size() - 1 && bf16_grad_ok_[j] && Bf16Storage(ctx);
 }
 
 LayerContext LayerSequence::ChildContext(const LayerContext& ctx, int i) const {
@@ -198,7 +221,8 @@ absl::StatusOr<Tensor> LayerSequence::Backward(const LayerContext& ctx,
     const Layer& child = *children_[i];
     // The child computes on f32: what was kept as bf16 (inner outputs, a residual's f, attention's
     // qkv and O) is widened for this call, unless the child takes bf16 saved tensors as they are
-    // (Layer::TakesBf16Saved: a linear, or a composite that widens per inner layer itself).
+    // (Layer::TakesBf16Saved: a linear, an activation, or a composite that widens per inner layer
+    // itself).
     SavedTensors kept;
     for (int slot : slot_of_[i]) {
       if (child.TakesBf16Saved()) {
@@ -207,6 +231,11 @@ absl::StatusOr<Tensor> LayerSequence::Backward(const LayerContext& ctx,
         ASSIGN_OR_RETURN(kept.tensors.emplace_back(),
                          WidenedFromBf16(ctx.device, saved.tensors[slot], MemoryKind::kWorkspace));
       }
+    }
+    // An output gradient made inside (not dy) is rounded once for an activation that passes bf16
+    // to the child before it (HandsBf16GradTo).
+    if (HandsBf16GradTo(ctx, i)) {
+      ASSIGN_OR_RETURN(grad, NarrowedToBf16(ctx.device, grad, MemoryKind::kActivation));
     }
     const size_t first = param_offsets_[i];
     const size_t count = param_offsets_[i + 1] - first;

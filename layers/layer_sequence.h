@@ -14,11 +14,18 @@
 // tensors are widened back to f32 for its backward call. The forward computes on the f32 values;
 // a child's backward reads them rounded to bf16, which changes no bits where it reads them as
 // product operands (rounded there anyway: a linear's or attention's input) and does where it reads
-// them in f32 (a layer norm's or gelu's input: see transformer_block.h). A child that takes bf16
+// them in f32 (a layer norm's input: see transformer_block.h). A child that takes bf16
 // inputs (Layer::TakesBf16Inputs: a linear, an attention) gets an inner output rounded to bf16
-// once, in the forward, and keeps that; a child that takes bf16 saved tensors
-// (Layer::TakesBf16Saved: those, and composites, which widen per inner layer) gets its saved
-// tensors as they are in the backward, with no f32 copy: the same bits.
+// once, in the forward, and keeps that; so does an element-wise activation (Layer::KeepsBf16)
+// whose bf16 output the next child takes as it is, which then computes on the rounded input and
+// hands on its rounded output. A child that takes bf16 saved tensors (Layer::TakesBf16Saved:
+// those, and composites, which widen per inner layer) gets its saved tensors as they are in the
+// backward, with no f32 copy: the same bits. In the backward, an output gradient made inside the
+// sequence is rounded to bf16 for an element-wise activation whose bf16 input gradient the child
+// before it takes as it is (Layer::TakesBf16OutputGrads: a linear, whose products round it
+// anyway but whose bias gradient then sums the rounded values). So under bf16 storage a block's
+// wide MLP intermediates, forward and backward, live as bf16 (PyTorch autocast's arithmetic
+// there). The sequence's own input, output, output gradient and input gradient stay f32.
 // A child's random streams (dropout) are keyed by the composite's layer index and a seed mixed
 // with the child's position, so two children never share a mask.
 // Immutable after Create; all methods const (thread-compatible).
@@ -69,9 +76,13 @@ class LayerSequence {
   // The context child `i` runs in: its buffers, its own dropout seed, and whether it may skip dx.
   LayerContext ChildContext(const LayerContext& ctx, int i) const;
   // Whether child `i` gets its input as the bf16 tensor the sequence keeps of it: under bf16
-  // storage, for a child that takes bf16 inputs (Layer::TakesBf16Inputs) reading an earlier
-  // child's own output (not the sequence input, which is the caller's).
+  // storage, for a child that takes bf16 inputs (bf16_input_ok_) reading an earlier child's own
+  // output (not the sequence input, which is the caller's).
   bool HandsBf16To(const LayerContext& ctx, int i) const;
+  // Whether child `j`'s backward gets an output gradient made inside the sequence (j is not the
+  // last child) rounded to bf16: under bf16 storage, where bf16_grad_ok_[j]. The child before it
+  // then gets j's bf16 input gradient as it is.
+  bool HandsBf16GradTo(const LayerContext& ctx, int j) const;
 
   std::vector<std::unique_ptr<Layer>> children_;
   std::vector<size_t> param_offsets_;   // child i: params [param_offsets_[i], [i + 1])
@@ -88,6 +99,13 @@ class LayerSequence {
     int producer;  // the child whose allocation it is
   };
   std::vector<InnerOutputSlot> inner_output_slots_;
+  // bf16_input_ok_[i]: child i takes a bf16 input, and if it passes bf16 on (Layer::KeepsBf16),
+  // so does the child after it, and so on; never a bf16 output for the sequence.
+  std::vector<bool> bf16_input_ok_;
+  // bf16_grad_ok_[j]: child j passes bf16 on (Layer::KeepsBf16) and the child before it takes a
+  // bf16 output gradient (and passes it on only to one that does, and so on); never a bf16 input
+  // gradient for the sequence.
+  std::vector<bool> bf16_grad_ok_;
 };
 
 }  // namespace gpipe

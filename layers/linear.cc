@@ -64,14 +64,17 @@ absl::StatusOr<Tensor> Linear::Forward(const LayerContext& ctx, std::span<const 
 
 std::vector<SavedSpec> Linear::SavedPerSample() const { return {{SavedRef::kInput}}; }
 
-absl::Status Linear::CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const {
+absl::Status Linear::CheckOutputGrad(const LayerContext& ctx, const SavedTensors& saved,
+                                     const Tensor& dy) const {
   GPIPE_CHECK(saved.tensors.size() == 1) << name() << ": Backward without a matching Forward";
   const Tensor& x = saved.tensors[0];
-  if (!dy.defined() || dy.dtype() != DType::kF32 ||
+  const bool bf16_ok = ctx.product_precision == ProductPrecision::kBF16;
+  if (!dy.defined() || !(dy.dtype() == DType::kF32 || (bf16_ok && dy.dtype() == DType::kBF16)) ||
       dy.shape() != x.shape().WithLast(out_features_)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "linear layer '", name(), "': output gradient ", dy.DebugString(),
-        " does not match the forward's output f32", x.shape().WithLast(out_features_).ToString()));
+        " does not match the forward's output f32", x.shape().WithLast(out_features_).ToString(),
+        bf16_ok ? " (or its bf16)" : ""));
   }
   return absl::OkStatus();
 }
@@ -79,14 +82,14 @@ absl::Status Linear::CheckOutputGrad(const SavedTensors& saved, const Tensor& dy
 absl::StatusOr<Tensor> Linear::BackwardInput(const LayerContext& ctx,
                                              std::span<const Tensor> params,
                                              const SavedTensors& saved, const Tensor& dy) const {
-  RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
+  RETURN_IF_ERROR(CheckOutputGrad(ctx, saved, dy));
   const Tensor& x = saved.tensors[0];
   return InputGrad(ctx, params, x, dy);
 }
 
 absl::Status Linear::BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
                                     const SavedTensors& saved, const Tensor& dy) const {
-  RETURN_IF_ERROR(CheckOutputGrad(saved, dy));
+  RETURN_IF_ERROR(CheckOutputGrad(ctx, saved, dy));
   const Tensor& x = saved.tensors[0];
   return AccumulateParamGrads(ctx, grads, x, dy);
 }

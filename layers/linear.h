@@ -19,6 +19,8 @@ class Linear final : public SplitBackwardLayer {
   std::string_view type() const override { return "linear"; }
   // Its input only enters products (x W^T forward, dy^T x for the weight gradient).
   bool TakesBf16Inputs() const override { return true; }
+  // Its output gradient enters products (dy W, dy^T x) and the bias gradient's exact sum.
+  bool TakesBf16OutputGrads() const override { return true; }
   std::vector<ParamSpec> parameter_specs() const override;
   double ForwardFlopsPerSample() const override;
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
@@ -33,8 +35,10 @@ class Linear final : public SplitBackwardLayer {
 
  private:
   Linear(std::string name, Shape input_shape, int64_t out_features, bool bias);
-  // Checks that `saved` holds a Forward's input and dy matches that Forward's output.
-  absl::Status CheckOutputGrad(const SavedTensors& saved, const Tensor& dy) const;
+  // Checks that `saved` holds a Forward's input and dy matches that Forward's output (f32, or
+  // bf16 under ProductPrecision::kBF16).
+  absl::Status CheckOutputGrad(const LayerContext& ctx, const SavedTensors& saved,
+                               const Tensor& dy) const;
   // dW += dy^T x; db += sum over rows of dy.
   absl::Status AccumulateParamGrads(const LayerContext& ctx, std::span<Tensor> grads,
                                     const Tensor& x, const Tensor& dy) const;

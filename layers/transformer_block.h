@@ -8,11 +8,14 @@
 // Under bf16 storage (LayerContext::saved_activation_dtype) what the block keeps for backward is
 // bf16 but for the norms' statistics and attention's log-sum-exp. Of those bf16 values, ln_1's
 // and ln_2's outputs, qkv and gelu's output are read only as product operands (rounded to bf16
-// there anyway: no bit changes); three are read in f32 by the backward and so change its
+// there anyway: no bit changes); two are read in f32 by the backward and so change its
 // arithmetic against keeping them f32: h = x + attn(...) in ln_2's backward (x_hat is rebuilt
-// from the rounded h, the statistics are the f32 ones), mlp.fc's output in gelu's derivative,
-// and O in the fused attention backward's D = rowsum(dO * O). The forward computes on f32 as
-// before, so outputs and the loss are unchanged; gradients move by bf16 rounding.
+// from the rounded h, the statistics are the f32 ones) and O in the fused attention backward's
+// D = rowsum(dO * O). Between mlp.fc and mlp.proj the gelu passes bf16 through
+// (Layer::KeepsBf16), as PyTorch autocast computes it: it reads mlp.fc's output rounded (forward
+// and derivative alike), and in the backward gets mlp.proj's input gradient rounded and hands
+// mlp.fc a bf16 gradient (whose bias gradient then sums the rounded values). So bf16 moves the
+// loss by the gelu's rounded input, and the gradients by bf16 rounding.
 #ifndef GPIPE_LAYERS_TRANSFORMER_BLOCK_H_
 #define GPIPE_LAYERS_TRANSFORMER_BLOCK_H_
 

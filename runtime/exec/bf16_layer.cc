@@ -70,10 +70,15 @@ absl::StatusOr<Tensor> Bf16Layer::Forward(const LayerContext& ctx, std::span<con
   return y;
 }
 
+absl::StatusOr<Tensor> Bf16Layer::OutputGrad(Device& device, const Tensor& dy) const {
+  if (inner().TakesBf16OutputGrads()) return dy;  // its products and sums read it as it is
+  return WidenedFromBf16(device, dy, MemoryKind::kWorkspace);
+}
+
 absl::StatusOr<Tensor> Bf16Layer::Backward(const LayerContext& ctx, std::span<const Tensor> params,
                                            std::span<Tensor> grads, const SavedTensors& saved,
                                            const Tensor& dy) const {
-  ASSIGN_OR_RETURN(const Tensor wide_dy, WidenedFromBf16(ctx.device, dy, MemoryKind::kWorkspace));
+  ASSIGN_OR_RETURN(const Tensor wide_dy, OutputGrad(ctx.device, dy));
   ASSIGN_OR_RETURN(const SavedTensors wide_saved, Widened(ctx.device, saved));
   ASSIGN_OR_RETURN(const Tensor dx,
                    inner().Backward(InBf16(ctx), params, grads, wide_saved, wide_dy));
@@ -83,7 +88,7 @@ absl::StatusOr<Tensor> Bf16Layer::Backward(const LayerContext& ctx, std::span<co
 absl::StatusOr<Tensor> Bf16Layer::BackwardInput(const LayerContext& ctx,
                                                 std::span<const Tensor> params,
                                                 const SavedTensors& saved, const Tensor& dy) const {
-  ASSIGN_OR_RETURN(const Tensor wide_dy, WidenedFromBf16(ctx.device, dy, MemoryKind::kWorkspace));
+  ASSIGN_OR_RETURN(const Tensor wide_dy, OutputGrad(ctx.device, dy));
   ASSIGN_OR_RETURN(const SavedTensors wide_saved, Widened(ctx.device, saved));
   ASSIGN_OR_RETURN(const Tensor dx,
                    inner_halves().BackwardInput(InBf16(ctx), params, wide_saved, wide_dy));
@@ -92,7 +97,7 @@ absl::StatusOr<Tensor> Bf16Layer::BackwardInput(const LayerContext& ctx,
 
 absl::Status Bf16Layer::BackwardWeight(const LayerContext& ctx, std::span<Tensor> grads,
                                        const SavedTensors& saved, const Tensor& dy) const {
-  ASSIGN_OR_RETURN(const Tensor wide_dy, WidenedFromBf16(ctx.device, dy, MemoryKind::kWorkspace));
+  ASSIGN_OR_RETURN(const Tensor wide_dy, OutputGrad(ctx.device, dy));
   ASSIGN_OR_RETURN(const SavedTensors wide_saved, Widened(ctx.device, saved));
   return inner_halves().BackwardWeight(InBf16(ctx), grads, wide_saved, wide_dy);
 }

@@ -4,7 +4,9 @@
 // bf16 tensor (half the bytes). It also takes f32 inputs (the data set's) and f32 output gradients
 // (the loss's). The inner layer computes in f32 on exact f32 copies that live for one call (a
 // layer that only hands its input to products, Layer::TakesBf16Inputs, gets the bf16 input and
-// saved inputs themselves, which the products read as they are), its
+// saved inputs themselves, which the products read as they are; an element-wise activation takes
+// and gives bf16 itself, Layer::KeepsBf16; a linear gets a bf16 output gradient as it is,
+// Layer::TakesBf16OutputGrads: all the same bits as on the f32 copies), its
 // matrix products and convolutions rounding their operands to bf16 and accumulating in f32
 // (LayerContext::product_precision); norms, pooling and softmax compute in f32. A composite inner
 // layer keeps the activations it saves inside (its inner layers' outputs, attention's qkv and O)
@@ -52,6 +54,9 @@ class Bf16Layer final : public LayerDecorator {
   // an inner layer that takes bf16 saved tensors (Layer::TakesBf16Saved: one that takes bf16
   // inputs, a composite that widens per inner layer).
   absl::StatusOr<SavedTensors> Widened(Device& device, const SavedTensors& saved) const;
+  // The output gradient the inner layer's backward calls get: `dy` as it is for one that takes
+  // bf16 output gradients (Layer::TakesBf16OutputGrads), else its exact f32 copy for the call.
+  absl::StatusOr<Tensor> OutputGrad(Device& device, const Tensor& dy) const;
 };
 
 }  // namespace gpipe

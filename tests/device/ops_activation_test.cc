@@ -7,6 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "runtime/device/ops/activation_checks.h"
 #include "tests/device/backends_under_test.h"
 
 namespace gpipe::testing {
@@ -127,6 +129,74 @@ TEST_P(ActivationOpsTest, GeluIsExactAndItsBackwardReadsTheInput) {
     expected_dx.push_back(dy[i] * (Phi(v) + v * PhiDensity(v)));
   }
   ExpectNear(Download(dx), expected_dx, kTranscendentalRel, kTranscendentalAbs, "gelu dx");
+}
+
+// Mixed precision's storage: any operand may be bf16. The result is the f32 call's on the exact
+// widening of the bf16 inputs, a bf16 output that result rounded (Cast): the same bits, for every
+// dtype of every operand, over more elements than one of the CPU's blocks (256) and a ragged end.
+TEST_P(ActivationOpsTest, Bf16OperandsGiveTheF32CallsBitsRounded) {
+  constexpr int64_t kCount = 1000;
+  const Shape shape{kCount};
+  // A tensor of `dtype` holding the bf16-rounded `values` (exact in either dtype).
+  const auto make = [&](const std::vector<float>& values, DType dtype) {
+    Tensor narrow = Uninitialized(shape, DType::kBF16);
+    EXPECT_TRUE(ops().tensor.Cast(Upload(values, shape), narrow).ok());
+    if (dtype == DType::kBF16) return narrow;
+    Tensor wide = Uninitialized(shape);
+    EXPECT_TRUE(ops().tensor.Cast(narrow, wide).ok());
+    return wide;
+  };
+  // The values of an f32 or bf16 tensor; `round` rounds f32 ones to bf16 first (the reference's
+  // Cast of its f32 output).
+  const auto values = [&](const Tensor& t, bool round) {
+    Tensor wide = t;
+    if (t.dtype() == DType::kBF16 || round) {
+      Tensor narrow = t;
+      if (t.dtype() == DType::kF32) {
+        narrow = Uninitialized(shape, DType::kBF16);
+        EXPECT_TRUE(ops().tensor.Cast(t, narrow).ok());
+      }
+      wide = Uninitialized(shape);
+      EXPECT_TRUE(ops().tensor.Cast(narrow, wide).ok());
+    }
+    return Download(wide);
+  };
+  const std::vector<float> x = TestValues(21, kCount, -4.0f, 4.0f);
+  const std::vector<float> dy = TestValues(22, kCount);
+  const DType kDTypes[] = {DType::kF32, DType::kBF16};
+  for (Activation activation : {Activation::kRelu, Activation::kTanh, Activation::kGelu}) {
+    const std::string name = op_checks::ActivationName(activation);
+    Tensor y_ref = Uninitialized(shape);
+    ASSERT_TRUE(ops().activation.Forward(activation, make(x, DType::kF32), y_ref).ok());
+    // Backward reads x or y; the reference reads the bf16-rounded values of either.
+    const Tensor saved_ref = ActivationBackwardReadsInput(activation)
+                                 ? make(x, DType::kF32)
+                                 : make(values(y_ref, /*round=*/true), DType::kF32);
+    const std::vector<float> saved_values = values(saved_ref, false);
+    Tensor dx_ref = Uninitialized(shape);
+    ASSERT_TRUE(
+        ops().activation.Backward(activation, saved_ref, make(dy, DType::kF32), dx_ref).ok());
+    for (DType in : kDTypes) {
+      for (DType out : kDTypes) {
+        const std::string what =
+            absl::StrCat(name, " forward ", DTypeName(in), " -> ", DTypeName(out));
+        Tensor y = Uninitialized(shape, out);
+        ASSERT_TRUE(ops().activation.Forward(activation, make(x, in), y).ok()) << what;
+        EXPECT_EQ(values(y, false), values(y_ref, out == DType::kBF16)) << what;
+        for (DType grad : kDTypes) {
+          const std::string back = absl::StrCat(name, " backward saved ", DTypeName(in), ", dy ",
+                                                DTypeName(grad), " -> dx ", DTypeName(out));
+          Tensor dx = Uninitialized(shape, out);
+          ASSERT_TRUE(
+              ops()
+                  .activation.Backward(activation, make(saved_values, in), make(dy, grad), dx)
+                  .ok())
+              << back;
+          EXPECT_EQ(values(dx, false), values(dx_ref, out == DType::kBF16)) << back;
+        }
+      }
+    }
+  }
 }
 
 TEST_P(ActivationOpsTest, NoElementsIsFine) {

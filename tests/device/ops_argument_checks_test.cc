@@ -47,7 +47,8 @@ TEST(OpsArgumentChecksTest, ActivationsRefuseMismatchedTensorsOnEveryBackend) {
         Tensor y = On(d, Shape{5});
         return d.ops().activation.Forward(Activation::kRelu, On(d, Shape{4}), y);
       },
-      "ActivationOps::Forward (relu): x f32[4] and y f32[5] must be f32 with the same element "
+      "ActivationOps::Forward (relu): x f32[4] and y f32[5] must be f32 or bf16 with the same "
+      "element "
       "count");
   ExpectSameRefusal(
       [](Device& d) {

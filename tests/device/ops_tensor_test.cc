@@ -164,6 +164,34 @@ TEST_P(TensorOpsTest, SumAccumulateAddsDoubleSumsOverOuterAndInner) {
       absl::StatusCode::kInvalidArgument);
 }
 
+// A bf16 input (a mixed-precision output gradient) sums its exact values: the bits of the f32
+// call on its widening.
+TEST_P(TensorOpsTest, SumAccumulateOfBf16IsThatOfItsF32Widening) {
+  struct Case {
+    int64_t outer, mid, inner;
+  };
+  for (const Case c : {Case{5, 7, 9}, Case{300, 70, 1}, Case{3, 2, 1000}}) {
+    const std::string name =
+        absl::StrCat("SumAccumulate of bf16 ", c.outer, "x", c.mid, "x", c.inner);
+    const Shape shape{c.outer, c.mid, c.inner};
+    Tensor narrow = Uninitialized(shape, DType::kBF16);
+    ASSERT_TRUE(ops().tensor.Cast(Upload(TestValues(7, shape.num_elements()), shape), narrow).ok());
+    Tensor wide = Uninitialized(shape);
+    ASSERT_TRUE(ops().tensor.Cast(narrow, wide).ok());
+    const std::vector<float> start = TestValues(8, c.mid);
+    Tensor from_bf16 = Upload(start, Shape{c.mid});
+    Tensor from_f32 = Upload(start, Shape{c.mid});
+    ASSERT_TRUE(ops().tensor.SumAccumulate(narrow, c.outer, c.mid, c.inner, from_bf16).ok())
+        << name;
+    ASSERT_TRUE(ops().tensor.SumAccumulate(wide, c.outer, c.mid, c.inner, from_f32).ok()) << name;
+    EXPECT_EQ(Download(from_bf16), Download(from_f32)) << name;
+  }
+  Tensor out = Uninitialized(Shape{3});
+  EXPECT_EQ(
+      ops().tensor.SumAccumulate(Uninitialized(Shape{2, 3}, DType::kI64), 2, 3, 1, out).code(),
+      absl::StatusCode::kInvalidArgument);
+}
+
 TEST_P(TensorOpsTest, SumAccumulateOfNoRowsAddsNothing) {
   Tensor out = Upload({1, 2, 3}, Shape{3});
   ASSERT_TRUE(ops().tensor.SumAccumulate(Uninitialized(Shape{0, 3}), 0, 3, 1, out).ok());

@@ -2,7 +2,8 @@
 // what they keep inside for backward is bf16 and is widened for the call that reads it. Where
 // every reader takes the value as a product operand (rounded to bf16 there anyway) no bit of the
 // gradients changes; where a reader takes it in f32 (a layer norm's or gelu's input, the fused
-// attention's O in D = rowsum(dO * O)) the gradients move by bf16 rounding only.
+// attention's O in D = rowsum(dO * O)), or an activation passes a rounded gradient on (a bias
+// gradient sums it), the gradients move by bf16 rounding only.
 #include <algorithm>
 #include <cmath>
 #include <memory>
@@ -53,8 +54,11 @@ Gradients Backpropagate(const std::string& spec, const Shape& sample, DType stor
 }
 
 // A residual of linear -> relu -> linear: relu's output is read by relu (its sign) and by the
-// second linear (a product operand): bf16 storage changes no bit.
-TEST(Bf16SavedActivationsTest, ProductOperandsKeepEveryBit) {
+// second linear (a product operand), and relu of a rounded value is the rounded relu: bf16
+// storage changes no bit of the forward. In the backward relu passes bf16 through
+// (Layer::KeepsBf16): its output gradient is rounded, which the first linear's products do
+// anyway, so only that linear's bias gradient (a sum of the rounded values) moves, by rounding.
+TEST(Bf16SavedActivationsTest, ProductOperandsKeepEveryBitButTheBiasOfARoundedGradient) {
   const std::string spec =
       "name: 'r' residual { layers { name: 'a' linear { out_features: 12 } }"
       " layers { name: 'act' relu {} } layers { name: 'b' linear { out_features: 8 } } }";
@@ -63,7 +67,16 @@ TEST(Bf16SavedActivationsTest, ProductOperandsKeepEveryBit) {
   EXPECT_EQ(f32.saved_inner, DType::kF32);
   EXPECT_EQ(bf16.saved_inner, DType::kBF16);
   EXPECT_EQ(bf16.dx, f32.dx);
-  EXPECT_EQ(bf16.params, f32.params);
+  ASSERT_EQ(bf16.params.size(), 4u);  // a.weight, a.bias, b.weight, b.bias
+  EXPECT_EQ(bf16.params[0], f32.params[0]);
+  EXPECT_EQ(bf16.params[2], f32.params[2]);
+  EXPECT_EQ(bf16.params[3], f32.params[3]);
+  // 12 rows of gradients of order 1, each rounded by at most 2^-9 relative.
+  ASSERT_EQ(bf16.params[1].size(), f32.params[1].size());
+  for (size_t i = 0; i < f32.params[1].size(); ++i) {
+    EXPECT_NEAR(bf16.params[1][i], f32.params[1][i], 12 * 0x1p-9) << i;
+  }
+  EXPECT_NE(bf16.params[1], f32.params[1]);
 }
 
 // Composite blocks whose backward reads some saved values in f32: the gradients move, by about

@@ -1,7 +1,10 @@
 #include "runtime/device/cpu/cpu_activation_ops.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+
+#include "runtime/core/bf16.h"
 
 namespace gpipe {
 namespace {
@@ -46,6 +49,64 @@ void GeluBackward(const float* __restrict x, const float* __restrict dy, float* 
   }
 }
 
+// Operands that are bf16 (mixed precision's storage) run through the same f32 loops a block at a
+// time: bf16 inputs widen exactly into a stack block, and a bf16 output is rounded to nearest even
+// from one (ToBf16, Cast's rounding).
+constexpr int64_t kBlock = 256;
+
+// Elements [begin, begin + count) of `t` as f32: its own floats, or its bf16 values widened into
+// `scratch`.
+const float* F32Elements(const Tensor& t, int64_t begin, int64_t count, float* scratch) {
+  if (t.dtype() == DType::kF32) return t.f32() + begin;
+  const auto* bits = static_cast<const uint16_t*>(t.raw_data()) + begin;
+  for (int64_t i = 0; i < count; ++i) scratch[i] = FromBf16(bits[i]);
+  return scratch;
+}
+
+// Where a loop writes elements [begin, ...) of `out`: in place when f32, else `scratch` (then
+// StoreElements rounds them into `out`).
+float* OutputElements(Tensor& out, int64_t begin, float* scratch) {
+  return out.dtype() == DType::kF32 ? out.f32() + begin : scratch;
+}
+
+void StoreElements(const float* scratch, Tensor& out, int64_t begin, int64_t count) {
+  if (out.dtype() == DType::kF32) return;
+  auto* bits = static_cast<uint16_t*>(out.raw_data()) + begin;
+  for (int64_t i = 0; i < count; ++i) bits[i] = ToBf16(scratch[i]);
+}
+
+// kernel(x, y, n) over f32 or bf16 operands.
+template <typename Kernel>
+void RunUnary(Kernel kernel, const Tensor& x, Tensor& y) {
+  const int64_t n = x.num_elements();
+  if (x.dtype() == DType::kF32 && y.dtype() == DType::kF32) return kernel(x.f32(), y.f32(), n);
+  float in[kBlock];
+  float out[kBlock];
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t count = std::min(kBlock, n - begin);
+    kernel(F32Elements(x, begin, count, in), OutputElements(y, begin, out), count);
+    StoreElements(out, y, begin, count);
+  }
+}
+
+// kernel(saved, dy, dx, n) over f32 or bf16 operands.
+template <typename Kernel>
+void RunBinary(Kernel kernel, const Tensor& saved, const Tensor& dy, Tensor& dx) {
+  const int64_t n = dy.num_elements();
+  if (saved.dtype() == DType::kF32 && dy.dtype() == DType::kF32 && dx.dtype() == DType::kF32) {
+    return kernel(saved.f32(), dy.f32(), dx.f32(), n);
+  }
+  float a[kBlock];
+  float b[kBlock];
+  float out[kBlock];
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t count = std::min(kBlock, n - begin);
+    kernel(F32Elements(saved, begin, count, a), F32Elements(dy, begin, count, b),
+           OutputElements(dx, begin, out), count);
+    StoreElements(out, dx, begin, count);
+  }
+}
+
 // silu(g) = g / (1 + exp(-g)): torch's formula, so the forward matches it bit for bit where
 // exp does.
 inline float Sigmoid(float g) { return 1.0f / (1.0f + std::exp(-g)); }
@@ -80,16 +141,15 @@ absl::Status CpuActivationOps::DoSwiGluBackward(const Tensor& gate, const Tensor
 }
 
 absl::Status CpuActivationOps::DoForward(Activation activation, const Tensor& x, Tensor& y) const {
-  const int64_t n = x.num_elements();
   switch (activation) {
     case Activation::kRelu:
-      ReluForward(x.f32(), y.f32(), n);
+      RunUnary(ReluForward, x, y);
       return absl::OkStatus();
     case Activation::kTanh:
-      TanhForward(x.f32(), y.f32(), n);
+      RunUnary(TanhForward, x, y);
       return absl::OkStatus();
     case Activation::kGelu:
-      GeluForward(x.f32(), y.f32(), n);
+      RunUnary(GeluForward, x, y);
       return absl::OkStatus();
   }
   return absl::InvalidArgumentError("ActivationOps::Forward: unknown activation");
@@ -97,16 +157,15 @@ absl::Status CpuActivationOps::DoForward(Activation activation, const Tensor& x,
 
 absl::Status CpuActivationOps::DoBackward(Activation activation, const Tensor& saved,
                                           const Tensor& dy, Tensor& dx) const {
-  const int64_t n = dy.num_elements();
   switch (activation) {
     case Activation::kRelu:
-      ReluBackward(saved.f32(), dy.f32(), dx.f32(), n);
+      RunBinary(ReluBackward, saved, dy, dx);
       return absl::OkStatus();
     case Activation::kTanh:
-      TanhBackward(saved.f32(), dy.f32(), dx.f32(), n);
+      RunBinary(TanhBackward, saved, dy, dx);
       return absl::OkStatus();
     case Activation::kGelu:
-      GeluBackward(saved.f32(), dy.f32(), dx.f32(), n);
+      RunBinary(GeluBackward, saved, dy, dx);
       return absl::OkStatus();
   }
   return absl::InvalidArgumentError("ActivationOps::Backward: unknown activation");

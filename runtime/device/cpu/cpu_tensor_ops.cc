@@ -13,6 +13,32 @@
 namespace gpipe {
 namespace {
 
+// The exact f32 value of an element: f32 as it is, bf16 (its bits) widened.
+inline float ValueOf(float v) { return v; }
+inline float ValueOf(uint16_t bits) { return FromBf16(bits); }
+
+// SumAccumulate over f32 or bf16 elements (the same double sums of the same f32 values).
+template <typename T>
+void SumInto(const T* src, int64_t outer, int64_t mid, int64_t inner, float* dst) {
+  std::vector<double> sum(mid, 0.0);
+  if (inner == 1) {
+    for (int64_t o = 0; o < outer; ++o) {
+      const T* row = src + o * mid;
+      for (int64_t m = 0; m < mid; ++m) sum[m] += ValueOf(row[m]);
+    }
+  } else {
+    for (int64_t o = 0; o < outer; ++o) {
+      for (int64_t m = 0; m < mid; ++m) {
+        const T* run = src + (o * mid + m) * inner;
+        double run_sum = 0.0;
+        for (int64_t i = 0; i < inner; ++i) run_sum += ValueOf(run[i]);
+        sum[m] += run_sum;
+      }
+    }
+  }
+  for (int64_t m = 0; m < mid; ++m) dst[m] += static_cast<float>(sum[m]);
+}
+
 using op_checks::AtLeast;
 using op_checks::DTypeIs;
 using op_checks::Elements;
@@ -126,25 +152,11 @@ absl::Status CpuTensorOps::DoCast(const Tensor& in, Tensor& out) const {
 
 absl::Status CpuTensorOps::DoSumAccumulate(const Tensor& in, int64_t outer, int64_t mid,
                                            int64_t inner, Tensor& out) const {
-  const float* src = in.data<float>();
-  std::vector<double> sum(mid, 0.0);
-  if (inner == 1) {
-    for (int64_t o = 0; o < outer; ++o) {
-      const float* row = src + o * mid;
-      for (int64_t m = 0; m < mid; ++m) sum[m] += row[m];
-    }
+  if (in.dtype() == DType::kBF16) {
+    SumInto(static_cast<const uint16_t*>(in.raw_data()), outer, mid, inner, out.data<float>());
   } else {
-    for (int64_t o = 0; o < outer; ++o) {
-      for (int64_t m = 0; m < mid; ++m) {
-        const float* run = src + (o * mid + m) * inner;
-        double run_sum = 0.0;
-        for (int64_t i = 0; i < inner; ++i) run_sum += run[i];
-        sum[m] += run_sum;
-      }
-    }
+    SumInto(in.data<float>(), outer, mid, inner, out.data<float>());
   }
-  float* dst = out.data<float>();
-  for (int64_t m = 0; m < mid; ++m) dst[m] += static_cast<float>(sum[m]);
   return absl::OkStatus();
 }
 

@@ -1,5 +1,6 @@
 #include <cstdint>
 
+#include "runtime/device/cuda/bf16_elements.cuh"
 #include "runtime/device/cuda/cuda_activation_ops.h"
 #include "runtime/device/cuda/device_pointer.h"
 #include "runtime/device/cuda/kernel_launch.h"
@@ -39,18 +40,21 @@ __device__ float Backward(Activation activation, float saved, float dy) {
   return dy;
 }
 
-__global__ void ForwardKernel(Activation activation, const float* x, float* y, int64_t n) {
+// Operands are f32 or bf16 (mixed precision's storage): computed in f32 on the exact widening,
+// a bf16 output rounded to nearest even, as the CPU backend does.
+__global__ void ForwardKernel(Activation activation, cuda::F32OrBf16In x, cuda::F32OrBf16Out y,
+                              int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    y[i] = Forward(activation, x[i]);
+    y.Store(i, Forward(activation, x[i]));
   }
 }
 
-__global__ void BackwardKernel(Activation activation, const float* saved, const float* dy,
-                               float* dx, int64_t n) {
+__global__ void BackwardKernel(Activation activation, cuda::F32OrBf16In saved, cuda::F32OrBf16In dy,
+                               cuda::F32OrBf16Out dx, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
-    dx[i] = Backward(activation, saved[i], dy[i]);
+    dx.Store(i, Backward(activation, saved[i], dy[i]));
   }
 }
 
@@ -82,7 +86,7 @@ absl::Status CudaActivationOps::DoForward(Activation activation, const Tensor& x
   const int64_t n = x.num_elements();
   if (n == 0) return absl::OkStatus();
   ForwardKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
-      activation, DevicePointer<float>(x), DevicePointer<float>(y), n);
+      activation, cuda::F32OrBf16In(x), cuda::F32OrBf16Out(y), n);
   return cuda::LaunchStatus("activation forward");
 }
 
@@ -91,8 +95,7 @@ absl::Status CudaActivationOps::DoBackward(Activation activation, const Tensor& 
   const int64_t n = dy.num_elements();
   if (n == 0) return absl::OkStatus();
   BackwardKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
-      activation, DevicePointer<float>(saved), DevicePointer<float>(dy), DevicePointer<float>(dx),
-      n);
+      activation, cuda::F32OrBf16In(saved), cuda::F32OrBf16In(dy), cuda::F32OrBf16Out(dx), n);
   return cuda::LaunchStatus("activation backward");
 }
 

@@ -294,7 +294,7 @@ absl::Status CudaConvOps::DoConv2dBackwardParams(const Conv2dGeometry& g,
                "cudnnConvolutionBackwardFilter"),
            kOp, g));
   if (!dbias.defined()) return absl::OkStatus();
-  cuda::LaunchSumAccumulate(DevicePointer<float>(dy), g.batch, g.out_channels, g.out_h * g.out_w,
+  cuda::LaunchSumAccumulate(cuda::F32OrBf16In(dy), g.batch, g.out_channels, g.out_h * g.out_w,
                             DevicePointer<float>(dbias), context_.stream);
   return cuda::LaunchStatus("conv2d bias gradient");
 }

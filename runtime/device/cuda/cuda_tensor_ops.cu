@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/rng.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/cuda/bf16_elements.cuh"
 #include "runtime/device/cuda/block_reduce.cuh"
 #include "runtime/device/cuda/cuda_status.h"
 #include "runtime/device/cuda/cuda_tensor_ops.h"
@@ -26,13 +27,7 @@ using op_checks::Elements;
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < (n); \
        i += int64_t{gridDim.x} * blockDim.x)
 
-// bf16 as the CPU backend rounds it (cpu_tensor_ops.cc): the upper half of an f32, rounded to
-// nearest even, NaN kept quiet.
-__host__ __device__ inline uint16_t ToBf16(uint32_t bits) {
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);
-  const uint32_t rounding = 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>((bits + rounding) >> 16);
-}
+using cuda::ToBf16;
 
 template <typename T>
 __global__ void FillKernel(T* out, T value, int64_t n) {
@@ -232,7 +227,7 @@ absl::Status CudaTensorOps::DoCast(const Tensor& in, Tensor& out) const {
 absl::Status CudaTensorOps::DoSumAccumulate(const Tensor& in, int64_t outer, int64_t mid,
                                             int64_t inner, Tensor& out) const {
   if (mid == 0) return absl::OkStatus();
-  cuda::LaunchSumAccumulate(DevicePointer<float>(in), outer, mid, inner, DevicePointer<float>(out),
+  cuda::LaunchSumAccumulate(cuda::F32OrBf16In(in), outer, mid, inner, DevicePointer<float>(out),
                             context_.stream);
   return cuda::LaunchStatus("sum accumulate");
 }

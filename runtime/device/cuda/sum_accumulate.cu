@@ -7,8 +7,7 @@ namespace {
 
 // inner == 1 (a linear layer's bias gradient: in is [outer, mid]): 32 columns per block,
 // kColumnLanes threads down each column, coalesced along the rows.
-__global__ void SumAccumulateColumnsKernel(const float* in, int64_t rows, int64_t cols,
-                                           float* out) {
+__global__ void SumAccumulateColumnsKernel(F32OrBf16In in, int64_t rows, int64_t cols, float* out) {
   __shared__ double scratch[kColumnLanes * kColumnTile];
   for (int64_t tile = blockIdx.x; tile * kColumnTile < cols; tile += gridDim.x) {
     const int64_t m = tile * kColumnTile + threadIdx.x;
@@ -23,8 +22,8 @@ __global__ void SumAccumulateColumnsKernel(const float* in, int64_t rows, int64_
 
 // inner > 1 (e.g. a convolution's bias over [batch, channels, positions]): one block per output
 // m, its threads striding over the (o, i) pairs (contiguous in i), then the block's tree.
-__global__ void SumAccumulateSpreadKernel(const float* in, int64_t outer, int64_t mid,
-                                          int64_t inner, float* out) {
+__global__ void SumAccumulateSpreadKernel(F32OrBf16In in, int64_t outer, int64_t mid, int64_t inner,
+                                          float* out) {
   __shared__ double scratch[32];
   const int64_t count = outer * inner;
   for (int64_t m = blockIdx.x; m < mid; m += gridDim.x) {
@@ -40,7 +39,7 @@ __global__ void SumAccumulateSpreadKernel(const float* in, int64_t outer, int64_
 
 }  // namespace
 
-void LaunchSumAccumulate(const float* in, int64_t outer, int64_t mid, int64_t inner, float* out,
+void LaunchSumAccumulate(F32OrBf16In in, int64_t outer, int64_t mid, int64_t inner, float* out,
                          cudaStream_t stream) {
   if (inner == 1) {
     const dim3 threads(kColumnTile, kColumnLanes);

@@ -28,14 +28,21 @@ absl::Status KnownActivation(const char* op, Activation activation) {
                                                  " (relu, tanh or gelu)"));
 }
 
+namespace {
+
+bool F32OrBf16(const Tensor& t) {
+  return t.defined() && (t.dtype() == DType::kF32 || t.dtype() == DType::kBF16);
+}
+
+}  // namespace
+
 absl::Status ActivationPair(const char* op, Activation activation, const char* a_name,
                             const Tensor& a, const char* b_name, const Tensor& b) {
-  if (!a.defined() || !b.defined() || a.dtype() != DType::kF32 || b.dtype() != DType::kF32 ||
-      a.num_elements() != b.num_elements()) {
+  if (!F32OrBf16(a) || !F32OrBf16(b) || a.num_elements() != b.num_elements()) {
     return absl::InvalidArgumentError(
         absl::StrCat("ActivationOps::", op, " (", ActivationName(activation), "): ", a_name, " ",
                      a.DebugString(), " and ", b_name, " ", b.DebugString(),
-                     " must be f32 with the same element count"));
+                     " must be f32 or bf16 with the same element count"));
   }
   return absl::OkStatus();
 }

@@ -15,7 +15,7 @@ const char* ActivationName(Activation activation);
 absl::Status KnownActivation(const char* op, Activation activation);
 
 // INVALID_ARGUMENT naming the op, the activation and both tensors unless `a` and `b` are defined
-// f32 tensors with the same element count.
+// f32 or bf16 tensors (each its own) with the same element count.
 absl::Status ActivationPair(const char* op, Activation activation, const char* a_name,
                             const Tensor& a, const char* b_name, const Tensor& b);
 

@@ -25,9 +25,13 @@ constexpr bool ActivationBackwardReadsInput(Activation activation) {
 class ActivationOps {
  public:
   virtual ~ActivationOps() = default;
-  // y = f(x), f32, same element count.
+  // y = f(x), same element count. Each operand is f32 or bf16 (mixed precision's storage,
+  // training.precision BF16): f is computed in f32 on a bf16 input's exact widening, and a bf16
+  // output is that f32 result rounded to nearest even, so a bf16 operand gives the bits of an
+  // f32 call on the widened input followed by a Cast.
   absl::Status Forward(Activation activation, const Tensor& x, Tensor& y) const;
-  // dx = dy * f'(.), where `saved` is x or y as ActivationBackwardReadsInput says.
+  // dx = dy * f'(.), where `saved` is x or y as ActivationBackwardReadsInput says; f32 or bf16
+  // operands as in Forward.
   absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy,
                         Tensor& dx) const;
 

@@ -58,7 +58,9 @@ absl::Status TensorOps::Cast(const Tensor& in, Tensor& out) const {
 absl::Status TensorOps::SumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner,
                                       Tensor& out) const {
   RETURN_IF_ERROR(op_checks::NonNegative("SumAccumulate", {outer, mid, inner}));
-  RETURN_IF_ERROR(Elements("SumAccumulate", "in", in, DType::kF32, outer * mid * inner));
+  RETURN_IF_ERROR(Elements("SumAccumulate", "in", in,
+                           in.defined() && in.dtype() == DType::kBF16 ? DType::kBF16 : DType::kF32,
+                           outer * mid * inner));
   RETURN_IF_ERROR(AtLeast("SumAccumulate", "out", out, DType::kF32, mid));
   return DoSumAccumulate(in, outer, mid, inner, out);
 }

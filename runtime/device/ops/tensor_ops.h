@@ -46,10 +46,11 @@ class TensorOps {
   // out = in converted (f32 <-> bf16 with round-to-nearest-even; f32 <-> f64).
   absl::Status Cast(const Tensor& in, Tensor& out) const;
 
-  // Viewing `in` (f32) as [outer, mid, inner]: out[m] += float(sum over o, i of in[o, m, i]),
-  // the sum taken in double (over i within each o, then over o in order) and added once, so
-  // the error does not grow with the rows. out is f32 with at least `mid` elements, of which
-  // the first `mid` are accumulated. (Bias and positional-table gradients.)
+  // Viewing `in` (f32, or bf16: its exact f32 values) as [outer, mid, inner]: out[m] +=
+  // float(sum over o, i of in[o, m, i]), the sum taken in double (over i within each o, then
+  // over o in order) and added once, so the error does not grow with the rows. out is f32 with
+  // at least `mid` elements, of which the first `mid` are accumulated. (Bias and
+  // positional-table gradients; a bf16 `in` is a mixed-precision output gradient.)
   absl::Status SumAccumulate(const Tensor& in, int64_t outer, int64_t mid, int64_t inner,
                              Tensor& out) const;
 

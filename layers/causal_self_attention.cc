@@ -98,8 +98,9 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
                                                    DType::kF32, MemoryKind::kActivation));
   ASSIGN_OR_RETURN(Tensor heads,
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
-  ASSIGN_OR_RETURN(Tensor y,
-                   Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
+  ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(device, x.shape(),
+                                           bf16_ok && ctx.bf16_output ? DType::kBF16 : DType::kF32,
+                                           MemoryKind::kActivation));
 
   const ProductPrecision precision = ctx.product_precision;
   RETURN_IF_ERROR(DenseForward(device, x, rows, features_, params[qkv_weight()],
@@ -164,8 +165,9 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
                                   grads[qkv_weight()], bias_ ? &grads[qkv_bias()] : nullptr,
                                   precision));
   if (!ctx.need_input_grad) return Tensor();
-  ASSIGN_OR_RETURN(Tensor dx,
-                   Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
+  const bool bf16_dx = precision == ProductPrecision::kBF16 && ctx.bf16_input_grad;
+  ASSIGN_OR_RETURN(Tensor dx, Tensor::Empty(device, x.shape(), bf16_dx ? DType::kBF16 : DType::kF32,
+                                            MemoryKind::kActivation));
   RETURN_IF_ERROR(DenseInputGrad(device, qkv_grad, rows, 3 * features_, params[qkv_weight()],
                                  features_, dx, precision));
   return dx;

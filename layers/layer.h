@@ -68,6 +68,12 @@ struct LayerContext {
   // or bf16 under training.precision BF16 (runtime/exec/bf16_layer.h). They are widened to f32
   // for the backward call that reads them; statistics (norms, log-sum-exp) always stay f32.
   DType saved_activation_dtype = DType::kF32;
+  // Under ProductPrecision::kBF16, whether the caller keeps Forward's output (bf16_output) or
+  // Backward's input gradient (bf16_input_grad) as bf16: a layer whose product writes it (a
+  // linear, attention's projections) writes it as bf16 directly, the values of rounding its f32
+  // result to nearest even; every other layer returns f32 and the caller rounds it.
+  bool bf16_output = false;
+  bool bf16_input_grad = false;
 };
 
 // What one Forward call kept for the matching Backward (one per layer per micro-batch).

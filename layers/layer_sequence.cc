@@ -154,6 +154,10 @@ LayerContext LayerSequence::ChildContext(const LayerContext& ctx, int i) const {
   LayerContext child = ctx;
   child.seed = MixKey({ctx.seed, kChildSeedTag, static_cast<uint64_t>(i)});
   child.need_input_grad = i > 0 || ctx.need_input_grad;
+  // A child writes bf16 itself what the sequence would round anyway: an output the next child
+  // takes as bf16, an input gradient the child before it does.
+  child.bf16_output = i + 1 < size() && HandsBf16To(ctx, i + 1);
+  child.bf16_input_grad = i > 0 && HandsBf16GradTo(ctx, i - 1);
   if (!ctx.buffers.empty()) {
     child.buffers =
         ctx.buffers.subspan(buffer_offsets_[i], buffer_offsets_[i + 1] - buffer_offsets_[i]);

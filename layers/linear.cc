@@ -54,7 +54,8 @@ absl::StatusOr<Tensor> Linear::Forward(const LayerContext& ctx, std::span<const 
   }
   const int64_t rows = x.shape().rows();
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(ctx.device, x.shape().WithLast(out_features_),
-                                           DType::kF32, MemoryKind::kActivation));
+                                           bf16_ok && ctx.bf16_output ? DType::kBF16 : DType::kF32,
+                                           MemoryKind::kActivation));
   RETURN_IF_ERROR(DenseForward(ctx.device, x, rows, in_features_, params[0],
                                bias_ ? &params[1] : nullptr, out_features_, y,
                                ctx.product_precision));
@@ -104,8 +105,10 @@ absl::StatusOr<Tensor> Linear::InputGrad(const LayerContext& ctx, std::span<cons
                                          const Tensor& x, const Tensor& dy) const {
   if (!ctx.need_input_grad) return Tensor();
   const int64_t rows = x.shape().rows();
+  const bool bf16 = ctx.product_precision == ProductPrecision::kBF16 && ctx.bf16_input_grad;
   ASSIGN_OR_RETURN(Tensor dx,
-                   Tensor::Empty(ctx.device, x.shape(), DType::kF32, MemoryKind::kActivation));
+                   Tensor::Empty(ctx.device, x.shape(), bf16 ? DType::kBF16 : DType::kF32,
+                                 MemoryKind::kActivation));
   RETURN_IF_ERROR(DenseInputGrad(ctx.device, dy, rows, out_features_, params[0], in_features_, dx,
                                  ctx.product_precision));
   return dx;

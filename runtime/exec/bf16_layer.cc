@@ -13,6 +13,9 @@ LayerContext InBf16(const LayerContext& ctx) {
   LayerContext inner = ctx;
   inner.product_precision = ProductPrecision::kBF16;
   inner.saved_activation_dtype = DType::kBF16;
+  // Its output and input gradient are rounded to bf16 here anyway: a layer may write them so.
+  inner.bf16_output = true;
+  inner.bf16_input_grad = true;
   return inner;
 }
 
@@ -48,21 +51,24 @@ absl::StatusOr<Tensor> Bf16Layer::Forward(const LayerContext& ctx, std::span<con
     ASSIGN_OR_RETURN(wide_x, WidenedFromBf16(ctx.device, x, MemoryKind::kWorkspace));
   }
   ASSIGN_OR_RETURN(Tensor wide_y, inner().Forward(InBf16(ctx), params, wide_x, saved));
-  if (wide_y.dtype() != DType::kF32) return wide_y;
-  const bool y_views_x = wide_y.SharesStorageWith(wide_x);
-  Tensor y;
+  // An output the inner layer wrote as bf16 itself (LayerContext::bf16_output, or an activation
+  // of a bf16 input) is the output as it is.
+  const bool rounded = wide_y.dtype() != DType::kF32;
+  const bool y_views_x = !rounded && wide_y.SharesStorageWith(wide_x);
+  Tensor y = wide_y;
   if (y_views_x && x.dtype() == DType::kBF16) {
     ASSIGN_OR_RETURN(y, x.Reshaped(wide_y.shape()));
-  } else {
+  } else if (!rounded) {
     ASSIGN_OR_RETURN(y, NarrowedToBf16(ctx.device, wide_y, MemoryKind::kActivation));
   }
+  const bool y_is_new = !rounded && !y_views_x;
   bool saves_part_of_y = false;
   for (Tensor& entry : saved.tensors) {
     if (x.dtype() == DType::kBF16 && IsWholeOf(entry, wide_x)) {
       ASSIGN_OR_RETURN(entry, x.Reshaped(entry.shape()));
-    } else if (!y_views_x && IsWholeOf(entry, wide_y)) {
+    } else if (y_is_new && IsWholeOf(entry, wide_y)) {
       ASSIGN_OR_RETURN(entry, y.Reshaped(entry.shape()));
-    } else if (!y_views_x && entry.defined() && entry.SharesStorageWith(wide_y)) {
+    } else if (y_is_new && entry.defined() && entry.SharesStorageWith(wide_y)) {
       saves_part_of_y = true;
     }
   }

@@ -319,6 +319,52 @@ TEST_P(MatmulOpsTest, Bf16OperandsEnterAsTheyAre) {
   }
 }
 
+// At kBF16 with beta == 0, C may view a bf16 tensor (mixed precision's storage): it gets the f32
+// result rounded to nearest even, the bits an f32 C and a Cast give, for every shape family (the
+// CPU's oneDNN writing bf16 itself, and its f32 path where alpha scales a bias); elements outside
+// the view keep their values. k == 0 gives the bias, or zeros, rounded.
+TEST_P(MatmulOpsTest, Bf16CHoldsTheF32ResultRounded) {
+  const std::vector<float> bias_values = TestValues(9, 7);
+  const Tensor bias = Upload(bias_values, Shape{7});
+  const auto check = [&](int64_t a_size, const HostView& av, int64_t b_size, const HostView& bv,
+                         int64_t c_size, const HostView& cv, const GemmOptions& options,
+                         const std::string& what) {
+    const Tensor a = Upload(TestValues(1, a_size), Shape{a_size});
+    const Tensor b = Upload(TestValues(2, b_size), Shape{b_size});
+    const std::vector<float> start = TestValues(3, c_size);
+    const Tensor c32 = Upload(start, Shape{c_size});
+    ASSERT_TRUE(
+        ops().matmul.Gemm(OnDevice(a, av), OnDevice(b, bv), OnDevice(c32, cv), options).ok())
+        << what;
+    Tensor c16 = Uninitialized(Shape{c_size}, DType::kBF16);
+    ASSERT_TRUE(ops().tensor.Cast(Upload(start, Shape{c_size}), c16).ok());
+    const absl::Status status =
+        ops().matmul.Gemm(OnDevice(a, av), OnDevice(b, bv), OnDevice(c16, cv), options);
+    ASSERT_TRUE(status.ok()) << what << ": " << status;
+    Tensor wide = Uninitialized(Shape{c_size});
+    ASSERT_TRUE(ops().tensor.Cast(c16, wide).ok());
+    std::vector<float> expected = Download(c32);
+    for (float& v : expected) v = RoundToBf16(v);
+    EXPECT_EQ(Download(wide), expected) << what;
+  };
+  for (GemmCase c : Bf16Cases(&bias_values)) {
+    const GemmOptions options{.transpose_a = c.o.ta,
+                              .transpose_b = c.o.tb,
+                              .alpha = static_cast<float>(c.o.alpha),
+                              .beta = 0.0f,
+                              .batch = c.o.batch,
+                              .bias = c.o.bias != nullptr ? &bias : nullptr,
+                              .precision = ProductPrecision::kBF16};
+    check(c.a_size, c.av, c.b_size, c.bv, c.c_size, c.cv, options, "bf16 C, " + c.what);
+  }
+  const Tensor bias4 = Upload(TestValues(9, 4), Shape{4});
+  for (const Tensor* with_bias : {static_cast<const Tensor*>(nullptr), &bias4}) {
+    check(1, {.rows = 2, .cols = 0, .ld = 1}, 1, {.rows = 0, .cols = 4, .ld = 4}, 8, Dense(2, 4),
+          {.bias = with_bias, .precision = ProductPrecision::kBF16},
+          with_bias != nullptr ? "bf16 C, k 0, bias" : "bf16 C, k 0");
+  }
+}
+
 TEST_P(MatmulOpsTest, BetaZeroDoesNotReadC) {
   for (int64_t m : {4, 67}) {
     for (bool tb : {false, true}) {
@@ -378,7 +424,12 @@ TEST_P(MatmulOpsTest, RejectsBadViewsBeforeTouchingMemory) {
       {"undefined tensor", {Tensor(), 0, 3, 4, 4, 0}, b43, c33, {}},
       {"bf16 A at f32 precision", {half, 0, 3, 4, 4, 0}, b43, c33, {}},
       {"bf16 B at f32 precision", a34, {half, 0, 4, 3, 3, 0}, c33, {}},
-      {"bf16 C", a34, b43, {half, 0, 3, 3, 3, 0}, {.precision = ProductPrecision::kBF16}},
+      {"bf16 C at f32 precision", a34, b43, {half, 0, 3, 3, 3, 0}, {}},
+      {"bf16 C accumulated into",
+       a34,
+       b43,
+       {half, 0, 3, 3, 3, 0},
+       {.beta = 1.0f, .precision = ProductPrecision::kBF16}},
       {"bf16 A past its end",
        {half, 1, 3, 4, 4, 0},
        b43,

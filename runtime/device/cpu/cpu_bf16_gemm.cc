@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "runtime/core/bf16.h"
+#include "runtime/core/status_macros.h"
 #include "runtime/device/cpu/dnnl_matmul.h"
 
 namespace gpipe {
@@ -63,14 +64,17 @@ const CpuBf16Gemm::Cached& CpuBf16Gemm::Lookup(const MatrixView& a, const Matrix
                                     batch > 1 ? c.batch_stride : 0,
                                     std::bit_cast<int32_t>(options.alpha),
                                     std::bit_cast<int32_t>(options.beta),
-                                    options.bias != nullptr};
+                                    options.bias != nullptr,
+                                    c.tensor.dtype() == DType::kBF16};
   auto [it, inserted] = cache_.try_emplace(key);
   Cached& cached = it->second;
   if (!inserted) return cached;
   try {
     cached.a = PackedDesc(batch, a.rows, a.cols, options.transpose_a);
     cached.b = PackedDesc(batch, b.rows, b.cols, options.transpose_b);
-    cached.c = MatrixDesc(memory::data_type::f32, batch, m, n, c.ld, 1, c.batch_stride);
+    cached.c = MatrixDesc(
+        c.tensor.dtype() == DType::kBF16 ? memory::data_type::bf16 : memory::data_type::f32, batch,
+        m, n, c.ld, 1, c.batch_stride);
   } catch (const dnnl::error&) {
     return cached;
   }
@@ -87,39 +91,80 @@ const CpuBf16Gemm::Cached& CpuBf16Gemm::Lookup(const MatrixView& a, const Matrix
 
 absl::Status CpuBf16Gemm::Run(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                               const GemmOptions& options, int64_t m, int64_t n, int64_t k) const {
-  const std::vector<uint16_t> a_packed = Pack(a, options.batch);
-  const std::vector<uint16_t> b_packed = Pack(b, options.batch);
-  float* c_base = static_cast<float*>(Tensor(c.tensor).raw_data()) + c.offset;
+  const bool bf16_c = c.tensor.dtype() == DType::kBF16;
   // With alpha != 1 and a bias, oneDNN's output scale may also scale the bias: the f32 path
   // below applies them in the contract's order.
   const bool primitive_expresses = options.bias == nullptr || options.alpha == 1.0f;
-  const Cached& cached = Lookup(a, b, c, options, m, n, k);
-  if (primitive_expresses && cached.native) {
-    try {
-      dnnl::engine& engine = dnnl_.engine();
-      memory a_mem(cached.a, engine, const_cast<uint16_t*>(a_packed.data()));
-      memory b_mem(cached.b, engine, const_cast<uint16_t*>(b_packed.data()));
-      memory c_mem(cached.c, engine, c_base);
-      std::unordered_map<int, memory> args = {
-          {DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
-      if (options.bias != nullptr) {
-        args.emplace(DNNL_ARG_BIAS,
-                     memory(cached.bias, engine, const_cast<float*>(options.bias->data<float>())));
+  if (k > 0 && primitive_expresses) {
+    const Cached& cached = Lookup(a, b, c, options, m, n, k);
+    if (cached.native) {
+      // oneDNN rounds its f32 result to nearest even into a bf16 C.
+      const std::vector<uint16_t> a_packed = Pack(a, options.batch);
+      const std::vector<uint16_t> b_packed = Pack(b, options.batch);
+      void* c_base =
+          bf16_c
+              ? static_cast<void*>(static_cast<uint16_t*>(Tensor(c.tensor).raw_data()) + c.offset)
+              : static_cast<void*>(static_cast<float*>(Tensor(c.tensor).raw_data()) + c.offset);
+      try {
+        dnnl::engine& engine = dnnl_.engine();
+        memory a_mem(cached.a, engine, const_cast<uint16_t*>(a_packed.data()));
+        memory b_mem(cached.b, engine, const_cast<uint16_t*>(b_packed.data()));
+        memory c_mem(cached.c, engine, c_base);
+        std::unordered_map<int, memory> args = {
+            {DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}};
+        if (options.bias != nullptr) {
+          args.emplace(DNNL_ARG_BIAS, memory(cached.bias, engine,
+                                             const_cast<float*>(options.bias->data<float>())));
+        }
+        cached.primitive.execute(dnnl_.stream(), args);
+        dnnl_.stream().wait();
+        return absl::OkStatus();
+      } catch (const dnnl::error& error) {
+        return DnnlError(error, "CpuMatmulOps::Gemm (bf16)");
       }
-      cached.primitive.execute(dnnl_.stream(), args);
-      dnnl_.stream().wait();
-      return absl::OkStatus();
-    } catch (const dnnl::error& error) {
-      return DnnlError(error, "CpuMatmulOps::Gemm (bf16)");
     }
   }
-  // The same arithmetic in f32 on the rounded values.
-  std::vector<float> a_wide(a_packed.size()), b_wide(b_packed.size());
-  for (size_t i = 0; i < a_packed.size(); ++i) a_wide[i] = FromBf16(a_packed[i]);
-  for (size_t i = 0; i < b_packed.size(); ++i) b_wide[i] = FromBf16(b_packed[i]);
-  return SgemmBatches({a_wide.data(), a.cols, a.rows * a.cols},
-                      {b_wide.data(), b.cols, b.rows * b.cols}, c_base, c.ld, c.batch_stride,
-                      options, m, n, k, "CpuMatmulOps::Gemm (bf16, f32 path)");
+  // The same arithmetic in f32 on the rounded values, into C, or for a bf16 C into a dense f32
+  // result rounded into it afterwards.
+  std::vector<float> dense;
+  float* out = nullptr;
+  int64_t out_ld = c.ld, out_stride = c.batch_stride;
+  if (bf16_c) {
+    dense.assign(static_cast<size_t>(options.batch * m * n), 0.0f);
+    out = dense.data();
+    out_ld = n;
+    out_stride = m * n;
+  } else {
+    out = static_cast<float*>(Tensor(c.tensor).raw_data()) + c.offset;
+  }
+  if (k == 0) {
+    // Only a bf16 C comes here with k == 0 (beta is 0): the result is the bias, or zeros.
+    if (options.bias != nullptr) {
+      const float* bias = options.bias->data<float>();
+      for (int64_t r = 0; r < options.batch * m; ++r) {
+        for (int64_t j = 0; j < n; ++j) out[r * n + j] = bias[j];
+      }
+    }
+  } else {
+    const std::vector<uint16_t> a_packed = Pack(a, options.batch);
+    const std::vector<uint16_t> b_packed = Pack(b, options.batch);
+    std::vector<float> a_wide(a_packed.size()), b_wide(b_packed.size());
+    for (size_t i = 0; i < a_packed.size(); ++i) a_wide[i] = FromBf16(a_packed[i]);
+    for (size_t i = 0; i < b_packed.size(); ++i) b_wide[i] = FromBf16(b_packed[i]);
+    RETURN_IF_ERROR(SgemmBatches({a_wide.data(), a.cols, a.rows * a.cols},
+                                 {b_wide.data(), b.cols, b.rows * b.cols}, out, out_ld, out_stride,
+                                 options, m, n, k, "CpuMatmulOps::Gemm (bf16, f32 path)"));
+  }
+  if (!bf16_c) return absl::OkStatus();
+  auto* base = static_cast<uint16_t*>(Tensor(c.tensor).raw_data()) + c.offset;
+  for (int64_t batch = 0; batch < options.batch; ++batch) {
+    for (int64_t i = 0; i < m; ++i) {
+      const float* __restrict from = dense.data() + (batch * m + i) * n;
+      uint16_t* __restrict to = base + batch * c.batch_stride + i * c.ld;
+      for (int64_t j = 0; j < n; ++j) to[j] = ToBf16(from[j]);
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace gpipe

@@ -71,6 +71,9 @@ absl::Status CpuMatmulOps::DoGemm(const MatrixView& a, const MatrixView& b, cons
   const int64_t n = c.cols;
   const int64_t k = options.transpose_a ? a.rows : a.cols;
   if (options.batch == 0 || m == 0 || n == 0) return absl::OkStatus();
+  if (options.precision == ProductPrecision::kBF16 && c.tensor.dtype() == DType::kBF16) {
+    return bf16_.Run(a, b, c, options, m, n, k);  // k may be 0
+  }
   if (k == 0) {
     ScaleAndAddBias(c, options);
     return absl::OkStatus();

@@ -6,13 +6,16 @@
 // used only when the handle's math mode allows it (runtime.cuda.allow_tf32, set by the device).
 // At ProductPrecision::kBF16, f32 A and B are first packed into dense bf16 copies (workspace),
 // bf16 ones are read in place through their views, and the product runs on bf16 tensor cores with
-// f32 accumulation into the f32 C.
+// f32 accumulation into the f32 C; a bf16 C gets that f32 product (workspace) rounded by one
+// kernel that also adds the bias (cuBLAS writing bf16 itself may choose another kernel than for an
+// f32 C, so other bits: not done until measured on a GPU).
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <cstdint>
 
 #include "runtime/core/status_macros.h"
+#include "runtime/device/cuda/bf16_elements.cuh"
 #include "runtime/device/cuda/cuda_matmul_ops.h"
 #include "runtime/device/cuda/cuda_status.h"
 #include "runtime/device/cuda/device_pointer.h"
@@ -54,6 +57,23 @@ __global__ void AddBiasKernel(float* c, int64_t rows, int64_t cols, int64_t ld,
     for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < cols;
          j += int64_t{gridDim.x} * blockDim.x) {
       row[j] += bias[j];
+    }
+  }
+}
+
+// c[b, i, j] = bf16(wide[b, i, j] + bias[j]) (round to nearest even; the bias when given): a
+// bf16 C from the dense f32 product, in the order an f32 C adds its bias and a Cast rounds it.
+__global__ void AddBiasRoundKernel(const float* wide, int64_t rows, int64_t cols, int64_t batch,
+                                   const float* bias, uint16_t* c, int64_t ld,
+                                   int64_t batch_stride) {
+  for (int64_t r = blockIdx.y; r < batch * rows; r += gridDim.y) {
+    const int64_t b = r / rows;
+    const float* from = wide + r * cols;
+    uint16_t* to = c + b * batch_stride + (r - b * rows) * ld;
+    for (int64_t j = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; j < cols;
+         j += int64_t{gridDim.x} * blockDim.x) {
+      const float value = bias != nullptr ? from[j] + bias[j] : from[j];
+      to[j] = cuda::ToBf16(__float_as_uint(value));
     }
   }
 }
@@ -108,12 +128,32 @@ absl::StatusOr<Tensor> CudaMatmulOps::Pack(const MatrixView& view, int64_t batch
   return packed;
 }
 
+absl::Status CudaMatmulOps::GemmIntoBf16(const MatrixView& a, const MatrixView& b,
+                                         const MatrixView& c, const GemmOptions& options) const {
+  const int64_t m = c.rows;
+  const int64_t n = c.cols;
+  ASSIGN_OR_RETURN(Tensor wide, Tensor::Empty(*context_.workspace, Shape{options.batch * m * n},
+                                              DType::kF32, MemoryKind::kWorkspace));
+  GemmOptions product = options;
+  product.bias = nullptr;  // added with the rounding, after the product as for an f32 C
+  RETURN_IF_ERROR(DoGemm(
+      a, b,
+      MatrixView{.tensor = wide, .offset = 0, .rows = m, .cols = n, .ld = n, .batch_stride = m * n},
+      product));
+  AddBiasRoundKernel<<<RowGrid(options.batch * m, n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
+      DevicePointer<float>(wide), m, n, options.batch,
+      options.bias != nullptr ? DevicePointer<float>(*options.bias) : nullptr,
+      static_cast<uint16_t*>(Tensor(c.tensor).raw_data()) + c.offset, c.ld, c.batch_stride);
+  return cuda::LaunchStatus("gemm bias and bf16 rounding");
+}
+
 absl::Status CudaMatmulOps::DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                                    const GemmOptions& options) const {
   const int64_t m = c.rows;
   const int64_t n = c.cols;
   const int64_t k = options.transpose_a ? a.rows : a.cols;
   if (options.batch == 0 || m == 0 || n == 0) return absl::OkStatus();
+  if (c.tensor.dtype() == DType::kBF16) return GemmIntoBf16(a, b, c, options);
   float* c_ptr = const_cast<float*>(ViewPointer(c));
   const float* bias = options.bias != nullptr ? DevicePointer<float>(*options.bias) : nullptr;
   const int64_t total = options.batch * m * n;

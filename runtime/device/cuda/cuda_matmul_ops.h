@@ -20,6 +20,11 @@ class CudaMatmulOps final : public MatmulOps {
   absl::Status DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                       const GemmOptions& options) const override;
 
+  // A bf16 C: the f32 product (the same cuBLAS call as for an f32 C, so the same bits) into a
+  // dense f32 workspace, then one kernel adds the bias and rounds into C's view.
+  absl::Status GemmIntoBf16(const MatrixView& a, const MatrixView& b, const MatrixView& c,
+                            const GemmOptions& options) const;
+
   // A kBF16 product's operand as cuBLAS reads it: a bf16 view in place, an f32 one packed.
   struct Bf16Operand {
     Tensor packed;               // the workspace copy of an f32 view; undefined for a bf16 one

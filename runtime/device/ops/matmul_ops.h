@@ -42,17 +42,20 @@ struct GemmOptions {
   int64_t batch = 1;
   // Optional f32 [n]: added to every row of the product (c = alpha op(a) op(b) + beta c + bias).
   const Tensor* bias = nullptr;
-  // kBF16: A and B rounded to bf16, f32 accumulation (product_precision.h); C, alpha, beta
-  // and the bias stay f32. At kBF16 A and B may also view bf16 tensors, which enter the product
+  // kBF16: A and B rounded to bf16, f32 accumulation (product_precision.h); alpha, beta and
+  // the bias stay f32. At kBF16 A and B may also view bf16 tensors, which enter the product
   // as they are: nothing to round, and no packed copy where the backend reads the view in place
   // (CUDA). The result has the same bits as the f32 operands those bf16 values widen to.
+  // C is f32, or at kBF16 with beta == 0 a bf16 view (mixed precision's storage): the f32 result
+  // alpha op(A) op(B) + bias is rounded to nearest even into it, the bits an f32 C followed by a
+  // Cast would hold, written without that f32 copy where the backend can.
   ProductPrecision precision = ProductPrecision::kF32;
 };
 
 // The checks MatmulOps::Gemm makes before any backend touches memory: views of defined tensors
-// (C f32; A and B f32, or bf16 at ProductPrecision::kBF16), non-negative sizes, ld >= cols,
-// matching m/n/k, every element of every batch inside its tensor, bias f32 [n]. INVALID_ARGUMENT
-// naming `op` and the views otherwise.
+// (A, B and C f32, or bf16 at ProductPrecision::kBF16, for C only with beta == 0), non-negative
+// sizes, ld >= cols, matching m/n/k, every element of every batch inside its tensor, bias f32 [n].
+// INVALID_ARGUMENT naming `op` and the views otherwise.
 absl::Status ValidateGemm(const char* op, const MatrixView& a, const MatrixView& b,
                           const MatrixView& c, const GemmOptions& options);
 

@@ -24,10 +24,10 @@ absl::Status CheckView(const char* op, const char* which, const MatrixView& view
   const Tensor& t = view.tensor;
   if (!t.defined() || !(t.dtype() == DType::kF32 || (bf16 && t.dtype() == DType::kBF16))) {
     const bool bf16_refused = t.defined() && t.dtype() == DType::kBF16;
-    return absl::InvalidArgumentError(absl::StrCat(
-        op, ": ", which, " must view a defined f32", bf16 ? " or bf16" : "", " tensor, got ",
-        MatrixViewString(view),
-        bf16_refused && which[0] != 'C' ? " (a bf16 operand needs ProductPrecision::kBF16)" : ""));
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", which, " must view a defined f32", bf16 ? " or bf16" : "",
+                     " tensor, got ", MatrixViewString(view),
+                     bf16_refused ? " (a bf16 view needs ProductPrecision::kBF16)" : ""));
   }
   if (view.rows < 0 || view.cols < 0 || view.offset < 0 || view.batch_stride < 0 ||
       view.ld < view.cols) {
@@ -61,8 +61,14 @@ absl::Status ValidateGemm(const char* op, const MatrixView& a, const MatrixView&
   const bool bf16_operands = options.precision == ProductPrecision::kBF16;
   for (auto [which, view] :
        {std::pair<const char*, const MatrixView*>{"A", &a}, {"B", &b}, {"C", &c}}) {
-    const bool bf16 = bf16_operands && which[0] != 'C';
-    if (absl::Status s = CheckView(op, which, *view, options.batch, bf16); !s.ok()) return s;
+    if (absl::Status s = CheckView(op, which, *view, options.batch, bf16_operands); !s.ok()) {
+      return s;
+    }
+  }
+  if (c.tensor.dtype() == DType::kBF16 && options.beta != 0.0f) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": a bf16 C is written, not accumulated into: beta must be 0, got ",
+                     options.beta, " (C ", MatrixViewString(c), ")"));
   }
   const int64_t m = options.transpose_a ? a.cols : a.rows;
   const int64_t k = options.transpose_a ? a.rows : a.cols;

@@ -60,6 +60,13 @@ std::vector<SavedSpec> GatedMlp::SavedPerSample() const {
           {.ref = SavedRef::kNew, .activation_elements_per_sample = hidden}};
 }
 
+DType GatedMlp::InnerDType(const LayerContext& ctx) {
+  return ctx.product_precision == ProductPrecision::kBF16 &&
+                 ctx.saved_activation_dtype == DType::kBF16
+             ? DType::kBF16
+             : DType::kF32;
+}
+
 Shape GatedMlp::HiddenShape(const Shape& x_shape) const {
   std::vector<int64_t> dims = x_shape.dims();
   dims.back() = intermediate_;
@@ -78,10 +85,10 @@ absl::StatusOr<Tensor> GatedMlp::Forward(const LayerContext& ctx, std::span<cons
   const ProductPrecision precision = ctx.product_precision;
   const int64_t rows = x.shape().rows();
   const Shape hidden_shape = HiddenShape(x.shape());
+  const DType inner = InnerDType(ctx);
   ASSIGN_OR_RETURN(Tensor gate,
-                   Tensor::Empty(device, hidden_shape, DType::kF32, MemoryKind::kActivation));
-  ASSIGN_OR_RETURN(Tensor up,
-                   Tensor::Empty(device, hidden_shape, DType::kF32, MemoryKind::kActivation));
+                   Tensor::Empty(device, hidden_shape, inner, MemoryKind::kActivation));
+  ASSIGN_OR_RETURN(Tensor up, Tensor::Empty(device, hidden_shape, inner, MemoryKind::kActivation));
   RETURN_IF_ERROR(DenseForward(device, x, rows, features_, params[kGate], nullptr, intermediate_,
                                gate, precision));
   RETURN_IF_ERROR(
@@ -90,7 +97,7 @@ absl::StatusOr<Tensor> GatedMlp::Forward(const LayerContext& ctx, std::span<cons
                    Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
   {
     ASSIGN_OR_RETURN(Tensor hidden,
-                     Tensor::Empty(device, hidden_shape, DType::kF32, MemoryKind::kWorkspace));
+                     Tensor::Empty(device, hidden_shape, inner, MemoryKind::kWorkspace));
     RETURN_IF_ERROR(device.ops().activation.SwiGluForward(gate, up, hidden));
     RETURN_IF_ERROR(DenseForward(device, hidden, rows, intermediate_, params[kDown], nullptr,
                                  features_, y, precision));
@@ -115,19 +122,19 @@ absl::StatusOr<Tensor> GatedMlp::Backward(const LayerContext& ctx, std::span<con
   const ProductPrecision precision = ctx.product_precision;
   const int64_t rows = x.shape().rows();
   const Shape hidden_shape = HiddenShape(x.shape());
-  ASSIGN_OR_RETURN(const Tensor gate,
-                   WidenedFromBf16(device, saved.tensors[1], MemoryKind::kWorkspace));
-  ASSIGN_OR_RETURN(const Tensor up,
-                   WidenedFromBf16(device, saved.tensors[2], MemoryKind::kWorkspace));
+  // gate and up as kept (the ops read bf16 as it is); the intermediates in the same dtype.
+  const Tensor& gate = saved.tensors[1];
+  const Tensor& up = saved.tensors[2];
+  const DType inner = InnerDType(ctx);
 
   ASSIGN_OR_RETURN(Tensor gate_grad,
-                   Tensor::Empty(device, hidden_shape, DType::kF32, MemoryKind::kWorkspace));
+                   Tensor::Empty(device, hidden_shape, inner, MemoryKind::kWorkspace));
   ASSIGN_OR_RETURN(Tensor up_grad,
-                   Tensor::Empty(device, hidden_shape, DType::kF32, MemoryKind::kWorkspace));
+                   Tensor::Empty(device, hidden_shape, inner, MemoryKind::kWorkspace));
   {
     // down_proj, on the product recomputed from gate and up.
     ASSIGN_OR_RETURN(Tensor hidden,
-                     Tensor::Empty(device, hidden_shape, DType::kF32, MemoryKind::kWorkspace));
+                     Tensor::Empty(device, hidden_shape, inner, MemoryKind::kWorkspace));
     RETURN_IF_ERROR(device.ops().activation.SwiGluForward(gate, up, hidden));
     RETURN_IF_ERROR(DenseParamGrads(device, hidden, dy, rows, intermediate_, features_,
                                     grads[kDown], nullptr, precision));

@@ -4,7 +4,11 @@
 // intermediate size), no biases, N(0, 0.02^2) (transformers' initializer_range).
 // Forward saves x (shared), gate_proj(x) and up_proj(x) (as LayerContext::
 // saved_activation_dtype); Backward recomputes the product silu(gate) * up for down_proj's
-// weight gradient instead of keeping it.
+// weight gradient instead of keeping it. Under bf16 storage (training.precision BF16) gate, up,
+// the product and the gradients between the products are bf16, as PyTorch autocast keeps them:
+// the products write them rounded, and the gating reads gate and up rounded (forward and
+// backward alike) and its output gradient rounded; where they only enter products nothing else
+// changes (rounded there anyway).
 #ifndef GPIPE_LAYERS_GATED_MLP_H_
 #define GPIPE_LAYERS_GATED_MLP_H_
 
@@ -39,6 +43,9 @@ class GatedMlp final : public Layer {
   enum Param { kGate = 0, kUp = 1, kDown = 2 };
   // [batch, input rows..., I]: x's shape with the last dimension I.
   Shape HiddenShape(const Shape& x_shape) const;
+  // What gate, up, their product and the gradients between the products are kept as: bf16
+  // under bf16 storage, else f32.
+  static DType InnerDType(const LayerContext& ctx);
 
   int64_t features_;      // D
   int64_t intermediate_;  // I

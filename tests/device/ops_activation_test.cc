@@ -199,6 +199,67 @@ TEST_P(ActivationOpsTest, Bf16OperandsGiveTheF32CallsBitsRounded) {
   }
 }
 
+// SwiGLU's operands may be bf16 too: the bits of the f32 call on the widened inputs, each bf16
+// output rounded from it, for every mix of dtypes.
+TEST_P(ActivationOpsTest, SwiGluBf16OperandsGiveTheF32CallsBitsRounded) {
+  constexpr int64_t kCount = 700;
+  const Shape shape{kCount};
+  // A tensor of `dtype` holding `values` rounded to bf16.
+  const auto make = [&](const std::vector<float>& values, DType dtype) {
+    Tensor narrow = Uninitialized(shape, DType::kBF16);
+    EXPECT_TRUE(ops().tensor.Cast(Upload(values, shape), narrow).ok());
+    if (dtype == DType::kBF16) return narrow;
+    Tensor wide = Uninitialized(shape);
+    EXPECT_TRUE(ops().tensor.Cast(narrow, wide).ok());
+    return wide;
+  };
+  // The f32 values of `t`, rounded to bf16 first when `round`.
+  const auto values = [&](const Tensor& t, bool round) {
+    Tensor narrow = t;
+    if (t.dtype() == DType::kF32 && round) {
+      narrow = Uninitialized(shape, DType::kBF16);
+      EXPECT_TRUE(ops().tensor.Cast(t, narrow).ok());
+    }
+    if (narrow.dtype() == DType::kF32) return Download(narrow);
+    Tensor wide = Uninitialized(shape);
+    EXPECT_TRUE(ops().tensor.Cast(narrow, wide).ok());
+    return Download(wide);
+  };
+  const std::vector<float> gate = TestValues(31, kCount, -6.0f, 6.0f);
+  const std::vector<float> up = TestValues(32, kCount, -2.0f, 2.0f);
+  const std::vector<float> dy = TestValues(33, kCount);
+  Tensor y_ref = Uninitialized(shape);
+  ASSERT_TRUE(
+      ops().activation.SwiGluForward(make(gate, DType::kF32), make(up, DType::kF32), y_ref).ok());
+  Tensor dgate_ref = Uninitialized(shape);
+  Tensor dup_ref = Uninitialized(shape);
+  ASSERT_TRUE(ops()
+                  .activation
+                  .SwiGluBackward(make(gate, DType::kF32), make(up, DType::kF32),
+                                  make(dy, DType::kF32), dgate_ref, dup_ref)
+                  .ok());
+  const DType kDTypes[] = {DType::kF32, DType::kBF16};
+  for (DType in : kDTypes) {
+    for (DType out : kDTypes) {
+      const std::string what = absl::StrCat("inputs ", DTypeName(in), ", outputs ", DTypeName(out));
+      Tensor y = Uninitialized(shape, out);
+      ASSERT_TRUE(ops().activation.SwiGluForward(make(gate, in), make(up, DType::kF32), y).ok())
+          << what;
+      EXPECT_EQ(values(y, false), values(y_ref, out == DType::kBF16)) << "forward " << what;
+      Tensor dgate = Uninitialized(shape, out);
+      Tensor dup = Uninitialized(shape, DType::kF32);
+      ASSERT_TRUE(
+          ops()
+              .activation
+              .SwiGluBackward(make(gate, DType::kF32), make(up, in), make(dy, in), dgate, dup)
+              .ok())
+          << what;
+      EXPECT_EQ(values(dgate, false), values(dgate_ref, out == DType::kBF16)) << "dgate " << what;
+      EXPECT_EQ(values(dup, false), values(dup_ref, false)) << "dup " << what;
+    }
+  }
+}
+
 TEST_P(ActivationOpsTest, NoElementsIsFine) {
   for (Activation activation : {Activation::kRelu, Activation::kTanh, Activation::kGelu}) {
     Tensor y = Uninitialized(Shape{0, 7});

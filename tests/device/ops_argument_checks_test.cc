@@ -290,7 +290,7 @@ TEST(OpsArgumentChecksTest, SwiGluRefusesMismatchedOrAliasedTensorsOnEveryBacken
         Tensor y = On(d, Shape{2, 3});
         return d.ops().activation.SwiGluForward(On(d, Shape{2, 3}), On(d, Shape{5}), y);
       },
-      "ActivationOps::SwiGluForward: up must be f32 with 6 elements, got f32[5]");
+      "ActivationOps::SwiGluForward: up must be f32 or bf16 with 6 elements, got f32[5]");
   ExpectSameRefusal(
       [](Device& d) {
         Tensor gate = On(d, Shape{2, 3});
@@ -304,7 +304,7 @@ TEST(OpsArgumentChecksTest, SwiGluRefusesMismatchedOrAliasedTensorsOnEveryBacken
         return d.ops().activation.SwiGluBackward(On(d, Shape{6}), On(d, Shape{6}), On(d, Shape{6}),
                                                  dgate, dup);
       },
-      "ActivationOps::SwiGluBackward: dup must be f32 with 6 elements, got f64[6]");
+      "ActivationOps::SwiGluBackward: dup must be f32 or bf16 with 6 elements, got f64[6]");
   ExpectSameRefusal(
       [](Device& d) {
         Tensor dgate = On(d, Shape{6});

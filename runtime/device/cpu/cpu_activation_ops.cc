@@ -89,7 +89,7 @@ void RunUnary(Kernel kernel, const Tensor& x, Tensor& y) {
   }
 }
 
-// kernel(saved, dy, dx, n) over f32 or bf16 operands.
+// kernel(a, b, out, n) over f32 or bf16 operands (saved, dy -> dx; gate, up -> y).
 template <typename Kernel>
 void RunBinary(Kernel kernel, const Tensor& saved, const Tensor& dy, Tensor& dx) {
   const int64_t n = dy.num_elements();
@@ -111,31 +111,48 @@ void RunBinary(Kernel kernel, const Tensor& saved, const Tensor& dy, Tensor& dx)
 // exp does.
 inline float Sigmoid(float g) { return 1.0f / (1.0f + std::exp(-g)); }
 
+void SwiGluForwardLoop(const float* __restrict g, const float* __restrict u, float* __restrict out,
+                       int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+}
+
+void SwiGluBackwardLoop(const float* __restrict g, const float* __restrict u,
+                        const float* __restrict grad, float* __restrict dg, float* __restrict du,
+                        int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float s = Sigmoid(g[i]);
+    dg[i] = grad[i] * u[i] * (s * (1.0f + g[i] * (1.0f - s)));
+    du[i] = grad[i] * (g[i] / (1.0f + std::exp(-g[i])));
+  }
+}
+
 }  // namespace
 
 absl::Status CpuActivationOps::DoSwiGluForward(const Tensor& gate, const Tensor& up,
                                                Tensor& y) const {
-  const float* __restrict g = gate.f32();
-  const float* __restrict u = up.f32();
-  float* __restrict out = y.f32();
-  const int64_t n = gate.num_elements();
-  for (int64_t i = 0; i < n; ++i) out[i] = g[i] / (1.0f + std::exp(-g[i])) * u[i];
+  RunBinary(SwiGluForwardLoop, gate, up, y);
   return absl::OkStatus();
 }
 
 absl::Status CpuActivationOps::DoSwiGluBackward(const Tensor& gate, const Tensor& up,
                                                 const Tensor& dy, Tensor& dgate,
                                                 Tensor& dup) const {
-  const float* __restrict g = gate.f32();
-  const float* __restrict u = up.f32();
-  const float* __restrict grad = dy.f32();
-  float* __restrict dg = dgate.f32();
-  float* __restrict du = dup.f32();
   const int64_t n = gate.num_elements();
-  for (int64_t i = 0; i < n; ++i) {
-    const float s = Sigmoid(g[i]);
-    dg[i] = grad[i] * u[i] * (s * (1.0f + g[i] * (1.0f - s)));
-    du[i] = grad[i] * (g[i] / (1.0f + std::exp(-g[i])));
+  const bool all_f32 = gate.dtype() == DType::kF32 && up.dtype() == DType::kF32 &&
+                       dy.dtype() == DType::kF32 && dgate.dtype() == DType::kF32 &&
+                       dup.dtype() == DType::kF32;
+  if (all_f32) {
+    SwiGluBackwardLoop(gate.f32(), up.f32(), dy.f32(), dgate.f32(), dup.f32(), n);
+    return absl::OkStatus();
+  }
+  float g[kBlock], u[kBlock], grad[kBlock], dg[kBlock], du[kBlock];
+  for (int64_t begin = 0; begin < n; begin += kBlock) {
+    const int64_t count = std::min(kBlock, n - begin);
+    SwiGluBackwardLoop(F32Elements(gate, begin, count, g), F32Elements(up, begin, count, u),
+                       F32Elements(dy, begin, count, grad), OutputElements(dgate, begin, dg),
+                       OutputElements(dup, begin, du), count);
+    StoreElements(dg, dgate, begin, count);
+    StoreElements(du, dup, begin, count);
   }
   return absl::OkStatus();
 }

@@ -2,7 +2,6 @@
 
 #include "runtime/device/cuda/bf16_elements.cuh"
 #include "runtime/device/cuda/cuda_activation_ops.h"
-#include "runtime/device/cuda/device_pointer.h"
 #include "runtime/device/cuda/kernel_launch.h"
 
 namespace gpipe {
@@ -59,24 +58,27 @@ __global__ void BackwardKernel(Activation activation, cuda::F32OrBf16In saved, c
 }
 
 // SwiGLU in the CPU backend's float expressions (cpu_activation_ops.cc): silu(g) = g / (1 +
-// exp(-g)), torch's formula; expf may differ from glibc's in the last bit.
-__global__ void SwiGluForwardKernel(const float* gate, const float* up, float* y, int64_t n) {
+// exp(-g)), torch's formula; expf may differ from glibc's in the last bit. f32 or bf16 operands,
+// as above.
+__global__ void SwiGluForwardKernel(cuda::F32OrBf16In gate, cuda::F32OrBf16In up,
+                                    cuda::F32OrBf16Out y, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const float g = gate[i];
-    y[i] = g / (1.0f + expf(-g)) * up[i];
+    y.Store(i, g / (1.0f + expf(-g)) * up[i]);
   }
 }
 
-__global__ void SwiGluBackwardKernel(const float* gate, const float* up, const float* dy,
-                                     float* dgate, float* dup, int64_t n) {
+__global__ void SwiGluBackwardKernel(cuda::F32OrBf16In gate, cuda::F32OrBf16In up,
+                                     cuda::F32OrBf16In dy, cuda::F32OrBf16Out dgate,
+                                     cuda::F32OrBf16Out dup, int64_t n) {
   for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < n;
        i += int64_t{gridDim.x} * blockDim.x) {
     const float g = gate[i];
     const float grad = dy[i];
     const float s = 1.0f / (1.0f + expf(-g));
-    dgate[i] = grad * up[i] * (s * (1.0f + g * (1.0f - s)));
-    dup[i] = grad * (g / (1.0f + expf(-g)));
+    dgate.Store(i, grad * up[i] * (s * (1.0f + g * (1.0f - s))));
+    dup.Store(i, grad * (g / (1.0f + expf(-g))));
   }
 }
 
@@ -104,7 +106,7 @@ absl::Status CudaActivationOps::DoSwiGluForward(const Tensor& gate, const Tensor
   const int64_t n = gate.num_elements();
   if (n == 0) return absl::OkStatus();
   SwiGluForwardKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
-      DevicePointer<float>(gate), DevicePointer<float>(up), DevicePointer<float>(y), n);
+      cuda::F32OrBf16In(gate), cuda::F32OrBf16In(up), cuda::F32OrBf16Out(y), n);
   return cuda::LaunchStatus("SwiGLU forward");
 }
 
@@ -114,8 +116,8 @@ absl::Status CudaActivationOps::DoSwiGluBackward(const Tensor& gate, const Tenso
   const int64_t n = gate.num_elements();
   if (n == 0) return absl::OkStatus();
   SwiGluBackwardKernel<<<cuda::BlocksFor(n), cuda::kThreadsPerBlock, 0, context_.stream>>>(
-      DevicePointer<float>(gate), DevicePointer<float>(up), DevicePointer<float>(dy),
-      DevicePointer<float>(dgate), DevicePointer<float>(dup), n);
+      cuda::F32OrBf16In(gate), cuda::F32OrBf16In(up), cuda::F32OrBf16In(dy),
+      cuda::F32OrBf16Out(dgate), cuda::F32OrBf16Out(dup), n);
   return cuda::LaunchStatus("SwiGLU backward");
 }
 

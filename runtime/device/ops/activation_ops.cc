@@ -13,13 +13,15 @@ using op_checks::KnownActivation;
 
 namespace {
 
-// `tensor` (`name`) is a defined f32 tensor with `elements` elements that shares no storage with
-// any of `inputs` (when `output`).
+// `tensor` (`name`) is a defined f32 or bf16 tensor with `elements` elements that shares no
+// storage with any of `inputs` (when `output`).
 absl::Status SwiGluOperand(const char* op, const char* name, const Tensor& tensor, int64_t elements,
                            std::initializer_list<const Tensor*> inputs = {}) {
-  if (!tensor.defined() || tensor.dtype() != DType::kF32 || tensor.num_elements() != elements) {
-    return absl::InvalidArgumentError(absl::StrCat(op, ": ", name, " must be f32 with ", elements,
-                                                   " elements, got ", tensor.DebugString()));
+  if (!tensor.defined() || !(tensor.dtype() == DType::kF32 || tensor.dtype() == DType::kBF16) ||
+      tensor.num_elements() != elements) {
+    return absl::InvalidArgumentError(absl::StrCat(op, ": ", name, " must be f32 or bf16 with ",
+                                                   elements, " elements, got ",
+                                                   tensor.DebugString()));
   }
   for (const Tensor* input : inputs) {
     if (elements > 0 && tensor.SharesStorageWith(*input)) {

@@ -35,11 +35,12 @@ class ActivationOps {
   absl::Status Backward(Activation activation, const Tensor& saved, const Tensor& dy,
                         Tensor& dx) const;
 
-  // y = silu(gate) * up with silu(g) = g / (1 + exp(-g)), element-wise in f32 (gate, up and y:
-  // f32, the same element count; y may not be gate or up).
+  // y = silu(gate) * up with silu(g) = g / (1 + exp(-g)), element-wise in f32 (gate, up and y
+  // the same element count; y may not be gate or up). Operands f32 or bf16 as in Forward.
   absl::Status SwiGluForward(const Tensor& gate, const Tensor& up, Tensor& y) const;
   // dgate = dy * up * silu'(gate), dup = dy * silu(gate), silu'(g) = s (1 + g (1 - s)) with
-  // s = sigmoid(g); both overwritten (neither may share storage with an input).
+  // s = sigmoid(g); both overwritten (neither may share storage with an input). Operands f32 or
+  // bf16 as in Forward.
   absl::Status SwiGluBackward(const Tensor& gate, const Tensor& up, const Tensor& dy, Tensor& dgate,
                               Tensor& dup) const;
 

@@ -26,6 +26,9 @@ class GatedMlp final : public Layer {
                                                        int64_t intermediate_size);
 
   std::string_view type() const override { return "gated_mlp"; }
+  // Its backward reads the saved x only as a product operand and gate and up through ops that
+  // take bf16.
+  bool TakesBf16Saved() const override { return true; }
   std::vector<ParamSpec> parameter_specs() const override;
   // The three products and the gating.
   double ForwardFlopsPerSample() const override;

@@ -83,7 +83,9 @@ LayerSequence::LayerSequence(std::vector<std::unique_ptr<Layer>> children)
     const Layer& child = *children_[j];
     takes_bf16_grad[j] =
         child.TakesBf16OutputGrads() && (!child.KeepsBf16() || (j > 0 && takes_bf16_grad[j - 1]));
-    bf16_grad_ok_[j] = child.KeepsBf16() && takes_bf16_grad[j];
+    // Only where its forward passed bf16 on too (so it never rounds a gradient for a layer that
+    // reads its output in f32).
+    bf16_grad_ok_[j] = child.KeepsBf16() && takes_bf16_grad[j] && bf16_input_ok_[j];
   }
   for (int i = 0; i <= last; ++i) {
     const Layer& layer = *children_[i];

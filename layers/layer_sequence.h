@@ -21,14 +21,14 @@
 // hands on its rounded output. A child that takes bf16 saved tensors (Layer::TakesBf16Saved:
 // those, and composites, which widen per inner layer) gets its saved tensors as they are in the
 // backward, with no f32 copy: the same bits. In the backward, an output gradient made inside the
-// sequence is rounded to bf16 for an element-wise activation whose bf16 input gradient the child
-// before it takes as it is (Layer::TakesBf16OutputGrads: a linear, whose products round it
-// anyway but whose bias gradient then sums the rounded values). So under bf16 storage a block's
-// wide MLP intermediates, forward and backward, live as bf16 (PyTorch autocast's arithmetic
-// there). The sequence's own input, output, output gradient and input gradient stay f32.
-// A child's random streams (dropout) are keyed by the composite's layer index and a seed mixed
-// with the child's position, so two children never share a mask.
-// Immutable after Create; all methods const (thread-compatible).
+// sequence is rounded to bf16 for such an activation (one that got bf16 in the forward) whose
+// bf16 input gradient the child before it takes as it is (Layer::TakesBf16OutputGrads: a linear,
+// whose products round it anyway but whose bias gradient then sums the rounded values). So under
+// bf16 storage a block's wide MLP intermediates, forward and backward, live as bf16 (PyTorch
+// autocast's arithmetic there). The sequence's own input, output, output gradient and input
+// gradient stay f32. A child's random streams (dropout) are keyed by the composite's layer index
+// and a seed mixed with the child's position, so two children never share a mask. Immutable after
+// Create; all methods const (thread-compatible).
 #ifndef GPIPE_LAYERS_LAYER_SEQUENCE_H_
 #define GPIPE_LAYERS_LAYER_SEQUENCE_H_
 
@@ -102,9 +102,9 @@ class LayerSequence {
   // bf16_input_ok_[i]: child i takes a bf16 input, and if it passes bf16 on (Layer::KeepsBf16),
   // so does the child after it, and so on; never a bf16 output for the sequence.
   std::vector<bool> bf16_input_ok_;
-  // bf16_grad_ok_[j]: child j passes bf16 on (Layer::KeepsBf16) and the child before it takes a
-  // bf16 output gradient (and passes it on only to one that does, and so on); never a bf16 input
-  // gradient for the sequence.
+  // bf16_grad_ok_[j]: child j passes bf16 on (Layer::KeepsBf16), does so in the forward
+  // (bf16_input_ok_[j]), and the child before it takes a bf16 output gradient (and passes it on
+  // only to one that does, and so on); never a bf16 input gradient for the sequence.
   std::vector<bool> bf16_grad_ok_;
 };
 

@@ -28,6 +28,8 @@ class LlamaBlock final : public Layer {
                                                        const Shape& input_shape);
 
   std::string_view type() const override { return "llama_block"; }
+  // Its inner sequence widens saved tensors per inner layer (LayerSequence).
+  bool TakesBf16Saved() const override { return true; }
   std::vector<ParamSpec> parameter_specs() const override { return body_.parameter_specs(); }
   double ForwardFlopsPerSample() const override { return body_.ForwardFlopsPerSample(); }
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,

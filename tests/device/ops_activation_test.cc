@@ -238,25 +238,33 @@ TEST_P(ActivationOpsTest, SwiGluBf16OperandsGiveTheF32CallsBitsRounded) {
                   .SwiGluBackward(make(gate, DType::kF32), make(up, DType::kF32),
                                   make(dy, DType::kF32), dgate_ref, dup_ref)
                   .ok());
-  const DType kDTypes[] = {DType::kF32, DType::kBF16};
-  for (DType in : kDTypes) {
-    for (DType out : kDTypes) {
-      const std::string what = absl::StrCat("inputs ", DTypeName(in), ", outputs ", DTypeName(out));
-      Tensor y = Uninitialized(shape, out);
-      ASSERT_TRUE(ops().activation.SwiGluForward(make(gate, in), make(up, DType::kF32), y).ok())
-          << what;
-      EXPECT_EQ(values(y, false), values(y_ref, out == DType::kBF16)) << "forward " << what;
-      Tensor dgate = Uninitialized(shape, out);
-      Tensor dup = Uninitialized(shape, DType::kF32);
-      ASSERT_TRUE(
-          ops()
-              .activation
-              .SwiGluBackward(make(gate, DType::kF32), make(up, in), make(dy, in), dgate, dup)
-              .ok())
-          << what;
-      EXPECT_EQ(values(dgate, false), values(dgate_ref, out == DType::kBF16)) << "dgate " << what;
-      EXPECT_EQ(values(dup, false), values(dup_ref, false)) << "dup " << what;
-    }
+  // Every operand's dtype chosen by one bit of `mix`.
+  const auto dtype = [](int mix, int bit) { return (mix >> bit) & 1 ? DType::kBF16 : DType::kF32; };
+  for (int mix = 0; mix < 8; ++mix) {
+    const std::string what =
+        absl::StrCat("forward gate ", DTypeName(dtype(mix, 0)), ", up ", DTypeName(dtype(mix, 1)),
+                     " -> ", DTypeName(dtype(mix, 2)));
+    Tensor y = Uninitialized(shape, dtype(mix, 2));
+    ASSERT_TRUE(
+        ops().activation.SwiGluForward(make(gate, dtype(mix, 0)), make(up, dtype(mix, 1)), y).ok())
+        << what;
+    EXPECT_EQ(values(y, false), values(y_ref, dtype(mix, 2) == DType::kBF16)) << what;
+  }
+  for (int mix = 0; mix < 32; ++mix) {
+    const std::string what =
+        absl::StrCat("backward gate ", DTypeName(dtype(mix, 0)), ", up ", DTypeName(dtype(mix, 1)),
+                     ", dy ", DTypeName(dtype(mix, 2)), " -> dgate ", DTypeName(dtype(mix, 3)),
+                     ", dup ", DTypeName(dtype(mix, 4)));
+    Tensor dgate = Uninitialized(shape, dtype(mix, 3));
+    Tensor dup = Uninitialized(shape, dtype(mix, 4));
+    ASSERT_TRUE(ops()
+                    .activation
+                    .SwiGluBackward(make(gate, dtype(mix, 0)), make(up, dtype(mix, 1)),
+                                    make(dy, dtype(mix, 2)), dgate, dup)
+                    .ok())
+        << what;
+    EXPECT_EQ(values(dgate, false), values(dgate_ref, dtype(mix, 3) == DType::kBF16)) << what;
+    EXPECT_EQ(values(dup, false), values(dup_ref, dtype(mix, 4) == DType::kBF16)) << what;
   }
 }
 

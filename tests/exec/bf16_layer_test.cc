@@ -114,10 +114,53 @@ INSTANTIATE_TEST_SUITE_P(
     Layers, Bf16LayerTest,
     ::testing::Values(Case{"name: 'fc' linear { out_features: 5 }", Shape{4}},  // saves its input
                       Case{"name: 't' tanh {}", Shape{6}},                      // saves its output
+                      Case{"name: 'g' gelu {}", Shape{6}},  // takes and gives bf16 itself
+                      Case{"name: 'r' relu {}", Shape{6}},
                       Case{"name: 'ln' layer_norm {}", Shape{2, 8}},  // and new statistics
                       Case{"name: 'f' flatten {}", Shape{2, 3}},      // a view of its input
                       Case{"name: 'c' conv2d { out_channels: 2 kernel_size: 3 padding: 1 }",
                            Shape{1, 4, 4}}));
+
+// Asked to (LayerContext::bf16_output, bf16_input_grad), attention writes its output and input
+// gradient as bf16: the bits of its f32 ones rounded, and the same parameter gradients.
+TEST(Bf16OutputsTest, AttentionWritesTheRoundedOutputAndInputGradient) {
+  CpuDevice device;
+  const std::unique_ptr<Layer> layer =
+      MakeLayer("name: 'a' causal_self_attention { num_heads: 2 }", Shape{5, 8});
+  const std::vector<Tensor> params = UniformParams(*layer, device, 3);
+  const Tensor x = RoundedTensor(device, Shape{kBatch, 5, 8}, 4);
+  const Tensor dy = RoundedTensor(device, Shape{kBatch, 5, 8}, 5);
+  struct Run {
+    Tensor y, dx;
+    std::vector<Tensor> grads;
+  };
+  const auto run = [&](bool bf16) {
+    LayerContext ctx{.device = device, .product_precision = ProductPrecision::kBF16};
+    ctx.bf16_output = bf16;
+    ctx.bf16_input_grad = bf16;
+    Run out;
+    SavedTensors saved;
+    absl::StatusOr<Tensor> y = layer->Forward(ctx, params, x, saved);
+    EXPECT_TRUE(y.ok()) << y.status();
+    out.grads = ZeroGrads(*layer, device);
+    absl::StatusOr<Tensor> dx = layer->Backward(ctx, params, out.grads, saved, dy);
+    EXPECT_TRUE(dx.ok()) << dx.status();
+    out.y = *y;
+    out.dx = *dx;
+    return out;
+  };
+  const Run wide = run(false);
+  const Run narrow = run(true);
+  EXPECT_EQ(wide.y.dtype(), DType::kF32);
+  EXPECT_EQ(narrow.y.dtype(), DType::kBF16);
+  EXPECT_EQ(narrow.dx.dtype(), DType::kBF16);
+  ExpectSameBits(Values(Cast(device, narrow.y, DType::kF32)), Rounded(Values(wide.y)));
+  ExpectSameBits(Values(Cast(device, narrow.dx, DType::kF32)), Rounded(Values(wide.dx)));
+  for (size_t p = 0; p < wide.grads.size(); ++p) {
+    SCOPED_TRACE(p);
+    ExpectSameBits(Values(narrow.grads[p]), Values(wide.grads[p]));
+  }
+}
 
 TEST(Bf16StorageTest, SavedInputTakesHalfTheBytes) {
   CpuDevice device;

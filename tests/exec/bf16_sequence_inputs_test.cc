@@ -130,6 +130,33 @@ constexpr char kResidualMlp[] = R"pb(
   loss { mse {} }
 )pb";
 
+// The gelu's output goes to a layer norm (which reads f32): no bf16 through the gelu either way.
+constexpr char kNormAfterGelu[] = R"pb(
+  input { shape: [ 6, 8 ] }
+  layers {
+    name: "mlp"
+    residual {
+      layers {
+        name: "up"
+        linear { out_features: 16 }
+      }
+      layers {
+        name: "act"
+        gelu {}
+      }
+      layers {
+        name: "norm"
+        layer_norm {}
+      }
+      layers {
+        name: "down"
+        linear { out_features: 8 }
+      }
+    }
+  }
+  loss { mse {} }
+)pb";
+
 constexpr char kTransformerBlock[] = R"pb(
   input { shape: [ 6, 8 ] }
   layers {
@@ -363,6 +390,18 @@ TEST(Bf16SequenceInputsTest, AnActivationBetweenLinearsPassesBf16AndRoundsWhereI
   EXPECT_EQ(block.seen.output_grads,
             (std::vector<std::string>{"linear f32", "gelu bf16", "linear bf16",
                                       "causal_self_attention f32"}));
+
+  // Where the next layer reads f32, the gelu passes bf16 neither way: the same bits as a gelu
+  // that refuses bf16.
+  const Bf16Run norm = RunBf16(kNormAfterGelu, /*layers_take_bf16=*/true, /*gelu_keeps_bf16=*/true);
+  EXPECT_EQ(norm.seen.forward_inputs,
+            (std::vector<std::string>{"linear f32", "gelu f32", "linear bf16"}));
+  EXPECT_EQ(norm.seen.output_grads,
+            (std::vector<std::string>{"linear f32", "gelu f32", "linear f32"}));
+  const Bf16Run norm_f32 = RunBf16(kNormAfterGelu, true, /*gelu_keeps_bf16=*/false);
+  EXPECT_EQ(norm.y, norm_f32.y);
+  EXPECT_EQ(norm.dx, norm_f32.dx);
+  EXPECT_EQ(norm.grads, norm_f32.grads);
 }
 
 }  // namespace

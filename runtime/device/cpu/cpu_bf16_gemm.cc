@@ -142,7 +142,7 @@ absl::Status CpuBf16Gemm::Run(const MatrixView& a, const MatrixView& b, const Ma
     if (options.bias != nullptr) {
       const float* bias = options.bias->data<float>();
       for (int64_t r = 0; r < options.batch * m; ++r) {
-        for (int64_t j = 0; j < n; ++j) out[r * n + j] = bias[j];
+        for (int64_t j = 0; j < n; ++j) out[r * n + j] = 0.0f + bias[j];  // as an f32 C: -0 -> +0
       }
     }
   } else {

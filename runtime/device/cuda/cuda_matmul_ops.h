@@ -20,8 +20,9 @@ class CudaMatmulOps final : public MatmulOps {
   absl::Status DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                       const GemmOptions& options) const override;
 
-  // A bf16 C: the f32 product (the same cuBLAS call as for an f32 C, so the same bits) into a
-  // dense f32 workspace, then one kernel adds the bias and rounds into C's view.
+  // A bf16 C: the f32 product into a dense f32 workspace (the cuBLAS call an f32 C of the same
+  // dense layout gets, so the same bits; for a strided C cuBLAS may choose another kernel), then
+  // one kernel adds the bias and rounds into C's view.
   absl::Status GemmIntoBf16(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                             const GemmOptions& options) const;
 

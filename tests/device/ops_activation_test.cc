@@ -46,7 +46,32 @@ double SiluDerivative(double g) {
 double Phi(double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); }
 double PhiDensity(double x) { return std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI); }
 
-class ActivationOpsTest : public OpsConformanceTest {};
+class ActivationOpsTest : public OpsConformanceTest {
+ protected:
+  // A tensor of `dtype` holding `values` rounded to bf16 (exact in either dtype).
+  Tensor Bf16Values(const std::vector<float>& values, DType dtype) {
+    const Shape shape{static_cast<int64_t>(values.size())};
+    Tensor narrow = Uninitialized(shape, DType::kBF16);
+    EXPECT_TRUE(ops().tensor.Cast(Upload(values, shape), narrow).ok());
+    if (dtype == DType::kBF16) return narrow;
+    Tensor wide = Uninitialized(shape);
+    EXPECT_TRUE(ops().tensor.Cast(narrow, wide).ok());
+    return wide;
+  }
+  // The values of an f32 or bf16 tensor; `round` rounds f32 ones to bf16 first (a reference's
+  // Cast of its f32 output).
+  std::vector<float> ValuesOf(const Tensor& t, bool round) {
+    Tensor narrow = t;
+    if (t.dtype() == DType::kF32 && round) {
+      narrow = Uninitialized(t.shape(), DType::kBF16);
+      EXPECT_TRUE(ops().tensor.Cast(t, narrow).ok());
+    }
+    if (narrow.dtype() == DType::kF32) return Download(narrow);
+    Tensor wide = Uninitialized(t.shape());
+    EXPECT_TRUE(ops().tensor.Cast(narrow, wide).ok());
+    return Download(wide);
+  }
+};
 
 TEST_P(ActivationOpsTest, ReluForwardAndBackward) {
   const std::vector<float> x = TestValues(1, 200, -3.0f, 3.0f);
@@ -137,62 +162,39 @@ TEST_P(ActivationOpsTest, GeluIsExactAndItsBackwardReadsTheInput) {
 TEST_P(ActivationOpsTest, Bf16OperandsGiveTheF32CallsBitsRounded) {
   constexpr int64_t kCount = 1000;
   const Shape shape{kCount};
-  // A tensor of `dtype` holding the bf16-rounded `values` (exact in either dtype).
-  const auto make = [&](const std::vector<float>& values, DType dtype) {
-    Tensor narrow = Uninitialized(shape, DType::kBF16);
-    EXPECT_TRUE(ops().tensor.Cast(Upload(values, shape), narrow).ok());
-    if (dtype == DType::kBF16) return narrow;
-    Tensor wide = Uninitialized(shape);
-    EXPECT_TRUE(ops().tensor.Cast(narrow, wide).ok());
-    return wide;
-  };
-  // The values of an f32 or bf16 tensor; `round` rounds f32 ones to bf16 first (the reference's
-  // Cast of its f32 output).
-  const auto values = [&](const Tensor& t, bool round) {
-    Tensor wide = t;
-    if (t.dtype() == DType::kBF16 || round) {
-      Tensor narrow = t;
-      if (t.dtype() == DType::kF32) {
-        narrow = Uninitialized(shape, DType::kBF16);
-        EXPECT_TRUE(ops().tensor.Cast(t, narrow).ok());
-      }
-      wide = Uninitialized(shape);
-      EXPECT_TRUE(ops().tensor.Cast(narrow, wide).ok());
-    }
-    return Download(wide);
-  };
   const std::vector<float> x = TestValues(21, kCount, -4.0f, 4.0f);
   const std::vector<float> dy = TestValues(22, kCount);
   const DType kDTypes[] = {DType::kF32, DType::kBF16};
   for (Activation activation : {Activation::kRelu, Activation::kTanh, Activation::kGelu}) {
     const std::string name = op_checks::ActivationName(activation);
     Tensor y_ref = Uninitialized(shape);
-    ASSERT_TRUE(ops().activation.Forward(activation, make(x, DType::kF32), y_ref).ok());
+    ASSERT_TRUE(ops().activation.Forward(activation, Bf16Values(x, DType::kF32), y_ref).ok());
     // Backward reads x or y; the reference reads the bf16-rounded values of either.
     const Tensor saved_ref = ActivationBackwardReadsInput(activation)
-                                 ? make(x, DType::kF32)
-                                 : make(values(y_ref, /*round=*/true), DType::kF32);
-    const std::vector<float> saved_values = values(saved_ref, false);
+                                 ? Bf16Values(x, DType::kF32)
+                                 : Bf16Values(ValuesOf(y_ref, /*round=*/true), DType::kF32);
+    const std::vector<float> saved_values = ValuesOf(saved_ref, false);
     Tensor dx_ref = Uninitialized(shape);
     ASSERT_TRUE(
-        ops().activation.Backward(activation, saved_ref, make(dy, DType::kF32), dx_ref).ok());
+        ops().activation.Backward(activation, saved_ref, Bf16Values(dy, DType::kF32), dx_ref).ok());
     for (DType in : kDTypes) {
       for (DType out : kDTypes) {
         const std::string what =
             absl::StrCat(name, " forward ", DTypeName(in), " -> ", DTypeName(out));
         Tensor y = Uninitialized(shape, out);
-        ASSERT_TRUE(ops().activation.Forward(activation, make(x, in), y).ok()) << what;
-        EXPECT_EQ(values(y, false), values(y_ref, out == DType::kBF16)) << what;
+        ASSERT_TRUE(ops().activation.Forward(activation, Bf16Values(x, in), y).ok()) << what;
+        EXPECT_EQ(ValuesOf(y, false), ValuesOf(y_ref, out == DType::kBF16)) << what;
         for (DType grad : kDTypes) {
           const std::string back = absl::StrCat(name, " backward saved ", DTypeName(in), ", dy ",
                                                 DTypeName(grad), " -> dx ", DTypeName(out));
           Tensor dx = Uninitialized(shape, out);
           ASSERT_TRUE(
               ops()
-                  .activation.Backward(activation, make(saved_values, in), make(dy, grad), dx)
+                  .activation
+                  .Backward(activation, Bf16Values(saved_values, in), Bf16Values(dy, grad), dx)
                   .ok())
               << back;
-          EXPECT_EQ(values(dx, false), values(dx_ref, out == DType::kBF16)) << back;
+          EXPECT_EQ(ValuesOf(dx, false), ValuesOf(dx_ref, out == DType::kBF16)) << back;
         }
       }
     }
@@ -204,39 +206,20 @@ TEST_P(ActivationOpsTest, Bf16OperandsGiveTheF32CallsBitsRounded) {
 TEST_P(ActivationOpsTest, SwiGluBf16OperandsGiveTheF32CallsBitsRounded) {
   constexpr int64_t kCount = 700;
   const Shape shape{kCount};
-  // A tensor of `dtype` holding `values` rounded to bf16.
-  const auto make = [&](const std::vector<float>& values, DType dtype) {
-    Tensor narrow = Uninitialized(shape, DType::kBF16);
-    EXPECT_TRUE(ops().tensor.Cast(Upload(values, shape), narrow).ok());
-    if (dtype == DType::kBF16) return narrow;
-    Tensor wide = Uninitialized(shape);
-    EXPECT_TRUE(ops().tensor.Cast(narrow, wide).ok());
-    return wide;
-  };
-  // The f32 values of `t`, rounded to bf16 first when `round`.
-  const auto values = [&](const Tensor& t, bool round) {
-    Tensor narrow = t;
-    if (t.dtype() == DType::kF32 && round) {
-      narrow = Uninitialized(shape, DType::kBF16);
-      EXPECT_TRUE(ops().tensor.Cast(t, narrow).ok());
-    }
-    if (narrow.dtype() == DType::kF32) return Download(narrow);
-    Tensor wide = Uninitialized(shape);
-    EXPECT_TRUE(ops().tensor.Cast(narrow, wide).ok());
-    return Download(wide);
-  };
   const std::vector<float> gate = TestValues(31, kCount, -6.0f, 6.0f);
   const std::vector<float> up = TestValues(32, kCount, -2.0f, 2.0f);
   const std::vector<float> dy = TestValues(33, kCount);
   Tensor y_ref = Uninitialized(shape);
-  ASSERT_TRUE(
-      ops().activation.SwiGluForward(make(gate, DType::kF32), make(up, DType::kF32), y_ref).ok());
+  ASSERT_TRUE(ops()
+                  .activation
+                  .SwiGluForward(Bf16Values(gate, DType::kF32), Bf16Values(up, DType::kF32), y_ref)
+                  .ok());
   Tensor dgate_ref = Uninitialized(shape);
   Tensor dup_ref = Uninitialized(shape);
   ASSERT_TRUE(ops()
                   .activation
-                  .SwiGluBackward(make(gate, DType::kF32), make(up, DType::kF32),
-                                  make(dy, DType::kF32), dgate_ref, dup_ref)
+                  .SwiGluBackward(Bf16Values(gate, DType::kF32), Bf16Values(up, DType::kF32),
+                                  Bf16Values(dy, DType::kF32), dgate_ref, dup_ref)
                   .ok());
   // Every operand's dtype chosen by one bit of `mix`.
   const auto dtype = [](int mix, int bit) { return (mix >> bit) & 1 ? DType::kBF16 : DType::kF32; };
@@ -246,9 +229,12 @@ TEST_P(ActivationOpsTest, SwiGluBf16OperandsGiveTheF32CallsBitsRounded) {
                      " -> ", DTypeName(dtype(mix, 2)));
     Tensor y = Uninitialized(shape, dtype(mix, 2));
     ASSERT_TRUE(
-        ops().activation.SwiGluForward(make(gate, dtype(mix, 0)), make(up, dtype(mix, 1)), y).ok())
+        ops()
+            .activation
+            .SwiGluForward(Bf16Values(gate, dtype(mix, 0)), Bf16Values(up, dtype(mix, 1)), y)
+            .ok())
         << what;
-    EXPECT_EQ(values(y, false), values(y_ref, dtype(mix, 2) == DType::kBF16)) << what;
+    EXPECT_EQ(ValuesOf(y, false), ValuesOf(y_ref, dtype(mix, 2) == DType::kBF16)) << what;
   }
   for (int mix = 0; mix < 32; ++mix) {
     const std::string what =
@@ -259,12 +245,12 @@ TEST_P(ActivationOpsTest, SwiGluBf16OperandsGiveTheF32CallsBitsRounded) {
     Tensor dup = Uninitialized(shape, dtype(mix, 4));
     ASSERT_TRUE(ops()
                     .activation
-                    .SwiGluBackward(make(gate, dtype(mix, 0)), make(up, dtype(mix, 1)),
-                                    make(dy, dtype(mix, 2)), dgate, dup)
+                    .SwiGluBackward(Bf16Values(gate, dtype(mix, 0)), Bf16Values(up, dtype(mix, 1)),
+                                    Bf16Values(dy, dtype(mix, 2)), dgate, dup)
                     .ok())
         << what;
-    EXPECT_EQ(values(dgate, false), values(dgate_ref, dtype(mix, 3) == DType::kBF16)) << what;
-    EXPECT_EQ(values(dup, false), values(dup_ref, dtype(mix, 4) == DType::kBF16)) << what;
+    EXPECT_EQ(ValuesOf(dgate, false), ValuesOf(dgate_ref, dtype(mix, 3) == DType::kBF16)) << what;
+    EXPECT_EQ(ValuesOf(dup, false), ValuesOf(dup_ref, dtype(mix, 4) == DType::kBF16)) << what;
   }
 }
 

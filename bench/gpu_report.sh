@@ -86,8 +86,9 @@ run_suite() {  # run_suite NAME [gtest args...]
     cp "$work/$name.log" "${out%.md}-$name.log"
   fi
 }
-run_suite device_ops_conformance_test --gtest_filter='*/cuda'
-run_suite device_layers_conformance_test --gtest_filter='*/cuda'
+# "cuda" and "cuda_lt" (the products on cuBLASLt, runtime.cuda.cublaslt_gemm).
+run_suite device_ops_conformance_test --gtest_filter='*/cuda*'
+run_suite device_layers_conformance_test --gtest_filter='*/cuda*'
 run_suite device_cuda_device_test
 run_suite e2e_cuda_equivalence_test
 say ""
@@ -191,6 +192,14 @@ if [ "$torch" = 1 ]; then
       { say "The PyTorch comparison failed (log: \`${out%.md}-torch_gpu.log\`)." "";
         cp "$work/torch_gpu.log" "${out%.md}-torch_gpu.log"; }
     cat "$work/torch_gpu.md" >&3
+    # The block again with its products on cuBLASLt: which GEMM path runtime.cuda.cublaslt_gemm
+    # should default to.
+    python3 bench/torch_gpu_compare.py --gpipe-bin "$bin" --workloads block --no-compile \
+        --cublaslt $([ "$quick" = 1 ] && echo --quick) \
+        > "$work/torch_gpu_lt.md" 2> "$work/torch_gpu_lt.log" ||
+      { say "The cuBLASLt block comparison failed (log: \`${out%.md}-torch_gpu_lt.log\`)." "";
+        cp "$work/torch_gpu_lt.log" "${out%.md}-torch_gpu_lt.log"; }
+    { say "### The block with runtime.cuda.cublaslt_gemm" ""; cat "$work/torch_gpu_lt.md" >&3; }
   else
     say "## gpipe beside PyTorch on one GPU" "" \
         "Skipped: python3 has no CUDA-enabled PyTorch ($(tail -1 <<< "$torch_version"))." ""

@@ -14,7 +14,7 @@
 //
 //   gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]
 //                       [--precision fp32|bf16] [--peak-tflops X] [--only TEXT]
-//                       [--block B,T,D,H] [--repeats N] [--json]
+//                       [--block B,T,D,H] [--repeats N] [--json] [--cublaslt]
 //   gpipe-bench-kernels --profile PLAN [-o profile.json] [--override TEXT]... [--repeats N]
 //                       [--threads N] [--clock cpu|wall]
 //
@@ -263,11 +263,12 @@ void PrintIntro(Device& device, const BenchOptions& options, bool cpu, int threa
 }
 
 absl::Status RunKernelBench(const BenchOptions& options, pb::Device kind, int threads,
-                            ProfileClock clock) {
+                            ProfileClock clock, bool cublaslt) {
   const bool quick = options.quick;
   pb::Runtime runtime;
   runtime.set_device(kind);
   runtime.set_threads(threads);
+  if (cublaslt) runtime.mutable_cuda()->set_cublaslt_gemm(true);
   ASSIGN_OR_RETURN(std::unique_ptr<Device> owned, CreateStandaloneDevice(runtime));
   Device& device = *owned;
   const bool cpu = kind == pb::CPU;
@@ -336,9 +337,10 @@ int Main(int argc, char** argv) {
     return 0;
   }
   const absl::Status status =
-      args->profile_plan ? RunProfile(*args->profile_plan, args->overrides, args->out_path,
-                                      args->profile_repeats, args->threads, args->clock)
-                         : RunKernelBench(args->bench, args->device, args->threads, args->clock);
+      args->profile_plan
+          ? RunProfile(*args->profile_plan, args->overrides, args->out_path, args->profile_repeats,
+                       args->threads, args->clock)
+          : RunKernelBench(args->bench, args->device, args->threads, args->clock, args->cublaslt);
   if (!status.ok()) {
     std::fprintf(stderr, "gpipe-bench-kernels: %s\n", status.ToString().c_str());
     return 1;

@@ -15,7 +15,7 @@ namespace gpipe {
 const char kKernelBenchUsage[] =
     "usage: gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]\n"
     "                           [--precision fp32|bf16] [--peak-tflops X] [--only TEXT]\n"
-    "                           [--block B,T,D,H] [--repeats N] [--json]\n"
+    "                           [--block B,T,D,H] [--repeats N] [--json] [--cublaslt]\n"
     "       gpipe-bench-kernels --profile PLAN [-o FILE] [--override TEXT]... [--repeats N]"
     " [--threads N] [--clock cpu|wall]\n"
     "  --quick        fewer repetitions and GEMM shapes (a smoke run)\n"
@@ -26,6 +26,8 @@ const char kKernelBenchUsage[] =
     "  --block B,T,D,H  only a transformer_block (D wide, H heads, MLP 4 D) on B samples of T\n"
     "                 positions, after one GEMM; on any device\n"
     "  --json         one JSON object per GEMM and layer row instead of markdown\n"
+    "  --cublaslt     with --device cuda: products on cuBLASLt, bias and bf16 rounding in their\n"
+    "                 epilogues (runtime.cuda.cublaslt_gemm)\n"
     "  --threads N    the CPU device's compute threads (default 1)\n"
     "  --device D     cpu (default) or cuda (the first GPU; timed on the wall clock after the\n"
     "                 device has finished each call)\n"
@@ -50,7 +52,8 @@ absl::StatusOr<KernelBenchArgs> ParseKernelBenchArgs(const std::vector<std::stri
                                                   {"peak-tflops"},
                                                   {"only"},
                                                   {"block"},
-                                                  {"json", false}},
+                                                  {"json", false},
+                                                  {"cublaslt", false}},
                                                  args));
   if (!flags.positional().empty()) {
     return absl::InvalidArgumentError(
@@ -89,6 +92,10 @@ absl::StatusOr<KernelBenchArgs> ParseKernelBenchArgs(const std::vector<std::stri
   // A GPU's kernels run on its own clock: only wall time, after each call has finished on the
   // device, measures them.
   if (parsed.device != pb::CPU) parsed.clock = ProfileClock::kWall;
+  parsed.cublaslt = flags.Has("cublaslt");
+  if (parsed.cublaslt && parsed.device != pb::CUDA) {
+    return absl::InvalidArgumentError("--cublaslt needs --device cuda");
+  }
   BenchOptions& options = parsed.bench;
   options.quick = flags.Has("quick");
   options.only = flags.Get("only").value_or("");

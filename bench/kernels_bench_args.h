@@ -50,6 +50,8 @@ struct KernelBenchArgs {
   int profile_repeats = 5;  // --repeats for --profile
   // The process's CPU time unless --clock wall; always wall on a GPU.
   ProfileClock clock = ProfileClock::kProcessCpu;
+  // --cublaslt: the CUDA device's products on cuBLASLt (runtime.cuda.cublaslt_gemm).
+  bool cublaslt = false;
   BenchOptions bench;
 };
 

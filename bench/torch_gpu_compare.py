@@ -4,7 +4,7 @@
   python3 bench/torch_gpu_compare.py [--device cuda|cpu] [--precision fp32|bf16|both]
       [--repeats N] [--warmup N] [--quick] [--gpipe-bin DIR] [--workloads block,char,gpt2]
       [--block B,T,D,H] [--no-compile] [--no-launches] [--peak-bf16 TFLOPS]
-      [--peak-fp32 TFLOPS] [--out FILE]
+      [--peak-fp32 TFLOPS] [--cublaslt] [--out FILE]
 
 Rows, each in fp32 and bf16:
   - the transformer block (default 4 x T 2048 x d 2048, 16 heads; fwd+bwd of one call):
@@ -70,6 +70,9 @@ def parse_args():
     parser.add_argument("--peak-fp32", type=float, default=None,
                         help="fp32 peak without tensor cores in TFLOP/s (default: 67 on an "
                              "H100/H200)")
+    parser.add_argument("--cublaslt", action="store_true",
+                        help="gpipe's products on cuBLASLt, bias and bf16 rounding in their "
+                             "epilogues (runtime.cuda.cublaslt_gemm)")
     parser.add_argument("--out", default=None, help="also write the markdown here")
     args = parser.parse_args()
     args.repeats = args.repeats or (5 if args.quick else 20)
@@ -148,7 +151,7 @@ def run_block(report, ts, device, workdir):
 
         def gpipe_block():
             ms, flops = gpipe_side.block_ms(args.gpipe_bin, args.block, args.device, precision,
-                                            args.repeats, workdir)
+                                            args.repeats, workdir, args.cublaslt)
             if precision == args.precisions[0]:
                 report.notes.append(
                     f"block: gpipe's ForwardFlopsPerSample x 3 gives {flops:.4g} FLOPs per call "
@@ -211,7 +214,7 @@ def run_model(report, ts, device, workdir, model, four_stages):
             check_parameters(report, ts, model)
         report.cell(row, "gpipe", "gpipe-run K=1", lambda: gpipe_side.model_step_ms(
             args.gpipe_bin, REPO, model, 1, 1, args.device, precision, args.repeats,
-            args.warmup, workdir))
+            args.warmup, workdir, args.cublaslt))
         if ts is not None:
             compile_model = not args.no_compile and not args.quick
             for compiled, field in ((False, "eager"), (True, "compiled")):
@@ -246,7 +249,7 @@ def run_model(report, ts, device, workdir, model, four_stages):
             report.rows.append(k4)
             report.cell(k4, "gpipe", "gpipe-run K=4", lambda: gpipe_side.model_step_ms(
                 args.gpipe_bin, REPO, model, 4, 4, args.device, precision, args.repeats,
-                args.warmup, workdir))
+                args.warmup, workdir, args.cublaslt))
 
 
 def fmt_ms(v):
@@ -290,7 +293,9 @@ def print_report(report, facts, out):
         f"(`torch.optim.AdamW` defaults otherwise). gpipe: the block by `gpipe-bench-kernels "
         f"--block --json` (wall time after the device finished each call), steps by `gpipe-run "
         f"--metrics-out` `step_ms` (K=1: one micro-batch of the whole batch; remat NEVER), bf16 = "
-        f"`training.precision: BF16`. MFU counts model FLOPs of the matrix products, attention "
+        f"`training.precision: BF16`"
+        f"{'; products on cuBLASLt (`runtime.cuda.cublaslt_gemm`)' if args.cublaslt else ''}. "
+        f"MFU counts model FLOPs of the matrix products, attention "
         f"over the full T×T, fwd+bwd = 3 × fwd (bench/torch_gpu/workloads.py); the block is "
         f"{workloads.block_step_flops(args.block) / 1e9:,.1f} GFLOP per call. gpipe / eager < 1 "
         f"means gpipe is faster; the K=4 rows' ratio is against PyTorch's K=1 step. Launches: "

@@ -40,12 +40,15 @@ def _run(command, log_path):
                          f"`{' '.join(command)}`\n{tail}")
 
 
-def block_ms(bin_dir, block, device, precision, repeats, workdir):
-    """(fwd+bwd median ms, gpipe's fwd+bwd FLOPs) of one transformer_block call on the batch."""
-    log = os.path.join(workdir, f"block-{precision}.log")
+def block_ms(bin_dir, block, device, precision, repeats, workdir, cublaslt=False):
+    """(fwd+bwd median ms, gpipe's fwd+bwd FLOPs) of one transformer_block call on the batch.
+
+    cublaslt: the products on cuBLASLt (runtime.cuda.cublaslt_gemm)."""
+    log = os.path.join(workdir, f"block-{precision}{'-lt' if cublaslt else ''}.log")
     _run([os.path.join(bin_dir, "gpipe-bench-kernels"), "--device", device, "--clock", "wall",
           "--precision", precision, "--repeats", str(repeats), "--json",
-          "--block", f"{block.batch},{block.positions},{block.width},{block.heads}"], log)
+          "--block", f"{block.batch},{block.positions},{block.width},{block.heads}"] +
+         (["--cublaslt"] if cublaslt else []), log)
     with open(log) as f:
         rows = [json.loads(line) for line in f if line.startswith("{")]
     layers = [r for r in rows if r.get("kind") == "layer" and r.get("layer") == "transformer_block"]
@@ -55,8 +58,10 @@ def block_ms(bin_dir, block, device, precision, repeats, workdir):
     return row["fwd_ms"] + row["bwd_ms"], row["fwd_bwd_flops"]
 
 
-def _overrides(model, stages, micro_batches, steps, device, precision, text_path):
-    cuda = "cuda { share_gpu: true }" if device == "cuda" else ""
+def _overrides(model, stages, micro_batches, steps, device, precision, text_path,
+               cublaslt=False):
+    lt = " cublaslt_gemm: true" if cublaslt else ""
+    cuda = f"cuda {{ share_gpu: true{lt} }}" if device == "cuda" else ""
     return [
         f"pipeline {{ stages: {stages} micro_batches: {micro_batches} remat: NEVER }}",
         f"training {{ steps: {steps} eval_every: 0 precision: {precision.upper()} }}",
@@ -67,17 +72,17 @@ def _overrides(model, stages, micro_batches, steps, device, precision, text_path
 
 
 def model_command(bin_dir, repo, model, stages, micro_batches, steps, device, precision,
-                  metrics):
+                  metrics, cublaslt=False):
     command = [os.path.join(bin_dir, "gpipe-run"), os.path.join(repo, model.plan),
                "-n", str(stages)]
     for text in _overrides(model, stages, micro_batches, steps, device, precision,
-                           os.path.join(repo, "README.md")):
+                           os.path.join(repo, "README.md"), cublaslt):
         command += ["--override", text]
     return command + ["--metrics-out", metrics]
 
 
 def model_step_ms(bin_dir, repo, model, stages, micro_batches, device, precision, repeats,
-                  warmup, workdir):
+                  warmup, workdir, cublaslt=False):
     """Median step_ms (rank 0: from the step command to the step's end, update included) over
     `repeats` steps after `warmup`."""
     tag = f"{model.name}-k{stages}-{precision}"
@@ -85,7 +90,7 @@ def model_step_ms(bin_dir, repo, model, stages, micro_batches, device, precision
     if os.path.exists(metrics):
         os.remove(metrics)
     _run(model_command(bin_dir, repo, model, stages, micro_batches, warmup + repeats, device,
-                       precision, metrics), os.path.join(workdir, f"{tag}.log"))
+                       precision, metrics, cublaslt), os.path.join(workdir, f"{tag}.log"))
     with open(metrics) as f:
         rows = [json.loads(line) for line in f]
     steps = [r for r in rows if not r.get("eval")][warmup:]

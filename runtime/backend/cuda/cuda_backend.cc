@@ -68,6 +68,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const pb::Runtime& ru
                        .memory_limit_bytes = runtime.memory_limit_bytes(),
                        .allow_tf32 = runtime.cuda().allow_tf32(),
                        .measure_conv_algorithms = runtime.cuda().measure_conv_algorithms(),
+                       .cublaslt_gemm = runtime.cuda().cublaslt_gemm(),
                    }));
   return std::unique_ptr<Backend>(
       std::make_unique<CudaBackend>(std::move(device), gpu.ordinal, node.host));

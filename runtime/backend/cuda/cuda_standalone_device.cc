@@ -14,7 +14,8 @@ absl::StatusOr<std::unique_ptr<Device>> CreateOptionalStandaloneDevice(const pb:
       CudaDeviceOptions{.ordinal = 0,
                         .memory_limit_bytes = runtime.memory_limit_bytes(),
                         .allow_tf32 = runtime.cuda().allow_tf32(),
-                        .measure_conv_algorithms = runtime.cuda().measure_conv_algorithms()});
+                        .measure_conv_algorithms = runtime.cuda().measure_conv_algorithms(),
+                        .cublaslt_gemm = runtime.cuda().cublaslt_gemm()});
 }
 
 }  // namespace gpipe

@@ -35,6 +35,8 @@ struct CudaContext {
   // Convolution algorithms timed by cuDNN, or its heuristic ranking
   // (runtime.cuda.measure_conv_algorithms).
   bool measure_conv_algorithms = true;
+  // Products on cuBLASLt with fused bias and bf16 rounding (runtime.cuda.cublaslt_gemm).
+  bool cublaslt_gemm = false;
 };
 
 }  // namespace gpipe

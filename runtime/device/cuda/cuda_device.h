@@ -32,6 +32,9 @@ struct CudaDeviceOptions {
   // Convolution algorithms timed by cuDNN (fastest deterministic one) rather than its heuristic
   // ranking (the same choice every run).
   bool measure_conv_algorithms = true;
+  // GEMMs on cuBLASLt with the bias and a bf16 output's rounding in the epilogue
+  // (cublaslt_gemm.h); false: cuBLAS and separate kernels.
+  bool cublaslt_gemm = false;
 };
 
 // The number of GPUs this process can see; 0 (not an error) when there are none or no driver.

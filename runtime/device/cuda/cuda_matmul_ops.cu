@@ -7,8 +7,10 @@
 // At ProductPrecision::kBF16, f32 A and B are first packed into dense bf16 copies (workspace),
 // bf16 ones are read in place through their views, and the product runs on bf16 tensor cores with
 // f32 accumulation into the f32 C; a bf16 C gets that f32 product (workspace) rounded by one
-// kernel that also adds the bias (cuBLAS writing bf16 itself may choose another kernel than for an
-// f32 C, so other bits: not done until measured on a GPU).
+// kernel that also adds the bias.
+// With runtime.cuda.cublaslt_gemm, products run on cuBLASLt instead (cublaslt_gemm.h): the bias
+// is added, and a bf16 C rounded, in the product's epilogue, one algorithm pinned per shape;
+// shapes cuBLASLt has no algorithm for take the path above.
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -153,25 +155,72 @@ absl::Status CudaMatmulOps::DoGemm(const MatrixView& a, const MatrixView& b, con
   const int64_t n = c.cols;
   const int64_t k = options.transpose_a ? a.rows : a.cols;
   if (options.batch == 0 || m == 0 || n == 0) return absl::OkStatus();
-  if (c.tensor.dtype() == DType::kBF16) return GemmIntoBf16(a, b, c, options);
-  float* c_ptr = const_cast<float*>(ViewPointer(c));
+  const bool bf16_c = c.tensor.dtype() == DType::kBF16;
+  float* c_ptr = bf16_c ? nullptr : const_cast<float*>(ViewPointer(c));
   const float* bias = options.bias != nullptr ? DevicePointer<float>(*options.bias) : nullptr;
   const int64_t total = options.batch * m * n;
   if (k == 0) {
+    if (bf16_c) return GemmIntoBf16(a, b, c, options);
     ScaleAndAddBiasKernel<<<cuda::BlocksFor(total), cuda::kThreadsPerBlock, 0, context_.stream>>>(
         c_ptr, m, n, c.ld, c.batch_stride, options.batch, options.beta, bias);
     return cuda::LaunchStatus("gemm scale (k = 0)");
   }
+  if (bf16_c && !context_.cublaslt_gemm) return GemmIntoBf16(a, b, c, options);
   const float alpha = options.alpha;
   const float beta = options.beta;
-  if (options.precision == ProductPrecision::kBF16) {
-    // bf16 copies of A and B (rounded to nearest even, as the CPU rounds), then bf16 tensor cores
-    // with f32 accumulation. cuBLAS's own down-conversion (CUBLAS_COMPUTE_32F_FAST_16BF on the
-    // f32 operands) skips the copies but does not round to nearest: on an H100 it erred by up to
-    // 1e-2 relative against the rounded-input reference, so it is not used.
-    // bf16 operands skip the copy.
-    ASSIGN_OR_RETURN(const Bf16Operand a16, Bf16OperandOf(a, options.batch));
-    ASSIGN_OR_RETURN(const Bf16Operand b16, Bf16OperandOf(b, options.batch));
+  // The operands as the product reads them. At kBF16: bf16 copies of f32 A and B (rounded to
+  // nearest even, as the CPU rounds), then bf16 tensor cores with f32 accumulation. cuBLAS's own
+  // down-conversion (CUBLAS_COMPUTE_32F_FAST_16BF on the f32 operands) skips the copies but
+  // does not round to nearest: on an H100 it erred by up to 1e-2 relative against the
+  // rounded-input reference, so it is not used. bf16 operands skip the copy.
+  const bool bf16 = options.precision == ProductPrecision::kBF16;
+  Bf16Operand a16;
+  Bf16Operand b16;
+  if (bf16) {
+    ASSIGN_OR_RETURN(a16, Bf16OperandOf(a, options.batch));
+    ASSIGN_OR_RETURN(b16, Bf16OperandOf(b, options.batch));
+  } else {
+    a16 = {.data = ViewPointer(a), .ld = a.ld, .batch_stride = a.batch_stride};
+    b16 = {.data = ViewPointer(b), .ld = b.ld, .batch_stride = b.batch_stride};
+  }
+  if (context_.cublaslt_gemm) {
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: B first, m and n swapped.
+    const cudaDataType_t operand_type = bf16 ? CUDA_R_16BF : CUDA_R_32F;
+    // A row-major operand as cuBLASLt's column-major one: its transpose, rows and columns swapped.
+    const auto column_major = [&](const MatrixView& view, const Bf16Operand& operand) {
+      return cuda::LtMatrix{.data = operand.data,
+                            .type = operand_type,
+                            .rows = view.cols,
+                            .cols = view.rows,
+                            .ld = operand.ld,
+                            .batch_stride = operand.batch_stride};
+    };
+    const cuda::LtGemmCall call{
+        .transpose_a = options.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+        .transpose_b = options.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+        .a = column_major(b, b16),
+        .b = column_major(a, a16),
+        .d = {.data =
+                  bf16_c ? static_cast<const void*>(
+                               static_cast<const uint16_t*>(Tensor(c.tensor).raw_data()) + c.offset)
+                         : c_ptr,
+              .type = bf16_c ? CUDA_R_16BF : CUDA_R_32F,
+              .rows = n,
+              .cols = m,
+              .ld = c.ld,
+              .batch_stride = c.batch_stride},
+        .batch = options.batch,
+        .alpha = alpha,
+        .beta = beta,
+        .bias = bias,
+        .compute =
+            !bf16 && context_.allow_tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F};
+    ASSIGN_OR_RETURN(const bool ran, lt_.Run(call));
+    if (ran) return absl::OkStatus();
+    // No cuBLASLt algorithm for the problem: the f32 product and the rounding kernel, or cuBLAS.
+    if (bf16_c) return GemmIntoBf16(a, b, c, options);
+  }
+  if (bf16) {
     GPIPE_CUBLAS_RETURN_IF_ERROR(cublasGemmStridedBatchedEx_64(
         context_.cublas, options.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
         options.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, b16.data, CUDA_R_16BF,
@@ -179,10 +228,11 @@ absl::Status CudaMatmulOps::DoGemm(const MatrixView& a, const MatrixView& b, con
         CUDA_R_32F, c.ld, c.batch_stride, options.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   } else {
     GPIPE_CUBLAS_RETURN_IF_ERROR(cublasSgemmStridedBatched_64(
-      context_.cublas, options.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
-      options.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha, ViewPointer(b), b.ld,
-      b.batch_stride, ViewPointer(a), a.ld, a.batch_stride, &beta, c_ptr, c.ld, c.batch_stride,
-      options.batch));
+        context_.cublas, options.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N,
+        options.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, n, m, k, &alpha,
+        static_cast<const float*>(b16.data), b.ld, b.batch_stride,
+        static_cast<const float*>(a16.data), a.ld, a.batch_stride, &beta, c_ptr, c.ld,
+        c.batch_stride, options.batch));
   }
   if (bias == nullptr) return absl::OkStatus();
   AddBiasKernel<<<RowGrid(options.batch * m, n), cuda::kThreadsPerBlock, 0, context_.stream>>>(

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "runtime/core/tensor.h"
+#include "runtime/device/cuda/cublaslt_gemm.h"
 #include "runtime/device/cuda/cuda_context.h"
 #include "runtime/device/ops/matmul_ops.h"
 
@@ -14,7 +15,7 @@ namespace gpipe {
 
 class CudaMatmulOps final : public MatmulOps {
  public:
-  explicit CudaMatmulOps(const CudaContext& context) : context_(context) {}
+  explicit CudaMatmulOps(const CudaContext& context) : context_(context), lt_(context) {}
 
  private:
   absl::Status DoGemm(const MatrixView& a, const MatrixView& b, const MatrixView& c,
@@ -26,10 +27,11 @@ class CudaMatmulOps final : public MatmulOps {
   absl::Status GemmIntoBf16(const MatrixView& a, const MatrixView& b, const MatrixView& c,
                             const GemmOptions& options) const;
 
-  // A kBF16 product's operand as cuBLAS reads it: a bf16 view in place, an f32 one packed.
+  // A product's operand as cuBLAS reads it: at kBF16 a bf16 view in place, an f32 one packed;
+  // at kF32 the f32 view itself.
   struct Bf16Operand {
     Tensor packed;               // the workspace copy of an f32 view; undefined for a bf16 one
-    const void* data = nullptr;  // __nv_bfloat16: the first matrix's first element
+    const void* data = nullptr;  // the first matrix's first element
     int64_t ld = 0;
     int64_t batch_stride = 0;
   };
@@ -38,6 +40,8 @@ class CudaMatmulOps final : public MatmulOps {
   absl::StatusOr<Tensor> Pack(const MatrixView& view, int64_t batch) const;
 
   const CudaContext& context_;
+  // Products under runtime.cuda.cublaslt_gemm, each shape's algorithm pinned.
+  cuda::CublasLtGemm lt_;
 };
 
 }  // namespace gpipe

@@ -68,6 +68,13 @@ std::vector<SavedSpec> CausalSelfAttention::SavedPerSample() const {
           {.ref = SavedRef::kNew, .activation_elements_per_sample = positions_ * features_}};
 }
 
+DType CausalSelfAttention::InnerDType(const LayerContext& ctx) {
+  return ctx.product_precision == ProductPrecision::kBF16 &&
+                 ctx.saved_activation_dtype == DType::kBF16
+             ? DType::kBF16
+             : DType::kF32;
+}
+
 FusedAttentionArgs CausalSelfAttention::AttentionArgs(int64_t batch,
                                                       ProductPrecision precision) const {
   return {.batch = batch,
@@ -92,12 +99,14 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
   Device& device = ctx.device;
   const int64_t batch = x.shape().dim(0);
   const int64_t rows = batch * positions_;
-  ASSIGN_OR_RETURN(Tensor qkv, Tensor::Empty(device, Shape{batch, positions_, 3 * features_},
-                                             DType::kF32, MemoryKind::kActivation));
+  // Under bf16 storage qkv and O are written as bf16 by the products that make them: they are
+  // kept so, and every product that reads them rounds them to bf16 anyway (see Backward).
+  const DType inner = InnerDType(ctx);
+  ASSIGN_OR_RETURN(Tensor qkv, Tensor::Empty(device, Shape{batch, positions_, 3 * features_}, inner,
+                                             MemoryKind::kActivation));
   ASSIGN_OR_RETURN(Tensor logsumexp, Tensor::Empty(device, Shape{batch, num_heads_, positions_},
                                                    DType::kF32, MemoryKind::kActivation));
-  ASSIGN_OR_RETURN(Tensor heads,
-                   Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
+  ASSIGN_OR_RETURN(Tensor heads, Tensor::Empty(device, x.shape(), inner, MemoryKind::kActivation));
   ASSIGN_OR_RETURN(Tensor y, Tensor::Empty(device, x.shape(),
                                            bf16_ok && ctx.bf16_output ? DType::kBF16 : DType::kF32,
                                            MemoryKind::kActivation));
@@ -115,7 +124,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
   // Backward reads them as product operands (q, k, v in the fused kernel, O in the projection's
   // weight gradient: all rounded to bf16 there), but the fused backward's D = rowsum(dO * O)
   // reads O in f32, and so sees O rounded to bf16 (the forward used the unrounded O nowhere else
-  // than in the projection, where it was rounded too).
+  // than in the projection, where it was rounded too). Both are bf16 already under bf16 storage.
   saved.tensors.push_back(x);
   ASSIGN_OR_RETURN(saved.tensors.emplace_back(), StoredActivation(ctx, qkv));
   saved.tensors.push_back(std::move(logsumexp));
@@ -130,18 +139,26 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
                                                      const Tensor& dy) const {
   GPIPE_CHECK(saved.tensors.size() == 4) << name() << ": Backward without a matching Forward";
   const Tensor& x = saved.tensors[0];
-  ASSIGN_OR_RETURN(const Tensor qkv,
-                   WidenedFromBf16(ctx.device, saved.tensors[1], MemoryKind::kWorkspace));
+  const ProductPrecision precision = ctx.product_precision;
+  const bool bf16_ok = precision == ProductPrecision::kBF16;
+  // At kBF16 the fused attention and the products read bf16 qkv and O as they are; otherwise
+  // (bf16 saved without bf16 products) they are widened.
+  const auto operand = [&](const Tensor& t) -> absl::StatusOr<Tensor> {
+    if (bf16_ok) return t;
+    return WidenedFromBf16(ctx.device, t, MemoryKind::kWorkspace);
+  };
+  ASSIGN_OR_RETURN(const Tensor qkv, operand(saved.tensors[1]));
   const Tensor& logsumexp = saved.tensors[2];
-  ASSIGN_OR_RETURN(const Tensor heads,
-                   WidenedFromBf16(ctx.device, saved.tensors[3], MemoryKind::kWorkspace));
-  if (!dy.defined() || dy.dtype() != DType::kF32 || dy.shape() != x.shape()) {
+  ASSIGN_OR_RETURN(const Tensor heads, operand(saved.tensors[3]));
+  if (!dy.defined() || !(dy.dtype() == DType::kF32 || (bf16_ok && dy.dtype() == DType::kBF16)) ||
+      dy.shape() != x.shape()) {
     return absl::InvalidArgumentError(absl::StrCat("causal_self_attention layer '", name(),
                                                    "': output gradient ", dy.DebugString(),
                                                    " does not match the input ", x.DebugString()));
   }
   Device& device = ctx.device;
-  const ProductPrecision precision = ctx.product_precision;
+  // dO and dqkv: bf16 under bf16 storage, written so by the products that make them.
+  const DType inner = InnerDType(ctx);
   const int64_t batch = x.shape().dim(0);
   const int64_t rows = batch * positions_;
 
@@ -150,13 +167,13 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
                                   grads[proj_weight()], bias_ ? &grads[proj_bias()] : nullptr,
                                   precision));
   ASSIGN_OR_RETURN(Tensor heads_grad,
-                   Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kWorkspace));
+                   Tensor::Empty(device, x.shape(), inner, MemoryKind::kWorkspace));
   RETURN_IF_ERROR(DenseInputGrad(device, dy, rows, features_, params[proj_weight()], features_,
                                  heads_grad, precision));
 
   // Attention: P is rebuilt from q, k and the saved log-sum-exp.
   ASSIGN_OR_RETURN(Tensor qkv_grad,
-                   Tensor::Empty(device, qkv.shape(), DType::kF32, MemoryKind::kWorkspace));
+                   Tensor::Empty(device, qkv.shape(), inner, MemoryKind::kWorkspace));
   RETURN_IF_ERROR(device.ops().attention.FusedCausalBackward(
       AttentionArgs(batch, precision), qkv, heads, logsumexp, heads_grad, qkv_grad));
 

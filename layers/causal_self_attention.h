@@ -10,7 +10,10 @@
 // Forward saves x (shared), qkv, one log-sum-exp per head and position, and O, in evaluation
 // too, so the saved bytes grow linearly in T; Backward recomputes P from them and runs whole
 // (no split). Under bf16 storage (LayerContext::saved_activation_dtype) qkv and O are kept as
-// bf16 and the log-sum-exp as f32.
+// bf16 and the log-sum-exp as f32; qkv, O, dO and dqkv are then bf16 throughout, written rounded
+// by the products that make them and read as they are by those that use them. The one sum that
+// sees a rounding it did not before is the qkv bias gradient: it sums dqkv rounded to bf16 (as
+// PyTorch autocast's bf16 dqkv); every other value has the bits of f32 storage's.
 #ifndef GPIPE_LAYERS_CAUSAL_SELF_ATTENTION_H_
 #define GPIPE_LAYERS_CAUSAL_SELF_ATTENTION_H_
 
@@ -31,8 +34,12 @@ class CausalSelfAttention final : public Layer {
 
   std::string_view type() const override { return "causal_self_attention"; }
   // Its input only enters products (the qkv projection and its weight gradient): at
-  // ProductPrecision::kBF16 it takes a bf16 x as it is, with the same bits as its f32 widening.
+  // ProductPrecision::kBF16 it takes a bf16 x as it is, with the same bits as its f32 widening
+  // (and so its bf16 saved qkv and O: TakesBf16Saved).
   bool TakesBf16Inputs() const override { return true; }
+  // dy only enters products and the projection's bias gradient (summed in f32 from its exact
+  // widening): a bf16 dy gives the bits of its f32 widening.
+  bool TakesBf16OutputGrads() const override { return true; }
   std::vector<ParamSpec> parameter_specs() const override;
   // The four products, the score and P v ones counted over the full T x T (model FLOPs).
   double ForwardFlopsPerSample() const override;
@@ -54,6 +61,9 @@ class CausalSelfAttention final : public Layer {
   int proj_weight() const { return bias_ ? 2 : 1; }
   int proj_bias() const { return 3; }
 
+  // What qkv, O and their gradients are stored as: bf16 under bf16 storage with bf16
+  // products, else f32.
+  static DType InnerDType(const LayerContext& ctx);
   // The fused attention's geometry for `batch` samples.
   FusedAttentionArgs AttentionArgs(int64_t batch, ProductPrecision precision) const;
 

@@ -64,6 +64,36 @@ Tensor OpsConformanceTest::Uninitialized(const Shape& shape, DType dtype) {
   return *std::move(tensor);
 }
 
+Tensor OpsConformanceTest::Bf16Values(const std::vector<float>& values, DType dtype) {
+  return Bf16Values(values, dtype, Shape{static_cast<int64_t>(values.size())});
+}
+
+Tensor OpsConformanceTest::Bf16Values(const std::vector<float>& values, DType dtype,
+                                      const Shape& shape) {
+  Tensor narrow = Uninitialized(shape, DType::kBF16);
+  const absl::Status narrowed = ops().tensor.Cast(Upload(values, shape), narrow);
+  GPIPE_CHECK(narrowed.ok()) << narrowed;
+  if (dtype == DType::kBF16) return narrow;
+  Tensor wide = Uninitialized(shape);
+  const absl::Status widened = ops().tensor.Cast(narrow, wide);
+  GPIPE_CHECK(widened.ok()) << widened;
+  return wide;
+}
+
+std::vector<float> OpsConformanceTest::ValuesOf(const Tensor& t, bool round) {
+  Tensor narrow = t;
+  if (t.dtype() == DType::kF32 && round) {
+    narrow = Uninitialized(t.shape(), DType::kBF16);
+    const absl::Status narrowed = ops().tensor.Cast(t, narrow);
+    GPIPE_CHECK(narrowed.ok()) << narrowed;
+  }
+  if (narrow.dtype() == DType::kF32) return Download(narrow);
+  Tensor wide = Uninitialized(t.shape());
+  const absl::Status widened = ops().tensor.Cast(narrow, wide);
+  GPIPE_CHECK(widened.ok()) << widened;
+  return Download(wide);
+}
+
 Tensor OpsConformanceTest::Zeros(const Shape& shape, DType dtype) {
   Tensor tensor = Uninitialized(shape, dtype);
   const absl::Status filled = ops().tensor.Fill(tensor, 0.0);

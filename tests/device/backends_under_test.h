@@ -33,8 +33,8 @@ struct BackendUnderTest {
 std::vector<BackendUnderTest> BackendsUnderTest();
 
 // Appends the backends this build has beyond the CPU. Defined by whichever source CMake picks:
-// cuda_backend_under_test.cc (a "cuda" entry on GPU 0) where the CUDA backend is built,
-// no_cuda_backend_under_test.cc (nothing) otherwise.
+// cuda_backend_under_test.cc ("cuda" and "cuda_lt" entries on GPU 0) where the CUDA backend is
+// built, no_cuda_backend_under_test.cc (nothing) otherwise.
 void AppendOptionalBackendsUnderTest(std::vector<BackendUnderTest>& backends);
 
 class OpsConformanceTest : public ::testing::TestWithParam<BackendUnderTest> {
@@ -59,6 +59,13 @@ class OpsConformanceTest : public ::testing::TestWithParam<BackendUnderTest> {
   Tensor UploadF64(const std::vector<double>& values, const Shape& shape);
   Tensor Zeros(const Shape& shape, DType dtype = DType::kF32);
   Tensor Uninitialized(const Shape& shape, DType dtype = DType::kF32);
+  // A tensor of `dtype` (f32 or bf16) holding `values` rounded to bf16 (exact in either
+  // dtype); 1-D unless `shape` is given.
+  Tensor Bf16Values(const std::vector<float>& values, DType dtype);
+  Tensor Bf16Values(const std::vector<float>& values, DType dtype, const Shape& shape);
+  // The values of an f32 or bf16 tensor; `round` rounds f32 ones to bf16 first (a reference's
+  // Cast of its f32 output).
+  std::vector<float> ValuesOf(const Tensor& t, bool round);
   // The values of a device tensor, copied to the host.
   std::vector<float> Download(const Tensor& tensor);
   std::vector<double> DownloadF64(const Tensor& tensor);
@@ -76,7 +83,7 @@ std::vector<float> TestValues(uint64_t seed, int64_t count, float low = -1.0f, f
 void ExpectNear(const std::vector<float>& actual, const std::vector<double>& expected,
                 double rel_tol, double abs_tol, const std::string& what);
 
-// Test names: "cpu", "cuda".
+// Test names: "cpu", "cuda", "cuda_lt".
 std::string BackendName(const ::testing::TestParamInfo<BackendUnderTest>& info);
 
 }  // namespace gpipe::testing

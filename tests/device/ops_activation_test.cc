@@ -46,32 +46,7 @@ double SiluDerivative(double g) {
 double Phi(double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); }
 double PhiDensity(double x) { return std::exp(-0.5 * x * x) / std::sqrt(2.0 * M_PI); }
 
-class ActivationOpsTest : public OpsConformanceTest {
- protected:
-  // A tensor of `dtype` holding `values` rounded to bf16 (exact in either dtype).
-  Tensor Bf16Values(const std::vector<float>& values, DType dtype) {
-    const Shape shape{static_cast<int64_t>(values.size())};
-    Tensor narrow = Uninitialized(shape, DType::kBF16);
-    EXPECT_TRUE(ops().tensor.Cast(Upload(values, shape), narrow).ok());
-    if (dtype == DType::kBF16) return narrow;
-    Tensor wide = Uninitialized(shape);
-    EXPECT_TRUE(ops().tensor.Cast(narrow, wide).ok());
-    return wide;
-  }
-  // The values of an f32 or bf16 tensor; `round` rounds f32 ones to bf16 first (a reference's
-  // Cast of its f32 output).
-  std::vector<float> ValuesOf(const Tensor& t, bool round) {
-    Tensor narrow = t;
-    if (t.dtype() == DType::kF32 && round) {
-      narrow = Uninitialized(t.shape(), DType::kBF16);
-      EXPECT_TRUE(ops().tensor.Cast(t, narrow).ok());
-    }
-    if (narrow.dtype() == DType::kF32) return Download(narrow);
-    Tensor wide = Uninitialized(t.shape());
-    EXPECT_TRUE(ops().tensor.Cast(narrow, wide).ok());
-    return Download(wide);
-  }
-};
+class ActivationOpsTest : public OpsConformanceTest {};
 
 TEST_P(ActivationOpsTest, ReluForwardAndBackward) {
   const std::vector<float> x = TestValues(1, 200, -3.0f, 3.0f);

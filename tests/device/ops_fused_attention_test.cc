@@ -247,6 +247,82 @@ TEST_P(FusedAttentionOpsTest, ResultsAreTheSameBitsWhateverTheBatchSplit) {
   }
 }
 
+// Mixed precision's storage: at kBF16, bf16 qkv, out, dout and dqkv give the bits of the f32
+// call on their exact widenings, a bf16 output holding the f32 call's result rounded to nearest
+// even, in every mix of the dtypes.
+TEST_P(FusedAttentionOpsTest, Bf16TensorsGiveTheF32CallsBitsRounded) {
+  const Geometry g{2, 70, 2, 8, true};
+  const int64_t width = g.width();
+  const Shape qkv_shape{g.batch, g.t, 3 * width}, out_shape{g.batch, g.t, width};
+  const std::vector<float> qkv = TestValues(51, qkv_shape.num_elements(), -2.0f, 2.0f);
+  const std::vector<float> dout = TestValues(52, out_shape.num_elements());
+  const auto as = [](bool bf16) { return bf16 ? DType::kBF16 : DType::kF32; };
+
+  // The f32 reference on bf16 values.
+  const Tensor qkv32 = Bf16Values(qkv, DType::kF32, qkv_shape);
+  Tensor out32 = Uninitialized(out_shape);
+  Tensor lse32 = Uninitialized(Shape{g.batch, g.heads, g.t});
+  ASSERT_TRUE(ops().attention.FusedCausalForward(g.Args(), qkv32, out32, lse32).ok());
+  const std::vector<float> lse_values = Download(lse32);
+  for (const bool bf16_qkv : {false, true}) {
+    for (const bool bf16_out : {false, true}) {
+      SCOPED_TRACE(absl::StrCat("forward, qkv ", bf16_qkv ? "bf16" : "f32", ", out ",
+                                bf16_out ? "bf16" : "f32"));
+      Tensor out = Uninitialized(out_shape, as(bf16_out));
+      Tensor lse = Uninitialized(lse32.shape());
+      ASSERT_TRUE(
+          ops()
+              .attention
+              .FusedCausalForward(g.Args(), Bf16Values(qkv, as(bf16_qkv), qkv_shape), out, lse)
+              .ok());
+      EXPECT_EQ(ValuesOf(out, false), ValuesOf(out32, bf16_out));
+      EXPECT_EQ(Download(lse), lse_values);
+    }
+  }
+
+  // Backward from the rounded O, as bf16 storage keeps it.
+  const std::vector<float> out_values = ValuesOf(out32, /*round=*/true);
+  Tensor dqkv32 = Uninitialized(qkv_shape);
+  ASSERT_TRUE(ops()
+                  .attention
+                  .FusedCausalBackward(g.Args(), qkv32,
+                                       Bf16Values(out_values, DType::kF32, out_shape), lse32,
+                                       Bf16Values(dout, DType::kF32, out_shape), dqkv32)
+                  .ok());
+  for (int mix = 1; mix < 16; ++mix) {
+    const bool bf16_qkv = mix & 1, bf16_out = mix & 2, bf16_dout = mix & 4, bf16_dqkv = mix & 8;
+    SCOPED_TRACE(absl::StrCat("backward, bf16:", bf16_qkv ? " qkv" : "", bf16_out ? " out" : "",
+                              bf16_dout ? " dout" : "", bf16_dqkv ? " dqkv" : ""));
+    Tensor dqkv = Uninitialized(qkv_shape, as(bf16_dqkv));
+    ASSERT_TRUE(ops()
+                    .attention
+                    .FusedCausalBackward(g.Args(), Bf16Values(qkv, as(bf16_qkv), qkv_shape),
+                                         Bf16Values(out_values, as(bf16_out), out_shape), lse32,
+                                         Bf16Values(dout, as(bf16_dout), out_shape), dqkv)
+                    .ok());
+    EXPECT_EQ(ValuesOf(dqkv, false), ValuesOf(dqkv32, bf16_dqkv));
+  }
+}
+
+// bf16 tensors are mixed precision's storage: f32 products take none.
+TEST_P(FusedAttentionOpsTest, Bf16TensorsNeedBf16Products) {
+  const Geometry g{1, 4, 1, 4};  // f32 products
+  const Tensor qkv16 = Zeros(Shape{1, 4, 12}, DType::kBF16);
+  const Tensor qkv = Zeros(Shape{1, 4, 12});
+  Tensor out = Zeros(Shape{1, 4, 4});
+  Tensor out16 = Zeros(Shape{1, 4, 4}, DType::kBF16);
+  Tensor lse = Zeros(Shape{1, 1, 4});
+  Tensor dqkv16 = Zeros(Shape{1, 4, 12}, DType::kBF16);
+  const AttentionOps& attention = ops().attention;
+  for (const absl::Status& status :
+       {attention.FusedCausalForward(g.Args(), qkv16, out, lse),
+        attention.FusedCausalForward(g.Args(), qkv, out16, lse),
+        attention.FusedCausalBackward(g.Args(), qkv, out, lse, out16, dqkv16)}) {
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_NE(status.message().find("must be f32 ["), std::string::npos) << status;
+  }
+}
+
 TEST_P(FusedAttentionOpsTest, EmptyBatchOrPositionsDoNothing) {
   for (const Geometry& g : {Geometry{0, 5, 2, 4}, Geometry{3, 0, 2, 4}}) {
     SCOPED_TRACE(g.Name());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "runtime/core/bf16.h"
 #include "runtime/core/status_macros.h"
 #include "runtime/device/cpu/cpu_fused_attention.h"
 
@@ -82,8 +83,7 @@ absl::Status CpuAttentionOps::DoFusedCausalForward(const FusedAttentionArgs& arg
   const int threads = BusyThreads(args, threads_);
   ASSIGN_OR_RETURN(FusedScratch scratch,
                    FusedScratch::Allocate(workspace_, threads, args.head_dim));
-  cpu::FusedCausalForward(args, threads, scratch.view(), qkv.data<float>(), out.data<float>(),
-                          logsumexp.data<float>());
+  cpu::FusedCausalForward(args, threads, scratch.view(), qkv, out, logsumexp.data<float>());
   return absl::OkStatus();
 }
 
@@ -95,8 +95,21 @@ absl::Status CpuAttentionOps::DoFusedCausalBackward(const FusedAttentionArgs& ar
   const int threads = BusyThreads(args, threads_);
   ASSIGN_OR_RETURN(FusedScratch scratch,
                    FusedScratch::Allocate(workspace_, threads, args.head_dim));
-  cpu::FusedCausalBackward(args, threads, scratch.view(), qkv.data<float>(), out.data<float>(),
-                           logsumexp.data<float>(), dout.data<float>(), dqkv.data<float>());
+  // dq sums over key tiles in f32: a bf16 dqkv gets the f32 result rounded once.
+  Tensor wide = dqkv;
+  if (dqkv.dtype() == DType::kBF16) {
+    ASSIGN_OR_RETURN(wide,
+                     Tensor::Empty(workspace_, dqkv.shape(), DType::kF32, MemoryKind::kWorkspace));
+  }
+  cpu::FusedCausalBackward(args, threads, scratch.view(), qkv, out, logsumexp.data<float>(), dout,
+                           wide.data<float>());
+  if (dqkv.dtype() == DType::kBF16) {
+    const float* from = wide.data<float>();
+    auto* to = static_cast<uint16_t*>(dqkv.raw_data());
+    const int64_t n = dqkv.num_elements();
+#pragma omp parallel for num_threads(threads_) schedule(static)
+    for (int64_t i = 0; i < n; ++i) to[i] = ToBf16(from[i]);
+  }
   return absl::OkStatus();
 }
 

@@ -13,6 +13,26 @@
 namespace gpipe::cpu {
 namespace {
 
+// Elements of an f32 or a bf16 array, read as f32 (a bf16 widens exactly).
+struct Elements {
+  const void* data = nullptr;
+  bool bf16 = false;
+
+  float operator[](int64_t i) const {
+    return bf16 ? FromBf16(static_cast<const uint16_t*>(data)[i])
+                : static_cast<const float*>(data)[i];
+  }
+  Elements Plus(int64_t i) const {
+    return {.data = bf16 ? static_cast<const void*>(static_cast<const uint16_t*>(data) + i)
+                         : static_cast<const void*>(static_cast<const float*>(data) + i),
+            .bf16 = bf16};
+  }
+};
+
+Elements ElementsOf(const Tensor& t) {
+  return {.data = t.raw_data(), .bf16 = t.dtype() == DType::kBF16};
+}
+
 // One (sample, head) pair: its columns of qkv (rows qkv_ld apart), of out and dout (rows
 // out_ld apart) and its logsumexp row.
 struct Head {
@@ -21,10 +41,10 @@ struct Head {
   int64_t qkv_ld = 0;
   int64_t out_ld = 0;
   float scale = 1.0f;
-  bool bf16 = false;
-  const float* q = nullptr;
-  const float* k = nullptr;
-  const float* v = nullptr;
+  bool bf16 = false;  // ProductPrecision::kBF16
+  Elements q;
+  Elements k;
+  Elements v;
 };
 
 // Floats each scratch array takes: a multiple of 16, so every array starts 64-byte aligned.
@@ -52,9 +72,17 @@ struct Workspace {
 inline float Operand(float value, bool bf16) { return bf16 ? RoundToBf16(value) : value; }
 
 // dst[r * dim + d] = operand src[r * ld + d] for r < rows.
-void PackRows(const float* src, int64_t ld, int64_t rows, int64_t dim, bool bf16, float* dst) {
+void PackRows(Elements src, int64_t ld, int64_t rows, int64_t dim, bool bf16, float* dst) {
+  if (!src.bf16) {
+    const auto* from = static_cast<const float*>(src.data);
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t d = 0; d < dim; ++d) dst[r * dim + d] = Operand(from[r * ld + d], bf16);
+    }
+    return;
+  }
+  // bf16 values are bf16 operands already.
   for (int64_t r = 0; r < rows; ++r) {
-    for (int64_t d = 0; d < dim; ++d) dst[r * dim + d] = Operand(src[r * ld + d], bf16);
+    for (int64_t d = 0; d < dim; ++d) dst[r * dim + d] = src[r * ld + d];
   }
 }
 
@@ -76,19 +104,20 @@ inline int64_t Visible(int64_t query, int64_t first_key, int64_t cols) {
   return std::clamp<int64_t>(query - first_key + 1, 0, cols);
 }
 
-void ForwardHead(const Head& h, float* out, float* logsumexp, Workspace& w) {
+// `out` rows: f32, or bf16 rounded to nearest even from the f32 value.
+void ForwardHead(const Head& h, void* out, bool bf16_out, float* logsumexp, Workspace& w) {
   const int64_t dim = h.dim;
   for (int64_t i0 = 0; i0 < h.t; i0 += kQueryTile) {
     const int64_t rows = std::min(kQueryTile, h.t - i0);
-    PackRows(h.q + i0 * h.qkv_ld, h.qkv_ld, rows, dim, h.bf16, w.q);
+    PackRows(h.q.Plus(i0 * h.qkv_ld), h.qkv_ld, rows, dim, h.bf16, w.q);
     std::fill_n(w.acc, kQueryTile * dim, 0.0f);
     std::fill_n(w.max, kQueryTile, -std::numeric_limits<float>::infinity());
     std::fill_n(w.sum, kQueryTile, 0.0);
     // Causal: this tile's last query sees keys up to i0 + rows - 1; later key tiles are skipped.
     for (int64_t j0 = 0; j0 < i0 + rows; j0 += kKeyTile) {
       const int64_t cols = std::min(kKeyTile, i0 + rows - j0);
-      PackRows(h.k + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.keys);
-      PackRows(h.v + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.values);
+      PackRows(h.k.Plus(j0 * h.qkv_ld), h.qkv_ld, cols, dim, h.bf16, w.keys);
+      PackRows(h.v.Plus(j0 * h.qkv_ld), h.qkv_ld, cols, dim, h.bf16, w.values);
       // S = scale q k^T.
       TileGemm(false, true, rows, cols, dim, h.scale, w.q, w.keys, 0.0f, w.scores);
       for (int64_t r = 0; r < rows; ++r) {
@@ -114,9 +143,15 @@ void ForwardHead(const Head& h, float* out, float* logsumexp, Workspace& w) {
       TileGemm(false, false, rows, dim, cols, 1.0f, w.scores, w.values, 1.0f, w.acc);
     }
     for (int64_t r = 0; r < rows; ++r) {
-      float* __restrict row = out + (i0 + r) * h.out_ld;
+      const int64_t at = (i0 + r) * h.out_ld;
       const float* acc = w.acc + r * dim;
-      for (int64_t d = 0; d < dim; ++d) row[d] = static_cast<float>(acc[d] / w.sum[r]);
+      if (bf16_out) {
+        uint16_t* __restrict row = static_cast<uint16_t*>(out) + at;
+        for (int64_t d = 0; d < dim; ++d) row[d] = ToBf16(static_cast<float>(acc[d] / w.sum[r]));
+      } else {
+        float* __restrict row = static_cast<float*>(out) + at;
+        for (int64_t d = 0; d < dim; ++d) row[d] = static_cast<float>(acc[d] / w.sum[r]);
+      }
       logsumexp[i0 + r] = static_cast<float>(w.max[r] + std::log(w.sum[r]));
     }
   }
@@ -124,14 +159,14 @@ void ForwardHead(const Head& h, float* out, float* logsumexp, Workspace& w) {
 
 // One key tile [j0, j0 + cols) against one query tile [i0, i0 + rows): adds its terms to the
 // key tile's dk and dv accumulators and to dq's rows.
-void BackwardTile(const Head& h, const float* out, const float* logsumexp, const float* dout,
-                  int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* dq, Workspace& w) {
+void BackwardTile(const Head& h, Elements out, const float* logsumexp, Elements dout, int64_t i0,
+                  int64_t rows, int64_t j0, int64_t cols, float* dq, Workspace& w) {
   const int64_t dim = h.dim;
-  PackRows(h.q + i0 * h.qkv_ld, h.qkv_ld, rows, dim, h.bf16, w.q);
-  PackRows(dout + i0 * h.out_ld, h.out_ld, rows, dim, h.bf16, w.dout);
+  PackRows(h.q.Plus(i0 * h.qkv_ld), h.qkv_ld, rows, dim, h.bf16, w.q);
+  PackRows(dout.Plus(i0 * h.out_ld), h.out_ld, rows, dim, h.bf16, w.dout);
   for (int64_t r = 0; r < rows; ++r) {
     // D = rowsum(dO * O) = rowsum(dP * P), with dO as it enters dP, summed in double.
-    const float* o_row = out + (i0 + r) * h.out_ld;
+    const Elements o_row = out.Plus((i0 + r) * h.out_ld);
     const float* do_row = w.dout + r * dim;
     double dot = 0.0;
     for (int64_t d = 0; d < dim; ++d) dot += static_cast<double>(do_row[d]) * o_row[d];
@@ -165,14 +200,14 @@ void BackwardTile(const Head& h, const float* out, const float* logsumexp, const
   }
 }
 
-void BackwardHead(const Head& h, const float* out, const float* logsumexp, const float* dout,
-                  float* dq, float* dk, float* dv, Workspace& w) {
+void BackwardHead(const Head& h, Elements out, const float* logsumexp, Elements dout, float* dq,
+                  float* dk, float* dv, Workspace& w) {
   const int64_t dim = h.dim;
   for (int64_t i = 0; i < h.t; ++i) std::fill(dq + i * h.qkv_ld, dq + i * h.qkv_ld + dim, 0.0f);
   for (int64_t j0 = 0; j0 < h.t; j0 += kKeyTile) {
     const int64_t cols = std::min(kKeyTile, h.t - j0);
-    PackRows(h.k + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.keys);
-    PackRows(h.v + j0 * h.qkv_ld, h.qkv_ld, cols, dim, h.bf16, w.values);
+    PackRows(h.k.Plus(j0 * h.qkv_ld), h.qkv_ld, cols, dim, h.bf16, w.keys);
+    PackRows(h.v.Plus(j0 * h.qkv_ld), h.qkv_ld, cols, dim, h.bf16, w.values);
     std::fill_n(w.dkeys, kKeyTile * dim, 0.0f);
     std::fill_n(w.dvalues, kKeyTile * dim, 0.0f);
     // Causal: query tiles wholly before the key tile see none of it.
@@ -191,8 +226,8 @@ void BackwardHead(const Head& h, const float* out, const float* logsumexp, const
 // thread or one pair, so TileGemm always runs single-threaded and the bits never depend on the
 // thread count or the batch.
 template <typename PerHead>
-void ForEachHead(const FusedAttentionArgs& args, int threads, const Scratch& scratch,
-                 const float* qkv, PerHead per_head) {
+void ForEachHead(const FusedAttentionArgs& args, int threads, const Scratch& scratch, Elements qkv,
+                 PerHead per_head) {
   const int64_t width = args.heads * args.head_dim;
   const int64_t pairs = args.batch * args.heads;
 #pragma omp parallel num_threads(threads)
@@ -206,7 +241,7 @@ void ForEachHead(const FusedAttentionArgs& args, int threads, const Scratch& scr
 #pragma omp for schedule(static)
     for (int64_t pair = 0; pair < pairs; ++pair) {
       const int64_t b = pair / args.heads, hd = pair % args.heads;
-      const float* q = qkv + b * args.t * 3 * width + hd * args.head_dim;
+      const Elements q = qkv.Plus(b * args.t * 3 * width + hd * args.head_dim);
       const Head head{.t = args.t,
                       .dim = args.head_dim,
                       .qkv_ld = 3 * width,
@@ -214,8 +249,8 @@ void ForEachHead(const FusedAttentionArgs& args, int threads, const Scratch& scr
                       .scale = args.scale,
                       .bf16 = args.precision == ProductPrecision::kBF16,
                       .q = q,
-                      .k = q + width,
-                      .v = q + 2 * width};
+                      .k = q.Plus(width),
+                      .v = q.Plus(2 * width)};
       per_head(b, hd, head, workspace);
     }
   }
@@ -229,25 +264,31 @@ int64_t ScratchFloats(int64_t head_dim) {
 }
 
 void FusedCausalForward(const FusedAttentionArgs& args, int threads, const Scratch& scratch,
-                        const float* qkv, float* out, float* logsumexp) {
+                        const Tensor& qkv, Tensor& out, float* logsumexp) {
   const int64_t width = args.heads * args.head_dim;
-  ForEachHead(args, threads, scratch, qkv,
+  const bool bf16_out = out.dtype() == DType::kBF16;
+  const int64_t out_bytes = SizeOf(out.dtype());
+  ForEachHead(args, threads, scratch, ElementsOf(qkv),
               [&](int64_t b, int64_t hd, const Head& head, Workspace& workspace) {
-                ForwardHead(head, out + b * args.t * width + hd * args.head_dim,
-                            logsumexp + (b * args.heads + hd) * args.t, workspace);
+                ForwardHead(head,
+                            static_cast<char*>(out.raw_data()) +
+                                (b * args.t * width + hd * args.head_dim) * out_bytes,
+                            bf16_out, logsumexp + (b * args.heads + hd) * args.t, workspace);
               });
 }
 
 void FusedCausalBackward(const FusedAttentionArgs& args, int threads, const Scratch& scratch,
-                         const float* qkv, const float* out, const float* logsumexp,
-                         const float* dout, float* dqkv) {
+                         const Tensor& qkv, const Tensor& out, const float* logsumexp,
+                         const Tensor& dout, float* dqkv) {
   const int64_t width = args.heads * args.head_dim;
-  ForEachHead(args, threads, scratch, qkv,
+  ForEachHead(args, threads, scratch, ElementsOf(qkv),
               [&](int64_t b, int64_t hd, const Head& head, Workspace& workspace) {
                 const int64_t out_offset = b * args.t * width + hd * args.head_dim;
                 float* dq = dqkv + b * args.t * 3 * width + hd * args.head_dim;
-                BackwardHead(head, out + out_offset, logsumexp + (b * args.heads + hd) * args.t,
-                             dout + out_offset, dq, dq + width, dq + 2 * width, workspace);
+                BackwardHead(head, ElementsOf(out).Plus(out_offset),
+                             logsumexp + (b * args.heads + hd) * args.t,
+                             ElementsOf(dout).Plus(out_offset), dq, dq + width, dq + 2 * width,
+                             workspace);
               });
 }
 

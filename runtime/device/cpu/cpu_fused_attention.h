@@ -14,6 +14,7 @@
 
 #include <cstdint>
 
+#include "runtime/core/tensor.h"
 #include "runtime/device/ops/attention_ops.h"
 
 namespace gpipe::cpu {
@@ -31,11 +32,14 @@ struct Scratch {
 };
 
 // Arguments checked by AttentionOps' entries; `threads` >= 1 share the (sample, head) pairs.
+// qkv, out and dout are f32 or (at ProductPrecision::kBF16) bf16 tensors, read as their exact
+// f32 widening; Forward's bf16 `out` gets each f32 result rounded to nearest even. logsumexp and
+// dqkv are f32.
 void FusedCausalForward(const FusedAttentionArgs& args, int threads, const Scratch& scratch,
-                        const float* qkv, float* out, float* logsumexp);
+                        const Tensor& qkv, Tensor& out, float* logsumexp);
 void FusedCausalBackward(const FusedAttentionArgs& args, int threads, const Scratch& scratch,
-                         const float* qkv, const float* out, const float* logsumexp,
-                         const float* dout, float* dqkv);
+                         const Tensor& qkv, const Tensor& out, const float* logsumexp,
+                         const Tensor& dout, float* dqkv);
 
 }  // namespace gpipe::cpu
 

@@ -31,7 +31,13 @@ unsigned RowBlocks(const ScoreRows& g) {
   return static_cast<unsigned>(std::clamp<int64_t>(g.samples * g.heads * g.t, 1, kMaxBlocks));
 }
 
-__global__ void SoftmaxWithLogSumExpKernel(ScoreRows g, float* scores, float* logsumexp) {
+// bf16 bits of `value`, rounded to nearest even (as MatmulOps packs product operands).
+__device__ inline uint16_t RoundedBits(float value) {
+  return __bfloat16_as_ushort(__float2bfloat16_rn(value));
+}
+
+__global__ void SoftmaxWithLogSumExpKernel(ScoreRows g, float* scores, uint16_t* probs16,
+                                           float* logsumexp) {
   __shared__ float max_scratch[32];
   __shared__ double sum_scratch[32];
   const int64_t rows = g.samples * g.heads * g.t;
@@ -50,15 +56,29 @@ __global__ void SoftmaxWithLogSumExpKernel(ScoreRows g, float* scores, float* lo
     }
     sum = BlockReduce(sum, SumOp(), sum_scratch);
     const float inv_sum = static_cast<float>(1.0 / sum);
-    for (int64_t s = threadIdx.x; s < end; s += blockDim.x) {
-      row[s] = s < len ? row[s] * inv_sum : 0.0f;
+    if (probs16 != nullptr) {
+      uint16_t* row16 = probs16 + RowOffset(g, r);
+      for (int64_t s = threadIdx.x; s < end; s += blockDim.x) {
+        row16[s] = s < len ? RoundedBits(row[s] * inv_sum) : uint16_t{0};
+      }
+    } else {
+      for (int64_t s = threadIdx.x; s < end; s += blockDim.x) {
+        row[s] = s < len ? row[s] * inv_sum : 0.0f;
+      }
     }
     if (threadIdx.x == 0) logsumexp[r] = static_cast<float>(max + log(sum));
   }
 }
 
-__global__ void SoftmaxGradientKernel(GradientRows g, const float* out, const float* dout,
-                                      const float* logsumexp, float* scores, float* dprobs) {
+__device__ inline float Load(RowsIn in, int64_t i) {
+  return in.bf16 ? __uint_as_float(static_cast<uint32_t>(static_cast<const uint16_t*>(in.data)[i])
+                                   << 16)
+                 : static_cast<const float*>(in.data)[i];
+}
+
+__global__ void SoftmaxGradientKernel(GradientRows g, RowsIn out, RowsIn dout,
+                                      const float* logsumexp, float* scores, float* dprobs,
+                                      uint16_t* probs16, uint16_t* dscores16) {
   __shared__ double dot_scratch[32];
   const ScoreRows& s = g.scores;
   const int64_t rows = s.samples * s.heads * s.t;
@@ -70,14 +90,30 @@ __global__ void SoftmaxGradientKernel(GradientRows g, const float* out, const fl
     // D = rowsum(dO * O), with dO as it enters dP (rounded under bf16).
     double dot = 0.0;
     for (int64_t d = threadIdx.x; d < g.head_dim; d += blockDim.x) {
-      const float d_o = g.bf16 ? __bfloat162float(__float2bfloat16_rn(dout[at + d])) : dout[at + d];
-      dot += static_cast<double>(d_o) * out[at + d];
+      const float raw = Load(dout, at + d);
+      const float d_o = g.bf16 ? __bfloat162float(__float2bfloat16_rn(raw)) : raw;
+      dot += static_cast<double>(d_o) * Load(out, at + d);
     }
     const float delta = static_cast<float>(BlockReduce(dot, SumOp(), dot_scratch));
     const float lse = logsumexp[r];
     const int64_t end = RowEnd(s, i);
     float* p = scores + RowOffset(s, r);
     float* ds = dprobs + RowOffset(s, r);
+    if (probs16 != nullptr) {
+      uint16_t* p16 = probs16 + RowOffset(s, r);
+      uint16_t* ds16 = dscores16 + RowOffset(s, r);
+      for (int64_t c = threadIdx.x; c < end; c += blockDim.x) {
+        if (c <= i) {
+          const float prob = expf(p[c] - lse);
+          ds16[c] = RoundedBits(g.scale * prob * (ds[c] - delta));
+          p16[c] = RoundedBits(prob);
+        } else {
+          ds16[c] = 0;
+          p16[c] = 0;
+        }
+      }
+      continue;
+    }
     for (int64_t c = threadIdx.x; c < end; c += blockDim.x) {
       if (c <= i) {
         const float prob = expf(p[c] - lse);
@@ -94,16 +130,17 @@ __global__ void SoftmaxGradientKernel(GradientRows g, const float* out, const fl
 }  // namespace
 
 absl::Status CausalSoftmaxWithLogSumExp(cudaStream_t stream, const ScoreRows& rows, float* scores,
-                                        float* logsumexp) {
-  SoftmaxWithLogSumExpKernel<<<RowBlocks(rows), kRowThreads, 0, stream>>>(rows, scores, logsumexp);
+                                        uint16_t* probs16, float* logsumexp) {
+  SoftmaxWithLogSumExpKernel<<<RowBlocks(rows), kRowThreads, 0, stream>>>(rows, scores, probs16,
+                                                                          logsumexp);
   return LaunchStatus("fused causal attention: softmax and log-sum-exp");
 }
 
-absl::Status CausalSoftmaxGradient(cudaStream_t stream, const GradientRows& rows, const float* out,
-                                   const float* dout, const float* logsumexp, float* scores,
-                                   float* dprobs) {
+absl::Status CausalSoftmaxGradient(cudaStream_t stream, const GradientRows& rows, RowsIn out,
+                                   RowsIn dout, const float* logsumexp, float* scores,
+                                   float* dprobs, uint16_t* probs16, uint16_t* dscores16) {
   SoftmaxGradientKernel<<<RowBlocks(rows.scores), kRowThreads, 0, stream>>>(
-      rows, out, dout, logsumexp, scores, dprobs);
+      rows, out, dout, logsumexp, scores, dprobs, probs16, dscores16);
   return LaunchStatus("fused causal attention: softmax gradient");
 }
 

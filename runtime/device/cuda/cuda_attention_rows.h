@@ -30,11 +30,20 @@ struct ScoreRows {
 
 // In place: row i becomes softmax of entries 0..i (shifted by their maximum, sum in double, one
 // float reciprocal), its block's entries past i exact zeros; logsumexp[r] = max + log(sum).
+// With `probs16` (bf16 bits, laid out as the scores), the softmax goes there instead, each value
+// rounded to nearest even (what a bf16 product would make of the f32 one), and `scores` is left
+// holding exp(score - max).
 absl::Status CausalSoftmaxWithLogSumExp(cudaStream_t stream, const ScoreRows& rows, float* scores,
-                                        float* logsumexp);
+                                        uint16_t* probs16, float* logsumexp);
 
 // The score rows of the gradient, and where their O and dO live: row (c, h, i) reads out and
 // dout at (c * t + i) * width + h * head_dim.
+// Device elements an attention row kernel reads: f32, or bf16 (widened exactly).
+struct RowsIn {
+  const void* data = nullptr;  // the first element
+  bool bf16 = false;
+};
+
 struct GradientRows {
   ScoreRows scores;
   int64_t head_dim = 1;
@@ -46,10 +55,12 @@ struct GradientRows {
 // Given S = scale q k^T in `scores` and dP = dO v^T in `dprobs`, in place on the causal entries
 // (exact zeros past them, up to the row's block end): scores becomes P = exp(S - logsumexp) and
 // dprobs becomes dS = scale * P * (dP - D), with D_i = rowsum(dO_i * O_i) in double. out, dout: the
-// chunk's [samples, t, width] rows; logsumexp: the chunk's [samples, heads, t].
-absl::Status CausalSoftmaxGradient(cudaStream_t stream, const GradientRows& rows, const float* out,
-                                   const float* dout, const float* logsumexp, float* scores,
-                                   float* dprobs);
+// chunk's [samples, t, width] rows, f32 or bf16; logsumexp: the chunk's [samples, heads, t].
+// With probs16 and dscores16 (bf16 bits, laid out as the scores; both or neither), P and dS go
+// there instead, rounded to nearest even, and scores and dprobs are left as they came.
+absl::Status CausalSoftmaxGradient(cudaStream_t stream, const GradientRows& rows, RowsIn out,
+                                   RowsIn dout, const float* logsumexp, float* scores,
+                                   float* dprobs, uint16_t* probs16, uint16_t* dscores16);
 
 }  // namespace gpipe::cuda
 

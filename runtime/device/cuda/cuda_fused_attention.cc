@@ -4,8 +4,13 @@
 // and two row kernels (cuda_attention_rows.h) between them. The scores of a chunk of samples,
 // [chunk, heads, t, t] f32, live in workspace for the call only: the caller keeps nothing
 // quadratic in t, and the score buffers stay under kScoreBytesBound unless one sample alone
-// needs more (kBF16 adds the bf16 operand copies MatmulOps packs, one product's at a time: at
-// most [heads, kRowBlock, t] or [heads, t, kRowBlock]).
+// needs more. At kBF16 the row kernels also write P (and dS) into bf16 buffers of the same
+// layout, counted in that bound, which the products read as they are: no operand is packed
+// (f32 qkv, out or dout views still are, by MatmulOps, one product's at a time).
+//
+// At kBF16, qkv, out, dout and dqkv may be bf16 (mixed precision's storage): the products read
+// bf16 views in place and write bf16 outputs rounded from their f32 results (matmul_ops.h), so
+// no operand is packed, and the gradient kernel reads bf16 out and dout as their widening.
 //
 // Causal rows come in blocks of kRowBlock: row block i's products cover columns 0 up to its
 // own last row, so the blocks above the diagonal are neither computed nor stored (at t = 2048
@@ -36,23 +41,26 @@ constexpr int64_t kSampleAlignment = 64;
 // Where a call's operands live and how it walks them.
 class Layout {
  public:
-  // `buffers`: [chunk, heads, t, t] score buffers the call holds at once.
-  Layout(const FusedAttentionArgs& args, int buffers)
+  // The call holds `f32_buffers` f32 and, at kBF16, `bf16_buffers` bf16 [chunk, heads, t, t]
+  // score buffers at once.
+  Layout(const FusedAttentionArgs& args, int f32_buffers, int bf16_buffers)
       : args_(args),
         width_(args.heads * args.head_dim),
         sample_stride_((args.heads * args.t * args.t + kSampleAlignment - 1) / kSampleAlignment *
                        kSampleAlignment),
         chunk_(std::clamp<int64_t>(
-            kScoreBytesBound / (buffers * sample_stride_ * static_cast<int64_t>(sizeof(float))), 1,
-            args.batch)) {}
+            kScoreBytesBound /
+                (sample_stride_ * (4 * f32_buffers + (bf16() ? 2 * bf16_buffers : 0))),
+            1, args.batch)) {}
 
   int64_t chunk() const { return chunk_; }
   int64_t width() const { return width_; }
+  // Whether P and dS go to bf16 buffers, the products' operands as they are.
+  bool bf16() const { return args_.precision == ProductPrecision::kBF16; }
 
   // A score buffer for a chunk of samples.
-  absl::StatusOr<Tensor> ScoreBuffer(Allocator& workspace) const {
-    return Tensor::Empty(workspace, Shape{chunk_ * sample_stride_}, DType::kF32,
-                         MemoryKind::kWorkspace);
+  absl::StatusOr<Tensor> ScoreBuffer(Allocator& workspace, DType dtype = DType::kF32) const {
+    return Tensor::Empty(workspace, Shape{chunk_ * sample_stride_}, dtype, MemoryKind::kWorkspace);
   }
 
   // The rows a chunk of `samples` fills in a score buffer.
@@ -112,6 +120,18 @@ class Layout {
   int64_t chunk_;
 };
 
+// A bf16 score buffer's elements for the row kernels; null for an f32 one (the kernels then
+// work in place in f32).
+uint16_t* Bf16Bits(Tensor& buffer) {
+  return buffer.dtype() == DType::kBF16 ? static_cast<uint16_t*>(buffer.raw_data()) : nullptr;
+}
+
+// `tensor`'s elements from flat index `first` on, f32 or bf16.
+cuda::RowsIn RowsFrom(const Tensor& tensor, int64_t first) {
+  return {.data = static_cast<const char*>(tensor.raw_data()) + first * SizeOf(tensor.dtype()),
+          .bf16 = tensor.dtype() == DType::kBF16};
+}
+
 // Runs per_block(first, rows) over the causal row blocks of [0, t), in order.
 template <typename PerBlock>
 absl::Status ForEachRowBlock(int64_t t, PerBlock per_block) {
@@ -128,8 +148,13 @@ absl::Status CudaAttentionOps::DoFusedCausalForward(const FusedAttentionArgs& ar
                                                     const Tensor& qkv, Tensor& out,
                                                     Tensor& logsumexp) const {
   if (args.batch == 0 || args.t == 0) return absl::OkStatus();
-  const Layout layout(args, 1);
+  const Layout layout(args, 1, 1);
   ASSIGN_OR_RETURN(Tensor scores, layout.ScoreBuffer(*context_.workspace));
+  // At kBF16 the softmax writes P as the P v product's bf16 operand.
+  Tensor probs = scores;
+  if (layout.bf16()) {
+    ASSIGN_OR_RETURN(probs, layout.ScoreBuffer(*context_.workspace, DType::kBF16));
+  }
   for (int64_t b0 = 0; b0 < args.batch; b0 += layout.chunk()) {
     const int64_t samples = std::min(layout.chunk(), args.batch - b0);
     for (int64_t c = 0; c < samples; ++c) {
@@ -141,13 +166,13 @@ absl::Status CudaAttentionOps::DoFusedCausalForward(const FusedAttentionArgs& ar
       }));
     }
     RETURN_IF_ERROR(cuda::CausalSoftmaxWithLogSumExp(
-        context_.stream, layout.Rows(samples), DevicePointer<float>(scores),
+        context_.stream, layout.Rows(samples), DevicePointer<float>(scores), Bf16Bits(probs),
         DevicePointer<float>(logsumexp) + b0 * args.heads * args.t));
     for (int64_t c = 0; c < samples; ++c) {
       RETURN_IF_ERROR(ForEachRowBlock(args.t, [&](int64_t first, int64_t rows) {
         const int64_t end = first + rows;
         return matmul_.Gemm(
-            layout.Scores(scores, c, first, rows, 0, end), layout.Qkv(qkv, b0 + c, 2, 0, end),
+            layout.Scores(probs, c, first, rows, 0, end), layout.Qkv(qkv, b0 + c, 2, 0, end),
             layout.Heads(out, b0 + c, first, rows), layout.Options(false, false, 1.0f));
       }));
     }
@@ -163,9 +188,16 @@ absl::Status CudaAttentionOps::DoFusedCausalBackward(const FusedAttentionArgs& a
                                                      const Tensor& logsumexp, const Tensor& dout,
                                                      Tensor& dqkv) const {
   if (args.batch == 0 || args.t == 0) return absl::OkStatus();
-  const Layout layout(args, 2);
+  const Layout layout(args, 2, 2);
   ASSIGN_OR_RETURN(Tensor scores, layout.ScoreBuffer(*context_.workspace));
   ASSIGN_OR_RETURN(Tensor dscores, layout.ScoreBuffer(*context_.workspace));
+  // At kBF16 the gradient kernel writes P and dS as the products' bf16 operands.
+  Tensor probs = scores;
+  Tensor dscores_in = dscores;
+  if (layout.bf16()) {
+    ASSIGN_OR_RETURN(probs, layout.ScoreBuffer(*context_.workspace, DType::kBF16));
+    ASSIGN_OR_RETURN(dscores_in, layout.ScoreBuffer(*context_.workspace, DType::kBF16));
+  }
   const int64_t t = args.t;
   for (int64_t b0 = 0; b0 < args.batch; b0 += layout.chunk()) {
     const int64_t samples = std::min(layout.chunk(), args.batch - b0);
@@ -190,23 +222,23 @@ absl::Status CudaAttentionOps::DoFusedCausalBackward(const FusedAttentionArgs& a
          .width = layout.width(),
          .scale = args.scale,
          .bf16 = args.precision == ProductPrecision::kBF16},
-        DevicePointer<float>(out) + row0, DevicePointer<float>(dout) + row0,
+        RowsFrom(out, row0), RowsFrom(dout, row0),
         DevicePointer<float>(logsumexp) + b0 * args.heads * t, DevicePointer<float>(scores),
-        DevicePointer<float>(dscores)));
+        DevicePointer<float>(dscores), Bf16Bits(probs), Bf16Bits(dscores_in)));
     for (int64_t c = 0; c < samples; ++c) {
       const int64_t b = b0 + c;
       RETURN_IF_ERROR(ForEachRowBlock(t, [&](int64_t first, int64_t rows) {
         const int64_t end = first + rows;
         RETURN_IF_ERROR(matmul_.Gemm(
-            layout.Scores(dscores, c, first, rows, 0, end), layout.Qkv(qkv, b, 1, 0, end),
+            layout.Scores(dscores_in, c, first, rows, 0, end), layout.Qkv(qkv, b, 1, 0, end),
             layout.Qkv(dqkv, b, 0, first, rows), layout.Options(false, false, 1.0f)));
         // Keys [first, end) against queries [first, t): dS and P there are zero above the
         // diagonal and filled below it.
-        RETURN_IF_ERROR(matmul_.Gemm(layout.Scores(dscores, c, first, t - first, first, rows),
+        RETURN_IF_ERROR(matmul_.Gemm(layout.Scores(dscores_in, c, first, t - first, first, rows),
                                      layout.Qkv(qkv, b, 0, first, t - first),
                                      layout.Qkv(dqkv, b, 1, first, rows),
                                      layout.Options(true, false, 1.0f)));
-        return matmul_.Gemm(layout.Scores(scores, c, first, t - first, first, rows),
+        return matmul_.Gemm(layout.Scores(probs, c, first, t - first, first, rows),
                             layout.Heads(dout, b, first, t - first),
                             layout.Qkv(dqkv, b, 2, first, rows), layout.Options(true, false, 1.0f));
       }));

@@ -32,6 +32,21 @@ absl::Status F32Of(const char* op, const char* what, int64_t d0, int64_t d1, int
   return absl::OkStatus();
 }
 
+// `tensor` (`what`) is a defined tensor of d0 * d1 * d2 elements, f32 or, at
+// ProductPrecision::kBF16, bf16.
+absl::Status F32OrBf16Of(const char* op, const char* what, const FusedAttentionArgs& args,
+                         int64_t d0, int64_t d1, int64_t d2, const Tensor& tensor) {
+  const bool bf16_ok = args.precision == ProductPrecision::kBF16;
+  if (!tensor.defined() ||
+      !(tensor.dtype() == DType::kF32 || (bf16_ok && tensor.dtype() == DType::kBF16)) ||
+      tensor.num_elements() != d0 * d1 * d2) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", what, " must be f32", bf16_ok ? " or bf16" : "", " [", d0, ", ", d1,
+                     ", ", d2, "], got ", tensor.defined() ? tensor.DebugString() : "undefined"));
+  }
+  return absl::OkStatus();
+}
+
 // batch, t >= 0, kv_heads >= 1 dividing heads, head_dim even and >= 2, rope_theta > 0.
 absl::Status RotaryGeometry(const char* op, const RotaryQkvArgs& args) {
   if (args.batch < 0 || args.t < 0 || args.kv_heads < 1 || args.heads < args.kv_heads ||
@@ -110,9 +125,11 @@ absl::Status AttentionOps::FusedCausalForward(const FusedAttentionArgs& args, co
   constexpr char kOp[] = "AttentionOps::FusedCausalForward";
   RETURN_IF_ERROR(FusedGeometry(kOp, args));
   const int64_t width = args.heads * args.head_dim;
-  RETURN_IF_ERROR(F32Of(kOp, "qkv", args.batch, args.t, 3 * width, qkv));
-  RETURN_IF_ERROR(F32Of(kOp, "out", args.batch, args.t, width, out));
+  RETURN_IF_ERROR(F32OrBf16Of(kOp, "qkv", args, args.batch, args.t, 3 * width, qkv));
+  RETURN_IF_ERROR(F32OrBf16Of(kOp, "out", args, args.batch, args.t, width, out));
   RETURN_IF_ERROR(F32Of(kOp, "logsumexp", args.batch, args.heads, args.t, logsumexp));
+  RETURN_IF_ERROR(Disjoint(kOp, "out", out, {&qkv}));
+  RETURN_IF_ERROR(Disjoint(kOp, "logsumexp", logsumexp, {&qkv, &out}));
   return DoFusedCausalForward(args, qkv, out, logsumexp);
 }
 
@@ -122,11 +139,11 @@ absl::Status AttentionOps::FusedCausalBackward(const FusedAttentionArgs& args, c
   constexpr char kOp[] = "AttentionOps::FusedCausalBackward";
   RETURN_IF_ERROR(FusedGeometry(kOp, args));
   const int64_t width = args.heads * args.head_dim;
-  RETURN_IF_ERROR(F32Of(kOp, "qkv", args.batch, args.t, 3 * width, qkv));
-  RETURN_IF_ERROR(F32Of(kOp, "out", args.batch, args.t, width, out));
+  RETURN_IF_ERROR(F32OrBf16Of(kOp, "qkv", args, args.batch, args.t, 3 * width, qkv));
+  RETURN_IF_ERROR(F32OrBf16Of(kOp, "out", args, args.batch, args.t, width, out));
   RETURN_IF_ERROR(F32Of(kOp, "logsumexp", args.batch, args.heads, args.t, logsumexp));
-  RETURN_IF_ERROR(F32Of(kOp, "dout", args.batch, args.t, width, dout));
-  RETURN_IF_ERROR(F32Of(kOp, "dqkv", args.batch, args.t, 3 * width, dqkv));
+  RETURN_IF_ERROR(F32OrBf16Of(kOp, "dout", args, args.batch, args.t, width, dout));
+  RETURN_IF_ERROR(F32OrBf16Of(kOp, "dqkv", args, args.batch, args.t, 3 * width, dqkv));
   for (const Tensor* input : {&qkv, &out, &logsumexp, &dout}) {
     if (dqkv.num_elements() > 0 && dqkv.SharesStorageWith(*input)) {
       return absl::InvalidArgumentError(

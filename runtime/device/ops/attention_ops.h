@@ -29,7 +29,9 @@ struct FusedAttentionArgs {
   // kBF16: every operand of the five products (q, k, v, dO, the probabilities P, and dS) is
   // rounded to bf16 where it enters the product, with f32 accumulation, as product_precision.h's
   // GEMMs (forward's P is unnormalized on the CPU, normalized on CUDA); the softmax statistics
-  // and D stay f32/double.
+  // and D stay f32/double. At kBF16 qkv, out, dout and dqkv may also be bf16 tensors (mixed
+  // precision's storage): a bf16 input is read as its exact f32 widening (the bits of the f32
+  // call on those values) and a bf16 output holds the f32 call's result rounded to nearest even.
   ProductPrecision precision = ProductPrecision::kF32;
 };
 
@@ -63,7 +65,8 @@ class AttentionOps {
                                      Tensor& grad) const;
 
   // Per (b, h): O = P v with P = softmax over s' <= s of scale q_s . k_s' (causal), written into
-  // `out` f32 [batch, t, heads * head_dim]; `logsumexp` f32 [batch, heads, t] gets each row's
+  // `out` [batch, t, heads * head_dim] (f32, or bf16 at kBF16, as qkv may be); `logsumexp` f32
+  // [batch, heads, t], sharing no storage with qkv or out, gets each row's
   // m + log(sum exp(score - m)) (m its maximum score), all Backward needs to rebuild P.
   // No [t, t] block outlives a call: the CPU works tile by tile (FlashAttention-2 style, a few
   // tiles of workspace whatever t); CUDA holds a chunk of samples' [heads, t, t] scores in

@@ -11,9 +11,10 @@
 // too, so the saved bytes grow linearly in T; Backward recomputes P from them and runs whole
 // (no split). Under bf16 storage (LayerContext::saved_activation_dtype) qkv and O are kept as
 // bf16 and the log-sum-exp as f32; qkv, O, dO and dqkv are then bf16 throughout, written rounded
-// by the products that make them and read as they are by those that use them. The one sum that
-// sees a rounding it did not before is the qkv bias gradient: it sums dqkv rounded to bf16 (as
-// PyTorch autocast's bf16 dqkv); every other value has the bits of f32 storage's.
+// by the products that make them and read as they are by those that use them. Against f32
+// inner tensors (with qkv and O kept rounded), the one sum that sees a new rounding is the qkv
+// bias gradient: it sums dqkv rounded to bf16 (as PyTorch autocast's bf16 dqkv); every other
+// value keeps its bits.
 #ifndef GPIPE_LAYERS_CAUSAL_SELF_ATTENTION_H_
 #define GPIPE_LAYERS_CAUSAL_SELF_ATTENTION_H_
 

@@ -193,10 +193,10 @@ absl::Status CudaAttentionOps::DoFusedCausalBackward(const FusedAttentionArgs& a
   ASSIGN_OR_RETURN(Tensor dscores, layout.ScoreBuffer(*context_.workspace));
   // At kBF16 the gradient kernel writes P and dS as the products' bf16 operands.
   Tensor probs = scores;
-  Tensor dscores_in = dscores;
+  Tensor ds_operand = dscores;
   if (layout.bf16()) {
     ASSIGN_OR_RETURN(probs, layout.ScoreBuffer(*context_.workspace, DType::kBF16));
-    ASSIGN_OR_RETURN(dscores_in, layout.ScoreBuffer(*context_.workspace, DType::kBF16));
+    ASSIGN_OR_RETURN(ds_operand, layout.ScoreBuffer(*context_.workspace, DType::kBF16));
   }
   const int64_t t = args.t;
   for (int64_t b0 = 0; b0 < args.batch; b0 += layout.chunk()) {
@@ -224,17 +224,17 @@ absl::Status CudaAttentionOps::DoFusedCausalBackward(const FusedAttentionArgs& a
          .bf16 = args.precision == ProductPrecision::kBF16},
         RowsFrom(out, row0), RowsFrom(dout, row0),
         DevicePointer<float>(logsumexp) + b0 * args.heads * t, DevicePointer<float>(scores),
-        DevicePointer<float>(dscores), Bf16Bits(probs), Bf16Bits(dscores_in)));
+        DevicePointer<float>(dscores), Bf16Bits(probs), Bf16Bits(ds_operand)));
     for (int64_t c = 0; c < samples; ++c) {
       const int64_t b = b0 + c;
       RETURN_IF_ERROR(ForEachRowBlock(t, [&](int64_t first, int64_t rows) {
         const int64_t end = first + rows;
         RETURN_IF_ERROR(matmul_.Gemm(
-            layout.Scores(dscores_in, c, first, rows, 0, end), layout.Qkv(qkv, b, 1, 0, end),
+            layout.Scores(ds_operand, c, first, rows, 0, end), layout.Qkv(qkv, b, 1, 0, end),
             layout.Qkv(dqkv, b, 0, first, rows), layout.Options(false, false, 1.0f)));
         // Keys [first, end) against queries [first, t): dS and P there are zero above the
         // diagonal and filled below it.
-        RETURN_IF_ERROR(matmul_.Gemm(layout.Scores(dscores_in, c, first, t - first, first, rows),
+        RETURN_IF_ERROR(matmul_.Gemm(layout.Scores(ds_operand, c, first, t - first, first, rows),
                                      layout.Qkv(qkv, b, 0, first, t - first),
                                      layout.Qkv(dqkv, b, 1, first, rows),
                                      layout.Options(true, false, 1.0f)));

@@ -98,6 +98,12 @@ class Device : public Allocator {
                                                 const DeviceEvent& end) = 0;
   // Waits until all issued work has finished; returns the first error of queued work.
   virtual absl::Status Synchronize() = 0;
+
+  // Names the work issued from now on ("instruction Forward(mb=3) of step 7"), for errors of
+  // queued work: a device that finds one after the call that issued it returned
+  // (a GPU's id checks, reported at the next wait) says which work issued that call. A device
+  // that returns every error from the call itself (CPU, SIM) has nothing to name and ignores it.
+  virtual void LabelWork(std::string label) {}
 };
 
 }  // namespace gpipe

@@ -79,6 +79,8 @@ class StageExecutor::Step {
         if (std::optional<TraceEvent> event = scope_.InstructionEvent(instruction)) {
           span.emplace(res_.trace, *event);
         }
+        res_.device.LabelWork(absl::StrCat("instruction ", schedule::ToString(instruction),
+                                           " of step ", command_.step()));
         status = StartRestores(i);
         if (status.ok()) {
           status = std::visit([this](const auto& op) { return Execute(op); }, instruction);

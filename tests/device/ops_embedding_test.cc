@@ -12,6 +12,7 @@
 namespace gpipe::testing {
 namespace {
 
+using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 // A gather copies values: bit for bit.
@@ -97,6 +98,32 @@ TEST_P(EmbeddingOpsTest, TheEarliestBadCallIsReportedAndTheNextCallsAreClean) {
     for (int d = 0; d < 2; ++d) expected.push_back(values[id * 2 + d]);
   }
   ExpectNear(Download(out), expected, kExact, kExact, "out");
+}
+
+// A device that reports a bad id at its next wait names the work the call was issued under
+// (Device::LabelWork), not the work that waited; one that fails the call itself has no need to.
+TEST_P(EmbeddingOpsTest, ALaterReportNamesTheWorkThatIssuedTheCall) {
+  const Tensor table = Upload(TestValues(1, 4 * 2), Shape{4, 2});
+  Tensor out = Uninitialized(Shape{4, 2});
+  device().LabelWork("work A");
+  ASSERT_TRUE(ops().embedding.Gather(table, UploadIds({0, 1, 2, 3}, Shape{4}), out).ok());
+  device().LabelWork("work B");
+  const absl::Status call = ops().embedding.Gather(table, UploadIds({0, 9, 2, 3}, Shape{4}), out);
+  if (!call.ok()) {
+    EXPECT_THAT(std::string(call.message()), StartsWith("index 1 has id 9"));
+    GTEST_SKIP() << device().name() << " reports a bad id from the call itself";
+  }
+  device().LabelWork("work C");
+  ASSERT_TRUE(ops().embedding.Gather(table, UploadIds({3, 2, 1, 0}, Shape{4}), out).ok());
+  const absl::Status status = device().Synchronize();
+  ASSERT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(std::string(status.message()), StartsWith("index 1 has id 9"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("issued in work B,"));
+  // The labels are the report's: the next bad call names its own.
+  device().LabelWork("work D");
+  const absl::Status next =
+      ReportedBy(ops().embedding.Gather(table, UploadIds({0, 1, 2, -1}, Shape{4}), out));
+  EXPECT_THAT(std::string(next.message()), HasSubstr("issued in work D,"));
 }
 
 TEST_P(EmbeddingOpsTest, GatherRejectsMismatchedShapes) {

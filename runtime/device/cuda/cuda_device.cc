@@ -224,6 +224,7 @@ class CudaDevice final : public Device {
   absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override;
   absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) override;
   absl::Status Synchronize() override;
+  void LabelWork(std::string label) override { id_checks_.LabelWork(std::move(label)); }
 
  private:
   // The offload stream first waits for the compute stream's current end: a device source is

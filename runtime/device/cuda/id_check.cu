@@ -78,6 +78,9 @@ absl::Status IdChecks::Issue(cudaStream_t stream, const Tensor& ids, int64_t lim
   constexpr unsigned long long kLastCall = (1ULL << (64 - kIndexBits)) - 1;
   const unsigned long long call = std::min(next_call_, kLastCall);
   ++next_call_;
+  if (call_labels_.empty() || call_labels_.back().second != label_) {
+    call_labels_.emplace_back(call, label_);
+  }
   const unsigned threads =
       static_cast<unsigned>(std::clamp<int64_t>((n + 31) / 32 * 32, 32, kCheckThreads));
   CheckIdsKernel<<<1, threads, 0, stream>>>(DevicePointer<int64_t>(ids), n, limit, call,
@@ -87,17 +90,30 @@ absl::Status IdChecks::Issue(cudaStream_t stream, const Tensor& ids, int64_t lim
 
 absl::Status IdChecks::TakeReport() {
   next_call_ = 0;
+  const std::vector<std::pair<unsigned long long, std::string>> labels = std::move(call_labels_);
+  call_labels_.clear();
   const IdFaultRecord found = *record_;
   if (found.key == kNoFault) return absl::OkStatus();
   record_->key = kNoFault;
+  // The label of the last run of calls that starts at or before the faulting call.
+  const unsigned long long call = found.key >> kIndexBits;
+  const auto after = std::upper_bound(
+      labels.begin(), labels.end(), call,
+      [](unsigned long long c, const std::pair<unsigned long long, std::string>& run) {
+        return c < run.first;
+      });
+  const std::string issued_by = after == labels.begin() || (after - 1)->second.empty()
+                                    ? std::string()
+                                    : absl::StrCat(" in ", (after - 1)->second);
   const BadId bad{.index = static_cast<int64_t>(found.key & ((1ULL << kIndexBits) - 1)),
                   .id = found.id};
   const absl::Status op_status = static_cast<IdUse>(found.use) == IdUse::kClassTarget
                                      ? op_checks::CrossEntropyBadId(bad, found.limit)
                                      : op_checks::EmbeddingBadId(bad, found.limit);
   return BadIdError(absl::StrCat(op_status.message(), " (found by ", device_name_,
-                                 "'s id check after the op was issued, reported at the next wait "
-                                 "for the device; the op's outputs are unspecified)"),
+                                 "'s id check after the op was issued", issued_by,
+                                 ", reported at the next wait for the device; the op's outputs "
+                                 "are unspecified)"),
                     bad);
 }
 

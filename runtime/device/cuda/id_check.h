@@ -5,7 +5,8 @@
 // writes (call, index, id, limit, use) into a small record in mapped pinned host memory. Nothing
 // is copied back and nothing waits: the device reads the record after each of its own waits
 // (Synchronize, CopyToHost) and returns the op's own BadId status from there (Device's contract:
-// errors of queued work surface from the next call that synchronizes). So the step can run
+// errors of queued work surface from the next call that synchronizes), naming the work the call
+// was issued under (Device::LabelWork: the executor's instruction and step). So the step can run
 // ahead of the GPU and be captured in a CUDA graph (issue 28 item 4).
 //
 // In training the data path has checked the same ids on the host before their upload
@@ -22,6 +23,8 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -59,10 +62,14 @@ class IdChecks {
   // that uses them is issued after it. INVALID_ARGUMENT only for a tensor of 2^40 or more ids.
   absl::Status Issue(cudaStream_t stream, const Tensor& ids, int64_t limit, IdUse use);
 
+  // Names the work whose checks are issued from now on (Device::LabelWork); a report names the
+  // label its call was issued under.
+  void LabelWork(std::string label) { label_ = std::move(label); }
+
   // Called after the stream the checks ran on has been waited for: the status of the earliest
   // checked call since the last report that saw an id outside its range (the op's own message
-  // and BadId payload, and that it was found after the call returned), OK when none. Clears the
-  // record and starts counting calls again.
+  // and BadId payload, that it was found after the call returned, and the label of the work that
+  // issued it), OK when none. Clears the record and starts counting calls again.
   absl::Status TakeReport();
 
  private:
@@ -78,6 +85,9 @@ class IdChecks {
   std::unique_ptr<IdFaultRecord, RecordDeleter> record_;  // host view
   IdFaultRecord* on_device_;                              // the same memory as the GPU sees it
   unsigned long long next_call_ = 0;                      // calls issued since the last report
+  std::string label_;                                     // the work being issued
+  // Since the last report: (first call, label) each time a call was issued under a new label.
+  std::vector<std::pair<unsigned long long, std::string>> call_labels_;
 };
 
 }  // namespace gpipe::cuda

@@ -88,7 +88,7 @@ absl::StatusOr<Tensor> Tensor::Clone(MemoryKind kind) const {
 }
 
 void Tensor::Retag(MemoryKind kind) {
-  if (!defined() || storage_->kind == kind) return;
+  if (!defined() || storage_->kind == kind || !storage_->owned) return;
   storage_->allocator->Recount(storage_->bytes, storage_->kind, kind);
   storage_->kind = kind;
 }
@@ -99,6 +99,20 @@ void Tensor::SetZero() {
       << "SetZero on tensor " << DebugString() << " whose memory the host cannot write; use "
          "the device's Ops (tensor.Fill)";
   std::memset(raw_data(), 0, bytes());
+}
+
+Tensor Tensor::UnownedViews::Of(const Tensor& tensor) {
+  if (!tensor.defined()) return Tensor();
+  // A storage created where a freed one was is another key with the same address: its view is
+  // made anew unless the bytes are the same.
+  const Storage& owner = *tensor.storage_;
+  std::shared_ptr<Storage>& view = views_[&owner];
+  if (view == nullptr || view->ptr != owner.ptr || view->bytes != owner.bytes ||
+      view->allocator != owner.allocator) {
+    view = std::make_shared<Storage>(owner.allocator, owner.ptr, owner.bytes, owner.kind,
+                                     /*owned=*/false);
+  }
+  return Tensor(view, tensor.shape_, tensor.dtype_, tensor.offset_bytes_);
 }
 
 std::string Tensor::DebugString() const {

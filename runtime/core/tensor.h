@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "runtime/core/allocator.h"
 #include "runtime/core/check.h"
@@ -22,6 +23,8 @@
 namespace gpipe {
 
 class Tensor {
+  struct Storage;  // below
+
  public:
   Tensor() = default;
 
@@ -78,17 +81,34 @@ class Tensor {
   // "f32[4, 784]".
   std::string DebugString() const;
 
+  // Views of tensors that do not own their bytes, for work recorded now and run later (a CPU
+  // device's captured work, runtime/device/device.h), which must not keep memory alive that the
+  // capture's rules free or reuse. Of(t) views t's bytes with t's allocator, shape, dtype and
+  // offset; the bytes go back to the allocator when the owning tensors go, whatever views remain.
+  // Tensors that share storage get views that share storage (so an op sees the same aliasing);
+  // Retag of a view does nothing (the owner counts the bytes).
+  class UnownedViews {
+   public:
+    Tensor Of(const Tensor& tensor);
+
+   private:
+    absl::flat_hash_map<const void*, std::shared_ptr<Storage>> views_;  // by owner's storage
+  };
+
  private:
   struct Storage {
-    Storage(Allocator* allocator, void* ptr, int64_t bytes, MemoryKind kind)
-        : allocator(allocator), ptr(ptr), bytes(bytes), kind(kind) {}
-    ~Storage() { allocator->Free(ptr, bytes, kind); }
+    Storage(Allocator* allocator, void* ptr, int64_t bytes, MemoryKind kind, bool owned = true)
+        : allocator(allocator), ptr(ptr), bytes(bytes), kind(kind), owned(owned) {}
+    ~Storage() {
+      if (owned) allocator->Free(ptr, bytes, kind);
+    }
     Storage(const Storage&) = delete;
     Storage& operator=(const Storage&) = delete;
     Allocator* allocator;
     void* ptr;
     int64_t bytes;
     MemoryKind kind;
+    bool owned;  // false: an UnownedViews view
   };
 
   Tensor(std::shared_ptr<Storage> storage, Shape shape, DType dtype, int64_t offset_bytes)

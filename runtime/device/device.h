@@ -19,6 +19,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "runtime/core/allocator.h"
 #include "runtime/core/memory_tracker.h"
 #include "runtime/core/tensor.h"
@@ -48,6 +49,18 @@ class AsyncCopy {
   // stream waits for it and the host goes on; a simulated device's compute waits (the host
   // sleeps) until the modelled copy ends; on the CPU the copy is already done.
   virtual absl::Status OrderComputeAfter() = 0;
+};
+
+// Work captured once and issued again (Device::BeginCapture): a CUDA graph on a GPU, the recorded
+// ops on the CPU. Destroy it before its device.
+class WorkGraph {
+ public:
+  virtual ~WorkGraph() = default;
+  // Issues the captured work again, after all work issued before, reading and writing the same
+  // memory as every other Launch (the arena blocks its capture allocated, and whatever memory
+  // the caller keeps for it). Errors of the work surface as any op's do: on the CPU here, on a
+  // GPU from the next wait.
+  virtual absl::Status Launch() = 0;
 };
 
 class Device : public Allocator {
@@ -98,6 +111,35 @@ class Device : public Allocator {
                                                 const DeviceEvent& end) = 0;
   // Waits until all issued work has finished; returns the first error of queued work.
   virtual absl::Status Synchronize() = 0;
+
+  // Capture (CUDA graphs). Between BeginCapture and EndCapture the ops issued on the device are
+  // recorded, not run, into the WorkGraph EndCapture returns; its Launch issues them again.
+  // - Memory that captured work allocates comes from the device's capture arena and keeps its
+  //   address for every Launch (runtime/device/capture_memory.h): a block that captured work
+  //   frees may serve an allocation captured after it, one that the host frees outside a capture
+  //   stays its graph's. So graphs must be launched in the order they were captured, one after
+  //   another (one sequence per device), before new captures are made of other work.
+  // - Memory the work uses but did not allocate (parameters, inputs copied into a buffer kept for
+  //   the graph) must stay allocated for every Launch: the caller keeps it. A tensor allocated
+  //   before the capture and dropped during it is kept until the graph is destroyed.
+  // - A tensor dropped during a capture must have no use outside the captured work still to
+  //   come (a transfer in flight on another stream): its block may be handed to work captured
+  //   later.
+  // - Nothing in a capture may wait for the host or move data between host and device:
+  //   CopyFromHost, CopyToHost, StartCopyToHost, StartCopyFromHost, RecordEvent, ElapsedSeconds,
+  //   Synchronize and WorkGraph::Launch fail with FAILED_PRECONDITION while a capture is open
+  //   (the capture goes on).
+  // BeginCapture: FAILED_PRECONDITION when a capture is open; UNIMPLEMENTED on a device that
+  // cannot capture (SIM).
+  virtual absl::Status BeginCapture() {
+    return absl::UnimplementedError(absl::StrCat(name(), " cannot capture work"));
+  }
+  // Ends the capture. An op that failed while capturing makes the capture fail here on a GPU
+  // (on the CPU its error was returned at once and it is not in the graph); either way a failed
+  // capture is closed and leaves nothing behind. FAILED_PRECONDITION when no capture is open.
+  virtual absl::StatusOr<std::unique_ptr<WorkGraph>> EndCapture() {
+    return absl::UnimplementedError(absl::StrCat(name(), " cannot capture work"));
+  }
 
   // Names the work issued from now on ("instruction Forward(mb=3) of step 7"), for errors of
   // queued work: a device that finds one after the call that issued it returned

@@ -2,15 +2,18 @@
 // counted; kernels are the Cpu*Ops families: matmul and convolution through oneDNN primitives,
 // the rest vectorizable loops. A fixed thread count (1 by default) keeps results deterministic
 // and lets K processes share the cores fairly. Work runs at once on the calling thread, so
-// streams, events and Synchronize are trivial; events read the monotonic clock.
+// streams, events and Synchronize are trivial; events read the monotonic clock. While a capture
+// is open (Device::BeginCapture) ops are recorded instead and run at WorkGraph::Launch.
 #ifndef GPIPE_RUNTIME_DEVICE_CPU_CPU_DEVICE_H_
 #define GPIPE_RUNTIME_DEVICE_CPU_CPU_DEVICE_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "runtime/core/host_allocator.h"
+#include "runtime/device/capture_memory.h"
 #include "runtime/device/cpu/cpu_activation_ops.h"
 #include "runtime/device/cpu/cpu_attention_ops.h"
 #include "runtime/device/cpu/cpu_conv_ops.h"
@@ -23,6 +26,7 @@
 #include "runtime/device/cpu/dnnl_context.h"
 #include "runtime/device/device.h"
 #include "runtime/device/ops.h"
+#include "runtime/device/recording_ops.h"
 
 namespace gpipe {
 
@@ -47,7 +51,7 @@ class CpuDevice final : public Device {
   std::string name() const override { return "cpu"; }
   MemoryTracker& memory() override { return memory_.memory(); }
   Allocator& host_staging() override { return staging_; }
-  const Ops& ops() override { return ops_; }
+  const Ops& ops() override { return capture_memory_.capturing() ? recording_.ops() : ops_; }
 
   absl::Status CopyFromHost(const void* source, int64_t source_bytes, Tensor& destination) override;
   absl::Status CopyToHost(const Tensor& source, void* destination,
@@ -62,9 +66,18 @@ class CpuDevice final : public Device {
                                                                Tensor destination) override;
   absl::StatusOr<std::unique_ptr<DeviceEvent>> RecordEvent() override;
   absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) override;
-  absl::Status Synchronize() override { return absl::OkStatus(); }
+  absl::Status Synchronize() override { return RefuseWhileCapturing("Synchronize"); }
+  // Captured ops are recorded (RecordingOps: checked now, run at Launch with views of their
+  // tensors) in the device's capture memory; see Device::BeginCapture.
+  absl::Status BeginCapture() override;
+  absl::StatusOr<std::unique_ptr<WorkGraph>> EndCapture() override;
 
  private:
+  class RecordedGraph;
+
+  // FAILED_PRECONDITION naming `what` while a capture is open.
+  absl::Status RefuseWhileCapturing(const char* what) const;
+
   HostAllocator memory_;
   HostAllocator staging_;
   HostAllocator offload_;
@@ -79,6 +92,10 @@ class CpuDevice final : public Device {
   CpuLossOps loss_ops_;
   CpuOptimizerOps optimizer_ops_;
   Ops ops_;
+  CaptureMemory capture_memory_;
+  Tensor::UnownedViews views_;        // the open capture's
+  std::vector<RecordedOp> recorded_;  // the open capture's ops, in order
+  RecordingOps recording_;            // ops() while a capture is open
 };
 
 }  // namespace gpipe

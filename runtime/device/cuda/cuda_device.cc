@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "runtime/core/logger.h"
 #include "runtime/core/status_macros.h"
+#include "runtime/device/capture_memory.h"
 #include "runtime/device/cuda/cuda_activation_ops.h"
 #include "runtime/device/cuda/cuda_attention_ops.h"
 #include "runtime/device/cuda/cuda_context.h"
@@ -49,6 +50,7 @@ struct CudaDeviceParts {
   cuda::Stream compute_stream;
   cuda::Stream host_to_device_stream;
   cuda::Stream offload_stream;
+  cuda::Stream capture_memory_stream;
   cuda::Event compute_ready;
   cuda::Event copy_done;
   cuda::MemPool pool;
@@ -76,6 +78,7 @@ absl::StatusOr<CudaDeviceParts> CreateParts(const CudaDeviceOptions& options) {
   ASSIGN_OR_RETURN(parts.compute_stream, cuda::CreateStream());
   ASSIGN_OR_RETURN(parts.host_to_device_stream, cuda::CreateStream());
   ASSIGN_OR_RETURN(parts.offload_stream, cuda::CreateStream());
+  ASSIGN_OR_RETURN(parts.capture_memory_stream, cuda::CreateStream());
   ASSIGN_OR_RETURN(parts.compute_ready, cuda::CreateEvent(/*timing=*/false));
   ASSIGN_OR_RETURN(parts.copy_done, cuda::CreateEvent(/*timing=*/false));
   ASSIGN_OR_RETURN(parts.pool, cuda::CreateMemPool(options.ordinal));
@@ -125,6 +128,59 @@ class CudaCopy final : public AsyncCopy {
   const Logger& logger_;
 };
 
+// The capture arena's blocks (capture_memory.h): taken from the device's pool off the compute
+// stream, which may be being captured, and given back on it, outside any capture.
+class CaptureBlocks final : public Allocator {
+ public:
+  CaptureBlocks(CudaMemoryPool& pool, cudaStream_t side_stream)
+      : pool_(pool), side_stream_(side_stream) {}
+  absl::StatusOr<void*> Allocate(int64_t bytes, MemoryKind kind) override {
+    return pool_.AllocateOffStream(bytes, kind, side_stream_);
+  }
+  void Free(void* ptr, int64_t bytes, MemoryKind kind) override { pool_.Free(ptr, bytes, kind); }
+  void Recount(int64_t bytes, MemoryKind from, MemoryKind to) override {
+    pool_.Recount(bytes, from, to);
+  }
+  bool host_accessible() const override { return false; }
+
+ private:
+  CudaMemoryPool& pool_;
+  const cudaStream_t side_stream_;
+};
+
+// A captured CUDA graph, instantiated once, launched on the compute stream.
+class CudaWorkGraph final : public WorkGraph {
+ public:
+  CudaWorkGraph(const Device& device, const CaptureMemory& capture_memory, cudaStream_t stream,
+                std::unique_ptr<CaptureMemory::GraphHold> hold, cuda::Graph graph,
+                cuda::GraphExec exec)
+      : device_(device),
+        capture_memory_(capture_memory),
+        stream_(stream),
+        hold_(std::move(hold)),
+        graph_(std::move(graph)),
+        exec_(std::move(exec)) {}
+
+  absl::Status Launch() override {
+    if (capture_memory_.capturing()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat(device_.name(), ": WorkGraph::Launch while work is being captured"));
+    }
+    GPIPE_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec_.get(), stream_));
+    return absl::OkStatus();
+  }
+
+ private:
+  const Device& device_;
+  const CaptureMemory& capture_memory_;
+  const cudaStream_t stream_;
+  // Destroyed last: the deferred frees and the arena's blocks go back on the stream, after the
+  // launches issued before.
+  const std::unique_ptr<CaptureMemory::GraphHold> hold_;
+  const cuda::Graph graph_;
+  const cuda::GraphExec exec_;
+};
+
 // Streams: every op, allocation, free and device-to-host copy is issued on the compute stream,
 // so they run in issue order. Host-to-device copies from pinned memory run on their own copy
 // stream, ordered against the compute stream by events both ways (see CopyFromHost). Offload
@@ -139,12 +195,15 @@ class CudaDevice final : public Device {
         compute_stream_(std::move(parts.compute_stream)),
         host_to_device_stream_(std::move(parts.host_to_device_stream)),
         offload_stream_(std::move(parts.offload_stream)),
+        capture_memory_stream_(std::move(parts.capture_memory_stream)),
         compute_ready_(std::move(parts.compute_ready)),
         copy_done_(std::move(parts.copy_done)),
         memory_(name_, std::move(parts.pool), compute_stream_.get(),
                 parts.options.memory_limit_bytes, logger_),
         staging_(absl::StrCat(name_, " staging"), logger_),
         offload_(absl::StrCat(name_, " offload"), logger_),
+        capture_blocks_(memory_, capture_memory_stream_.get()),
+        capture_memory_(name_, capture_blocks_),
         cublas_(std::move(parts.cublas)),
         cublas_lt_(std::move(parts.cublas_lt)),
         cudnn_(std::move(parts.cudnn)),
@@ -193,9 +252,12 @@ class CudaDevice final : public Device {
   }
 
   absl::StatusOr<void*> Allocate(int64_t bytes, MemoryKind kind) override {
+    if (capture_memory_.capturing()) return capture_memory_.Allocate(bytes, kind);
     return memory_.Allocate(bytes, kind);
   }
-  void Free(void* ptr, int64_t bytes, MemoryKind kind) override { memory_.Free(ptr, bytes, kind); }
+  void Free(void* ptr, int64_t bytes, MemoryKind kind) override {
+    if (!capture_memory_.Free(ptr, bytes, kind)) memory_.Free(ptr, bytes, kind);
+  }
   void Recount(int64_t bytes, MemoryKind from, MemoryKind to) override {
     memory_.Recount(bytes, from, to);
   }
@@ -213,11 +275,13 @@ class CudaDevice final : public Device {
   MemoryTracker& offload_memory() override { return offload_.memory(); }
   absl::StatusOr<std::unique_ptr<AsyncCopy>> StartCopyToHost(Tensor source,
                                                              Tensor destination) override {
+    RETURN_IF_ERROR(RefuseWhileCapturing("StartCopyToHost"));
     RETURN_IF_ERROR(CheckOffloadCopy(name_, *this, offload_, source, destination));
     return StartOffloadCopy(std::move(source), std::move(destination), cudaMemcpyDeviceToHost);
   }
   absl::StatusOr<std::unique_ptr<AsyncCopy>> StartCopyFromHost(Tensor source,
                                                                Tensor destination) override {
+    RETURN_IF_ERROR(RefuseWhileCapturing("StartCopyFromHost"));
     RETURN_IF_ERROR(CheckOffloadCopy(name_, *this, offload_, destination, source));
     return StartOffloadCopy(std::move(source), std::move(destination), cudaMemcpyHostToDevice);
   }
@@ -225,8 +289,21 @@ class CudaDevice final : public Device {
   absl::StatusOr<double> ElapsedSeconds(const DeviceEvent& start, const DeviceEvent& end) override;
   absl::Status Synchronize() override;
   void LabelWork(std::string label) override { id_checks_.LabelWork(std::move(label)); }
+  // Stream capture of the compute stream (relaxed mode: the capture memory's own allocations
+  // on a side stream are legal meanwhile). Capture after the work has run once uncaptured:
+  // cuDNN's algorithm search and other first-use set-up wait for the GPU.
+  absl::Status BeginCapture() override;
+  absl::StatusOr<std::unique_ptr<WorkGraph>> EndCapture() override;
 
  private:
+  // FAILED_PRECONDITION naming `what` while a capture is open.
+  absl::Status RefuseWhileCapturing(const char* what) const {
+    if (!capture_memory_.capturing()) return absl::OkStatus();
+    return absl::FailedPreconditionError(
+        absl::StrCat(name_, ": ", what,
+                     " while work is being captured (captured work never waits for the host)"));
+  }
+
   // The offload stream first waits for the compute stream's current end: a device source is
   // written by the work issued before, and a device destination came from the pool in
   // compute-stream order, so work issued before may still use its storage.
@@ -255,11 +332,14 @@ class CudaDevice final : public Device {
   cuda::Stream compute_stream_;
   cuda::Stream host_to_device_stream_;
   cuda::Stream offload_stream_;
+  cuda::Stream capture_memory_stream_;  // where the capture arena's blocks are allocated
   cuda::Event compute_ready_;  // the compute stream's end, for the copy stream to wait on
   cuda::Event copy_done_;      // the end of the last host-to-device copy
   CudaMemoryPool memory_;
   PinnedHostAllocator staging_;
   PinnedHostAllocator offload_;
+  CaptureBlocks capture_blocks_;
+  CaptureMemory capture_memory_;
   cuda::CublasHandle cublas_;
   cuda::CublasLtHandle cublas_lt_;
   cuda::CudnnHandle cudnn_;
@@ -291,6 +371,7 @@ class CudaDevice final : public Device {
 //   stream-ordered with the ops.
 absl::Status CudaDevice::CopyFromHost(const void* source, int64_t source_bytes,
                                       Tensor& destination) {
+  RETURN_IF_ERROR(RefuseWhileCapturing("CopyFromHost"));
   if (!OnThisDevice(destination) || destination.bytes() != source_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(name_, ": copying ", source_bytes,
                                                    " host bytes into ", destination.DebugString(),
@@ -329,6 +410,7 @@ absl::Status CudaDevice::CopyFromPinned(const void* source, int64_t bytes, void*
 // found before it is reported here (the wait is the first chance).
 absl::Status CudaDevice::CopyToHost(const Tensor& source, void* destination,
                                     int64_t destination_bytes) {
+  RETURN_IF_ERROR(RefuseWhileCapturing("CopyToHost"));
   if (!OnThisDevice(source) || source.bytes() != destination_bytes) {
     return absl::InvalidArgumentError(absl::StrCat(name_, ": copying ", source.DebugString(),
                                                    " into ", destination_bytes, " host bytes (",
@@ -343,6 +425,7 @@ absl::Status CudaDevice::CopyToHost(const Tensor& source, void* destination,
 }
 
 absl::StatusOr<std::unique_ptr<DeviceEvent>> CudaDevice::RecordEvent() {
+  RETURN_IF_ERROR(RefuseWhileCapturing("RecordEvent"));
   ASSIGN_OR_RETURN(cuda::Event event, cuda::CreateEvent(/*timing=*/true));
   GPIPE_CUDA_RETURN_IF_ERROR(cudaEventRecord(event.get(), compute_stream_.get()));
   return std::make_unique<CudaEvent>(this, std::move(event));
@@ -350,6 +433,7 @@ absl::StatusOr<std::unique_ptr<DeviceEvent>> CudaDevice::RecordEvent() {
 
 absl::StatusOr<double> CudaDevice::ElapsedSeconds(const DeviceEvent& start,
                                                   const DeviceEvent& end) {
+  RETURN_IF_ERROR(RefuseWhileCapturing("ElapsedSeconds"));
   const auto* first = dynamic_cast<const CudaEvent*>(&start);
   const auto* last = dynamic_cast<const CudaEvent*>(&end);
   if (first == nullptr || last == nullptr || first->owner() != this || last->owner() != this) {
@@ -366,6 +450,7 @@ absl::StatusOr<double> CudaDevice::ElapsedSeconds(const DeviceEvent& start,
 // running; returns the first error, then any launch error not yet reported, then an id outside
 // its range that an op's check found meanwhile (id_check.h).
 absl::Status CudaDevice::Synchronize() {
+  RETURN_IF_ERROR(RefuseWhileCapturing("Synchronize"));
   absl::Status status =
       CudaStatus(cudaStreamSynchronize(compute_stream_.get()), "cudaStreamSynchronize(compute)");
   status.Update(CudaStatus(cudaStreamSynchronize(host_to_device_stream_.get()),
@@ -375,6 +460,40 @@ absl::Status CudaDevice::Synchronize() {
   status.Update(CudaStatus(cudaGetLastError(), "cudaGetLastError"));
   status.Update(id_checks_.TakeReport());
   return status;
+}
+
+// The capture memory's state follows the stream's: a capture that CUDA refuses to begin leaves
+// none open, and one that fails to end is closed all the same.
+absl::Status CudaDevice::BeginCapture() {
+  RETURN_IF_ERROR(capture_memory_.Begin());
+  const cudaError_t code =
+      cudaStreamBeginCapture(compute_stream_.get(), cudaStreamCaptureModeRelaxed);
+  if (code != cudaSuccess) {
+    const absl::Status status = CudaStatus(code, "cudaStreamBeginCapture");
+    capture_memory_.End().IgnoreError();  // destroyed at once: nothing was captured
+    return status;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<WorkGraph>> CudaDevice::EndCapture() {
+  if (!capture_memory_.capturing()) return capture_memory_.End().status();
+  cudaGraph_t captured = nullptr;
+  const cudaError_t end_code = cudaStreamEndCapture(compute_stream_.get(), &captured);
+  cuda::Graph graph(captured);
+  // Closed before any return: a failed capture's deferred frees and blocks go back with it.
+  ASSIGN_OR_RETURN(std::unique_ptr<CaptureMemory::GraphHold> hold, capture_memory_.End());
+  if (end_code != cudaSuccess) {
+    cudaGetLastError();  // the capture's error, reported here
+    return CudaStatus(end_code,
+                      "cudaStreamEndCapture (an op issued during the capture failed, or "
+                      "the capture was invalidated)");
+  }
+  cudaGraphExec_t instantiated = nullptr;
+  GPIPE_CUDA_RETURN_IF_ERROR(cudaGraphInstantiate(&instantiated, graph.get(), 0));
+  return std::unique_ptr<WorkGraph>(std::make_unique<CudaWorkGraph>(
+      *this, capture_memory_, compute_stream_.get(), std::move(hold), std::move(graph),
+      cuda::GraphExec(instantiated)));
 }
 
 }  // namespace

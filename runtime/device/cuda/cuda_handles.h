@@ -36,6 +36,12 @@ struct CublasLtDeleter {
 struct CudnnDeleter {
   void operator()(cudnnHandle_t handle) const { cudnnDestroy(handle); }
 };
+struct GraphDeleter {
+  void operator()(cudaGraph_t graph) const { cudaGraphDestroy(graph); }
+};
+struct GraphExecDeleter {
+  void operator()(cudaGraphExec_t exec) const { cudaGraphExecDestroy(exec); }
+};
 
 // The handle types are pointers to opaque structs; the unique_ptr owns the pointee.
 template <typename Handle, typename Deleter>
@@ -47,6 +53,8 @@ using MemPool = OwnedHandle<cudaMemPool_t, MemPoolDeleter>;
 using CublasHandle = OwnedHandle<cublasHandle_t, CublasDeleter>;
 using CublasLtHandle = OwnedHandle<cublasLtHandle_t, CublasLtDeleter>;
 using CudnnHandle = OwnedHandle<cudnnHandle_t, CudnnDeleter>;
+using Graph = OwnedHandle<cudaGraph_t, GraphDeleter>;
+using GraphExec = OwnedHandle<cudaGraphExec_t, GraphExecDeleter>;
 
 // All of these act on the current device (cudaSetDevice first).
 

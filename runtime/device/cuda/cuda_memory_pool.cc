@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "runtime/core/status_macros.h"
 #include "runtime/device/cuda/cuda_status.h"
 
 namespace gpipe {
@@ -19,10 +20,10 @@ std::string CudaMemoryPool::Describe(int64_t bytes, MemoryKind kind) const {
   return absl::StrCat(bytes, " bytes (", MemoryKindName(kind), ")");
 }
 
-cudaError_t CudaMemoryPool::TryAllocate(int64_t bytes, void** ptr) {
+cudaError_t CudaMemoryPool::TryAllocate(int64_t bytes, cudaStream_t stream, void** ptr) {
   // An empty tensor still gets a distinct block, so every Free has a real pointer to return.
   const size_t request = bytes == 0 ? 1 : static_cast<size_t>(bytes);
-  const cudaError_t code = cudaMallocFromPoolAsync(ptr, request, pool_.get(), stream_);
+  const cudaError_t code = cudaMallocFromPoolAsync(ptr, request, pool_.get(), stream);
   // A failed call also leaves its code as the thread's last error; it is reported here, so it
   // must not surface again from the next Synchronize as if queued work had failed.
   if (code != cudaSuccess) cudaGetLastError();
@@ -30,6 +31,21 @@ cudaError_t CudaMemoryPool::TryAllocate(int64_t bytes, void** ptr) {
 }
 
 absl::StatusOr<void*> CudaMemoryPool::Allocate(int64_t bytes, MemoryKind kind) {
+  return AllocateOn(bytes, kind, stream_);
+}
+
+absl::StatusOr<void*> CudaMemoryPool::AllocateOffStream(int64_t bytes, MemoryKind kind,
+                                                        cudaStream_t side_stream) {
+  ASSIGN_OR_RETURN(void* ptr, AllocateOn(bytes, kind, side_stream));
+  if (const cudaError_t code = cudaStreamSynchronize(side_stream); code != cudaSuccess) {
+    Free(ptr, bytes, kind);
+    return CudaStatus(code, "cudaStreamSynchronize(capture memory)");
+  }
+  return ptr;
+}
+
+absl::StatusOr<void*> CudaMemoryPool::AllocateOn(int64_t bytes, MemoryKind kind,
+                                                 cudaStream_t stream) {
   if (bytes < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat(label_, ": allocating a negative size (", bytes, " bytes)"));
@@ -40,14 +56,14 @@ absl::StatusOr<void*> CudaMemoryPool::Allocate(int64_t bytes, MemoryKind kind) {
                                                      " bytes (", memory_.current(), " in use)"));
   }
   void* ptr = nullptr;
-  cudaError_t code = TryAllocate(bytes, &ptr);
+  cudaError_t code = TryAllocate(bytes, stream, &ptr);
   if (code == cudaErrorMemoryAllocation) {
     // The pool may hold freed blocks of other sizes that it cannot split for this request: let
     // the frees queued on the stream complete, give the pool's cache back to the GPU and try
     // once more.
-    GPIPE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+    GPIPE_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream));
     GPIPE_CUDA_RETURN_IF_ERROR(cudaMemPoolTrimTo(pool_.get(), 0));
-    code = TryAllocate(bytes, &ptr);
+    code = TryAllocate(bytes, stream, &ptr);
   }
   if (code == cudaErrorMemoryAllocation) {
     const std::string limit = limit_bytes_ > 0

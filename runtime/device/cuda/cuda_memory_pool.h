@@ -38,6 +38,10 @@ class CudaMemoryPool final : public Allocator {
   CudaMemoryPool& operator=(const CudaMemoryPool&) = delete;
 
   absl::StatusOr<void*> Allocate(int64_t bytes, MemoryKind kind) override;
+  // Allocate outside the compute stream's order, for memory handed out while that stream is
+  // being captured (capture_memory.h): the block comes from the pool on `side_stream`, which the
+  // host waits for, so any stream may use it at once and no capture records the allocation.
+  absl::StatusOr<void*> AllocateOffStream(int64_t bytes, MemoryKind kind, cudaStream_t side_stream);
   void Free(void* ptr, int64_t bytes, MemoryKind kind) override;
   void Recount(int64_t bytes, MemoryKind from, MemoryKind to) override;
   bool host_accessible() const override { return false; }
@@ -45,8 +49,11 @@ class CudaMemoryPool final : public Allocator {
   MemoryTracker& memory() { return memory_; }
 
  private:
-  // One cudaMallocFromPoolAsync; cudaErrorMemoryAllocation comes back as is, to be retried.
-  cudaError_t TryAllocate(int64_t bytes, void** ptr);
+  // One cudaMallocFromPoolAsync on `stream`; cudaErrorMemoryAllocation comes back as is, to be
+  // retried.
+  cudaError_t TryAllocate(int64_t bytes, cudaStream_t stream, void** ptr);
+  // Allocate's work on `stream`, which a retry after running out of memory waits for.
+  absl::StatusOr<void*> AllocateOn(int64_t bytes, MemoryKind kind, cudaStream_t stream);
   std::string Describe(int64_t bytes, MemoryKind kind) const;
 
   const std::string label_;

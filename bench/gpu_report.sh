@@ -200,6 +200,14 @@ if [ "$torch" = 1 ]; then
       { say "The cuBLASLt block comparison failed (log: \`${out%.md}-torch_gpu_lt.log\`)." "";
         cp "$work/torch_gpu_lt.log" "${out%.md}-torch_gpu_lt.log"; }
     { say "### The block with runtime.cuda.cublaslt_gemm" ""; cat "$work/torch_gpu_lt.md" >&3; }
+    # The small models' steps again with runtime.cuda.graphs (captured once, replayed): whether
+    # it should default to on, and the launches per step it saves.
+    python3 bench/torch_gpu_compare.py --gpipe-bin "$bin" --workloads char,gpt2 --no-compile \
+        --graphs $([ "$quick" = 1 ] && echo --quick) \
+        > "$work/torch_gpu_graphs.md" 2> "$work/torch_gpu_graphs.log" ||
+      { say "The runtime.cuda.graphs comparison failed (log: \`${out%.md}-torch_gpu_graphs.log\`)." "";
+        cp "$work/torch_gpu_graphs.log" "${out%.md}-torch_gpu_graphs.log"; }
+    { say "### Training steps with runtime.cuda.graphs" ""; cat "$work/torch_gpu_graphs.md" >&3; }
   else
     say "## gpipe beside PyTorch on one GPU" "" \
         "Skipped: python3 has no CUDA-enabled PyTorch ($(tail -1 <<< "$torch_version"))." ""

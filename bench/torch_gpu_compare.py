@@ -4,7 +4,7 @@
   python3 bench/torch_gpu_compare.py [--device cuda|cpu] [--precision fp32|bf16|both]
       [--repeats N] [--warmup N] [--quick] [--gpipe-bin DIR] [--workloads block,char,gpt2]
       [--block B,T,D,H] [--no-compile] [--no-launches] [--peak-bf16 TFLOPS]
-      [--peak-fp32 TFLOPS] [--cublaslt] [--out FILE]
+      [--peak-fp32 TFLOPS] [--cublaslt] [--graphs] [--out FILE]
 
 Rows, each in fp32 and bf16:
   - the transformer block (default 4 x T 2048 x d 2048, 16 heads; fwd+bwd of one call):
@@ -73,6 +73,9 @@ def parse_args():
     parser.add_argument("--cublaslt", action="store_true",
                         help="gpipe's products on cuBLASLt, bias and bf16 rounding in their "
                              "epilogues (runtime.cuda.cublaslt_gemm)")
+    parser.add_argument("--graphs", action="store_true",
+                        help="gpipe's training steps with runtime.cuda.graphs (captured once, "
+                             "replayed)")
     parser.add_argument("--out", default=None, help="also write the markdown here")
     args = parser.parse_args()
     args.repeats = args.repeats or (5 if args.quick else 20)
@@ -214,7 +217,7 @@ def run_model(report, ts, device, workdir, model, four_stages):
             check_parameters(report, ts, model)
         report.cell(row, "gpipe", "gpipe-run K=1", lambda: gpipe_side.model_step_ms(
             args.gpipe_bin, REPO, model, 1, 1, args.device, precision, args.repeats,
-            args.warmup, workdir, args.cublaslt))
+            args.warmup, workdir, args.cublaslt, args.graphs))
         if ts is not None:
             compile_model = not args.no_compile and not args.quick
             for compiled, field in ((False, "eager"), (True, "compiled")):
@@ -241,7 +244,7 @@ def run_model(report, ts, device, workdir, model, four_stages):
                 ts.release(device)
         if not args.no_launches and not args.quick and args.device == "cuda":
             report.cell(row, "gpipe_launches", "nsys launches", lambda: gpipe_side.model_launches(
-                args.gpipe_bin, REPO, model, precision, workdir))
+                args.gpipe_bin, REPO, model, precision, workdir, graphs=args.graphs))
         if four_stages:
             k4 = Row(f"{model.name} step, K=4 M=4 on one GPU" if args.device == "cuda" else
                      f"{model.name} step, K=4 M=4", shape, precision, flops, tokens)
@@ -249,7 +252,7 @@ def run_model(report, ts, device, workdir, model, four_stages):
             report.rows.append(k4)
             report.cell(k4, "gpipe", "gpipe-run K=4", lambda: gpipe_side.model_step_ms(
                 args.gpipe_bin, REPO, model, 4, 4, args.device, precision, args.repeats,
-                args.warmup, workdir, args.cublaslt))
+                args.warmup, workdir, args.cublaslt, args.graphs))
 
 
 def fmt_ms(v):
@@ -294,14 +297,16 @@ def print_report(report, facts, out):
         f"--block --json` (wall time after the device finished each call), steps by `gpipe-run "
         f"--metrics-out` `step_ms` (K=1: one micro-batch of the whole batch; remat NEVER), bf16 = "
         f"`training.precision: BF16`"
-        f"{'; products on cuBLASLt (`runtime.cuda.cublaslt_gemm`)' if args.cublaslt else ''}. "
+        f"{'; products on cuBLASLt (`runtime.cuda.cublaslt_gemm`)' if args.cublaslt else ''}"
+        f"{'; training steps with `runtime.cuda.graphs`' if args.graphs else ''}. "
         f"MFU counts model FLOPs of the matrix products, attention "
         f"over the full T×T, fwd+bwd = 3 × fwd (bench/torch_gpu/workloads.py); the block is "
         f"{workloads.block_step_flops(args.block) / 1e9:,.1f} GFLOP per call. gpipe / eager < 1 "
         f"means gpipe is faster; the K=4 rows' ratio is against PyTorch's K=1 step. Launches: "
         f"kernels per call or step, torch.profiler's GPU kernel records on PyTorch's side; "
-        f"gpipe's from nsys at K=1 (the kernels of an 8-step run minus those of a 3-step run, "
-        f"over 5), n/a where nsys is not installed or was not run.")
+        f"gpipe's from nsys at K=1 (the launch calls of an 8-step run minus those of a 3-step "
+        f"run, over 5; a graph launch counts once), n/a where nsys is not installed or was not "
+        f"run.")
     say("")
     say("| workload | shape | precision | gpipe ms | torch eager ms | torch compiled ms | "
         "gpipe / eager | MFU gpipe | MFU eager | MFU compiled | tokens/s gpipe | "

@@ -41,6 +41,8 @@ class Dropout final : public Layer {
   std::vector<SavedSpec> SavedPerSample() const override;
   // With p = 0, Forward returns its input itself.
   bool OutputAliasesInput() const override { return p_ == 0.0; }
+  // With p > 0: the masks are keyed by the step.
+  bool DependsOnStep() const override { return p_ > 0.0; }
 
  private:
   Dropout(std::string name, const Shape& input_shape, double p);

@@ -220,6 +220,11 @@ class Layer {
   // of p = 0) rather than new storage. Memory planning counts such an output once, as its input.
   virtual bool OutputAliasesInput() const { return false; }
 
+  // Whether the work a training Forward or Backward issues changes with LayerContext::step (the
+  // step keys dropout's masks), not only with the values it reads: such work captured in one step
+  // (runtime.cuda.graphs) would be wrong when replayed in another, so its chunk runs uncaptured.
+  virtual bool DependsOnStep() const { return false; }
+
   // What Forward keeps in SavedTensors when training, entry by entry and in order. Forward
   // in evaluation (ctx.training == false) may keep less (dropout keeps nothing), never more.
   virtual std::vector<SavedSpec> SavedPerSample() const = 0;

@@ -37,6 +37,7 @@ class LayerDecorator : public Layer, public SplitBackward, public SkipJoin {
     return inner_->CheckHostInput(ctx, x);
   }
   bool OutputAliasesInput() const override { return inner_->OutputAliasesInput(); }
+  bool DependsOnStep() const override { return inner_->DependsOnStep(); }
   std::vector<SavedSpec> SavedPerSample() const override { return inner_->SavedPerSample(); }
   const SplitBackward* split_backward() const override {
     return inner_->SplitsBackward() ? this : nullptr;

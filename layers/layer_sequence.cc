@@ -1,5 +1,6 @@
 #include "layers/layer_sequence.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -129,6 +130,11 @@ std::vector<ParamSpec> LayerSequence::buffer_specs() const {
     }
   }
   return specs;
+}
+
+bool LayerSequence::DependsOnStep() const {
+  return std::any_of(children_.begin(), children_.end(),
+                     [](const auto& child) { return child->DependsOnStep(); });
 }
 
 bool LayerSequence::OutputAliasesInput() const {

@@ -60,6 +60,8 @@ class LayerSequence {
   std::vector<SavedSpec> SavedPerSample() const { return saved_specs_; }
   // Every child's output is a view of its input.
   bool OutputAliasesInput() const;
+  // Some child's work changes with the step (Layer::DependsOnStep).
+  bool DependsOnStep() const;
 
   // Runs every child. In training, `saved` receives the tensors SavedPerSample() describes; in
   // evaluation nothing is saved.

@@ -33,6 +33,7 @@ class Residual final : public Layer {
   bool TakesBf16Saved() const override { return true; }
   std::vector<ParamSpec> parameter_specs() const override { return body_.parameter_specs(); }
   std::vector<ParamSpec> buffer_specs() const override { return body_.buffer_specs(); }
+  bool DependsOnStep() const override { return body_.DependsOnStep(); }
   double ForwardFlopsPerSample() const override;
   absl::StatusOr<Tensor> Forward(const LayerContext& ctx, std::span<const Tensor> params,
                                  const Tensor& x, SavedTensors& saved) const override;

@@ -4,6 +4,7 @@
 A failure raises GpipeError with the command and the tail of its output, which the report turns
 into a cell and a note; nothing here exits the script.
 """
+import csv
 import json
 import re
 import os
@@ -59,9 +60,10 @@ def block_ms(bin_dir, block, device, precision, repeats, workdir, cublaslt=False
 
 
 def _overrides(model, stages, micro_batches, steps, device, precision, text_path,
-               cublaslt=False):
+               cublaslt=False, graphs=False):
     lt = " cublaslt_gemm: true" if cublaslt else ""
-    cuda = f"cuda {{ share_gpu: true{lt} }}" if device == "cuda" else ""
+    captured = " graphs: true" if graphs else ""
+    cuda = f"cuda {{ share_gpu: true{lt}{captured} }}" if device == "cuda" else ""
     return [
         f"pipeline {{ stages: {stages} micro_batches: {micro_batches} remat: NEVER }}",
         f"training {{ steps: {steps} eval_every: 0 precision: {precision.upper()} }}",
@@ -72,25 +74,28 @@ def _overrides(model, stages, micro_batches, steps, device, precision, text_path
 
 
 def model_command(bin_dir, repo, model, stages, micro_batches, steps, device, precision,
-                  metrics, cublaslt=False):
+                  metrics, cublaslt=False, graphs=False):
     command = [os.path.join(bin_dir, "gpipe-run"), os.path.join(repo, model.plan),
                "-n", str(stages)]
     for text in _overrides(model, stages, micro_batches, steps, device, precision,
-                           os.path.join(repo, "README.md"), cublaslt):
+                           os.path.join(repo, "README.md"), cublaslt, graphs):
         command += ["--override", text]
     return command + ["--metrics-out", metrics]
 
 
 def model_step_ms(bin_dir, repo, model, stages, micro_batches, device, precision, repeats,
-                  warmup, workdir, cublaslt=False):
+                  warmup, workdir, cublaslt=False, graphs=False):
     """Median step_ms (rank 0: from the step command to the step's end, update included) over
-    `repeats` steps after `warmup`."""
-    tag = f"{model.name}-k{stages}-{precision}"
+    `repeats` steps after `warmup` (with `graphs`, runtime.cuda.graphs: at least 2 warm-up
+    steps, the second being the one that captures)."""
+    if graphs:
+        warmup = max(warmup, 2)
+    tag = f"{model.name}-k{stages}-{precision}{'-graphs' if graphs else ''}"
     metrics = os.path.join(workdir, f"{tag}.jsonl")
     if os.path.exists(metrics):
         os.remove(metrics)
     _run(model_command(bin_dir, repo, model, stages, micro_batches, warmup + repeats, device,
-                       precision, metrics, cublaslt), os.path.join(workdir, f"{tag}.log"))
+                       precision, metrics, cublaslt, graphs), os.path.join(workdir, f"{tag}.log"))
     with open(metrics) as f:
         rows = [json.loads(line) for line in f]
     steps = [r for r in rows if not r.get("eval")][warmup:]
@@ -99,33 +104,43 @@ def model_step_ms(bin_dir, repo, model, stages, micro_batches, device, precision
     return statistics.median(r["step_ms"] for r in steps)
 
 
-def _nsys_kernels(command, report, workdir):
-    """Kernel launches nsys records over the whole run of `command` (all processes)."""
-    _run(["nsys", "profile", "--trace=cuda", "--sample=none", "--cpuctxsw=none",
-          "--force-overwrite=true", "-o", report] + command, report + ".profile.log")
-    stats = subprocess.run(["nsys", "stats", "--report", "cuda_gpu_kern_sum", "--format", "csv",
+def _nsys_table(report, table):
+    """The rows of `nsys stats --report table` as dicts (CSV with a header row)."""
+    stats = subprocess.run(["nsys", "stats", "--report", table, "--format", "csv",
                             "--force-export=true", report + ".nsys-rep"],
                            capture_output=True, text=True, timeout=TIME_LIMIT_S)
     lines = [l for l in stats.stdout.splitlines() if l.count(",") >= 2]
-    header = next((i for i, l in enumerate(lines) if "Instances" in l), None)
+    header = next((i for i, l in enumerate(lines) if "Name" in l), None)
     if stats.returncode != 0 or header is None:
-        raise GpipeError(f"nsys stats gave no kernel table: {stats.stderr[-500:]}")
-    column = [c.strip('"') for c in lines[header].split(",")].index("Instances")
-    return sum(int(l.split(",")[column].strip('"')) for l in lines[header + 1:])
+        raise GpipeError(f"nsys stats gave no {table} table: {stats.stderr[-500:]}")
+    names = [c.strip('"') for c in lines[header].split(",")]
+    return [dict(zip(names, next(csv.reader([l])))) for l in lines[header + 1:]]
 
 
-def model_launches(bin_dir, repo, model, precision, workdir, few=3, more=8):
-    """Kernel launches per training step at K = 1, M = 1: nsys counts two runs of `few` and
-    `more` steps and the difference is divided by `more - few`, so start-up kernels cancel.
-    None when nsys is not installed."""
+def _nsys_launch_calls(command, report):
+    """Launches the host made over the whole run of `command` (all processes), as nsys records
+    them: calls of the CUDA runtime and driver APIs that launch a kernel or a graph
+    (cudaLaunchKernel, cuLaunchKernel and their Ex forms, cudaGraphLaunch), so a graph's
+    kernels count once, as its launch."""
+    _run(["nsys", "profile", "--trace=cuda", "--sample=none", "--cpuctxsw=none",
+          "--force-overwrite=true", "-o", report] + command, report + ".profile.log")
+    return sum(int(row["Num Calls"]) for row in _nsys_table(report, "cuda_api_sum")
+               if "Launch" in row.get("Name", "") and "Host" not in row.get("Name", ""))
+
+
+def model_launches(bin_dir, repo, model, precision, workdir, few=3, more=8, graphs=False):
+    """Launches per training step at K = 1, M = 1: nsys counts two runs of `few` and `more`
+    steps and the difference is divided by `more - few`, so start-up work cancels (with
+    `graphs`, both runs capture in their second step). None when nsys is not installed."""
     if shutil.which("nsys") is None:
         return None
     counts = []
     for steps in (few, more):
-        metrics = os.path.join(workdir, f"nsys-{model.name}-{steps}.jsonl")
-        command = model_command(bin_dir, repo, model, 1, 1, steps, "cuda", precision, metrics)
-        counts.append(_nsys_kernels(command, os.path.join(workdir, f"nsys-{model.name}-{steps}"),
-                                    workdir))
+        tag = f"nsys-{model.name}-{steps}{'-graphs' if graphs else ''}"
+        metrics = os.path.join(workdir, f"{tag}.jsonl")
+        command = model_command(bin_dir, repo, model, 1, 1, steps, "cuda", precision, metrics,
+                                graphs=graphs)
+        counts.append(_nsys_launch_calls(command, os.path.join(workdir, tag)))
     return (counts[1] - counts[0]) / (more - few)
 
 

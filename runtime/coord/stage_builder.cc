@@ -67,6 +67,7 @@ absl::StatusOr<ExecutorConfig> ConfigFor(const pb::Setup& setup, const schedule:
   config.replica_group = layout.ReplicaGroup(stage);
   config.wait_timeout = timeout;
   config.boundary_dtype = BoundaryDType(plan.training());
+  config.capture_graphs = plan.runtime().cuda().graphs() && plan.runtime().device() != pb::SIM;
   return config;
 }
 

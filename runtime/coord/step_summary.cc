@@ -106,6 +106,12 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
       s.offloaded_bytes.push_back(report.offloaded_bytes());
       s.offload_wait_ms.push_back(report.offload_wait_ms());
     }
+    if (report.has_graph_launches()) {
+      s.graph_launches.resize(r, 0);
+      s.graphs_captured.resize(r, 0);
+      s.graph_launches.push_back(report.graph_launches());
+      s.graphs_captured.push_back(report.graphs_captured());
+    }
     s.busy_ms.push_back(report.busy_ms());
     const double stage_ms = std::max(report.step_ms(), 1e-9);
     bubble_sum += std::clamp(1.0 - report.busy_ms() / stage_ms, 0.0, 1.0);
@@ -115,6 +121,10 @@ absl::StatusOr<StepSummary> Summarize(int64_t step, const std::vector<pb::StepRe
     s.peak_offload_bytes.resize(reports.size(), 0);
     s.offloaded_bytes.resize(reports.size(), 0);
     s.offload_wait_ms.resize(reports.size(), 0.0);
+  }
+  if (!s.graph_launches.empty()) {
+    s.graph_launches.resize(reports.size(), 0);
+    s.graphs_captured.resize(reports.size(), 0);
   }
   s.bubble = reports.empty() ? 0.0 : bubble_sum / reports.size();
   // Each replica's part is its samples' losses over the whole global batch: they add up.
@@ -152,6 +162,10 @@ Json ToMetricsRecord(const StepSummary& s) {
     json["peak_offload_bytes"] = s.peak_offload_bytes;
     json["offloaded_bytes"] = s.offloaded_bytes;
     json["offload_wait_ms"] = s.offload_wait_ms;
+  }
+  if (!s.graph_launches.empty()) {
+    json["graph_launches"] = s.graph_launches;
+    json["graphs_captured"] = s.graphs_captured;
   }
   if (s.replicas > 1) {
     json["replicas"] = s.replicas;

@@ -60,6 +60,9 @@ struct StepSummary {
   std::vector<int64_t> peak_offload_bytes;
   std::vector<int64_t> offloaded_bytes;
   std::vector<double> offload_wait_ms;
+  // runtime.cuda.graphs (empty otherwise), by rank: graphs launched and captured in the step.
+  std::vector<int64_t> graph_launches;
+  std::vector<int64_t> graphs_captured;
   // Achieved TFLOP/s: the rank's stage's model FLOPs (forward + backward, recomputation
   // excluded) over step_ms.
   std::vector<double> tflops_per_rank;
@@ -89,7 +92,8 @@ std::string FormatProgressLine(const StepSummary& summary, int64_t total_steps);
 // tflops_per_rank (when set) as lists indexed by rank; with replicas also replicas, replica_loss
 // (by replica), stage and replica (by rank), all_reduce_ms and all_reduce_exposed_ms (by rank),
 // and all_gather_ms (by rank) with the optimizer state sharded; peak_offload_bytes,
-// offloaded_bytes and offload_wait_ms (by rank) with pipeline.offload.
+// offloaded_bytes and offload_wait_ms (by rank) with pipeline.offload; graph_launches and
+// graphs_captured (by rank) with runtime.cuda.graphs.
 Json ToMetricsRecord(const StepSummary& summary);
 
 }  // namespace gpipe

@@ -73,6 +73,10 @@ struct ExecutorConfig {
   // The dtype boundary activations and gradients travel in: kF32, or kBF16 under
   // training.precision BF16 (whose layers produce bf16 values, so the narrowing is exact).
   DType boundary_dtype = DType::kF32;
+  // runtime.cuda.graphs: training steps' Forward and Backward instructions are captured once
+  // (Device::BeginCapture) and replayed (instruction_graphs.h). The device must capture (CUDA,
+  // CPU).
+  bool capture_graphs = false;
 
   schedule::Topology topology() const { return {num_stages, chunks, placement}; }
   // neighbours[chunk].prev or .next; -1 for a chunk outside the list.

@@ -187,7 +187,7 @@ absl::Status StageCompute::Evaluate(int chunk, int m, const Tensor& output, cons
 // recomputed when re-materialization dropped them (dropout masks are keyed by step, layer and
 // sample, and batch norm recomputes the same micro-batch statistics without touching its running
 // statistics, so the replay is exact).
-absl::Status StageCompute::Backward(int chunk, int m, MicroBatch& mb, bool split) {
+absl::Status StageCompute::CheckBackward(const MicroBatch& mb) {
   if (!mb.forwarded || !mb.input.defined()) {
     return absl::FailedPreconditionError("backward before Forward");
   }
@@ -195,6 +195,11 @@ absl::Status StageCompute::Backward(int chunk, int m, MicroBatch& mb, bool split
   if (!mb.output_grad.defined()) {
     return absl::FailedPreconditionError("the gradient of the stage output has not arrived");
   }
+  return absl::OkStatus();
+}
+
+absl::Status StageCompute::Backward(int chunk, int m, MicroBatch& mb, bool split) {
+  RETURN_IF_ERROR(CheckBackward(mb));
   if (mb.saved.empty()) {
     RETURN_IF_ERROR(RunLayers(chunk, m, mb, /*replay=*/true).status());
   }
@@ -325,6 +330,10 @@ absl::StatusOr<Tensor> StageCompute::AddSkipGrads(int chunk, int local_layer, Te
 // the step's micro-batches.
 absl::Status StageCompute::GradientsAccumulated(int chunk, int local_layer) {
   if (grad_sync_ == nullptr) return absl::OkStatus();
+  if (accumulated_ != nullptr) {
+    accumulated_->push_back(local_layer);
+    return absl::OkStatus();
+  }
   return grad_sync_->Accumulated(chunk, local_layer);
 }
 

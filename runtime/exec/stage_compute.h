@@ -64,8 +64,17 @@ class StageCompute {
   // produce dx now and leave their parameter gradients to BackwardWeight; every other layer (and
   // every layer without `split`) accumulates its parameter gradients here.
   absl::Status Backward(int chunk, int m, MicroBatch& mb, bool split);
+  // FAILED_PRECONDITION unless `mb` is ready for its backward (forwarded, input kept, output
+  // gradient there, not yet backpropagated).
+  static absl::Status CheckBackward(const MicroBatch& mb);
   // The parameter gradients a split backward deferred, accumulated.
   absl::Status BackwardWeight(int chunk, int m, MicroBatch& mb);
+
+  // While `layers` is set (work being captured, runtime.cuda.graphs): the local layers whose
+  // gradients took a micro-batch are appended to it for the caller to tell the replicas' sync
+  // once the work has been issued, instead of being told now (the sync records device events,
+  // which a capture refuses). Null: told at once.
+  void ListAccumulated(std::vector<int>* layers) { accumulated_ = layers; }
 
  private:
   LayerContext ContextFor(int chunk, int m, int local_layer, bool replay = false) const;
@@ -88,6 +97,7 @@ class StageCompute {
   const pb::StepCommand& command_;
   StepReportBuilder& report_;
   GradientSync* grad_sync_;
+  std::vector<int>* accumulated_ = nullptr;
   const int64_t micro_batch_size_;
   const int64_t replica_offset_;  // this replica's first sample in the mini-batch
   const schedule::Topology topology_;

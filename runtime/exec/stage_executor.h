@@ -15,7 +15,8 @@
 // a step live beside it: StepScope (where, deadlines, trace), MicroBatchStates, StageCompute (the
 // layers' forward and backward, loading, loss), StepTransfers (posted receives, sends in
 // flight), GradientSync, StageInputOffload, StageUpdate (the optimizer step around the gate),
-// StepReportBuilder (device scalars read once), DeviceBusyTime.
+// StepReportBuilder (device scalars read once), DeviceBusyTime; across steps, InstructionGraphs
+// (runtime.cuda.graphs: Forward and Backward captured once and replayed).
 // Single-threaded.
 #ifndef GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_
 #define GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_
@@ -29,6 +30,9 @@
 #include "runtime/schedule/instruction.h"
 
 namespace gpipe {
+
+class InstructionGraphs;
+struct StepScalars;
 
 class StageExecutor {
  public:
@@ -47,6 +51,8 @@ class StageExecutor {
   schedule::StageProgram program_;
   ExecutorResources resources_;
   std::unique_ptr<MicroBatchPlan> plan_;
+  std::unique_ptr<StepScalars> scalars_;       // the reports' scalars kept for the graphs
+  std::unique_ptr<InstructionGraphs> graphs_;  // what runtime.cuda.graphs captured
 };
 
 }  // namespace gpipe

@@ -19,11 +19,15 @@ double Milliseconds(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
 
 }  // namespace
 
-absl::StatusOr<Tensor*> StepReportBuilder::Scalar(Tensor& scalar, DType dtype, int64_t elements) {
-  if (!scalar.defined()) {
-    ASSIGN_OR_RETURN(scalar,
-                     Tensor::Empty(device_, Shape{elements}, dtype, MemoryKind::kWorkspace));
+absl::StatusOr<Tensor*> StepReportBuilder::Scalar(Tensor& scalar, bool& used, DType dtype,
+                                                  int64_t elements) {
+  if (!used) {
+    if (!scalar.defined()) {
+      ASSIGN_OR_RETURN(scalar,
+                       Tensor::Empty(device_, Shape{elements}, dtype, MemoryKind::kWorkspace));
+    }
     RETURN_IF_ERROR(device_.ops().tensor.Fill(scalar, 0.0));
+    used = true;
   }
   return &scalar;
 }
@@ -34,15 +38,15 @@ absl::Status StepReportBuilder::Fill(const StageFacts& facts, pb::StepReport& re
   report.set_stage(config.stage);
   report.set_step(scope_.command().step());
   bool non_finite = false;
-  if (non_finite_flag_.defined()) {
+  if (flag_used_) {
     float flag = 0.0f;
-    RETURN_IF_ERROR(device_.CopyToHost(non_finite_flag_, &flag, sizeof(flag)));
+    RETURN_IF_ERROR(device_.CopyToHost(scalars_.non_finite_flag, &flag, sizeof(flag)));
     non_finite = flag != 0.0f;
   }
   if (facts.last_stage) {
     std::array<double, kLossTotalsSize> totals{};
-    if (loss_totals_.defined()) {
-      RETURN_IF_ERROR(device_.CopyToHost(loss_totals_, totals.data(), sizeof(totals)));
+    if (loss_used_) {
+      RETURN_IF_ERROR(device_.CopyToHost(scalars_.loss_totals, totals.data(), sizeof(totals)));
     }
     if (!std::isfinite(totals[kLossSum])) non_finite = true;
     if (facts.counts_correct) report.set_correct(static_cast<int64_t>(totals[kLossCorrect]));

@@ -1,6 +1,6 @@
 // StepReportBuilder: the numbers a stage reports to the coordinator at the end of a step. The
 // loss (and correct predictions) and the non-finite check accumulate on the device, in scalars
-// created when first used in the step; Fill reads them to the host once, with the step's
+// zeroed when first used in the step; Fill reads them to the host once, with the step's
 // timings and memory peaks. Single-threaded; lives for one step.
 #ifndef GPIPE_RUNTIME_EXEC_STEP_REPORT_BUILDER_H_
 #define GPIPE_RUNTIME_EXEC_STEP_REPORT_BUILDER_H_
@@ -16,15 +16,28 @@
 
 namespace gpipe {
 
+// The device scalars of a stage's step reports, created on first use; destroy before the device.
+// Under runtime.cuda.graphs the executor keeps them from step to step (each step zeroes what it
+// uses), so work captured in one step and replayed in the next adds into the same memory.
+struct StepScalars {
+  Tensor loss_totals;
+  Tensor non_finite_flag;
+};
+
 class StepReportBuilder {
  public:
-  StepReportBuilder(const StepScope& scope, Device& device) : scope_(scope), device_(device) {}
+  StepReportBuilder(const StepScope& scope, Device& device, StepScalars& scalars)
+      : scope_(scope), device_(device), scalars_(scalars) {}
 
   // The loss totals (f64 [kLossTotalsSize], see runtime/device/ops/loss_ops.h), zeroed on
-  // first use.
-  absl::StatusOr<Tensor*> LossTotals() { return Scalar(loss_totals_, DType::kF64, 2); }
-  // The non-finite flag (f32 [1]), zeroed on first use.
-  absl::StatusOr<Tensor*> NonFiniteFlag() { return Scalar(non_finite_flag_, DType::kF32, 1); }
+  // first use in the step.
+  absl::StatusOr<Tensor*> LossTotals() {
+    return Scalar(scalars_.loss_totals, loss_used_, DType::kF64, 2);
+  }
+  // The non-finite flag (f32 [1]), zeroed on first use in the step.
+  absl::StatusOr<Tensor*> NonFiniteFlag() {
+    return Scalar(scalars_.non_finite_flag, flag_used_, DType::kF32, 1);
+  }
   // Evaluation: real samples evaluated and predictions counted (classification).
   void CountEvaluated(int64_t samples, int64_t predictions) {
     eval_samples_ += samples;
@@ -42,12 +55,13 @@ class StepReportBuilder {
   absl::Status Fill(const StageFacts& facts, pb::StepReport& report);
 
  private:
-  absl::StatusOr<Tensor*> Scalar(Tensor& scalar, DType dtype, int64_t elements);
+  absl::StatusOr<Tensor*> Scalar(Tensor& scalar, bool& used, DType dtype, int64_t elements);
 
   const StepScope& scope_;
   Device& device_;
-  Tensor loss_totals_;
-  Tensor non_finite_flag_;
+  StepScalars& scalars_;
+  bool loss_used_ = false;  // this step
+  bool flag_used_ = false;
   int64_t eval_samples_ = 0;
   int64_t eval_predictions_ = 0;
 };

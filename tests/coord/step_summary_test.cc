@@ -80,6 +80,22 @@ TEST(StepSummaryTest, OneReplicaKeepsTheRecordAndLineAsBefore) {
   EXPECT_FALSE(ToMetricsRecord(*s).contains("replicas"));
 }
 
+TEST(StepSummaryTest, GraphCountsAreListedByRankWhereAnyRankReportedThem) {
+  std::vector<pb::StepReport> reports = {Report(0, 0, 0), Report(1, 1, 0)};
+  reports[1].set_loss(0.7);
+  absl::StatusOr<StepSummary> s = Summarize(4, reports, 16, 20.0, true);
+  ASSERT_TRUE(s.ok()) << s.status();
+  EXPECT_FALSE(ToMetricsRecord(*s).contains("graph_launches"));
+  // runtime.cuda.graphs: rank 1 replayed 8 instructions, capturing them first; rank 0 none.
+  reports[1].set_graph_launches(8);
+  reports[1].set_graphs_captured(8);
+  s = Summarize(4, reports, 16, 20.0, true);
+  ASSERT_TRUE(s.ok()) << s.status();
+  const Json record = ToMetricsRecord(*s);
+  EXPECT_EQ(record.at("graph_launches").get<std::vector<int64_t>>(), (std::vector<int64_t>{0, 8}));
+  EXPECT_EQ(record.at("graphs_captured").get<std::vector<int64_t>>(), (std::vector<int64_t>{0, 8}));
+}
+
 TEST(StepSummaryTest, ThroughputShowsTokensTheMeanRanksFlopRateTheBusiestStageAndMfu) {
   std::vector<pb::StepReport> reports = {Report(0, 0, 0), Report(1, 1, 0)};
   reports[1].set_loss(0.7);

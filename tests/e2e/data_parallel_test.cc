@@ -89,6 +89,20 @@ TEST_F(DataParallelTest, BatchNormConvnetWithReplicas) {
   EXPECT_TRUE(replicated.contains("bn1.running_mean"));
 }
 
+TEST_F(DataParallelTest, GraphsKeepTheWeightsBitForBitWithReplicas) {
+  // runtime.cuda.graphs on the CPU (its recorded ops are the graphs' twin): steps 3 and 4 replay
+  // the forwards and backwards captured in step 2, telling the replicas' gradient sync of each
+  // accumulated layer after each launch; tied embeddings on the first and last stage, and an
+  // evaluation between the steps, uncaptured.
+  const std::string steps = "training { steps: 4 eval_every: 2 }";
+  const std::string graphs = "runtime { cuda { graphs: true } }";
+  for (int replicas : {1, 2}) {
+    SCOPED_TRACE(absl::StrCat(replicas, " replica(s)"));
+    ExpectBitIdentical(TrainReplicated(2, replicas, {steps, graphs}, kTinyLm),
+                       TrainReplicated(2, replicas, {steps}, kTinyLm));
+  }
+}
+
 TEST_F(DataParallelTest, TiedEmbeddingsAcrossStagesAndReplicas) {
   // embed.weight (stage 0) and head.weight (stage 1) are tied: each replica's copies are summed
   // over the replicas first, then over the tie inside the replica, once each.

@@ -245,6 +245,7 @@ PipelineRun RunPipeline(const RunOptions& options) {
                                    .next = layout.NeighbourRank(s, topology, chunk, true)});
     }
     config.skips = layout.SkipLinks(s, topology, program->skips);
+    config.capture_graphs = plan.runtime().cuda().graphs();
     StageExecutor executor(config, program->stage_programs[s],
                            ExecutorResources{device, params.refs(), dataset.get(), channel, gate});
     BatchSampler sampler(dataset->size(), plan.training().global_batch(), plan.data().shuffle(),

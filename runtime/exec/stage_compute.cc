@@ -183,10 +183,6 @@ absl::Status StageCompute::Evaluate(int chunk, int m, const Tensor& output, cons
   return absl::OkStatus();
 }
 
-// The stage input and the saved tensors the backward needs come first: the forward is
-// recomputed when re-materialization dropped them (dropout masks are keyed by step, layer and
-// sample, and batch norm recomputes the same micro-batch statistics without touching its running
-// statistics, so the replay is exact).
 absl::Status StageCompute::CheckBackward(const MicroBatch& mb) {
   if (!mb.forwarded || !mb.input.defined()) {
     return absl::FailedPreconditionError("backward before Forward");
@@ -198,6 +194,10 @@ absl::Status StageCompute::CheckBackward(const MicroBatch& mb) {
   return absl::OkStatus();
 }
 
+// The stage input and the saved tensors the backward needs come first: the forward is
+// recomputed when re-materialization dropped them (dropout masks are keyed by step, layer and
+// sample, and batch norm recomputes the same micro-batch statistics without touching its running
+// statistics, so the replay is exact).
 absl::Status StageCompute::Backward(int chunk, int m, MicroBatch& mb, bool split) {
   RETURN_IF_ERROR(CheckBackward(mb));
   if (mb.saved.empty()) {

@@ -86,10 +86,12 @@ run_suite() {  # run_suite NAME [gtest args...]
     cp "$work/$name.log" "${out%.md}-$name.log"
   fi
 }
-# "cuda" and "cuda_lt" (the products on cuBLASLt, runtime.cuda.cublaslt_gemm).
+# "cuda" and "cuda_fused" (the products on cuBLASLt, runtime.cuda.cublaslt_gemm, and bf16
+# storage's attention on cuDNN, runtime.cuda.cudnn_attention).
 run_suite device_ops_conformance_test --gtest_filter='*/cuda*'
 run_suite device_layers_conformance_test --gtest_filter='*/cuda*'
 run_suite device_cuda_device_test
+run_suite device_cudnn_attention_test
 run_suite e2e_cuda_equivalence_test
 say ""
 [ "$failed_any" = 0 ] || say "Logs of the failing binaries: \`${out%.md}-*.log\`." ""
@@ -99,6 +101,14 @@ progress "kernels"
 "$bin/gpipe-bench-kernels" --device cuda $([ "$quick" = 1 ] && echo --quick) > "$work/kernels.md"
 cat "$work/kernels.md" >&3
 say ""
+# bf16 attention on the backend's kernels, on cuDNN deterministic (runtime.cuda.cudnn_attention)
+# and on cuDNN's fastest backward: what the option gains and what its determinism costs.
+if [ -x "$bin/gpipe-bench-cudnn-attention" ]; then
+  "$bin/gpipe-bench-cudnn-attention" $([ "$quick" = 1 ] && echo "--repeats 5") \
+      > "$work/cudnn_attention.md" 2>&1 || true
+  cat "$work/cudnn_attention.md" >&3
+  say ""
+fi
 
 # --- 3. Examples on GPU and CPU -----------------------------------------------------------------
 # step_ms and samples/s: medians over the steps after the first 10% (warm-up); K = 1 for timing.
@@ -200,6 +210,15 @@ if [ "$torch" = 1 ]; then
       { say "The cuBLASLt block comparison failed (log: \`${out%.md}-torch_gpu_lt.log\`)." "";
         cp "$work/torch_gpu_lt.log" "${out%.md}-torch_gpu_lt.log"; }
     { say "### The block with runtime.cuda.cublaslt_gemm" ""; cat "$work/torch_gpu_lt.md" >&3; }
+    # And with bf16 storage's attention on cuDNN too: whether runtime.cuda.cudnn_attention should
+    # default to on.
+    python3 bench/torch_gpu_compare.py --gpipe-bin "$bin" --workloads block --no-compile \
+        --precision bf16 --cublaslt --cudnn-attention $([ "$quick" = 1 ] && echo --quick) \
+        > "$work/torch_gpu_cudnn.md" 2> "$work/torch_gpu_cudnn.log" ||
+      { say "The cuDNN attention block comparison failed (log: \`${out%.md}-torch_gpu_cudnn.log\`)." "";
+        cp "$work/torch_gpu_cudnn.log" "${out%.md}-torch_gpu_cudnn.log"; }
+    { say "### The block with runtime.cuda.cublaslt_gemm and runtime.cuda.cudnn_attention" "";
+      cat "$work/torch_gpu_cudnn.md" >&3; }
     # The small models' steps again with runtime.cuda.graphs (captured once, replayed): whether
     # it should default to on, and the launches per step it saves.
     python3 bench/torch_gpu_compare.py --gpipe-bin "$bin" --workloads char,gpt2 --no-compile \

@@ -15,6 +15,7 @@
 //   gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]
 //                       [--precision fp32|bf16] [--peak-tflops X] [--only TEXT]
 //                       [--block B,T,D,H] [--repeats N] [--json] [--cublaslt]
+//                       [--cudnn-attention]
 //   gpipe-bench-kernels --profile PLAN [-o profile.json] [--override TEXT]... [--repeats N]
 //                       [--threads N] [--clock cpu|wall]
 //
@@ -262,13 +263,21 @@ void PrintIntro(Device& device, const BenchOptions& options, bool cpu, int threa
           : "");
 }
 
+// The CUDA options the flags ask for.
+pb::Cuda CudaOptions(const KernelBenchArgs& args) {
+  pb::Cuda cuda;
+  if (args.cublaslt) cuda.set_cublaslt_gemm(true);
+  if (args.cudnn_attention) cuda.set_cudnn_attention(true);
+  return cuda;
+}
+
 absl::Status RunKernelBench(const BenchOptions& options, pb::Device kind, int threads,
-                            ProfileClock clock, bool cublaslt) {
+                            ProfileClock clock, const pb::Cuda& cuda) {
   const bool quick = options.quick;
   pb::Runtime runtime;
   runtime.set_device(kind);
   runtime.set_threads(threads);
-  if (cublaslt) runtime.mutable_cuda()->set_cublaslt_gemm(true);
+  *runtime.mutable_cuda() = cuda;
   ASSIGN_OR_RETURN(std::unique_ptr<Device> owned, CreateStandaloneDevice(runtime));
   Device& device = *owned;
   const bool cpu = kind == pb::CPU;
@@ -336,11 +345,11 @@ int Main(int argc, char** argv) {
     std::fputs(kKernelBenchUsage, stdout);
     return 0;
   }
-  const absl::Status status =
-      args->profile_plan
-          ? RunProfile(*args->profile_plan, args->overrides, args->out_path, args->profile_repeats,
-                       args->threads, args->clock)
-          : RunKernelBench(args->bench, args->device, args->threads, args->clock, args->cublaslt);
+  const absl::Status status = args->profile_plan
+                                  ? RunProfile(*args->profile_plan, args->overrides, args->out_path,
+                                               args->profile_repeats, args->threads, args->clock)
+                                  : RunKernelBench(args->bench, args->device, args->threads,
+                                                   args->clock, CudaOptions(*args));
   if (!status.ok()) {
     std::fprintf(stderr, "gpipe-bench-kernels: %s\n", status.ToString().c_str());
     return 1;

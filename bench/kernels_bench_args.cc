@@ -16,6 +16,7 @@ const char kKernelBenchUsage[] =
     "usage: gpipe-bench-kernels [--quick] [--threads N] [--clock cpu|wall] [--device cpu|cuda]\n"
     "                           [--precision fp32|bf16] [--peak-tflops X] [--only TEXT]\n"
     "                           [--block B,T,D,H] [--repeats N] [--json] [--cublaslt]\n"
+    "                           [--cudnn-attention]\n"
     "       gpipe-bench-kernels --profile PLAN [-o FILE] [--override TEXT]... [--repeats N]"
     " [--threads N] [--clock cpu|wall]\n"
     "  --quick        fewer repetitions and GEMM shapes (a smoke run)\n"
@@ -28,6 +29,8 @@ const char kKernelBenchUsage[] =
     "  --json         one JSON object per GEMM and layer row instead of markdown\n"
     "  --cublaslt     with --device cuda: products on cuBLASLt, bias and bf16 rounding in their\n"
     "                 epilogues (runtime.cuda.cublaslt_gemm)\n"
+    "  --cudnn-attention  with --device cuda: bf16 storage's fused attention on cuDNN\n"
+    "                 (runtime.cuda.cudnn_attention; --precision bf16)\n"
     "  --threads N    the CPU device's compute threads (default 1)\n"
     "  --device D     cpu (default) or cuda (the first GPU; timed on the wall clock after the\n"
     "                 device has finished each call)\n"
@@ -53,7 +56,8 @@ absl::StatusOr<KernelBenchArgs> ParseKernelBenchArgs(const std::vector<std::stri
                                                   {"only"},
                                                   {"block"},
                                                   {"json", false},
-                                                  {"cublaslt", false}},
+                                                  {"cublaslt", false},
+                                                  {"cudnn-attention", false}},
                                                  args));
   if (!flags.positional().empty()) {
     return absl::InvalidArgumentError(
@@ -95,6 +99,10 @@ absl::StatusOr<KernelBenchArgs> ParseKernelBenchArgs(const std::vector<std::stri
   parsed.cublaslt = flags.Has("cublaslt");
   if (parsed.cublaslt && parsed.device != pb::CUDA) {
     return absl::InvalidArgumentError("--cublaslt needs --device cuda");
+  }
+  parsed.cudnn_attention = flags.Has("cudnn-attention");
+  if (parsed.cudnn_attention && parsed.device != pb::CUDA) {
+    return absl::InvalidArgumentError("--cudnn-attention needs --device cuda");
   }
   BenchOptions& options = parsed.bench;
   options.quick = flags.Has("quick");

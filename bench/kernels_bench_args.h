@@ -52,6 +52,8 @@ struct KernelBenchArgs {
   ProfileClock clock = ProfileClock::kProcessCpu;
   // --cublaslt: the CUDA device's products on cuBLASLt (runtime.cuda.cublaslt_gemm).
   bool cublaslt = false;
+  // --cudnn-attention: bf16 storage's fused attention on cuDNN (runtime.cuda.cudnn_attention).
+  bool cudnn_attention = false;
   BenchOptions bench;
 };
 

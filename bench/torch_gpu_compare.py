@@ -4,7 +4,8 @@
   python3 bench/torch_gpu_compare.py [--device cuda|cpu] [--precision fp32|bf16|both]
       [--repeats N] [--warmup N] [--quick] [--gpipe-bin DIR] [--workloads block,char,gpt2]
       [--block B,T,D,H] [--no-compile] [--no-launches] [--peak-bf16 TFLOPS]
-      [--peak-fp32 TFLOPS] [--cublaslt] [--graphs] [--out FILE]
+      [--peak-fp32 TFLOPS] [--cublaslt] [--cudnn-attention] [--graphs]
+      [--out FILE]
 
 Rows, each in fp32 and bf16:
   - the transformer block (default 4 x T 2048 x d 2048, 16 heads; fwd+bwd of one call):
@@ -73,6 +74,9 @@ def parse_args():
     parser.add_argument("--cublaslt", action="store_true",
                         help="gpipe's products on cuBLASLt, bias and bf16 rounding in their "
                              "epilogues (runtime.cuda.cublaslt_gemm)")
+    parser.add_argument("--cudnn-attention", action="store_true",
+                        help="gpipe's bf16 attention on cuDNN's flash-attention engines "
+                             "(runtime.cuda.cudnn_attention)")
     parser.add_argument("--graphs", action="store_true",
                         help="gpipe's training steps with runtime.cuda.graphs (captured once, "
                              "replayed)")
@@ -93,6 +97,12 @@ def parse_args():
         parser.error(str(e))
     args.precisions = ["fp32", "bf16"] if args.precision == "both" else [args.precision]
     return args
+
+
+def cuda_options(args):
+    """The runtime.cuda options the flags give gpipe's side."""
+    return gpipe_side.CudaOptions(cublaslt=args.cublaslt, cudnn_attention=args.cudnn_attention,
+                                  graphs=args.graphs)
 
 
 def progress(message):
@@ -154,7 +164,7 @@ def run_block(report, ts, device, workdir):
 
         def gpipe_block():
             ms, flops = gpipe_side.block_ms(args.gpipe_bin, args.block, args.device, precision,
-                                            args.repeats, workdir, args.cublaslt)
+                                            args.repeats, workdir, cuda_options(args))
             if precision == args.precisions[0]:
                 report.notes.append(
                     f"block: gpipe's ForwardFlopsPerSample x 3 gives {flops:.4g} FLOPs per call "
@@ -217,7 +227,7 @@ def run_model(report, ts, device, workdir, model, four_stages):
             check_parameters(report, ts, model)
         report.cell(row, "gpipe", "gpipe-run K=1", lambda: gpipe_side.model_step_ms(
             args.gpipe_bin, REPO, model, 1, 1, args.device, precision, args.repeats,
-            args.warmup, workdir, args.cublaslt, args.graphs))
+            args.warmup, workdir, cuda_options(args)))
         if ts is not None:
             compile_model = not args.no_compile and not args.quick
             for compiled, field in ((False, "eager"), (True, "compiled")):
@@ -244,7 +254,7 @@ def run_model(report, ts, device, workdir, model, four_stages):
                 ts.release(device)
         if not args.no_launches and not args.quick and args.device == "cuda":
             report.cell(row, "gpipe_launches", "nsys launches", lambda: gpipe_side.model_launches(
-                args.gpipe_bin, REPO, model, precision, workdir, graphs=args.graphs))
+                args.gpipe_bin, REPO, model, precision, workdir, cuda=cuda_options(args)))
         if four_stages:
             k4 = Row(f"{model.name} step, K=4 M=4 on one GPU" if args.device == "cuda" else
                      f"{model.name} step, K=4 M=4", shape, precision, flops, tokens)
@@ -252,7 +262,7 @@ def run_model(report, ts, device, workdir, model, four_stages):
             report.rows.append(k4)
             report.cell(k4, "gpipe", "gpipe-run K=4", lambda: gpipe_side.model_step_ms(
                 args.gpipe_bin, REPO, model, 4, 4, args.device, precision, args.repeats,
-                args.warmup, workdir, args.cublaslt, args.graphs))
+                args.warmup, workdir, cuda_options(args)))
 
 
 def fmt_ms(v):
@@ -298,6 +308,7 @@ def print_report(report, facts, out):
         f"--metrics-out` `step_ms` (K=1: one micro-batch of the whole batch; remat NEVER), bf16 = "
         f"`training.precision: BF16`"
         f"{'; products on cuBLASLt (`runtime.cuda.cublaslt_gemm`)' if args.cublaslt else ''}"
+        f"{'; bf16 attention on cuDNN (`runtime.cuda.cudnn_attention`)' if args.cudnn_attention else ''}"
         f"{'; training steps with `runtime.cuda.graphs`' if args.graphs else ''}. "
         f"MFU counts model FLOPs of the matrix products, attention "
         f"over the full T×T, fwd+bwd = 3 × fwd (bench/torch_gpu/workloads.py); the block is "

@@ -30,6 +30,7 @@ set(GPIPE_CUDA_ARCHITECTURES "90;80" CACHE STRING
     "GPU architectures the CUDA backend is compiled for (CMAKE_CUDA_ARCHITECTURES syntax)")
 set(GPIPE_HAVE_CUDA OFF)
 set(GPIPE_HAVE_NCCL OFF)
+set(GPIPE_HAVE_CUDNN_FRONTEND OFF)
 if(GPIPE_CUDA)
   include(CheckLanguage)
   check_language(CUDA)
@@ -64,6 +65,28 @@ if(GPIPE_CUDA)
       set(GPIPE_HAVE_NCCL ON)
     else()
       message(STATUS "gpipe: NCCL not found (set NCCL_ROOT); runtime.transport NCCL is not built")
+    endif()
+    # cudnn-frontend 1.x (NVIDIA's header-only graph API over cuDNN; scripts/cudnn_frontend.sh
+    # installs the pinned version, or set CUDNN_FRONTEND_ROOT): runtime.cuda.cudnn_attention,
+    # the fused attention on cuDNN. Without it that option is refused and all else is built.
+    find_path(GPIPE_CUDNN_FRONTEND_INCLUDE_DIR cudnn_frontend.h
+              HINTS ${CUDNN_FRONTEND_ROOT} ENV CUDNN_FRONTEND_ROOT PATH_SUFFIXES include)
+    if(GPIPE_CUDNN_FRONTEND_INCLUDE_DIR)
+      file(STRINGS "${GPIPE_CUDNN_FRONTEND_INCLUDE_DIR}/cudnn_frontend_version.h" fe_version_lines
+           REGEX "define CUDNN_FRONTEND_(MAJOR|MINOR)_VERSION")
+      string(REGEX REPLACE ".*MAJOR_VERSION ([0-9]+).*MINOR_VERSION ([0-9]+).*" "\\1.\\2"
+             GPIPE_CUDNN_FRONTEND_VERSION "${fe_version_lines}")
+      if(GPIPE_CUDNN_FRONTEND_VERSION VERSION_GREATER_EQUAL 1.32)
+        set(GPIPE_HAVE_CUDNN_FRONTEND ON)
+        message(STATUS "gpipe: cudnn-frontend ${GPIPE_CUDNN_FRONTEND_VERSION} "
+                       "(${GPIPE_CUDNN_FRONTEND_INCLUDE_DIR})")
+      else()
+        message(STATUS "gpipe: cudnn-frontend ${GPIPE_CUDNN_FRONTEND_VERSION} is older than "
+                       "1.32; runtime.cuda.cudnn_attention is not built (scripts/cudnn_frontend.sh)")
+      endif()
+    else()
+      message(STATUS "gpipe: cudnn-frontend not found (scripts/cudnn_frontend.sh installs it); "
+                     "runtime.cuda.cudnn_attention is not built")
     endif()
     set(GPIPE_HAVE_CUDA ON)
     message(STATUS "gpipe: CUDA backend on (${CMAKE_CUDA_COMPILER}, CUDA "

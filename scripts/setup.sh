@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages gpipe needs (idempotent).
+# Installs the Debian packages gpipe needs (idempotent), and, where a CUDA compiler is present,
+# the pinned header-only cudnn-frontend (scripts/cudnn_frontend.sh) that runtime.cuda.cudnn_attention
+# is built with.
 # Usage: scripts/setup.sh            everything: build, tests, sanitizers, fuzzers, example data
 #        scripts/setup.sh --build    only what building gpipe-run and gpipe-worker needs
 #                                    (scripts/run_example.sh; a later plain call adds the rest)
@@ -33,12 +35,25 @@ case "${1:-}" in
     ;;
 esac
 
+# The CUDA backend's fused attention on cuDNN needs cudnn-frontend's headers; pip fetches them.
+cuda_present=false
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  cuda_present=true
+  command -v python3 >/dev/null 2>&1 && python3 -m pip --version >/dev/null 2>&1 ||
+    packages+=(python3 python3-pip)
+fi
+
+install_cudnn_frontend() {
+  if [ "$cuda_present" = true ]; then bash "$(dirname "$0")/cudnn_frontend.sh"; fi
+}
+
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 if [ ${#missing[@]} -eq 0 ]; then
   echo "setup: all packages present"
+  install_cudnn_frontend
   exit 0
 fi
 echo "setup: installing ${missing[*]}"
@@ -53,3 +68,4 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 "${sudo_cmd[@]}" apt-get update -qq
 "${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+install_cudnn_frontend

@@ -5,6 +5,7 @@ A failure raises GpipeError with the command and the tail of its output, which t
 into a cell and a note; nothing here exits the script.
 """
 import csv
+import dataclasses
 import json
 import re
 import os
@@ -41,15 +42,35 @@ def _run(command, log_path):
                          f"`{' '.join(command)}`\n{tail}")
 
 
-def block_ms(bin_dir, block, device, precision, repeats, workdir, cublaslt=False):
-    """(fwd+bwd median ms, gpipe's fwd+bwd FLOPs) of one transformer_block call on the batch.
+@dataclasses.dataclass(frozen=True)
+class CudaOptions:
+    """The runtime.cuda options gpipe's side runs with (plan.proto's Cuda)."""
+    cublaslt: bool = False          # cublaslt_gemm: products on cuBLASLt
+    cudnn_attention: bool = False   # cudnn_attention: bf16 storage's attention on cuDNN
+    graphs: bool = False            # graphs: training steps captured once and replayed
 
-    cublaslt: the products on cuBLASLt (runtime.cuda.cublaslt_gemm)."""
-    log = os.path.join(workdir, f"block-{precision}{'-lt' if cublaslt else ''}.log")
+    def tag(self):
+        return ((("-lt" if self.cublaslt else "") + ("-cudnn" if self.cudnn_attention else "")) +
+                ("-graphs" if self.graphs else ""))
+
+    def plan_fields(self):
+        return ((" cublaslt_gemm: true" if self.cublaslt else "") +
+                (" cudnn_attention: true" if self.cudnn_attention else "") +
+                (" graphs: true" if self.graphs else ""))
+
+    def bench_flags(self):
+        return ((["--cublaslt"] if self.cublaslt else []) +
+                (["--cudnn-attention"] if self.cudnn_attention else []))
+
+
+def block_ms(bin_dir, block, device, precision, repeats, workdir, cuda=CudaOptions()):
+    """(fwd+bwd median ms, gpipe's fwd+bwd FLOPs) of one transformer_block call on the batch,
+    with `cuda`'s products and attention paths (graphs do not apply to one layer's call)."""
+    log = os.path.join(workdir, f"block-{precision}{cuda.tag()}.log")
     _run([os.path.join(bin_dir, "gpipe-bench-kernels"), "--device", device, "--clock", "wall",
           "--precision", precision, "--repeats", str(repeats), "--json",
           "--block", f"{block.batch},{block.positions},{block.width},{block.heads}"] +
-         (["--cublaslt"] if cublaslt else []), log)
+         cuda.bench_flags(), log)
     with open(log) as f:
         rows = [json.loads(line) for line in f if line.startswith("{")]
     layers = [r for r in rows if r.get("kind") == "layer" and r.get("layer") == "transformer_block"]
@@ -60,10 +81,9 @@ def block_ms(bin_dir, block, device, precision, repeats, workdir, cublaslt=False
 
 
 def _overrides(model, stages, micro_batches, steps, device, precision, text_path,
-               cublaslt=False, graphs=False):
-    lt = " cublaslt_gemm: true" if cublaslt else ""
-    captured = " graphs: true" if graphs else ""
-    cuda = f"cuda {{ share_gpu: true{lt}{captured} }}" if device == "cuda" else ""
+               cuda_options=CudaOptions()):
+    cuda = (f"cuda {{ share_gpu: true{cuda_options.plan_fields()} }}" if device == "cuda"
+            else "")
     return [
         f"pipeline {{ stages: {stages} micro_batches: {micro_batches} remat: NEVER }}",
         f"training {{ steps: {steps} eval_every: 0 precision: {precision.upper()} }}",
@@ -74,28 +94,28 @@ def _overrides(model, stages, micro_batches, steps, device, precision, text_path
 
 
 def model_command(bin_dir, repo, model, stages, micro_batches, steps, device, precision,
-                  metrics, cublaslt=False, graphs=False):
+                  metrics, cuda=CudaOptions()):
     command = [os.path.join(bin_dir, "gpipe-run"), os.path.join(repo, model.plan),
                "-n", str(stages)]
     for text in _overrides(model, stages, micro_batches, steps, device, precision,
-                           os.path.join(repo, "README.md"), cublaslt, graphs):
+                           os.path.join(repo, "README.md"), cuda):
         command += ["--override", text]
     return command + ["--metrics-out", metrics]
 
 
 def model_step_ms(bin_dir, repo, model, stages, micro_batches, device, precision, repeats,
-                  warmup, workdir, cublaslt=False, graphs=False):
+                  warmup, workdir, cuda=CudaOptions()):
     """Median step_ms (rank 0: from the step command to the step's end, update included) over
-    `repeats` steps after `warmup` (with `graphs`, runtime.cuda.graphs: at least 2 warm-up
+    `repeats` steps after `warmup` (with cuda.graphs, runtime.cuda.graphs: at least 2 warm-up
     steps, the second being the one that captures)."""
-    if graphs:
+    if cuda.graphs:
         warmup = max(warmup, 2)
-    tag = f"{model.name}-k{stages}-{precision}{'-graphs' if graphs else ''}"
+    tag = f"{model.name}-k{stages}-{precision}{cuda.tag()}"
     metrics = os.path.join(workdir, f"{tag}.jsonl")
     if os.path.exists(metrics):
         os.remove(metrics)
     _run(model_command(bin_dir, repo, model, stages, micro_batches, warmup + repeats, device,
-                       precision, metrics, cublaslt, graphs), os.path.join(workdir, f"{tag}.log"))
+                       precision, metrics, cuda), os.path.join(workdir, f"{tag}.log"))
     with open(metrics) as f:
         rows = [json.loads(line) for line in f]
     steps = [r for r in rows if not r.get("eval")][warmup:]
@@ -128,18 +148,18 @@ def _nsys_launch_calls(command, report):
                if "Launch" in row.get("Name", "") and "Host" not in row.get("Name", ""))
 
 
-def model_launches(bin_dir, repo, model, precision, workdir, few=3, more=8, graphs=False):
+def model_launches(bin_dir, repo, model, precision, workdir, few=3, more=8, cuda=CudaOptions()):
     """Launches per training step at K = 1, M = 1: nsys counts two runs of `few` and `more`
     steps and the difference is divided by `more - few`, so start-up work cancels (with
-    `graphs`, both runs capture in their second step). None when nsys is not installed."""
+    cuda.graphs, both runs capture in their second step). None when nsys is not installed."""
     if shutil.which("nsys") is None:
         return None
     counts = []
     for steps in (few, more):
-        tag = f"nsys-{model.name}-{steps}{'-graphs' if graphs else ''}"
+        tag = f"nsys-{model.name}-{steps}{cuda.tag()}"
         metrics = os.path.join(workdir, f"{tag}.jsonl")
         command = model_command(bin_dir, repo, model, 1, 1, steps, "cuda", precision, metrics,
-                                graphs=graphs)
+                                cuda)
         counts.append(_nsys_launch_calls(command, os.path.join(workdir, tag)))
     return (counts[1] - counts[0]) / (more - few)
 

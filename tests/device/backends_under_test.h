@@ -27,13 +27,17 @@ struct BackendUnderTest {
   // Not empty: the backend is built in but cannot run here (no GPU visible); its cases skip,
   // saying this, and `make` is never called.
   std::string skip_reason;
+  // Whether the fused attention's bf16-storage calls give the f32 call's results rounded to
+  // bf16, bit for bit (attention_ops.h); false where they run on cuDNN
+  // (runtime.cuda.cudnn_attention), which agrees with them to bf16 rounding only.
+  bool bf16_attention_rounds_f32 = true;
 };
 
 // Backends built into this binary, CPU first; those that cannot run here carry a skip_reason.
 std::vector<BackendUnderTest> BackendsUnderTest();
 
 // Appends the backends this build has beyond the CPU. Defined by whichever source CMake picks:
-// cuda_backend_under_test.cc ("cuda" and "cuda_lt" entries on GPU 0) where the CUDA backend is
+// cuda_backend_under_test.cc ("cuda" and "cuda_fused" entries on GPU 0) where the CUDA backend is
 // built, no_cuda_backend_under_test.cc (nothing) otherwise.
 void AppendOptionalBackendsUnderTest(std::vector<BackendUnderTest>& backends);
 
@@ -83,7 +87,7 @@ std::vector<float> TestValues(uint64_t seed, int64_t count, float low = -1.0f, f
 void ExpectNear(const std::vector<float>& actual, const std::vector<double>& expected,
                 double rel_tol, double abs_tol, const std::string& what);
 
-// Test names: "cpu", "cuda", "cuda_lt".
+// Test names: "cpu", "cuda", "cuda_fused".
 std::string BackendName(const ::testing::TestParamInfo<BackendUnderTest>& info);
 
 }  // namespace gpipe::testing

@@ -69,6 +69,7 @@ absl::StatusOr<std::unique_ptr<Backend>> CreateCudaBackend(const pb::Runtime& ru
                        .allow_tf32 = runtime.cuda().allow_tf32(),
                        .measure_conv_algorithms = runtime.cuda().measure_conv_algorithms(),
                        .cublaslt_gemm = runtime.cuda().cublaslt_gemm(),
+                       .cudnn_attention = runtime.cuda().cudnn_attention(),
                    }));
   return std::unique_ptr<Backend>(
       std::make_unique<CudaBackend>(std::move(device), gpu.ordinal, node.host));

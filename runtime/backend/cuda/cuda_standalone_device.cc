@@ -15,7 +15,8 @@ absl::StatusOr<std::unique_ptr<Device>> CreateOptionalStandaloneDevice(const pb:
                         .memory_limit_bytes = runtime.memory_limit_bytes(),
                         .allow_tf32 = runtime.cuda().allow_tf32(),
                         .measure_conv_algorithms = runtime.cuda().measure_conv_algorithms(),
-                        .cublaslt_gemm = runtime.cuda().cublaslt_gemm()});
+                        .cublaslt_gemm = runtime.cuda().cublaslt_gemm(),
+                        .cudnn_attention = runtime.cuda().cudnn_attention()});
 }
 
 }  // namespace gpipe

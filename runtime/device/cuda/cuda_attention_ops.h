@@ -1,11 +1,13 @@
 // CudaAttentionOps: AttentionOps (runtime/device/ops/attention_ops.h) on the GPU, issued on the
 // context's compute stream. Its kernels run after AttentionOps' entries have checked their
 // arguments. The fused attention's products go through the device's MatmulOps (cuBLAS), which
-// must outlive it.
+// must outlive it. Under runtime.cuda.cudnn_attention the fused attention's bf16-storage calls go
+// to cuDNN first (cudnn_attention.h), the kernels taking any call it declines.
 #ifndef GPIPE_RUNTIME_DEVICE_CUDA_CUDA_ATTENTION_OPS_H_
 #define GPIPE_RUNTIME_DEVICE_CUDA_CUDA_ATTENTION_OPS_H_
 
 #include "runtime/device/cuda/cuda_context.h"
+#include "runtime/device/cuda/cudnn_attention.h"
 #include "runtime/device/ops/attention_ops.h"
 #include "runtime/device/ops/matmul_ops.h"
 
@@ -14,7 +16,7 @@ namespace gpipe {
 class CudaAttentionOps final : public AttentionOps {
  public:
   CudaAttentionOps(const CudaContext& context, const MatmulOps& matmul)
-      : context_(context), matmul_(matmul) {}
+      : context_(context), matmul_(matmul), cudnn_(context) {}
 
  private:
   absl::Status DoCausalSoftmaxForward(int64_t blocks, int64_t t, Tensor& scores) const override;
@@ -34,6 +36,8 @@ class CudaAttentionOps final : public AttentionOps {
 
   const CudaContext& context_;
   const MatmulOps& matmul_;
+  // Used only when context_.cudnn_attention.
+  cuda::CudnnAttention cudnn_;
 };
 
 }  // namespace gpipe

@@ -37,6 +37,8 @@ struct CudaContext {
   bool measure_conv_algorithms = true;
   // Products on cuBLASLt with fused bias and bf16 rounding (runtime.cuda.cublaslt_gemm).
   bool cublaslt_gemm = false;
+  // bf16 storage's fused attention on cuDNN (runtime.cuda.cudnn_attention).
+  bool cudnn_attention = false;
 };
 
 }  // namespace gpipe

@@ -21,6 +21,7 @@
 #include "runtime/device/cuda/cuda_optimizer_ops.h"
 #include "runtime/device/cuda/cuda_status.h"
 #include "runtime/device/cuda/cuda_tensor_ops.h"
+#include "runtime/device/cuda/cudnn_attention.h"
 #include "runtime/device/cuda/id_check.h"
 #include "runtime/device/cuda/pinned_host_allocator.h"
 #include "runtime/device/ops.h"
@@ -218,7 +219,8 @@ class CudaDevice final : public Device {
                  .id_checks = &id_checks_,
                  .allow_tf32 = parts.options.allow_tf32,
                  .measure_conv_algorithms = parts.options.measure_conv_algorithms,
-                 .cublaslt_gemm = parts.options.cublaslt_gemm},
+                 .cublaslt_gemm = parts.options.cublaslt_gemm,
+                 .cudnn_attention = parts.options.cudnn_attention},
         tensor_ops_(context_),
         matmul_ops_(context_),
         activation_ops_(context_),
@@ -511,6 +513,12 @@ absl::StatusOr<std::unique_ptr<Device>> CreateCudaDevice(const CudaDeviceOptions
   if (options.memory_limit_bytes < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "cuda: memory_limit_bytes must be >= 0 (0: no limit), got ", options.memory_limit_bytes));
+  }
+  if (options.cudnn_attention && !cuda::CudnnAttention::Available()) {
+    return absl::FailedPreconditionError(
+        "cuda: runtime.cuda.cudnn_attention needs gpipe built with cudnn-frontend's headers, "
+        "which CMake did not find for this build (scripts/cudnn_frontend.sh installs them; then "
+        "reconfigure), or set cudnn_attention: false");
   }
   const int visible = VisibleGpuCount();
   if (options.ordinal < 0 || options.ordinal >= visible) {

@@ -35,6 +35,10 @@ struct CudaDeviceOptions {
   // GEMMs on cuBLASLt with the bias and a bf16 output's rounding in the epilogue
   // (cublaslt_gemm.h); false: cuBLAS and separate kernels.
   bool cublaslt_gemm = false;
+  // The fused attention of bf16 storage on cuDNN's flash-attention engines (cudnn_attention.h);
+  // false: the backend's own kernels (cuda_fused_attention.cc). CreateCudaDevice refuses true
+  // in a build without cudnn-frontend.
+  bool cudnn_attention = false;
 };
 
 // The number of GPUs this process can see; 0 (not an error) when there are none or no driver.

@@ -18,6 +18,9 @@
 // Every product's sums run in cuBLAS's fixed order, no atomics: the same bits every run, and
 // per sample whatever the batch or chunk (each sample's GEMMs are issued on their own, and the
 // samples' score blocks are equally aligned).
+//
+// Under runtime.cuda.cudnn_attention a call cudnn_attention.h takes (bf16 storage) runs there
+// instead, with no [t, t] workspace at all.
 #include <algorithm>
 #include <cstdint>
 
@@ -148,6 +151,10 @@ absl::Status CudaAttentionOps::DoFusedCausalForward(const FusedAttentionArgs& ar
                                                     const Tensor& qkv, Tensor& out,
                                                     Tensor& logsumexp) const {
   if (args.batch == 0 || args.t == 0) return absl::OkStatus();
+  if (context_.cudnn_attention) {
+    ASSIGN_OR_RETURN(const bool ran, cudnn_.Forward(args, qkv, out, logsumexp));
+    if (ran) return absl::OkStatus();
+  }
   const Layout layout(args, 1, 1);
   ASSIGN_OR_RETURN(Tensor scores, layout.ScoreBuffer(*context_.workspace));
   // At kBF16 the softmax writes P as the P v product's bf16 operand.
@@ -188,6 +195,10 @@ absl::Status CudaAttentionOps::DoFusedCausalBackward(const FusedAttentionArgs& a
                                                      const Tensor& logsumexp, const Tensor& dout,
                                                      Tensor& dqkv) const {
   if (args.batch == 0 || args.t == 0) return absl::OkStatus();
+  if (context_.cudnn_attention) {
+    ASSIGN_OR_RETURN(const bool ran, cudnn_.Backward(args, qkv, out, logsumexp, dout, dqkv));
+    if (ran) return absl::OkStatus();
+  }
   const Layout layout(args, 2, 2);
   ASSIGN_OR_RETURN(Tensor scores, layout.ScoreBuffer(*context_.workspace));
   ASSIGN_OR_RETURN(Tensor dscores, layout.ScoreBuffer(*context_.workspace));

@@ -32,6 +32,9 @@ struct FusedAttentionArgs {
   // and D stay f32/double. At kBF16 qkv, out, dout and dqkv may also be bf16 tensors (mixed
   // precision's storage): a bf16 input is read as its exact f32 widening (the bits of the f32
   // call on those values) and a bf16 output holds the f32 call's result rounded to nearest even.
+  // One exception: the CUDA backend under runtime.cuda.cudnn_attention runs calls whose tensors
+  // are all bf16 on cuDNN (runtime/device/cuda/cudnn_attention.h), which agrees with that to
+  // bf16 rounding, not bit for bit.
   ProductPrecision precision = ProductPrecision::kF32;
 };
 

@@ -162,6 +162,33 @@ absl::StatusOr<Tensor> StageCompute::TrainingLoss(int chunk, const Tensor& outpu
                                                    config_.global_batch, *totals);
 }
 
+absl::Status StageCompute::Forward(int chunk, int m, MicroBatch& mb) {
+  // A bf16 stage input (mixed precision) goes to the layers as it came: they take bf16.
+  ASSIGN_OR_RETURN(Tensor output, RunLayers(chunk, m, mb, /*replay=*/false));
+  mb.forwarded = true;
+  if (topology_.IsLast({config_.stage, chunk})) {
+    if (plan_.forward_only()) {
+      RETURN_IF_ERROR(Evaluate(chunk, m, output, mb.targets));
+    } else {
+      ASSIGN_OR_RETURN(Tensor grad, TrainingLoss(chunk, output, mb.targets));
+      grad.Retag(MemoryKind::kBoundaryGrad);
+      mb.output_grad = std::move(grad);
+    }
+    mb.targets = Tensor();
+  } else {
+    mb.output = std::move(output);
+  }
+  if (plan_.forward_only()) {
+    mb.input = Tensor();
+    mb.skip_inputs.clear();
+    mb.saved.clear();
+  } else if (!plan_.KeepsActivations(chunk, m)) {
+    // Re-materialized later from the input as received (a bf16 one is half the bytes).
+    mb.saved.clear();
+  }
+  return absl::OkStatus();
+}
+
 absl::Status StageCompute::Evaluate(int chunk, int m, const Tensor& output, const Tensor& targets) {
   const auto indices = IndicesOf(m);
   int64_t real = 0;

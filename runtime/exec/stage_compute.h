@@ -51,6 +51,12 @@ class StageCompute {
   // chunks join go into mb.skip_outputs for SendSkip. `replay` re-materializes a micro-batch
   // already forwarded: layer buffers are not updated a second time and nothing is sent again.
   absl::StatusOr<Tensor> RunLayers(int chunk, int m, MicroBatch& mb, bool replay) const;
+  // The Forward instruction's work on a checked micro-batch and what the host keeps of it: the
+  // output to send (mb.output), or on the pipeline's last chunk the loss's gradient
+  // (mb.output_grad, training; the targets dropped) or the evaluation sums; mb.forwarded set;
+  // the input and saved tensors dropped where the step or re-materialization has no more use
+  // for them.
+  absl::Status Forward(int chunk, int m, MicroBatch& mb);
   // The last chunk: the training loss of the output and its gradient, the loss added to the
   // step's totals.
   absl::StatusOr<Tensor> TrainingLoss(int chunk, const Tensor& output, const Tensor& targets);

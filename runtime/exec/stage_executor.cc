@@ -19,6 +19,7 @@
 #include "runtime/exec/stage_compute.h"
 #include "runtime/exec/stage_input_offload.h"
 #include "runtime/exec/stage_update.h"
+#include "runtime/exec/step_graphs.h"
 #include "runtime/exec/step_report_builder.h"
 #include "runtime/exec/step_scope.h"
 #include "runtime/exec/step_transfers.h"
@@ -53,14 +54,16 @@ class StageExecutor::Step {
         command_(command),
         topology_(config_.topology()),
         plan_(*executor.plan_),
-        graphs_(*executor.graphs_),
-        uses_graphs_(!plan_.forward_only() && graphs_.CapturesAny()),
         scope_(config_, command_, res_.trace),
         states_(config_.chunks, config_.micro_batches, plan_.forward_only()),
         transfers_(scope_, program_, res_, states_, StageCompute::MicroBatchSize(config_)),
-        report_builder_(scope_, res_.device, uses_graphs_ ? *executor.scalars_ : step_scalars_),
+        report_builder_(
+            scope_, res_.device,
+            StepGraphs::Active(plan_, *executor.graphs_) ? *executor.scalars_ : step_scalars_),
         grad_sync_(GradientSyncFor(config_, res_, plan_, scope_)),
         compute_(config_, res_, plan_, command_, report_builder_, grad_sync_.get()),
+        graphs_(config_, res_, plan_, *executor.graphs_, compute_, report_builder_,
+                grad_sync_.get()),
         offload_(res_.device),
         busy_(res_.device) {}
 
@@ -72,8 +75,8 @@ class StageExecutor::Step {
     res_.device.memory().ResetPeaks();
     res_.device.offload_memory().ResetPeaks();
     RETURN_IF_ERROR(CheckCommand());
-    if (uses_graphs_) {
-      RETURN_IF_ERROR(WithContext(PrepareForGraphs(),
+    if (graphs_.active()) {
+      RETURN_IF_ERROR(WithContext(graphs_.Prepare(),
                                   absl::StrCat(scope_.Where(), "before the first instruction")));
     }
     RETURN_IF_ERROR(WithContext(transfers_.PostReceivesUpTo(config_.recv_lookahead),
@@ -141,21 +144,6 @@ class StageExecutor::Step {
     return absl::OkStatus();
   }
 
-  // runtime.cuda.graphs: what captured work reads and no capture should issue is made before the
-  // step's first instruction: the product operands' bf16 copies (made again once per update) and
-  // the zeroed loss totals of the pipeline's last chunk.
-  absl::Status PrepareForGraphs() {
-    graphs_.BeginTrainingStep();
-    for (int chunk = 0; chunk < config_.chunks; ++chunk) {
-      if (!graphs_.CapturesChunk(chunk)) continue;
-      for (int l = 0; l < res_.chunks[chunk].model->num_layers(); ++l) {
-        RETURN_IF_ERROR(res_.chunks[chunk].parameters->ProductOperandsOf(l).status());
-      }
-      if (topology_.IsLast(At(chunk))) RETURN_IF_ERROR(report_builder_.LossTotals().status());
-    }
-    return absl::OkStatus();
-  }
-
   // pipeline.offload: the copies back that start with instruction `index` (MicroBatchPlan).
   absl::Status StartRestores(size_t index) {
     for (const MicroBatchPlan::Slot& slot : plan_.RestoresBefore(index)) {
@@ -214,10 +202,10 @@ class StageExecutor::Step {
     if (topology_.IsLast(At(op.chunk)) && !mb.targets.defined()) {
       return absl::FailedPreconditionError("the micro-batch's targets were not loaded");
     }
-    if (Captured(op.chunk)) {
-      RETURN_IF_ERROR(ForwardCaptured(op, mb));
+    if (graphs_.Captures(op.chunk)) {
+      RETURN_IF_ERROR(graphs_.Forward(op, mb));
     } else {
-      RETURN_IF_ERROR(ForwardLayers(op, mb));
+      RETURN_IF_ERROR(compute_.Forward(op.chunk, op.micro_batch, mb));
     }
     RETURN_IF_ERROR(busy_.End());
     if (plan_.Offloads(op.chunk, op.micro_batch)) {
@@ -227,104 +215,6 @@ class StageExecutor::Step {
                                      .skips = std::exchange(mb.skip_inputs, {})}));
     }
     ReleaseIfDone(op);
-    return absl::OkStatus();
-  }
-
-  // The forward's work and what the host keeps of it: the output to send, or on the pipeline's
-  // last chunk the loss (and its gradient, training) or the evaluation sums.
-  absl::Status ForwardLayers(const schedule::Forward& op, MicroBatch& mb) {
-    // A bf16 stage input (mixed precision) goes to the layers as it came: they take bf16.
-    ASSIGN_OR_RETURN(Tensor output,
-                     compute_.RunLayers(op.chunk, op.micro_batch, mb, /*replay=*/false));
-    mb.forwarded = true;
-    if (topology_.IsLast(At(op.chunk))) {
-      if (plan_.forward_only()) {
-        RETURN_IF_ERROR(compute_.Evaluate(op.chunk, op.micro_batch, output, mb.targets));
-      } else {
-        ASSIGN_OR_RETURN(Tensor grad, compute_.TrainingLoss(op.chunk, output, mb.targets));
-        grad.Retag(MemoryKind::kBoundaryGrad);
-        mb.output_grad = std::move(grad);
-      }
-      mb.targets = Tensor();
-    } else {
-      mb.output = std::move(output);
-    }
-    if (plan_.forward_only()) {
-      mb.input = Tensor();
-      mb.skip_inputs.clear();
-      mb.saved.clear();
-    } else if (!plan_.KeepsActivations(op.chunk, op.micro_batch)) {
-      // Re-materialized later from the input as received (a bf16 one is half the bytes).
-      mb.saved.clear();
-    }
-    return absl::OkStatus();
-  }
-
-  // runtime.cuda.graphs: whether the step's Forward and Backward of `chunk` run as graphs.
-  bool Captured(int chunk) const { return uses_graphs_ && graphs_.CapturesChunk(chunk); }
-
-  // ForwardLayers as a graph: replayed where it was captured, else captured now (from the
-  // second training step on), else issued as it is. The host's record is what ForwardLayers
-  // leaves, less the saved tensors, which only the Backward's graph reads.
-  absl::Status ForwardCaptured(const schedule::Forward& op, MicroBatch& mb) {
-    const bool last = topology_.IsLast(At(op.chunk));
-    const InstructionGraphs::Key key{.chunk = op.chunk,
-                                     .micro_batch = op.micro_batch,
-                                     .pass = InstructionGraphs::Pass::kForward};
-    std::vector<Tensor> inputs = {mb.input};
-    if (last) inputs.push_back(mb.targets);
-    ASSIGN_OR_RETURN(const InstructionGraphs::Graph* graph, graphs_.Replay(key, inputs));
-    if (graph != nullptr) {
-      mb.forwarded = true;
-      mb.input = graph->inputs[0].buffer;
-      mb.targets = Tensor();
-      (last ? mb.output_grad : mb.output) = graph->output;
-      return absl::OkStatus();
-    }
-    if (!graphs_.MayCapture()) return ForwardLayers(op, mb);
-    std::vector<Tensor*> captured_inputs = {&mb.input};
-    if (last) captured_inputs.push_back(&mb.targets);
-    return graphs_
-        .Capture(
-            key, captured_inputs, [&](std::vector<int>&) { return ForwardLayers(op, mb); },
-            [&] { return last ? mb.output_grad : mb.output; })
-        .status();
-  }
-
-  // Backward as a graph (see ForwardCaptured); the layers whose gradients it accumulated are told
-  // to the replicas' sync after each launch.
-  absl::Status BackwardCaptured(int chunk, int m, MicroBatch& mb) {
-    RETURN_IF_ERROR(StageCompute::CheckBackward(mb));
-    const InstructionGraphs::Key key{
-        .chunk = chunk, .micro_batch = m, .pass = InstructionGraphs::Pass::kBackward};
-    const Tensor inputs[] = {mb.output_grad};
-    ASSIGN_OR_RETURN(const InstructionGraphs::Graph* graph, graphs_.Replay(key, inputs));
-    if (graph != nullptr) {
-      // What StageCompute::Backward leaves.
-      mb.output_grad = Tensor();
-      mb.input = Tensor();
-      mb.saved.clear();
-      mb.input_grad_done = true;
-      mb.input_grad = graph->output;
-    } else if (!graphs_.MayCapture()) {
-      return compute_.Backward(chunk, m, mb, /*split=*/false);
-    } else {
-      Tensor* const captured_inputs[] = {&mb.output_grad};
-      ASSIGN_OR_RETURN(graph, graphs_.Capture(
-                                  key, captured_inputs,
-                                  [&](std::vector<int>& accumulated) {
-                                    compute_.ListAccumulated(&accumulated);
-                                    const absl::Status status =
-                                        compute_.Backward(chunk, m, mb, /*split=*/false);
-                                    compute_.ListAccumulated(nullptr);
-                                    return status;
-                                  },
-                                  [&] { return mb.input_grad; }));
-    }
-    if (grad_sync_ == nullptr) return absl::OkStatus();
-    for (const int layer : graph->accumulated) {
-      RETURN_IF_ERROR(grad_sync_->Accumulated(chunk, layer));
-    }
     return absl::OkStatus();
   }
 
@@ -366,8 +256,8 @@ class StageExecutor::Step {
       mb->input = std::move(inputs.input);
       mb->skip_inputs = std::move(inputs.skips);
     }
-    if (!kSplit && Captured(op.chunk)) {
-      RETURN_IF_ERROR(BackwardCaptured(op.chunk, op.micro_batch, *mb));
+    if (!kSplit && graphs_.Captures(op.chunk)) {
+      RETURN_IF_ERROR(graphs_.Backward(op.chunk, op.micro_batch, *mb));
     } else {
       RETURN_IF_ERROR(compute_.Backward(op.chunk, op.micro_batch, *mb, kSplit));
     }
@@ -524,10 +414,7 @@ class StageExecutor::Step {
     report_.set_bytes_sent(transfers_.bytes_sent());
     report_.set_bytes_received(transfers_.bytes_received());
     if (grad_sync_ != nullptr) grad_sync_->Report(report_);
-    if (uses_graphs_) {
-      report_.set_graph_launches(graphs_.launches());
-      report_.set_graphs_captured(graphs_.captures());
-    }
+    if (graphs_.active()) graphs_.Report(report_);
     if (config_.shard_optimizer_state && !plan_.forward_only() &&
         res_.parameter_gather != nullptr) {
       report_.set_all_gather_ms(absl::ToDoubleMilliseconds(res_.parameter_gather->TakeWaited()));
@@ -546,8 +433,6 @@ class StageExecutor::Step {
   const pb::StepCommand& command_;
   const schedule::Topology topology_;
   const MicroBatchPlan& plan_;
-  InstructionGraphs& graphs_;
-  const bool uses_graphs_;  // a training step with chunks captured (runtime.cuda.graphs)
   // The report's device scalars: the executor's (kept across steps) when graphs replay work that
   // adds into them, else this step's own (allocated when first used, gone with the step).
   StepScalars step_scalars_;
@@ -558,6 +443,7 @@ class StageExecutor::Step {
   StepReportBuilder report_builder_;
   std::unique_ptr<GradientSync> grad_sync_;  // with data-parallel replicas, training only
   StageCompute compute_;
+  StepGraphs graphs_;  // runtime.cuda.graphs: captured chunks' Forward and Backward
   // pipeline.offload STAGE_INPUTS: the stage inputs waiting in host memory.
   StageInputOffload offload_;
 

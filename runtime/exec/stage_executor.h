@@ -15,8 +15,9 @@
 // a step live beside it: StepScope (where, deadlines, trace), MicroBatchStates, StageCompute (the
 // layers' forward and backward, loading, loss), StepTransfers (posted receives, sends in
 // flight), GradientSync, StageInputOffload, StageUpdate (the optimizer step around the gate),
-// StepReportBuilder (device scalars read once), DeviceBusyTime; across steps, InstructionGraphs
-// (runtime.cuda.graphs: Forward and Backward captured once and replayed).
+// StepReportBuilder (device scalars read once), DeviceBusyTime, StepGraphs (runtime.cuda.graphs
+// within the step); across steps, InstructionGraphs (Forward and Backward captured once and
+// replayed).
 // Single-threaded.
 #ifndef GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_
 #define GPIPE_RUNTIME_EXEC_STAGE_EXECUTOR_H_

@@ -71,9 +71,9 @@ check capture_memory 60 "$tests/device_capture_memory_test"
 if command -v compute-sanitizer >/dev/null; then
   check memcheck 150 compute-sanitizer --tool memcheck --error-exitcode 9 \
     "$tests/device_ops_conformance_test" \
-    --gtest_filter='*Capture*/cuda*:*Embedding*/cuda*:*Bf16C*/cuda*:*FusedAttention*/cuda_fused'
+    --gtest_filter='*Capture*/cuda*:*Embedding*/cuda*:*Bf16C*/cuda*:*FusedAttention*Bf16*/cuda_fused'
   check racecheck 120 compute-sanitizer --tool racecheck --error-exitcode 9 \
-    "$tests/device_ops_conformance_test" --gtest_filter='RmsNorm*/cuda:*LossOpsTest*/cuda'
+    "$tests/device_ops_conformance_test" --gtest_filter='*RmsNormOpsTest*/cuda:*LossOpsTest*/cuda'
 else
   echo "| memcheck, racecheck | skipped: no compute-sanitizer on PATH | - | - | - | 0 |"
 fi

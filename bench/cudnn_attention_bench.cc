@@ -147,12 +147,20 @@ absl::Status Run(int repeats) {
 }  // namespace gpipe
 
 int main(int argc, char** argv) {
+  constexpr char kUsage[] =
+      "usage: gpipe-bench-cudnn-attention [--repeats N]\n"
+      "  --repeats N  timed calls per way and shape, the median kept (default 20)\n"
+      "  --help       this text\n";
   int repeats = 20;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--repeats") == 0 && i + 1 < argc) {
-      repeats = std::max(1, std::atoi(argv[++i]));
+    if (std::strcmp(argv[i], "--help") == 0) {
+      std::fputs(kUsage, stdout);
+      return 0;
+    }
+    if (std::strcmp(argv[i], "--repeats") == 0 && i + 1 < argc && std::atoi(argv[i + 1]) >= 1) {
+      repeats = std::atoi(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: gpipe-bench-cudnn-attention [--repeats N]\n");
+      std::fputs(kUsage, stderr);
       return 2;
     }
   }

@@ -25,6 +25,13 @@ absl::StatusOr<Tensor> NarrowedToBf16(Device& device, const Tensor& tensor, Memo
   return CastInto(device, tensor, DType::kBF16, kind);
 }
 
+DType AttentionOperandDType(const LayerContext& ctx) {
+  return ctx.product_precision == ProductPrecision::kBF16 &&
+                 ctx.saved_activation_dtype == DType::kBF16
+             ? DType::kBF16
+             : DType::kF32;
+}
+
 absl::StatusOr<Tensor> StoredActivation(const LayerContext& ctx, const Tensor& tensor) {
   if (ctx.saved_activation_dtype != DType::kBF16) return tensor;
   return NarrowedToBf16(ctx.device, tensor, MemoryKind::kActivation);

@@ -22,6 +22,11 @@ absl::StatusOr<Tensor> WidenedFromBf16(Device& device, const Tensor& tensor, Mem
 // is.
 absl::StatusOr<Tensor> NarrowedToBf16(Device& device, const Tensor& tensor, MemoryKind kind);
 
+// The dtype of an attention's inner tensors that products and the fused attention read as
+// operands (qkv, the heads' output O, dO, dqkv): bf16 under bf16 storage with bf16 products (the
+// op that makes each writes it rounded, the ops that read it take it as it is), else f32.
+DType AttentionOperandDType(const LayerContext& ctx);
+
 // What a composite keeps of an activation it saves inside (LayerContext::saved_activation_dtype):
 // an f32 `tensor` rounded into a new bf16 activation under bf16 storage, else `tensor` itself.
 // Backward widens it back with WidenedFromBf16 (into workspace) for the call that reads it.

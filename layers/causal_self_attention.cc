@@ -68,13 +68,6 @@ std::vector<SavedSpec> CausalSelfAttention::SavedPerSample() const {
           {.ref = SavedRef::kNew, .activation_elements_per_sample = positions_ * features_}};
 }
 
-DType CausalSelfAttention::InnerDType(const LayerContext& ctx) {
-  return ctx.product_precision == ProductPrecision::kBF16 &&
-                 ctx.saved_activation_dtype == DType::kBF16
-             ? DType::kBF16
-             : DType::kF32;
-}
-
 FusedAttentionArgs CausalSelfAttention::AttentionArgs(int64_t batch,
                                                       ProductPrecision precision) const {
   return {.batch = batch,
@@ -101,7 +94,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Forward(const LayerContext& ctx,
   const int64_t rows = batch * positions_;
   // Under bf16 storage qkv and O are written as bf16 by the products that make them: they are
   // kept so, and every product that reads them rounds them to bf16 anyway (see Backward).
-  const DType inner = InnerDType(ctx);
+  const DType inner = AttentionOperandDType(ctx);
   ASSIGN_OR_RETURN(Tensor qkv, Tensor::Empty(device, Shape{batch, positions_, 3 * features_}, inner,
                                              MemoryKind::kActivation));
   ASSIGN_OR_RETURN(Tensor logsumexp, Tensor::Empty(device, Shape{batch, num_heads_, positions_},
@@ -158,7 +151,7 @@ absl::StatusOr<Tensor> CausalSelfAttention::Backward(const LayerContext& ctx,
   }
   Device& device = ctx.device;
   // dO and dqkv: bf16 under bf16 storage, written so by the products that make them.
-  const DType inner = InnerDType(ctx);
+  const DType inner = AttentionOperandDType(ctx);
   const int64_t batch = x.shape().dim(0);
   const int64_t rows = batch * positions_;
 

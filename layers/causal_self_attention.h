@@ -62,9 +62,6 @@ class CausalSelfAttention final : public Layer {
   int proj_weight() const { return bias_ ? 2 : 1; }
   int proj_bias() const { return 3; }
 
-  // What qkv, O and their gradients are stored as: bf16 under bf16 storage with bf16
-  // products, else f32.
-  static DType InnerDType(const LayerContext& ctx);
   // The fused attention's geometry for `batch` samples.
   FusedAttentionArgs AttentionArgs(int64_t batch, ProductPrecision precision) const;
 

@@ -104,10 +104,10 @@ FusedAttentionArgs LlamaAttention::AttentionArgs(int64_t batch, ProductPrecision
 }
 
 absl::StatusOr<Tensor> LlamaAttention::Packed(Device& device, const Tensor& q, const Tensor& k,
-                                              const Tensor& v) const {
+                                              const Tensor& v, DType dtype) const {
   const int64_t batch = q.shape().dim(0);
-  ASSIGN_OR_RETURN(Tensor qkv, Tensor::Empty(device, Shape{batch, positions_, 3 * features_},
-                                             DType::kF32, MemoryKind::kWorkspace));
+  ASSIGN_OR_RETURN(Tensor qkv, Tensor::Empty(device, Shape{batch, positions_, 3 * features_}, dtype,
+                                             MemoryKind::kWorkspace));
   RETURN_IF_ERROR(device.ops().attention.PackRotaryQkv(RotaryArgs(batch), q, k, v, qkv));
   return qkv;
 }
@@ -137,13 +137,15 @@ absl::StatusOr<Tensor> LlamaAttention::Forward(const LayerContext& ctx,
   RETURN_IF_ERROR(
       DenseForward(device, x, rows, features_, params[kV], nullptr, kv_width_, v, precision));
 
-  ASSIGN_OR_RETURN(Tensor heads,
-                   Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kActivation));
+  // Under bf16 storage the packed qkv and O are bf16, written rounded by the ops that make them
+  // (the fused attention rounded its q, k, v operands, and the output projection O, anyway).
+  const DType inner = AttentionOperandDType(ctx);
+  ASSIGN_OR_RETURN(Tensor heads, Tensor::Empty(device, x.shape(), inner, MemoryKind::kActivation));
   ASSIGN_OR_RETURN(Tensor logsumexp,
                    Tensor::Empty(device, Shape{batch, config_.num_heads, positions_}, DType::kF32,
                                  MemoryKind::kActivation));
   {
-    ASSIGN_OR_RETURN(const Tensor qkv, Packed(device, q, k, v));
+    ASSIGN_OR_RETURN(const Tensor qkv, Packed(device, q, k, v, inner));
     RETURN_IF_ERROR(device.ops().attention.FusedCausalForward(AttentionArgs(batch, precision), qkv,
                                                               heads, logsumexp));
   }
@@ -175,14 +177,20 @@ absl::StatusOr<Tensor> LlamaAttention::Backward(const LayerContext& ctx,
   const ProductPrecision precision = ctx.product_precision;
   const int64_t batch = x.shape().dim(0);
   const int64_t rows = batch * positions_;
+  // At kBF16 the products and the fused attention read a bf16 O as it is; otherwise (bf16 saved
+  // without bf16 products) it is widened. dO and dqkv are bf16 under bf16 storage, written
+  // rounded by the ops that make them.
+  const DType inner = AttentionOperandDType(ctx);
   ASSIGN_OR_RETURN(const Tensor heads,
-                   WidenedFromBf16(device, saved.tensors[5], MemoryKind::kWorkspace));
+                   precision == ProductPrecision::kBF16
+                       ? absl::StatusOr<Tensor>(saved.tensors[5])
+                       : WidenedFromBf16(device, saved.tensors[5], MemoryKind::kWorkspace));
 
   // Output projection.
   RETURN_IF_ERROR(DenseParamGrads(device, heads, dy, rows, features_, features_, grads[kO], nullptr,
                                   precision));
   ASSIGN_OR_RETURN(Tensor heads_grad,
-                   Tensor::Empty(device, x.shape(), DType::kF32, MemoryKind::kWorkspace));
+                   Tensor::Empty(device, x.shape(), inner, MemoryKind::kWorkspace));
   RETURN_IF_ERROR(
       DenseInputGrad(device, dy, rows, features_, params[kO], features_, heads_grad, precision));
 
@@ -199,9 +207,9 @@ absl::StatusOr<Tensor> LlamaAttention::Backward(const LayerContext& ctx,
                      WidenedFromBf16(device, saved.tensors[2], MemoryKind::kWorkspace));
     ASSIGN_OR_RETURN(const Tensor v,
                      WidenedFromBf16(device, saved.tensors[3], MemoryKind::kWorkspace));
-    ASSIGN_OR_RETURN(const Tensor qkv, Packed(device, q, k, v));
+    ASSIGN_OR_RETURN(const Tensor qkv, Packed(device, q, k, v, inner));
     ASSIGN_OR_RETURN(Tensor qkv_grad,
-                     Tensor::Empty(device, qkv.shape(), DType::kF32, MemoryKind::kWorkspace));
+                     Tensor::Empty(device, qkv.shape(), inner, MemoryKind::kWorkspace));
     RETURN_IF_ERROR(device.ops().attention.FusedCausalBackward(
         AttentionArgs(batch, precision), qkv, heads, saved.tensors[4], heads_grad, qkv_grad));
     RETURN_IF_ERROR(

@@ -14,7 +14,13 @@
 // and O; Backward packs q, k, v again. Under bf16 storage (LayerContext::saved_activation_dtype)
 // q, k, v and O are kept bf16: the backward rotates the rounded q and k, so its rebuilt scores
 // differ from the forward's by that rounding (the forward rounded the rotated values as product
-// operands).
+// operands). With bf16 products too, the packed qkv, O, dO and dqkv are bf16 tensors
+// (AttentionOperandDType), so the fused attention's bf16 calls take them as they are (on CUDA
+// under runtime.cuda.cudnn_attention, cuDNN's): O, dO and the packed q, k, v are the values the
+// products rounded anyway, so the forward and the output projection keep their bits; dq, dk and
+// dv are unpacked from dqkv rounded to bf16 (PyTorch autocast's sdpa returns them bf16 too), so
+// they and what follows from them (the projections' gradients, dx) differ from f32 unpacking
+// by that rounding.
 #ifndef GPIPE_LAYERS_LLAMA_ATTENTION_H_
 #define GPIPE_LAYERS_LLAMA_ATTENTION_H_
 
@@ -58,9 +64,9 @@ class LlamaAttention final : public Layer {
   enum Param { kQ = 0, kK = 1, kV = 2, kO = 3 };
   RotaryQkvArgs RotaryArgs(int64_t batch) const;
   FusedAttentionArgs AttentionArgs(int64_t batch, ProductPrecision precision) const;
-  // rope(q) | repeat(rope(k)) | repeat(v) as a new workspace tensor [batch, T, 3D].
-  absl::StatusOr<Tensor> Packed(Device& device, const Tensor& q, const Tensor& k,
-                                const Tensor& v) const;
+  // rope(q) | repeat(rope(k)) | repeat(v) as a new workspace tensor [batch, T, 3D] of `dtype`.
+  absl::StatusOr<Tensor> Packed(Device& device, const Tensor& q, const Tensor& k, const Tensor& v,
+                                DType dtype) const;
 
   int64_t positions_;  // T
   int64_t features_;   // D

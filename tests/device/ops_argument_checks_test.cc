@@ -351,7 +351,7 @@ TEST(OpsArgumentChecksTest, RotaryQkvRefusesBadGeometryShapesAndAliasesOnEveryBa
         return d.ops().attention.PackRotaryQkv(args, On(d, Shape{2, 3, 16}), On(d, Shape{2, 3, 8}),
                                                On(d, Shape{2, 3, 8}), qkv);
       },
-      "AttentionOps::PackRotaryQkv: qkv must be f32 [2, 3, 48], got f32[2, 3, 16]");
+      "AttentionOps::PackRotaryQkv: qkv must be f32 or bf16 [2, 3, 48], got f32[2, 3, 16]");
   ExpectSameRefusal(
       [&](Device& d) {
         Tensor dq = On(d, Shape{2, 3, 16});

@@ -231,6 +231,40 @@ TEST_P(RotaryQkvOpsTest, UnpackWithoutGroupsCopiesValueGradientsExactly) {
   ExpectNear(Download(dv), expected, 0.0, 0.0, "dv");
 }
 
+// Mixed precision's storage: a bf16 qkv holds the f32 pack rounded to nearest even, and a bf16
+// dqkv unpacks as its exact widening does, bit for bit.
+TEST_P(RotaryQkvOpsTest, Bf16QkvIsTheF32PackRoundedAndBf16DqkvReadsItsWidening) {
+  for (const RotaryCase& c : Cases()) {
+    const RotaryQkvArgs& args = c.args;
+    const int64_t width = args.heads * args.head_dim;
+    const int64_t kv_width = args.kv_heads * args.head_dim;
+    const int64_t rows = args.batch * args.t;
+    const Tensor q = Upload(TestValues(81, rows * width), Of(args, width));
+    const Tensor k = Upload(TestValues(82, rows * kv_width), Of(args, kv_width));
+    const Tensor v = Upload(TestValues(83, rows * kv_width), Of(args, kv_width));
+    Tensor qkv32 = Uninitialized(Of(args, 3 * width));
+    Tensor qkv16 = Uninitialized(Of(args, 3 * width), DType::kBF16);
+    ASSERT_TRUE(ops().attention.PackRotaryQkv(args, q, k, v, qkv32).ok()) << c.name;
+    ASSERT_TRUE(ops().attention.PackRotaryQkv(args, q, k, v, qkv16).ok()) << c.name;
+    EXPECT_EQ(ValuesOf(qkv16, false), ValuesOf(qkv32, /*round=*/true)) << c.name;
+
+    const std::vector<float> dqkv = TestValues(84, rows * 3 * width);
+    auto unpack = [&](DType dtype) {
+      Tensor dq = Uninitialized(Of(args, width));
+      Tensor dk = Uninitialized(Of(args, kv_width));
+      Tensor dv = Uninitialized(Of(args, kv_width));
+      EXPECT_TRUE(
+          ops()
+              .attention
+              .UnpackRotaryQkvGrad(args, Bf16Values(dqkv, dtype, Of(args, 3 * width)), dq, dk, dv)
+              .ok())
+          << c.name;
+      return std::vector<std::vector<float>>{Download(dq), Download(dk), Download(dv)};
+    };
+    EXPECT_EQ(unpack(DType::kBF16), unpack(DType::kF32)) << c.name;
+  }
+}
+
 TEST_P(RotaryQkvOpsTest, NoSamplesOrPositionsIsFine) {
   for (const auto& [batch, t] : {std::pair<int64_t, int64_t>{0, 5}, {2, 0}}) {
     const RotaryQkvArgs args{.batch = batch, .t = t, .heads = 4, .kv_heads = 2, .head_dim = 4};

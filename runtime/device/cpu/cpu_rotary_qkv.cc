@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "runtime/core/bf16.h"
 #include "runtime/device/cpu/cpu_attention_ops.h"
 
 namespace gpipe {
@@ -51,6 +52,9 @@ absl::Status CpuAttentionOps::DoPackRotaryQkv(const RotaryQkvArgs& args, const T
   const int64_t kv_width = args.kv_heads * d;
   const int64_t group = args.heads / args.kv_heads;
   std::vector<float> rotated_k(d);
+  // A bf16 qkv gets each row built in f32 and rounded.
+  const bool bf16 = qkv.dtype() == DType::kBF16;
+  std::vector<float> row_values(bf16 ? 3 * width : 0);
   for (int64_t row = 0; row < args.batch * args.t; ++row) {
     const int64_t s = row % args.t;
     const float* c = table.cos.data() + s * table.half;
@@ -58,7 +62,7 @@ absl::Status CpuAttentionOps::DoPackRotaryQkv(const RotaryQkvArgs& args, const T
     const float* qr = q.f32() + row * width;
     const float* kr = k.f32() + row * kv_width;
     const float* vr = v.f32() + row * kv_width;
-    float* out = qkv.f32() + row * 3 * width;
+    float* out = bf16 ? row_values.data() : qkv.f32() + row * 3 * width;
     for (int64_t h = 0; h < args.heads; ++h) {
       Rotate(qr + h * d, c, sn, table.half, /*inverse=*/false, out + h * d);
     }
@@ -72,6 +76,10 @@ absl::Status CpuAttentionOps::DoPackRotaryQkv(const RotaryQkvArgs& args, const T
         }
       }
     }
+    if (bf16) {
+      uint16_t* to = static_cast<uint16_t*>(qkv.raw_data()) + row * 3 * width;
+      for (int64_t i = 0; i < 3 * width; ++i) to[i] = ToBf16(row_values[i]);
+    }
   }
   return absl::OkStatus();
 }
@@ -84,11 +92,21 @@ absl::Status CpuAttentionOps::DoUnpackRotaryQkvGrad(const RotaryQkvArgs& args, c
   const int64_t kv_width = args.kv_heads * d;
   const int64_t group = args.heads / args.kv_heads;
   std::vector<float> sum_k(d);
+  // A bf16 dqkv is widened a row at a time.
+  const bool bf16 = dqkv.dtype() == DType::kBF16;
+  std::vector<float> row_values(bf16 ? 3 * width : 0);
   for (int64_t row = 0; row < args.batch * args.t; ++row) {
     const int64_t s = row % args.t;
     const float* c = table.cos.data() + s * table.half;
     const float* sn = table.sin.data() + s * table.half;
-    const float* in = dqkv.f32() + row * 3 * width;
+    const float* in = nullptr;
+    if (bf16) {
+      const uint16_t* from = static_cast<const uint16_t*>(dqkv.raw_data()) + row * 3 * width;
+      for (int64_t i = 0; i < 3 * width; ++i) row_values[i] = FromBf16(from[i]);
+      in = row_values.data();
+    } else {
+      in = dqkv.f32() + row * 3 * width;
+    }
     float* dqr = dq.f32() + row * width;
     float* dkr = dk.f32() + row * kv_width;
     float* dvr = dv.f32() + row * kv_width;

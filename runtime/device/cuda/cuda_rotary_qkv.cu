@@ -3,11 +3,13 @@
 // backend's arithmetic (cpu_rotary_qkv.cc). A first kernel fills the [t, head_dim / 2] cos and
 // sin table (workspace) as RotaryQkvArgs says; the second gives each thread one rotated pair
 // (x_i, x_{i+d/2}) of one head of one row, in the same f32 expressions as the CPU (the build
-// turns off FMA contraction). No reductions across threads: the group sums of the gradient are
+// turns off FMA contraction); a bf16 qkv (dqkv) is written rounded (read widened) element by
+// element. No reductions across threads: the group sums of the gradient are
 // each one thread's loop over the group's heads in head order, as the CPU's.
 #include <cstdint>
 
 #include "runtime/core/status_macros.h"
+#include "runtime/device/cuda/bf16_elements.cuh"
 #include "runtime/device/cuda/cuda_attention_ops.h"
 #include "runtime/device/cuda/device_pointer.h"
 #include "runtime/device/cuda/kernel_launch.h"
@@ -74,7 +76,7 @@ __device__ inline PairJob JobAt(int64_t job, int64_t units, int64_t half) {
 
 __global__ void PackRotaryQkvKernel(RotaryShape shape, const float* cos_table,
                                     const float* sin_table, const float* q, const float* k,
-                                    const float* v, float* qkv) {
+                                    const float* v, cuda::F32OrBf16Out qkv) {
   const int64_t d = shape.head_dim;
   const int64_t half = d / 2;
   const int64_t width = shape.heads * d;
@@ -88,13 +90,13 @@ __global__ void PackRotaryQkvKernel(RotaryShape shape, const float* cos_table,
     const int64_t table = (at.row % shape.t) * half + at.i;
     const float c = cos_table[table];
     const float s = sin_table[table];
-    float* out = qkv + at.row * 3 * width;
+    const int64_t out = at.row * 3 * width;
     float lo, hi;
     if (at.unit < shape.heads) {
       const float* x = q + at.row * width + at.unit * d;
       Rotate(x[at.i], x[at.i + half], c, s, /*inverse=*/false, lo, hi);
-      out[at.unit * d + at.i] = lo;
-      out[at.unit * d + at.i + half] = hi;
+      qkv.Store(out + at.unit * d + at.i, lo);
+      qkv.Store(out + at.unit * d + at.i + half, hi);
       continue;
     }
     const int64_t g = at.unit - shape.heads;
@@ -105,16 +107,16 @@ __global__ void PackRotaryQkvKernel(RotaryShape shape, const float* cos_table,
     const float v_hi = vr[at.i + half];
     for (int64_t j = 0; j < group; ++j) {
       const int64_t h = g * group + j;
-      out[width + h * d + at.i] = lo;
-      out[width + h * d + at.i + half] = hi;
-      out[2 * width + h * d + at.i] = v_lo;
-      out[2 * width + h * d + at.i + half] = v_hi;
+      qkv.Store(out + width + h * d + at.i, lo);
+      qkv.Store(out + width + h * d + at.i + half, hi);
+      qkv.Store(out + 2 * width + h * d + at.i, v_lo);
+      qkv.Store(out + 2 * width + h * d + at.i + half, v_hi);
     }
   }
 }
 
 __global__ void UnpackRotaryQkvGradKernel(RotaryShape shape, const float* cos_table,
-                                          const float* sin_table, const float* dqkv, float* dq,
+                                          const float* sin_table, cuda::F32OrBf16In dqkv, float* dq,
                                           float* dk, float* dv) {
   const int64_t d = shape.head_dim;
   const int64_t half = d / 2;
@@ -129,11 +131,11 @@ __global__ void UnpackRotaryQkvGradKernel(RotaryShape shape, const float* cos_ta
     const int64_t table = (at.row % shape.t) * half + at.i;
     const float c = cos_table[table];
     const float s = sin_table[table];
-    const float* in = dqkv + at.row * 3 * width;
+    const int64_t in = at.row * 3 * width;
     float lo, hi;
     if (at.unit < shape.heads) {
-      const float* x = in + at.unit * d;
-      Rotate(x[at.i], x[at.i + half], c, s, /*inverse=*/true, lo, hi);
+      const int64_t x = in + at.unit * d;
+      Rotate(dqkv[x + at.i], dqkv[x + at.i + half], c, s, /*inverse=*/true, lo, hi);
       float* dqr = dq + at.row * width + at.unit * d;
       dqr[at.i] = lo;
       dqr[at.i + half] = hi;
@@ -144,10 +146,10 @@ __global__ void UnpackRotaryQkvGradKernel(RotaryShape shape, const float* cos_ta
     float k_lo = 0.0f, k_hi = 0.0f, v_lo = 0.0f, v_hi = 0.0f;
     for (int64_t j = 0; j < group; ++j) {
       const int64_t h = g * group + j;
-      k_lo += in[width + h * d + at.i];
-      k_hi += in[width + h * d + at.i + half];
-      v_lo += in[2 * width + h * d + at.i];
-      v_hi += in[2 * width + h * d + at.i + half];
+      k_lo += dqkv[in + width + h * d + at.i];
+      k_hi += dqkv[in + width + h * d + at.i + half];
+      v_lo += dqkv[in + 2 * width + h * d + at.i];
+      v_hi += dqkv[in + 2 * width + h * d + at.i + half];
     }
     Rotate(k_lo, k_hi, c, s, /*inverse=*/true, lo, hi);
     float* dkr = dk + at.row * kv_width + g * d;
@@ -197,7 +199,7 @@ absl::Status CudaAttentionOps::DoPackRotaryQkv(const RotaryQkvArgs& args, const 
   const float* sin_table = cos_table + args.t * (args.head_dim / 2);
   PackRotaryQkvKernel<<<cuda::BlocksFor(jobs), cuda::kThreadsPerBlock, 0, context_.stream>>>(
       ShapeOf(args), cos_table, sin_table, DevicePointer<float>(q), DevicePointer<float>(k),
-      DevicePointer<float>(v), DevicePointer<float>(qkv));
+      DevicePointer<float>(v), cuda::F32OrBf16Out(qkv));
   return cuda::LaunchStatus("pack rotary qkv");
 }
 
@@ -209,7 +211,7 @@ absl::Status CudaAttentionOps::DoUnpackRotaryQkvGrad(const RotaryQkvArgs& args, 
   const float* cos_table = DevicePointer<float>(table);
   const float* sin_table = cos_table + args.t * (args.head_dim / 2);
   UnpackRotaryQkvGradKernel<<<cuda::BlocksFor(jobs), cuda::kThreadsPerBlock, 0, context_.stream>>>(
-      ShapeOf(args), cos_table, sin_table, DevicePointer<float>(dqkv), DevicePointer<float>(dq),
+      ShapeOf(args), cos_table, sin_table, cuda::F32OrBf16In(dqkv), DevicePointer<float>(dq),
       DevicePointer<float>(dk), DevicePointer<float>(dv));
   return cuda::LaunchStatus("unpack rotary qkv grad");
 }

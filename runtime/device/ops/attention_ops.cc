@@ -60,7 +60,8 @@ absl::Status RotaryGeometry(const char* op, const RotaryQkvArgs& args) {
   return absl::OkStatus();
 }
 
-// The four tensors of a pack/unpack call: q-shaped, k-shaped, v-shaped and qkv-shaped.
+// The four tensors of a pack/unpack call: q-shaped, k-shaped, v-shaped (f32) and qkv-shaped (f32
+// or bf16).
 absl::Status RotaryOperands(const char* op, const RotaryQkvArgs& args, const char* names[4],
                             const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& qkv) {
   RETURN_IF_ERROR(RotaryGeometry(op, args));
@@ -69,7 +70,12 @@ absl::Status RotaryOperands(const char* op, const RotaryQkvArgs& args, const cha
   RETURN_IF_ERROR(F32Of(op, names[0], args.batch, args.t, width, q));
   RETURN_IF_ERROR(F32Of(op, names[1], args.batch, args.t, kv_width, k));
   RETURN_IF_ERROR(F32Of(op, names[2], args.batch, args.t, kv_width, v));
-  RETURN_IF_ERROR(F32Of(op, names[3], args.batch, args.t, 3 * width, qkv));
+  if (!qkv.defined() || !(qkv.dtype() == DType::kF32 || qkv.dtype() == DType::kBF16) ||
+      qkv.num_elements() != args.batch * args.t * 3 * width) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(op, ": ", names[3], " must be f32 or bf16 [", args.batch, ", ", args.t, ", ",
+                     3 * width, "], got ", qkv.defined() ? qkv.DebugString() : "undefined"));
+  }
   return absl::OkStatus();
 }
 

@@ -85,13 +85,15 @@ class AttentionOps {
                                    const Tensor& out, const Tensor& logsumexp, const Tensor& dout,
                                    Tensor& dqkv) const;
 
-  // Overwrites qkv with rope(q) | repeat(rope(k)) | repeat(v) (see RotaryQkvArgs).
+  // Overwrites qkv with rope(q) | repeat(rope(k)) | repeat(v) (see RotaryQkvArgs). qkv may be
+  // bf16 (mixed precision's storage, for the fused attention's bf16 calls): the f32 values
+  // rounded to nearest even.
   absl::Status PackRotaryQkv(const RotaryQkvArgs& args, const Tensor& q, const Tensor& k,
                              const Tensor& v, Tensor& qkv) const;
   // The transpose of PackRotaryQkv: from dqkv (dL/dqkv), overwrites dq with rope's inverse
   // rotation of dqkv's first third; dv with the sums, over each key/value head's query heads (in
   // head order, in f32), of the last third; and dk with the inverse rotation of the same sums
-  // of the middle third.
+  // of the middle third. dqkv may be bf16, read as its exact widening.
   absl::Status UnpackRotaryQkvGrad(const RotaryQkvArgs& args, const Tensor& dqkv, Tensor& dq,
                                    Tensor& dk, Tensor& dv) const;
 

@@ -96,7 +96,9 @@ class DataChannel {
   virtual absl::StatusOr<std::unique_ptr<TransferHandle>> Send(const Tensor& tensor, int peer_rank,
                                                                const TransferKey& key) = 0;
   // Receives into `tensor` (already allocated with the expected shape and dtype) from
-  // `peer_rank`; the header must match `key`, the shape and the dtype.
+  // `peer_rank`; the header must match `key`, the shape and the dtype. The payload's writes into
+  // `tensor` come after the device work issued before the call (on a GPU: ordered after the
+  // compute stream), so `tensor` may be memory that earlier work still reads.
   virtual absl::StatusOr<std::unique_ptr<TransferHandle>> Recv(Tensor& tensor, int peer_rank,
                                                                const TransferKey& key) = 0;
   // Collective over `group_ranks` (this rank included, any order): every member calls it with

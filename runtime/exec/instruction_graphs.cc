@@ -74,6 +74,14 @@ bool InstructionGraphs::IsGraphOutput(const Tensor& tensor) const {
   return false;
 }
 
+Tensor InstructionGraphs::InputBuffer(const Key& key, size_t index) const {
+  const auto it = graphs_.find(key);
+  if (it == graphs_.end() || index >= it->second.inputs.size() || !it->second.inputs[index].copy) {
+    return Tensor();
+  }
+  return it->second.inputs[index].buffer;
+}
+
 absl::StatusOr<const InstructionGraphs::Graph*> InstructionGraphs::Replay(
     const Key& key, std::span<const Tensor> inputs) {
   const auto it = graphs_.find(key);

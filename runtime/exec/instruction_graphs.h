@@ -7,9 +7,10 @@
 // which the executor keeps as for uncaptured work.
 // - Inputs. A tensor the captured work reads that comes from outside the graphs each step (a
 //   loaded or received stage input, targets, a received output gradient) is copied, before each
-//   launch, into a buffer kept for the graph. One that an earlier graph of the step produced (the
-//   loss gradient of the last chunk's forward, a V-shape hand-off) is read where it lies: graphs
-//   launch in the order they were captured, so it holds this step's value.
+//   launch, into a buffer kept for the graph, unless it is already there (receives land in it
+//   directly: InputBuffer, StepTransfers::ReceiveInto). One that an earlier graph of the step
+//   produced (the loss gradient of the last chunk's forward, a V-shape hand-off) is read where it
+//   lies: graphs launch in the order they were captured, so it holds this step's value.
 // - Outputs. The host gets a view of what the graph writes for it (the forward's output, or the
 //   loss gradient on the pipeline's last chunk; the backward's input gradient): the same memory in
 //   every step, which the capture arena keeps for the graph.
@@ -94,6 +95,11 @@ class InstructionGraphs {
       const Key& key, std::span<Tensor* const> inputs,
       const std::function<absl::Status(std::vector<int>& accumulated)>& issue,
       const std::function<Tensor()>& output);
+
+  // The buffer input `index` of `key`'s graph is copied into before each launch (a receive may
+  // land there directly, and the launch then copies nothing); undefined when `key` has no graph
+  // or that input is an earlier graph's output.
+  Tensor InputBuffer(const Key& key, size_t index) const;
 
   // This step's graph launches, and how many of them were captured first.
   int launches() const { return launches_; }

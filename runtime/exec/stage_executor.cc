@@ -65,7 +65,11 @@ class StageExecutor::Step {
         graphs_(config_, res_, plan_, *executor.graphs_, compute_, report_builder_,
                 grad_sync_.get()),
         offload_(res_.device),
-        busy_(res_.device) {}
+        busy_(res_.device) {
+    if (graphs_.active()) {
+      transfers_.ReceiveInto([this](const TransferKey& key) { return graphs_.ReceiveBuffer(key); });
+    }
+  }
 
   absl::StatusOr<pb::StepReport> Run() {
     start_ = absl::Now();

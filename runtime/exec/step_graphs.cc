@@ -90,6 +90,16 @@ absl::Status StepGraphs::Backward(int chunk, int m, MicroBatch& mb) {
   return absl::OkStatus();
 }
 
+Tensor StepGraphs::ReceiveBuffer(const TransferKey& key) const {
+  if (!Captures(key.chunk) || key.skip_layer >= 0) return Tensor();
+  const InstructionGraphs::Key graph{.chunk = key.chunk,
+                                     .micro_batch = key.micro_batch,
+                                     .pass = key.kind == TransferKind::kActivation
+                                                 ? InstructionGraphs::Pass::kForward
+                                                 : InstructionGraphs::Pass::kBackward};
+  return graphs_.InputBuffer(graph, 0);
+}
+
 void StepGraphs::Report(pb::StepReport& report) const {
   report.set_graph_launches(graphs_.launches());
   report.set_graphs_captured(graphs_.captures());

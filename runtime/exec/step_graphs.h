@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "proto/control.pb.h"
+#include "runtime/comm/data_channel.h"
 #include "runtime/exec/executor_config.h"
 #include "runtime/exec/gradient_sync.h"
 #include "runtime/exec/instruction_graphs.h"
@@ -48,6 +49,12 @@ class StepGraphs {
   // StageCompute::Backward (whole) as a graph; the layers whose gradients it accumulated are
   // told to the replicas' sync after each launch.
   absl::Status Backward(int chunk, int m, MicroBatch& mb);
+  // Where the receive `key` should land: the input buffer of the graph that reads it (a stage
+  // input for the Forward's, an output gradient for the Backward's), so that the launch copies
+  // nothing; undefined for a chunk not captured, a skip connection's transfer, or work without
+  // a graph yet. The buffer is free: its last reader was the same graph's launch in an earlier
+  // step, which the receive's writes are ordered after (data_channel.h).
+  Tensor ReceiveBuffer(const TransferKey& key) const;
   // The step's graph launches and captures, into the report (active steps).
   void Report(pb::StepReport& report) const;
 

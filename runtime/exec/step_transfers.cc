@@ -125,10 +125,14 @@ absl::Status StepTransfers::PostReceive(size_t position) {
     posted.local = true;
     return absl::OkStatus();
   }
-  ASSIGN_OR_RETURN(
-      posted.buffer,
-      Tensor::Empty(res_.device, per_sample.WithBatch(micro_batch_size_), config.boundary_dtype,
-                    activation ? MemoryKind::kBoundary : MemoryKind::kBoundaryGrad));
+  const Shape shape = per_sample.WithBatch(micro_batch_size_);
+  if (buffers_) posted.buffer = buffers_(posted.key);
+  if (!posted.buffer.defined() || posted.buffer.shape() != shape ||
+      posted.buffer.dtype() != config.boundary_dtype) {
+    ASSIGN_OR_RETURN(posted.buffer,
+                     Tensor::Empty(res_.device, shape, config.boundary_dtype,
+                                   activation ? MemoryKind::kBoundary : MemoryKind::kBoundaryGrad));
+  }
   ASSIGN_OR_RETURN(posted.handle, res_.channel.Recv(posted.buffer, peer, posted.key));
   return absl::OkStatus();
 }

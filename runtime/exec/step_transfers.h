@@ -11,6 +11,7 @@
 #define GPIPE_RUNTIME_EXEC_STEP_TRANSFERS_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -31,6 +32,14 @@ class StepTransfers {
   StepTransfers(const StepScope& scope, const schedule::StageProgram& program,
                 const ExecutorResources& resources, const MicroBatchStates& states,
                 int64_t micro_batch_size);
+
+  // Where the receives of the step land: `buffers(key)` gives a tensor its consumer keeps for
+  // the transfer `key` (runtime.cuda.graphs' input buffers, StepGraphs::ReceiveBuffer), or an
+  // undefined one for a new buffer; a kept tensor of another shape or dtype than the transfer's
+  // is not used. Without a call, every receive gets a new buffer. Set before the first post.
+  void ReceiveInto(std::function<Tensor(const TransferKey&)> buffers) {
+    buffers_ = std::move(buffers);
+  }
 
   // Posts receives until `count` are outstanding (or none are left in the program).
   absl::Status PostReceivesUpTo(int count);
@@ -88,6 +97,7 @@ class StepTransfers {
   const ExecutorResources& res_;
   const MicroBatchStates& states_;
   const int64_t micro_batch_size_;
+  std::function<Tensor(const TransferKey&)> buffers_;
 
   std::vector<PostedReceive> receives_;  // indexed by instruction position
   std::vector<size_t> receive_positions_;

@@ -201,6 +201,8 @@ PipelineRun RunPipeline(const RunOptions& options) {
   run.peak_activation.resize(stages);
   run.peak_boundary.resize(stages);
   run.peak_boundary_grad.resize(stages);
+  run.end_boundary.resize(stages);
+  run.end_boundary_grad.resize(stages);
   run.end_transient.resize(stages);
   absl::Mutex weights_mu;
 
@@ -288,6 +290,8 @@ PipelineRun RunPipeline(const RunOptions& options) {
     ASSIGN_OR_RETURN(const std::vector<NamedTensorData> final_weights, params.Export());
     absl::MutexLock lock(&weights_mu);
     for (const NamedTensorData& t : final_weights) run.weights[t.name] = t.values;
+    run.end_boundary[s] = device.memory().current(MemoryKind::kBoundary);
+    run.end_boundary_grad[s] = device.memory().current(MemoryKind::kBoundaryGrad);
     run.end_transient[s] = device.memory().current(MemoryKind::kActivation) +
                            device.memory().current(MemoryKind::kBoundary) +
                            device.memory().current(MemoryKind::kBoundaryGrad);

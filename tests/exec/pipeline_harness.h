@@ -33,6 +33,8 @@ struct PipelineRun {
   double eval_loss = -1;  // the EVAL pass (when asked for): mean loss per sample, last stage
   // Per stage: activation + boundary + boundary_grad bytes after the run.
   std::vector<int64_t> end_transient;
+  std::vector<int64_t> end_boundary;       // per stage, kBoundary bytes after the run
+  std::vector<int64_t> end_boundary_grad;  // per stage, kBoundaryGrad bytes after the run
   std::vector<pb::StepReport> last_reports;
 };
 

@@ -24,6 +24,7 @@
 #include "runtime/core/status_macros.h"
 #include "runtime/device/cuda/cuda_device.h"
 #include "runtime/device/cuda/cuda_handles.h"
+#include "runtime/device/cuda/cuda_status.h"
 #include "runtime/device/cuda/cudnn_attention.h"
 #include "runtime/device/ops.h"
 
@@ -42,24 +43,19 @@ constexpr AttentionShape kShapes[] = {{4, 2048, 16, 128}, {8, 1024, 12, 64}, {1,
 absl::StatusOr<double> MedianMs(cudaStream_t stream, int repeats,
                                 const std::function<absl::Status()>& call) {
   RETURN_IF_ERROR(call());
-  cudaEvent_t start = nullptr, stop = nullptr;
-  if (cudaEventCreate(&start) != cudaSuccess || cudaEventCreate(&stop) != cudaSuccess) {
-    return absl::InternalError("cudaEventCreate failed");
-  }
+  // Owned events (released on every return) and every CUDA call checked.
+  ASSIGN_OR_RETURN(const cuda::Event start, cuda::CreateEvent(/*timing=*/true));
+  ASSIGN_OR_RETURN(const cuda::Event stop, cuda::CreateEvent(/*timing=*/true));
   std::vector<double> times;
-  absl::Status status;
-  for (int r = 0; r < repeats && status.ok(); ++r) {
-    cudaEventRecord(start, stream);
-    status = call();
-    cudaEventRecord(stop, stream);
-    if (cudaEventSynchronize(stop) != cudaSuccess) status = absl::InternalError("kernel failed");
+  for (int r = 0; r < repeats; ++r) {
+    GPIPE_CUDA_RETURN_IF_ERROR(cudaEventRecord(start.get(), stream));
+    RETURN_IF_ERROR(call());
+    GPIPE_CUDA_RETURN_IF_ERROR(cudaEventRecord(stop.get(), stream));
+    GPIPE_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(stop.get()));
     float ms = 0;
-    cudaEventElapsedTime(&ms, start, stop);
+    GPIPE_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, start.get(), stop.get()));
     times.push_back(ms);
   }
-  cudaEventDestroy(start);
-  cudaEventDestroy(stop);
-  RETURN_IF_ERROR(status);
   std::sort(times.begin(), times.end());
   return times[times.size() / 2];
 }
